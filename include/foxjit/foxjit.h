@@ -1,0 +1,425 @@
+/*
+ * fox-jit: JIT-compiled CUDA kernels for reinforcement-learning and
+ * sequence-model trainers.
+ *
+ * This header is the whole public API. Everything is prefixed foxjit_ /
+ * FOXJIT_; nothing else is exported from libfoxjit.so.
+ *
+ * Conventions (apply to every call below unless it says otherwise)
+ *  - Every call returns a foxjit_status; FOXJIT_OK is 0. On failure,
+ *    foxjit_last_error() returns a message for the calling thread that says
+ *    what went wrong and what to do (with the NVRTC log after a failed
+ *    compile).
+ *  - Device memory belongs to the caller. Ops take CUdeviceptr and a
+ *    CUstream, never allocate, never synchronize, and launch nothing when
+ *    they return an error. Temporary storage follows the CUB convention: a
+ *    *_workspace_size() query, then the caller passes the buffer.
+ *  - Tensors are float32, row-major, contiguous unless a *_stride field
+ *    says otherwise (strides are in elements between consecutive batch
+ *    rows; 0 means "dense"). Device pointers must be 4-byte aligned.
+ *  - A runtime is bound to the CUcontext that was current when it was
+ *    created; ops must be called with that context current.
+ *  - Kernels compile on first use (NVRTC) and are cached on disk. Call the
+ *    *_prepare() functions before CUDA Graph capture: an op launched into a
+ *    capturing stream whose kernel is not loaded fails with
+ *    FOXJIT_ERROR_NOT_PREPARED instead of compiling.
+ *
+ * Thread safety: a foxjit_runtime may be used from many threads at once
+ * (ops, prepare, counters). Create and destroy are not concurrent with any
+ * other use of the same runtime.
+ */
+#ifndef FOXJIT_FOXJIT_H
+#define FOXJIT_FOXJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FOXJIT_BUILDING_LIBRARY)
+#define FOXJIT_API __attribute__((visibility("default")))
+#else
+#define FOXJIT_API
+#endif
+
+#define FOXJIT_VERSION_MAJOR 0
+#define FOXJIT_VERSION_MINOR 1
+#define FOXJIT_VERSION_PATCH 0
+
+/* ABI version of the function table returned by foxjit_get_api(). */
+#define FOXJIT_ABI_MAJOR 1
+
+typedef enum foxjit_status {
+    FOXJIT_OK = 0,
+    FOXJIT_ERROR_INVALID_ARGUMENT = 1,   /* NULL, zero/negative size, misaligned */
+    FOXJIT_ERROR_UNSUPPORTED = 2,        /* a size or dim past the op's limit */
+    FOXJIT_ERROR_WORKSPACE_TOO_SMALL = 3,
+    FOXJIT_ERROR_DRIVER_NOT_FOUND = 4,   /* libcuda.so.1 could not be loaded */
+    FOXJIT_ERROR_NVRTC_NOT_FOUND = 5,    /* libnvrtc.so.13/.12 could not be loaded */
+    FOXJIT_ERROR_NO_CONTEXT = 6,         /* no CUcontext current on this thread */
+    FOXJIT_ERROR_WRONG_CONTEXT = 7,      /* current context is not the runtime's */
+    FOXJIT_ERROR_COMPILE = 8,            /* NVRTC failed; the log is in the message */
+    FOXJIT_ERROR_NOT_PREPARED = 9,       /* stream is capturing, kernel not loaded */
+    FOXJIT_ERROR_CUDA = 10,              /* a driver call failed */
+    FOXJIT_ERROR_OUT_OF_MEMORY = 11,     /* host allocation failed */
+    FOXJIT_ERROR_CACHE = 12,             /* cache administration failed */
+} foxjit_status;
+
+/* Name of a status ("FOXJIT_ERROR_UNSUPPORTED"); never NULL. */
+FOXJIT_API const char *foxjit_status_string(foxjit_status status);
+
+/* Message for the last failure on the calling thread; "" if none. The
+ * pointer stays valid until the next foxjit call on this thread. */
+FOXJIT_API const char *foxjit_last_error(void);
+
+/* "0.1.0" */
+FOXJIT_API const char *foxjit_version(void);
+
+/* ------------------------------------------------------------------------
+ * Runtime
+ * ------------------------------------------------------------------------ */
+
+typedef struct foxjit_runtime foxjit_runtime;
+
+/* Parameters for foxjit_runtime_create(). Fill with
+ * foxjit_runtime_default_params() first so new fields keep their defaults.
+ * Strings are copied; they need not outlive the call. */
+typedef struct foxjit_runtime_params {
+    size_t struct_size;              /* set by foxjit_runtime_default_params */
+    /* Writable cache directory. NULL: $FOXJIT_CACHE_DIR, else
+     * $XDG_CACHE_HOME/foxjit, else ~/.cache/foxjit. */
+    const char *cache_dir;
+    /* Colon-separated read-only cache directories searched before
+     * cache_dir. NULL: $FOXJIT_CACHE_READONLY_DIRS. */
+    const char *readonly_cache_dirs;
+    /* Size cap of cache_dir in bytes, least recently used entries evicted.
+     * 0: $FOXJIT_CACHE_MAX_BYTES, else 2 GiB. */
+    uint64_t cache_max_bytes;
+    /* Nonzero: keep compiled kernels in memory only. */
+    int disable_disk_cache;
+} foxjit_runtime_params;
+
+FOXJIT_API void foxjit_runtime_default_params(foxjit_runtime_params *params);
+
+/* Creates a runtime bound to the calling thread's current CUcontext.
+ * params may be NULL (defaults). Fails with FOXJIT_ERROR_DRIVER_NOT_FOUND,
+ * FOXJIT_ERROR_NO_CONTEXT, ... and a message. A cache directory that is
+ * unsafe or unwritable does not fail creation: the runtime warns once and
+ * keeps kernels in memory. The caller owns *out. */
+FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *params,
+                                               foxjit_runtime **out);
+
+/* Unloads every module and frees the runtime; sets *rt to NULL. The bound
+ * context must still exist. NULL and *rt == NULL are accepted. */
+FOXJIT_API void foxjit_runtime_destroy(foxjit_runtime **rt);
+
+typedef struct foxjit_counters {
+    uint64_t disk_hits;        /* entries loaded from a cache directory */
+    uint64_t disk_misses;      /* lookups that found no usable entry */
+    uint64_t compiles;         /* NVRTC compiles run */
+    double compile_ms;         /* wall time spent in NVRTC */
+    uint64_t bytes_read;       /* cache bytes read */
+    uint64_t bytes_written;    /* cache bytes written */
+    uint64_t corrupt_entries;  /* entries found bad and removed */
+    uint64_t evictions;        /* entries removed by the size cap */
+    uint64_t write_failures;   /* cache writes that failed (kept in memory) */
+    uint64_t modules_loaded;   /* cuModuleLoadData calls that succeeded */
+} foxjit_counters;
+
+/* Thread-safe snapshot. */
+FOXJIT_API foxjit_status foxjit_runtime_get_counters(const foxjit_runtime *rt,
+                                                     foxjit_counters *out);
+
+/* "sm_90" etc. for the runtime's device; valid while rt lives. */
+FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt);
+
+/* ------------------------------------------------------------------------
+ * Column sums (kernels.md section 1): out[j] (+)= sum_b x[b, j]
+ * x: [rows, cols]. No workspace. Deterministic (no float atomics).
+ * Limits: rows, cols in [1, 2^31-1], rows * cols < 2^40.
+ * ------------------------------------------------------------------------ */
+
+/* General form; accumulate != 0 adds to out, else overwrites it. */
+FOXJIT_API foxjit_status foxjit_column_sum(foxjit_runtime *rt, CUdeviceptr x,
+                                           int64_t rows, int64_t cols, CUdeviceptr out,
+                                           int accumulate, CUstream stream);
+/* db[out_dim] += sum over batch of dy[batch, out_dim]. */
+FOXJIT_API foxjit_status foxjit_bias_grad_reduce(foxjit_runtime *rt, CUdeviceptr dy,
+                                                 int64_t batch, int64_t out_dim,
+                                                 CUdeviceptr db, CUstream stream);
+/* db[out_dim] = sum over rows of dy[rows, out_dim]. */
+FOXJIT_API foxjit_status foxjit_curiosity_bias_grad_reduce(foxjit_runtime *rt, CUdeviceptr dy,
+                                                           int64_t rows, int64_t out_dim,
+                                                           CUdeviceptr db, CUstream stream);
+/* out[n_tail] = sum over n_batch of x[n_batch, n_tail]. */
+FOXJIT_API foxjit_status foxjit_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x,
+                                             int64_t n_batch, int64_t n_tail, CUdeviceptr out,
+                                             CUstream stream);
+/* Compiles and loads the kernels a column sum of this shape uses. */
+FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t rows,
+                                                   int64_t cols);
+
+/* ------------------------------------------------------------------------
+ * Device-wide radix sort and reward rank normalization (kernels.md sec. 2)
+ * ------------------------------------------------------------------------ */
+
+/* Bytes of workspace foxjit_radix_sort_pairs needs for n pairs. */
+FOXJIT_API foxjit_status foxjit_radix_sort_pairs_workspace_size(foxjit_runtime *rt, int64_t n,
+                                                                int begin_bit, int end_bit,
+                                                                size_t *bytes);
+/* Stable ascending sort of uint32 keys (bits [begin_bit, end_bit)) with
+ * uint32 values. n in [1, 2^31-1]. Inputs are not modified; outputs must
+ * not overlap inputs or workspace. */
+FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr keys_in,
+                                                 CUdeviceptr values_in, CUdeviceptr keys_out,
+                                                 CUdeviceptr values_out, int64_t n, int begin_bit,
+                                                 int end_bit, CUdeviceptr workspace,
+                                                 size_t workspace_bytes, CUstream stream);
+FOXJIT_API foxjit_status foxjit_radix_sort_prepare(foxjit_runtime *rt);
+
+typedef enum foxjit_tie_mode {
+    FOXJIT_TIES_MAX = 0,      /* rank = #{j : |s_j| <= |s_i|} (legacy result) */
+    FOXJIT_TIES_ORDINAL = 1,  /* rank = 1 + stable ascending sort position */
+} foxjit_tie_mode;
+
+FOXJIT_API foxjit_status foxjit_rank_normalize_workspace_size(foxjit_runtime *rt, int64_t n,
+                                                              foxjit_tie_mode ties,
+                                                              size_t *bytes);
+/* out[i] = trade_i ? sign(s_i) * rank_i / n : 0, see kernels.md. */
+FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr rewards,
+                                               int64_t n, float std_ema, float mean_ema,
+                                               foxjit_tie_mode ties, CUdeviceptr out,
+                                               CUdeviceptr workspace, size_t workspace_bytes,
+                                               CUstream stream);
+FOXJIT_API foxjit_status foxjit_rank_normalize_prepare(foxjit_runtime *rt,
+                                                       foxjit_tie_mode ties);
+
+/* ------------------------------------------------------------------------
+ * Perception model kernels (kernels.md sections 3-6)
+ *
+ * Block-per-batch forms: parameter gradients are added (+=) to per-batch
+ * scratch tensors with a leading [batch] dimension; collapse each with
+ * foxjit_reduce_axis0 after the K-loop. Gradients of inputs take an
+ * accumulate flag (nonzero: +=, zero: overwrite).
+ * Supported dims: see docs/dims.md and foxjit_perception_limits.
+ * ------------------------------------------------------------------------ */
+
+/* CfC step. Activations: row b of a tensor starts at ptr + b * stride
+ * floats (stride 0 = dense). */
+typedef struct foxjit_cfc_args {
+    int batch, n_in, n_hid;
+    CUdeviceptr w_in;   /* [n_hid, n_in] */
+    CUdeviceptr w_rec;  /* [n_hid, n_hid] */
+    CUdeviceptr bias;   /* [n_hid] */
+    CUdeviceptr tau;    /* [n_hid], > 0 */
+    CUdeviceptr x;      int64_t x_stride;   /* [batch, n_in] */
+    CUdeviceptr h;      int64_t h_stride;   /* [batch, n_hid]; 0 pointer = zeros */
+    CUdeviceptr dt;     int64_t dt_stride;  /* [batch] (stride between rows) */
+    CUdeviceptr u;      int64_t u_stride;   /* [batch, n_hid]: forward writes, backward reads */
+    /* forward */
+    CUdeviceptr h_out;  int64_t h_out_stride; /* [batch, n_hid] */
+    /* backward */
+    CUdeviceptr dh_out; int64_t dh_out_stride; /* dL/dh' [batch, n_hid] */
+    CUdeviceptr dh;     int64_t dh_stride;     /* dL/dh; 0 pointer = not needed */
+    int dh_accumulate;
+    CUdeviceptr dx;     int64_t dx_stride;     /* dL/dx; 0 pointer = not needed */
+    int dx_accumulate;
+    CUdeviceptr dw_in;  /* scratch [batch, n_hid, n_in], += */
+    CUdeviceptr dw_rec; /* scratch [batch, n_hid, n_hid], += */
+    CUdeviceptr dbias;  /* scratch [batch, n_hid], += */
+    CUdeviceptr dtau;   /* scratch [batch, n_hid], += */
+} foxjit_cfc_args;
+
+FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc_args *args,
+                                            CUstream stream);
+FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *args,
+                                             CUstream stream);
+FOXJIT_API foxjit_status foxjit_cfc_prepare(foxjit_runtime *rt, int n_in, int n_hid);
+
+/* Multi-horizon GRN heads. The backward recomputes the forward
+ * intermediates from x, so the forward saves nothing but the logits. */
+typedef struct foxjit_heads_args {
+    int batch, d, e, h;       /* input dim D, hidden E, heads H */
+    CUdeviceptr w1, b1;       /* [H, E, D], [H, E] */
+    CUdeviceptr w2, b2;       /* [H, E, E], [H, E] */
+    CUdeviceptr w_gate, b_gate; /* [H, E], [H] */
+    CUdeviceptr w_main, b_main; /* [H, E], [H] */
+    CUdeviceptr w_skip, b_skip; /* [H, D], [H] */
+    CUdeviceptr x;      int64_t x_stride;      /* [batch, D] */
+    CUdeviceptr logits; int64_t logits_stride; /* forward: [batch, H] */
+    CUdeviceptr dlogits; int64_t dlogits_stride; /* backward: [batch, H] */
+    CUdeviceptr dx;     int64_t dx_stride;     /* backward: [batch, D]; 0 = not needed */
+    int dx_accumulate;
+    /* backward scratch, each with a leading [batch] dimension, += */
+    CUdeviceptr dw1, db1, dw2, db2, dw_gate, db_gate, dw_main, db_main, dw_skip, db_skip;
+} foxjit_heads_args;
+
+FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *args,
+                                              CUstream stream);
+FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *args,
+                                               CUstream stream);
+FOXJIT_API foxjit_status foxjit_heads_prepare(foxjit_runtime *rt, int d, int e, int h);
+
+/* Variable selection over all T rows of each batch row. */
+typedef struct foxjit_vsn_args {
+    int batch, t, f;
+    CUdeviceptr w, bias;  /* [F, F], [F] */
+    CUdeviceptr x;        /* [batch, T, F] */
+    CUdeviceptr y;        /* forward: [batch, T, F] */
+    CUdeviceptr dy;       /* backward: [batch, T, F] */
+    CUdeviceptr dx;       /* backward: [batch, T, F]; 0 = not needed */
+    int dx_accumulate;
+    CUdeviceptr dw;       /* scratch [batch, F, F], += */
+    CUdeviceptr dbias;    /* scratch [batch, F], += */
+} foxjit_vsn_args;
+
+FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *args,
+                                            CUstream stream);
+FOXJIT_API foxjit_status foxjit_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *args,
+                                             CUstream stream);
+FOXJIT_API foxjit_status foxjit_vsn_prepare(foxjit_runtime *rt, int f);
+
+/* Attention pooling with a learned query. */
+typedef struct foxjit_attn_pool_args {
+    int batch, t, d;
+    CUdeviceptr q;        /* [D] */
+    CUdeviceptr hs;       /* [batch, T, D] */
+    CUdeviceptr pooled;   /* forward: [batch, D] */
+    CUdeviceptr dpooled;  /* backward: [batch, D] */
+    CUdeviceptr dhs;      /* backward: [batch, T, D] */
+    int dhs_accumulate;
+    CUdeviceptr dq;       /* scratch [batch, D], += */
+} foxjit_attn_pool_args;
+
+FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
+                                                  const foxjit_attn_pool_args *args,
+                                                  CUstream stream);
+FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,
+                                                   const foxjit_attn_pool_args *args,
+                                                   CUstream stream);
+FOXJIT_API foxjit_status foxjit_attn_pool_prepare(foxjit_runtime *rt, int d);
+
+/* Largest supported dims of the perception ops. */
+typedef struct foxjit_perception_limits {
+    int max_batch;   /* 1024 */
+    int max_t;       /* 4096 */
+    int max_n_hid;   /* CfC n_hid, heads D */
+    int max_n_in;    /* CfC n_in */
+    int max_e;       /* heads E */
+    int max_h;       /* heads H */
+    int max_f;       /* VSN F */
+    int max_d;       /* attention D */
+} foxjit_perception_limits;
+
+FOXJIT_API void foxjit_get_perception_limits(foxjit_perception_limits *out);
+
+/* ------------------------------------------------------------------------
+ * Training-step kernels (kernels.md section 7)
+ * ------------------------------------------------------------------------ */
+
+/* loss[0] (+)= mean over n of BCE-with-logits(z, y); dz = (sigmoid(z)-y)/n
+ * (dz may be 0 = not needed). loss is one float on the device. Deterministic.
+ * n in [1, 2^31-1]. */
+FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
+                                                int64_t n, CUdeviceptr loss, int loss_accumulate,
+                                                CUdeviceptr dz, CUstream stream);
+
+/* Fused AdamW over one tensor. `step` points to one int32 on the device: the
+ * 1-based step number used for bias correction (read by the kernel, so a
+ * captured graph can replay with an advancing step; see
+ * foxjit_increment_step). */
+typedef struct foxjit_adamw_args {
+    int64_t n;
+    CUdeviceptr param, grad, m, v;
+    CUdeviceptr step;
+    float lr, beta1, beta2, eps, weight_decay;
+} foxjit_adamw_args;
+
+FOXJIT_API foxjit_status foxjit_adamw(foxjit_runtime *rt, const foxjit_adamw_args *args,
+                                      CUstream stream);
+/* step[0] += 1 on the device (one int32). */
+FOXJIT_API foxjit_status foxjit_increment_step(foxjit_runtime *rt, CUdeviceptr step,
+                                               CUstream stream);
+FOXJIT_API foxjit_status foxjit_training_prepare(foxjit_runtime *rt);
+
+/* ------------------------------------------------------------------------
+ * Plugin table: the one symbol a trainer needs to dlsym.
+ * The table starts with its own size and ABI version and only ever grows at
+ * the end. foxjit_get_api returns NULL for an unknown abi_major.
+ * ------------------------------------------------------------------------ */
+
+typedef struct foxjit_api {
+    size_t struct_size;
+    uint32_t abi_major;
+    uint32_t abi_minor;
+
+    const char *(*version)(void);
+    const char *(*status_string)(foxjit_status);
+    const char *(*last_error)(void);
+
+    void (*runtime_default_params)(foxjit_runtime_params *);
+    foxjit_status (*runtime_create)(const foxjit_runtime_params *, foxjit_runtime **);
+    void (*runtime_destroy)(foxjit_runtime **);
+    foxjit_status (*runtime_get_counters)(const foxjit_runtime *, foxjit_counters *);
+    const char *(*runtime_arch)(const foxjit_runtime *);
+
+    foxjit_status (*column_sum)(foxjit_runtime *, CUdeviceptr, int64_t, int64_t, CUdeviceptr,
+                                int, CUstream);
+    foxjit_status (*bias_grad_reduce)(foxjit_runtime *, CUdeviceptr, int64_t, int64_t,
+                                      CUdeviceptr, CUstream);
+    foxjit_status (*curiosity_bias_grad_reduce)(foxjit_runtime *, CUdeviceptr, int64_t, int64_t,
+                                                CUdeviceptr, CUstream);
+    foxjit_status (*reduce_axis0)(foxjit_runtime *, CUdeviceptr, int64_t, int64_t, CUdeviceptr,
+                                  CUstream);
+    foxjit_status (*column_sum_prepare)(foxjit_runtime *, int64_t, int64_t);
+
+    foxjit_status (*radix_sort_pairs_workspace_size)(foxjit_runtime *, int64_t, int, int,
+                                                     size_t *);
+    foxjit_status (*radix_sort_pairs)(foxjit_runtime *, CUdeviceptr, CUdeviceptr, CUdeviceptr,
+                                      CUdeviceptr, int64_t, int, int, CUdeviceptr, size_t,
+                                      CUstream);
+    foxjit_status (*radix_sort_prepare)(foxjit_runtime *);
+    foxjit_status (*rank_normalize_workspace_size)(foxjit_runtime *, int64_t, foxjit_tie_mode,
+                                                   size_t *);
+    foxjit_status (*rank_normalize)(foxjit_runtime *, CUdeviceptr, int64_t, float, float,
+                                    foxjit_tie_mode, CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    foxjit_status (*rank_normalize_prepare)(foxjit_runtime *, foxjit_tie_mode);
+
+    foxjit_status (*cfc_forward)(foxjit_runtime *, const foxjit_cfc_args *, CUstream);
+    foxjit_status (*cfc_backward)(foxjit_runtime *, const foxjit_cfc_args *, CUstream);
+    foxjit_status (*cfc_prepare)(foxjit_runtime *, int, int);
+    foxjit_status (*heads_forward)(foxjit_runtime *, const foxjit_heads_args *, CUstream);
+    foxjit_status (*heads_backward)(foxjit_runtime *, const foxjit_heads_args *, CUstream);
+    foxjit_status (*heads_prepare)(foxjit_runtime *, int, int, int);
+    foxjit_status (*vsn_forward)(foxjit_runtime *, const foxjit_vsn_args *, CUstream);
+    foxjit_status (*vsn_backward)(foxjit_runtime *, const foxjit_vsn_args *, CUstream);
+    foxjit_status (*vsn_prepare)(foxjit_runtime *, int);
+    foxjit_status (*attn_pool_forward)(foxjit_runtime *, const foxjit_attn_pool_args *,
+                                       CUstream);
+    foxjit_status (*attn_pool_backward)(foxjit_runtime *, const foxjit_attn_pool_args *,
+                                        CUstream);
+    foxjit_status (*attn_pool_prepare)(foxjit_runtime *, int);
+    void (*get_perception_limits)(foxjit_perception_limits *);
+
+    foxjit_status (*bce_with_logits)(foxjit_runtime *, CUdeviceptr, CUdeviceptr, int64_t,
+                                     CUdeviceptr, int, CUdeviceptr, CUstream);
+    foxjit_status (*adamw)(foxjit_runtime *, const foxjit_adamw_args *, CUstream);
+    foxjit_status (*increment_step)(foxjit_runtime *, CUdeviceptr, CUstream);
+    foxjit_status (*training_prepare)(foxjit_runtime *);
+    /* New entries go here, at the end only. */
+} foxjit_api;
+
+/* Returns the table for abi_major (FOXJIT_ABI_MAJOR), or NULL if this
+ * library does not implement that major version. The table is static. */
+FOXJIT_API const foxjit_api *foxjit_get_api(uint32_t abi_major);
+typedef const foxjit_api *(*foxjit_get_api_fn)(uint32_t abi_major);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FOXJIT_FOXJIT_H */

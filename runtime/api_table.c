@@ -1,0 +1,35 @@
+/* The plugin table: the one entry point a trainer dlsym()s. It only grows at
+ * the end; abi_minor counts the entries added within a major version. */
+#include <stddef.h>
+
+#include "foxjit/foxjit.h"
+
+static const foxjit_api api_v1 = {
+    .struct_size = sizeof(foxjit_api),
+    .abi_major = FOXJIT_ABI_MAJOR,
+    .abi_minor = 0,
+
+    .version = foxjit_version,
+    .status_string = foxjit_status_string,
+    .last_error = foxjit_last_error,
+
+    .runtime_default_params = foxjit_runtime_default_params,
+    .runtime_create = foxjit_runtime_create,
+    .runtime_destroy = foxjit_runtime_destroy,
+    .runtime_get_counters = foxjit_runtime_get_counters,
+    .runtime_arch = foxjit_runtime_arch,
+
+    .column_sum = foxjit_column_sum,
+    .bias_grad_reduce = foxjit_bias_grad_reduce,
+    .curiosity_bias_grad_reduce = foxjit_curiosity_bias_grad_reduce,
+    .reduce_axis0 = foxjit_reduce_axis0,
+    .column_sum_prepare = foxjit_column_sum_prepare,
+    /* FJ_API_TABLE_MORE: entries of ops that land later go here, in header order. */
+};
+
+FOXJIT_API const foxjit_api *foxjit_get_api(uint32_t abi_major)
+{
+    if (abi_major != FOXJIT_ABI_MAJOR)
+        return NULL;
+    return &api_v1;
+}

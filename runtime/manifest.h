@@ -1,0 +1,49 @@
+/* Manifests: text files listing op shapes to precompile (`fox-jit warm`).
+ *
+ *   # comment
+ *   column_sum rows=8192 cols=42
+ *   cfc n_in=40 n_hid=128
+ *
+ * One op per line, then key=value pairs (decimal integers). Each op knows
+ * which kernel variants its shapes use, so warm builds exactly what the ops
+ * will load. */
+#ifndef FJ_MANIFEST_H
+#define FJ_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry.h"
+
+#define FJ_MANIFEST_MAX_KEYS 6
+#define FJ_MANIFEST_MAX_VARIANTS 16
+
+typedef struct fj_manifest_op {
+    const char *name;
+    const char *keys[FJ_MANIFEST_MAX_KEYS + 1]; /* NULL-terminated; all required */
+    const char *help;
+    /* Variants for these key values on compute capability cc. Returns the
+     * count, or -1 with why for unsupported values. */
+    int (*variants)(const int64_t *values, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len);
+} fj_manifest_op;
+
+extern const fj_manifest_op fj_manifest_ops[];
+extern const size_t fj_manifest_op_count;
+
+typedef struct fj_manifest_item {
+    const fj_manifest_op *op;
+    int64_t values[FJ_MANIFEST_MAX_KEYS];
+    int line;
+} fj_manifest_item;
+
+/* Parses a manifest. Returns 0 and a malloc'd array, or -1 with
+ * "line N: what is wrong" in why. */
+int fj_manifest_parse(const char *text, fj_manifest_item **items, size_t *count, char *why,
+                      size_t why_len);
+
+/* The trainer shapes of kernels.md (the default for warm and the compile
+ * tests). */
+extern const char fj_default_manifest[];
+
+#endif

@@ -1,0 +1,58 @@
+/* The ops a manifest can name, and the variants each shape uses. An op
+ * that adds kernels adds its line here. */
+#include <stdio.h>
+
+#include "manifest.h"
+#include "ops/colsum.h"
+
+static int column_sum_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                               size_t why_len)
+{
+    if (v[0] < 1 || v[1] < 1 || v[0] > FJ_COLSUM_MAX_DIM || v[1] > FJ_COLSUM_MAX_DIM) {
+        snprintf(why, why_len, "rows and cols must be in [1, 2^31-1]");
+        return -1;
+    }
+    fj_variant tmp[2];
+    int n = fj_colsum_variants(v[0], v[1], cc, tmp);
+    for (int i = 0; i < n && i < max; i++)
+        out[i] = tmp[i];
+    return n < max ? n : max;
+}
+
+static int column_sum_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max,
+                                      char *why, size_t why_len)
+{
+    (void)v, (void)cc, (void)why, (void)why_len;
+    if (max < 1)
+        return 0;
+    out[0] = fj_colsum_legacy_variant;
+    return 1;
+}
+
+const fj_manifest_op fj_manifest_ops[] = {
+    {"column_sum", {"rows", "cols", NULL},
+     "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]", column_sum_variants},
+    {"column_sum_legacy", {NULL}, "the serial and two-phase baselines (bench only)",
+     column_sum_legacy_variants},
+};
+const size_t fj_manifest_op_count = sizeof fj_manifest_ops / sizeof fj_manifest_ops[0];
+
+const char fj_default_manifest[] =
+    "# fox-jit default manifest: the shapes of kernels.md used by the trainers.\n"
+    "# DQN backward bias gradients (B = 8192) and curiosity (N = 8192, 42 / 128)\n"
+    "column_sum rows=8192 cols=3\n"
+    "column_sum rows=8192 cols=42\n"
+    "column_sum rows=8192 cols=128\n"
+    "column_sum rows=8192 cols=256\n"
+    "# perception reducers at B = 32: the 17 parameter tensors (n_in 40 and 128)\n"
+    "column_sum rows=32 cols=40960\n"  /* heads W1  5x64x128 */
+    "column_sum rows=32 cols=20480\n"  /* heads W2  5x64x64  */
+    "column_sum rows=32 cols=16384\n"  /* CfC W_rec, W_in (n_in 128) */
+    "column_sum rows=32 cols=5120\n"   /* CfC W_in (n_in 40) */
+    "column_sum rows=32 cols=1600\n"   /* VSN W 40x40 */
+    "column_sum rows=32 cols=640\n"    /* heads w_skip */
+    "column_sum rows=32 cols=320\n"    /* heads b1, b2, w_gate, w_main */
+    "column_sum rows=32 cols=128\n"    /* CfC bias, tau; attention q */
+    "column_sum rows=32 cols=40\n"     /* VSN bias */
+    "column_sum rows=32 cols=5\n"      /* heads b_gate, b_main, b_skip */
+    "column_sum_legacy\n";

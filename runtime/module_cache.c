@@ -1,0 +1,177 @@
+#include "module_cache.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cache_entry.h"
+#include "jit.h"
+#include "log.h"
+#include "runtime.h"
+#include "status.h"
+
+enum { SLOT_EMPTY = 0, SLOT_LOADING = 1, SLOT_READY = 2, SLOT_FAILED = 3 };
+
+void fj_module_table_init(fj_module_table *t)
+{
+    memset(t->slots, 0, sizeof t->slots);
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->changed, NULL);
+}
+
+void fj_module_table_destroy(foxjit_runtime *rt, fj_module_table *t)
+{
+    for (int i = 0; i < FJ_MODULE_SLOTS; i++)
+        if (atomic_load(&t->slots[i].state) == SLOT_READY && t->slots[i].loaded.module)
+            rt->cu->cuModuleUnload(t->slots[i].loaded.module);
+    pthread_mutex_destroy(&t->lock);
+    pthread_cond_destroy(&t->changed);
+}
+
+/* Lock-free probe: the slot holding v, or the first empty slot, or NULL. */
+static fj_module_slot *probe(fj_module_table *t, const fj_variant *v, uint64_t h)
+{
+    for (int i = 0; i < FJ_MODULE_SLOTS; i++) {
+        fj_module_slot *s = &t->slots[(h + (uint64_t)i) % FJ_MODULE_SLOTS];
+        int state = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (state == SLOT_EMPTY)
+            return s;
+        if (s->hash == h && fj_variant_equal(&s->variant, v))
+            return s;
+    }
+    return NULL;
+}
+
+/* Loads an image into the runtime's context and finds its kernels. */
+static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const fj_image *img,
+                                 fj_loaded *out, CUresult *load_error)
+{
+    const fj_cuda *cu = rt->cu;
+    char desc[256];
+    fj_variant_describe(v, desc, sizeof desc);
+    *load_error = CUDA_SUCCESS;
+    CUmodule m;
+    CUresult r = cu->cuModuleLoadData(&m, img->data);
+    if (r != CUDA_SUCCESS) {
+        *load_error = r;
+        char buf[200];
+        return fj_fail(FOXJIT_ERROR_CUDA, "cuModuleLoadData for %s failed: %s", desc,
+                       fj_cuda_error_text(r, buf, sizeof buf));
+    }
+    memset(out, 0, sizeof *out);
+    out->module = m;
+    for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k]; k++) {
+        r = cu->cuModuleGetFunction(&out->fn[k], m, v->program->kernels[k]);
+        if (r != CUDA_SUCCESS) {
+            char buf[200];
+            cu->cuModuleUnload(m);
+            *load_error = r;
+            return fj_fail(FOXJIT_ERROR_CUDA, "kernel %s not found in module %s: %s",
+                           v->program->kernels[k], desc, fj_cuda_error_text(r, buf, sizeof buf));
+        }
+        /* Allow every kernel the device's full opt-in shared memory, so ops
+         * can size dynamic shared memory per launch. */
+        int static_smem = 0;
+        cu->cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, out->fn[k]);
+        int dyn = rt->max_smem_optin - static_smem;
+        if (dyn > 0)
+            cu->cuFuncSetAttribute(out->fn[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   dyn);
+    }
+    fj_count(&rt->counters, modules_loaded, 1);
+    return FOXJIT_OK;
+}
+
+static foxjit_status load_variant(foxjit_runtime *rt, const fj_variant *v, fj_loaded *out)
+{
+    fj_image img;
+    fj_image_source source;
+    foxjit_status st = fj_jit_image(rt->tc, rt->cache, &rt->counters, v, &rt->target, 0, &img,
+                                    &source);
+    if (st != FOXJIT_OK)
+        return st;
+    CUresult load_error;
+    st = load_module(rt, v, &img, out, &load_error);
+    if (st == FOXJIT_OK || source == FJ_IMAGE_COMPILED)
+        return st;
+    /* An image that came from the cache and does not load is a miss:
+     * recompile it once (which also replaces the disk entry). */
+    char desc[256];
+    fj_variant_describe(v, desc, sizeof desc);
+    fj_warn("cached image of %s did not load (%s); recompiling it", desc, fj_last_error());
+    fj_count(&rt->counters, corrupt_entries, 1);
+    st = fj_jit_image(rt->tc, rt->cache, &rt->counters, v, &rt->target, 1, &img, &source);
+    if (st != FOXJIT_OK)
+        return st;
+    return load_module(rt, v, &img, out, &load_error);
+}
+
+foxjit_status fj_module_get(foxjit_runtime *rt, const fj_variant *v, CUstream stream,
+                            int check_capture, const fj_loaded **out)
+{
+    fj_module_table *t = &rt->modules;
+    uint64_t h = fj_variant_hash(v);
+    fj_module_slot *s = probe(t, v, h);
+    if (s && atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_READY) {
+        *out = &s->loaded;
+        return FOXJIT_OK;
+    }
+    char desc[256];
+    fj_variant_describe(v, desc, sizeof desc);
+    if (check_capture) {
+        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+        CUresult r = rt->cu->cuStreamIsCapturing(stream, &cs);
+        if (r != CUDA_SUCCESS)
+            return fj_cuda_fail(r, "cuStreamIsCapturing");
+        if (cs != CU_STREAM_CAPTURE_STATUS_NONE)
+            return fj_fail(FOXJIT_ERROR_NOT_PREPARED,
+                           "kernel %s is not loaded and the stream is being captured into a "
+                           "CUDA graph, where fox-jit will not compile; call the op's "
+                           "foxjit_*_prepare() with the same shape before capture", desc);
+    }
+
+    pthread_mutex_lock(&t->lock);
+    for (;;) {
+        s = probe(t, v, h);
+        if (!s) {
+            pthread_mutex_unlock(&t->lock);
+            return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "more than %d kernel variants loaded in "
+                           "one runtime; create a new runtime", FJ_MODULE_SLOTS);
+        }
+        int state = atomic_load(&s->state);
+        if (state == SLOT_READY) {
+            pthread_mutex_unlock(&t->lock);
+            *out = &s->loaded;
+            return FOXJIT_OK;
+        }
+        if (state == SLOT_LOADING) {
+            pthread_cond_wait(&t->changed, &t->lock);
+            continue;
+        }
+        if (state == SLOT_EMPTY) {
+            s->hash = h;
+            s->variant = *v;
+        }
+        atomic_store_explicit(&s->state, SLOT_LOADING, memory_order_release);
+        break;
+    }
+    pthread_mutex_unlock(&t->lock);
+
+    /* Load with the runtime's context current whatever the thread had. */
+    CUcontext prev = NULL;
+    rt->cu->cuCtxPushCurrent(rt->ctx);
+    fj_loaded loaded;
+    foxjit_status st = load_variant(rt, v, &loaded);
+    rt->cu->cuCtxPopCurrent(&prev);
+
+    pthread_mutex_lock(&t->lock);
+    if (st == FOXJIT_OK) {
+        s->loaded = loaded;
+        atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
+        *out = &s->loaded;
+    } else {
+        atomic_store_explicit(&s->state, SLOT_FAILED, memory_order_release);
+    }
+    pthread_cond_broadcast(&t->changed);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}

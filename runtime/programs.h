@@ -1,0 +1,18 @@
+/* Every program fox-jit compiles, declared by the op file that owns it.
+ * Adding an op: define its fj_program in runtime/ops/<op>.c and list it
+ * here. */
+#ifndef FJ_PROGRAMS_H
+#define FJ_PROGRAMS_H
+
+#include "registry.h"
+
+#define FJ_PROGRAMS(X) \
+    X(fj_program_colsum_rows) \
+    X(fj_program_colsum_tiles) \
+    X(fj_program_colsum_legacy)
+
+#define FJ_DECLARE_PROGRAM(sym) extern const fj_program sym;
+FJ_PROGRAMS(FJ_DECLARE_PROGRAM)
+#undef FJ_DECLARE_PROGRAM
+
+#endif

@@ -1,0 +1,88 @@
+#include "registry.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "programs.h"
+
+const fj_program *const fj_programs[] = {
+#define FJ_LIST_PROGRAM(sym) &sym,
+    FJ_PROGRAMS(FJ_LIST_PROGRAM)
+#undef FJ_LIST_PROGRAM
+};
+const size_t fj_program_count = sizeof fj_programs / sizeof fj_programs[0];
+
+const fj_program *fj_program_find(const char *name)
+{
+    for (size_t i = 0; i < fj_program_count; i++)
+        if (!strcmp(fj_programs[i]->name, name))
+            return fj_programs[i];
+    return NULL;
+}
+
+const fj_embedded_file *fj_source_find(const char *name)
+{
+    for (size_t i = 0; i < fj_embedded_file_count; i++)
+        if (!strcmp(fj_embedded_files[i].name, name))
+            return &fj_embedded_files[i];
+    return NULL;
+}
+
+int fj_program_param_count(const fj_program *p)
+{
+    int n = 0;
+    while (n < FJ_MAX_PARAMS && p->params[n])
+        n++;
+    return n;
+}
+
+int fj_program_kernel_count(const fj_program *p)
+{
+    int n = 0;
+    while (n < FJ_MAX_KERNELS && p->kernels[n])
+        n++;
+    return n;
+}
+
+void fj_variant_describe(const fj_variant *v, char *buf, size_t len)
+{
+    int n = fj_program_param_count(v->program);
+    size_t used = (size_t)snprintf(buf, len, "%s(", v->program->name);
+    for (int i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s=%d", i ? "," : "",
+                                 v->program->params[i], v->values[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, ")");
+}
+
+int fj_variant_equal(const fj_variant *a, const fj_variant *b)
+{
+    if (a->program != b->program)
+        return 0;
+    int n = fj_program_param_count(a->program);
+    for (int i = 0; i < n; i++)
+        if (a->values[i] != b->values[i])
+            return 0;
+    return 1;
+}
+
+uint64_t fj_variant_hash(const fj_variant *v)
+{
+    /* FNV-1a over the program address and the parameter values: only used
+     * to place variants in the in-process module table. */
+    uint64_t h = 1469598103934665603ull;
+    uintptr_t p = (uintptr_t)v->program;
+    for (size_t i = 0; i < sizeof p; i++) {
+        h ^= (p >> (8 * i)) & 0xff;
+        h *= 1099511628211ull;
+    }
+    int n = fj_program_param_count(v->program);
+    for (int i = 0; i < n; i++) {
+        uint32_t x = (uint32_t)v->values[i];
+        for (int b = 0; b < 4; b++) {
+            h ^= (x >> (8 * b)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
+}

@@ -1,0 +1,54 @@
+/* Kernel registry: the embedded CUDA sources and the programs built from
+ * them. A program is one NVRTC translation unit (one source file) with
+ * integer specialization parameters passed as -D<NAME>=<value>, holding one
+ * or more extern "C" kernels. A variant is a program plus parameter values:
+ * the unit that is compiled, cached and loaded. */
+#ifndef FJ_REGISTRY_H
+#define FJ_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FJ_MAX_PARAMS 8
+#define FJ_MAX_KERNELS 8
+
+typedef struct fj_embedded_file {
+    const char *name;  /* path relative to kernel_src/, e.g. "colsum.cu" */
+    const char *text;
+    size_t size;
+} fj_embedded_file;
+
+/* Generated at build time from kernel_src/ (tools/embed_sources.py). */
+extern const fj_embedded_file fj_embedded_files[];
+extern const size_t fj_embedded_file_count;
+
+typedef struct fj_program {
+    const char *name;                        /* unique, e.g. "colsum_tall" */
+    const char *source;                      /* embedded file compiled */
+    const char *params[FJ_MAX_PARAMS + 1];   /* NULL-terminated */
+    const char *kernels[FJ_MAX_KERNELS + 1]; /* extern "C" names, NULL-terminated */
+    int uses_cccl;                           /* needs -I<CCCL> (CUB block primitives) */
+} fj_program;
+
+typedef struct fj_variant {
+    const fj_program *program;
+    int values[FJ_MAX_PARAMS];
+} fj_variant;
+
+const fj_embedded_file *fj_source_find(const char *name);
+int fj_program_param_count(const fj_program *p);
+int fj_program_kernel_count(const fj_program *p);
+
+/* "colsum_tall(COLS=3,BLOCK=256)" */
+void fj_variant_describe(const fj_variant *v, char *buf, size_t len);
+
+/* Equality and an in-process hash (not the cache key). */
+int fj_variant_equal(const fj_variant *a, const fj_variant *b);
+uint64_t fj_variant_hash(const fj_variant *v);
+
+/* All registered programs (for listings and compile tests). */
+extern const fj_program *const fj_programs[];
+extern const size_t fj_program_count;
+const fj_program *fj_program_find(const char *name);
+
+#endif

@@ -1,0 +1,233 @@
+#include "runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "status.h"
+
+FOXJIT_API const char *foxjit_version(void)
+{
+#define FJ_STR2(x) #x
+#define FJ_STR(x) FJ_STR2(x)
+    return FJ_STR(FOXJIT_VERSION_MAJOR) "." FJ_STR(FOXJIT_VERSION_MINOR) "." FJ_STR(
+        FOXJIT_VERSION_PATCH);
+}
+
+FOXJIT_API void foxjit_runtime_default_params(foxjit_runtime_params *params)
+{
+    if (!params)
+        return;
+    memset(params, 0, sizeof *params);
+    params->struct_size = sizeof *params;
+}
+
+FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *params,
+                                               foxjit_runtime **out)
+{
+    fj_clear_error();
+    if (!out)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "foxjit_runtime_create: out is NULL");
+    *out = NULL;
+    foxjit_runtime_params p;
+    foxjit_runtime_default_params(&p);
+    if (params) {
+        if (params->struct_size < sizeof(size_t) || params->struct_size > 4096)
+            return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
+                           "foxjit_runtime_params.struct_size is %zu; fill the struct with "
+                           "foxjit_runtime_default_params() first", params->struct_size);
+        /* A caller built against an older header passes a shorter struct:
+         * take what it has and keep defaults for the rest. */
+        size_t n = params->struct_size < sizeof p ? params->struct_size : sizeof p;
+        memcpy(&p, params, n);
+        p.struct_size = sizeof p;
+    }
+
+    const fj_cuda *cu;
+    foxjit_status st = fj_cuda_get(&cu);
+    if (st != FOXJIT_OK)
+        return st;
+    CUcontext ctx = NULL;
+    CUresult r = cu->cuCtxGetCurrent(&ctx);
+    if (r != CUDA_SUCCESS)
+        return fj_cuda_fail(r, "cuCtxGetCurrent");
+    if (!ctx)
+        return fj_fail(FOXJIT_ERROR_NO_CONTEXT,
+                       "no CUDA context is current on this thread; make one current first "
+                       "(cuDevicePrimaryCtxRetain + cuCtxSetCurrent, or any CUDA runtime call "
+                       "such as cudaSetDevice + cudaFree(0))");
+    const fj_toolchain *tc;
+    st = fj_toolchain_get(&tc);
+    if (st != FOXJIT_OK)
+        return st;
+
+    foxjit_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_OUT_OF_MEMORY, "out of host memory creating a runtime");
+    rt->cu = cu;
+    rt->tc = tc;
+    rt->ctx = ctx;
+    if ((r = cu->cuCtxGetDevice(&rt->device)) != CUDA_SUCCESS) {
+        free(rt);
+        return fj_cuda_fail(r, "cuCtxGetDevice");
+    }
+    int major = 0, minor = 0;
+    cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, rt->device);
+    cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, rt->device);
+    cu->cuDeviceGetAttribute(&rt->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             rt->device);
+    cu->cuDeviceGetAttribute(&rt->max_smem_optin,
+                             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, rt->device);
+    rt->cc = major * 10 + minor;
+    st = fj_target_for_device(tc->nvrtc, rt->cc, &rt->target);
+    if (st != FOXJIT_OK) {
+        free(rt);
+        return st;
+    }
+    if (rt->target.ptx)
+        fj_warn("GPU sm_%d is newer than NVRTC %d.%d; building PTX for %s, which the driver "
+                "compiles at load time", rt->cc, tc->nvrtc->major, tc->nvrtc->minor,
+                rt->target.name);
+
+    if (!p.disable_disk_cache) {
+        fj_cache_config cfg = {p.cache_dir, p.readonly_cache_dirs, p.cache_max_bytes};
+        st = fj_disk_cache_open(&cfg, &rt->counters, &rt->cache);
+        if (st != FOXJIT_OK) {
+            fj_warn("%s; kernels will be kept in memory only", fj_last_error());
+            fj_clear_error();
+            rt->cache = NULL;
+        }
+    }
+    fj_module_table_init(&rt->modules);
+    fj_debug("runtime for sm_%d (%d SMs), target %s, cache %s", rt->cc, rt->sm_count,
+             rt->target.name, rt->cache ? fj_disk_cache_dir(rt->cache) : "(memory only)");
+    *out = rt;
+    return FOXJIT_OK;
+}
+
+FOXJIT_API void foxjit_runtime_destroy(foxjit_runtime **prt)
+{
+    if (!prt || !*prt)
+        return;
+    foxjit_runtime *rt = *prt;
+    CUcontext prev;
+    rt->cu->cuCtxPushCurrent(rt->ctx);
+    fj_module_table_destroy(rt, &rt->modules);
+    rt->cu->cuCtxPopCurrent(&prev);
+    if (rt->cache)
+        fj_disk_cache_close(rt->cache);
+    free(rt);
+    *prt = NULL;
+}
+
+FOXJIT_API foxjit_status foxjit_runtime_get_counters(const foxjit_runtime *rt,
+                                                     foxjit_counters *out)
+{
+    fj_clear_error();
+    if (!rt || !out)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
+                       "foxjit_runtime_get_counters: rt and out must not be NULL");
+    fj_counters_snapshot(&rt->counters, out);
+    return FOXJIT_OK;
+}
+
+FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt)
+{
+    return rt ? rt->target.name : "";
+}
+
+foxjit_status fj_enter(foxjit_runtime *rt, CUstream stream)
+{
+    fj_clear_error();
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "runtime is NULL; create one with "
+                       "foxjit_runtime_create()");
+    CUcontext cur = NULL;
+    rt->cu->cuCtxGetCurrent(&cur);
+    if (!cur)
+        return fj_fail(FOXJIT_ERROR_NO_CONTEXT, "no CUDA context is current on this thread; "
+                       "make the runtime's context current (cuCtxSetCurrent)");
+    if (cur != rt->ctx)
+        return fj_fail(FOXJIT_ERROR_WRONG_CONTEXT,
+                       "the current CUDA context is not the one this runtime was created in; "
+                       "make that context current, or create a runtime per context");
+    if (stream) {
+        CUcontext sctx = NULL;
+        if (rt->cu->cuStreamGetCtx(stream, &sctx) != CUDA_SUCCESS)
+            return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "the stream is not a valid CUstream");
+        if (sctx != rt->ctx)
+            return fj_fail(FOXJIT_ERROR_WRONG_CONTEXT,
+                           "the stream belongs to another CUDA context than the runtime's");
+    }
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_launch(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
+                        unsigned gz, unsigned bx, unsigned smem, CUstream stream, void **args,
+                        const char *what)
+{
+    CUresult r = rt->cu->cuLaunchKernel(f, gx, gy, gz, bx, 1, 1, smem, stream, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        char buf[200];
+        return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u x %u, block %u, %u bytes "
+                       "shared) failed: %s", what, gx, gy, gz, bx, smem,
+                       fj_cuda_error_text(r, buf, sizeof buf));
+    }
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
+                                unsigned bx, unsigned cluster_y, CUstream stream, void **args,
+                                const char *what)
+{
+    if (cluster_y <= 1)
+        return fj_launch(rt, f, gx, gy, 1, bx, 0, stream, args, what);
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = 1;
+    attr.value.clusterDim.y = cluster_y;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = gx;
+    cfg.gridDimY = gy;
+    cfg.gridDimZ = 1;
+    cfg.blockDimX = bx;
+    cfg.blockDimY = 1;
+    cfg.blockDimZ = 1;
+    cfg.hStream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CUresult r = rt->cu->cuLaunchKernelEx(&cfg, f, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        char buf[200];
+        return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u, block %u, cluster 1 x %u) "
+                       "failed: %s", what, gx, gy, bx, cluster_y,
+                       fj_cuda_error_text(r, buf, sizeof buf));
+    }
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_check_ptr(const char *op, const char *name, CUdeviceptr p)
+{
+    if (!p)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", op, name);
+    if (p % 4)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: %s (0x%llx) is not 4-byte aligned; float tensors must be", op, name,
+                       (unsigned long long)p);
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_check_size(const char *op, const char *name, int64_t v, int64_t max)
+{
+    if (v <= 0)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s is %lld; it must be at least 1", op,
+                       name, (long long)v);
+    if (v > max)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s is %lld, past the limit of %lld", op,
+                       name, (long long)v, (long long)max);
+    return FOXJIT_OK;
+}

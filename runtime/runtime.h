@@ -1,0 +1,47 @@
+/* The runtime object behind foxjit_runtime: one per CUcontext. */
+#ifndef FJ_RUNTIME_H
+#define FJ_RUNTIME_H
+
+#include "arch.h"
+#include "counters.h"
+#include "cuda_loader.h"
+#include "disk_cache.h"
+#include "foxjit/foxjit.h"
+#include "module_cache.h"
+#include "toolchain.h"
+
+struct foxjit_runtime {
+    const fj_cuda *cu;
+    const fj_toolchain *tc;
+    CUcontext ctx;
+    CUdevice device;
+    int cc;                 /* device compute capability, e.g. 90 */
+    int sm_count;
+    int max_smem_optin;     /* bytes of shared memory a block may opt into */
+    fj_target target;
+    fj_disk_cache *cache;   /* NULL: memory only */
+    fj_counters counters;
+    fj_module_table modules;
+};
+
+/* Start of every op: rt is valid, its context is current and the stream
+ * belongs to it. Clears the thread's error message. */
+foxjit_status fj_enter(foxjit_runtime *rt, CUstream stream);
+
+/* cuLaunchKernel with a readable error. */
+foxjit_status fj_launch(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
+                        unsigned gz, unsigned bx, unsigned smem, CUstream stream, void **args,
+                        const char *what);
+
+/* cuLaunchKernelEx with a thread-block cluster of (1, cluster_y, 1); plain
+ * launch when cluster_y <= 1. */
+foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
+                                unsigned bx, unsigned cluster_y, CUstream stream, void **args,
+                                const char *what);
+
+/* Checks shared by the ops' argument validation. Each returns FOXJIT_OK or
+ * records a message naming the op and the argument. */
+foxjit_status fj_check_ptr(const char *op, const char *name, CUdeviceptr p);
+foxjit_status fj_check_size(const char *op, const char *name, int64_t v, int64_t max);
+
+#endif

@@ -1,0 +1,86 @@
+#include "toolchain.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#ifndef FOXJIT_CUDA_ROOT
+#define FOXJIT_CUDA_ROOT "/usr/local/cuda"
+#endif
+
+static fj_toolchain toolchain;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* CCCL_VERSION from <dir>/cuda/std/__cccl/version.h, 0 when absent. */
+static int read_cccl_version(const char *dir)
+{
+    char path[640];
+    snprintf(path, sizeof path, "%s/cuda/std/__cccl/version.h", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[256];
+    int version = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, " #define CCCL_VERSION %d", &version) == 1)
+            break;
+        version = 0;
+    }
+    fclose(f);
+    return version;
+}
+
+static void find_cccl(void)
+{
+    const char *candidates[5];
+    char from_home[512] = "", from_path[512] = "";
+    int n = 0;
+    const char *explicit_dir = getenv("FOXJIT_CCCL_INCLUDE");
+    if (explicit_dir && *explicit_dir)
+        candidates[n++] = explicit_dir;
+    const char *home = getenv("CUDA_HOME");
+    if (home && *home) {
+        snprintf(from_home, sizeof from_home, "%s/include/cccl", home);
+        candidates[n++] = from_home;
+    }
+    const char *cpath = getenv("CUDA_PATH");
+    if (cpath && *cpath) {
+        snprintf(from_path, sizeof from_path, "%s/include/cccl", cpath);
+        candidates[n++] = from_path;
+    }
+    candidates[n++] = FOXJIT_CUDA_ROOT "/include/cccl";
+    candidates[n++] = "/usr/local/cuda/include/cccl";
+    for (int i = 0; i < n; i++) {
+        int v = read_cccl_version(candidates[i]);
+        if (v) {
+            snprintf(toolchain.cccl_include, sizeof toolchain.cccl_include, "%s", candidates[i]);
+            toolchain.cccl_version = v;
+            fj_debug("CCCL %d.%d.%d in %s", v / 1000000, v / 1000 % 1000, v % 1000,
+                     candidates[i]);
+            return;
+        }
+    }
+    fj_debug("CCCL headers not found; kernels built on CUB will not compile");
+}
+
+static void init(void)
+{
+    find_cccl();
+}
+
+foxjit_status fj_toolchain_get(const fj_toolchain **out)
+{
+    const fj_nvrtc *nv;
+    foxjit_status st = fj_nvrtc_get(&nv);
+    if (st != FOXJIT_OK) {
+        *out = NULL;
+        return st;
+    }
+    pthread_once(&once, init);
+    toolchain.nvrtc = nv;
+    *out = &toolchain;
+    return FOXJIT_OK;
+}
