@@ -1,0 +1,148 @@
+#include "gpu_harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+gh_env gh;
+
+static int require_gpu(void)
+{
+    const char *v = getenv("FOXJIT_REQUIRE_GPU");
+    return v && !strcmp(v, "1");
+}
+
+static int skip_or_fail(const char *suite, const char *why)
+{
+    if (require_gpu()) {
+        fprintf(stderr, "%s: FAIL: FOXJIT_REQUIRE_GPU=1 but %s\n", suite, why);
+        return 1;
+    }
+    printf("%s: SKIP: no usable GPU (%s); set FOXJIT_REQUIRE_GPU=1 to make this a failure\n",
+           suite, why);
+    return 77;
+}
+
+int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count)
+{
+    if (fj_cuda_get(&gh.cu) != FOXJIT_OK)
+        return skip_or_fail(suite, foxjit_last_error());
+    int n = 0;
+    if (gh.cu->cuDeviceGetCount(&n) != CUDA_SUCCESS || n < 1)
+        return skip_or_fail(suite, "the driver reports no CUDA device");
+    if (gh.cu->cuDeviceGet(&gh.device, 0) != CUDA_SUCCESS ||
+        gh.cu->cuDevicePrimaryCtxRetain(&gh.ctx, gh.device) != CUDA_SUCCESS ||
+        gh.cu->cuCtxSetCurrent(gh.ctx) != CUDA_SUCCESS)
+        return skip_or_fail(suite, "device 0 has no usable context");
+    if (gh.cu->cuStreamCreate(&gh.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return skip_or_fail(suite, "cuStreamCreate failed");
+
+    /* A private cache so tests never depend on (or pollute) the user's. */
+    snprintf(gh.cache_dir, sizeof gh.cache_dir, "/tmp/foxjit-gpu-test-%ld", (long)getpid());
+    foxjit_runtime_params p;
+    foxjit_runtime_default_params(&p);
+    const char *shared = getenv("FOXJIT_TEST_CACHE_DIR");
+    p.cache_dir = shared && *shared ? shared : gh.cache_dir;
+    if (foxjit_runtime_create(&p, &gh.rt) != FOXJIT_OK) {
+        fprintf(stderr, "%s: FAIL: foxjit_runtime_create: %s\n", suite, foxjit_last_error());
+        return 1;
+    }
+    char name[128] = "";
+    gh.cu->cuDeviceGetName(name, sizeof name, gh.device);
+    printf("%s: running on %s (%s), seed %llu\n", suite, name, foxjit_runtime_arch(gh.rt),
+           (unsigned long long)gh_seed());
+    int failed = _cmocka_run_group_tests(suite, tests, count, NULL, NULL);
+    foxjit_runtime_destroy(&gh.rt);
+    gh.cu->cuStreamDestroy(gh.stream);
+    gh.cu->cuDevicePrimaryCtxRelease(gh.device);
+    if (!(shared && *shared)) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", gh.cache_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "%s: could not remove %s\n", suite, gh.cache_dir);
+    }
+    return failed ? 1 : 0;
+}
+
+CUdeviceptr gh_alloc(size_t bytes)
+{
+    CUdeviceptr p = 0;
+    GH_CU(gh.cu->cuMemAlloc(&p, bytes ? bytes : 4));
+    return p;
+}
+
+void gh_free(CUdeviceptr p)
+{
+    if (p)
+        gh.cu->cuMemFree(p);
+}
+
+void gh_upload(CUdeviceptr dst, const void *src, size_t bytes)
+{
+    GH_CU(gh.cu->cuMemcpyHtoD(dst, src, bytes));
+}
+
+void gh_download(void *dst, CUdeviceptr src, size_t bytes)
+{
+    GH_CU(gh.cu->cuStreamSynchronize(gh.stream));
+    GH_CU(gh.cu->cuMemcpyDtoH(dst, src, bytes));
+}
+
+void gh_poison(CUdeviceptr p, size_t n_floats)
+{
+    GH_CU(gh.cu->cuStreamSynchronize(gh.stream));
+    GH_CU(gh.cu->cuMemsetD32(p, 0x7fc00000u, n_floats));
+}
+
+void gh_sync(void)
+{
+    GH_CU(gh.cu->cuStreamSynchronize(gh.stream));
+}
+
+uint64_t gh_seed(void)
+{
+    static uint64_t seed;
+    if (!seed) {
+        const char *v = getenv("FOXJIT_TEST_SEED");
+        seed = v && *v ? strtoull(v, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+        if (!seed)
+            seed = 1;
+    }
+    return seed;
+}
+
+uint64_t gh_next(uint64_t *s)
+{
+    uint64_t x = *s ? *s : 0x9E3779B97F4A7C15ull;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *s = x;
+    return x;
+}
+
+float gh_uniform(uint64_t *s, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)((gh_next(s) >> 40) * (1.0 / 16777216.0));
+}
+
+void gh_fill_uniform(float *x, size_t n, uint64_t *s, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = gh_uniform(s, lo, hi);
+}
+
+void gh_assert_close(const char *what, const float *got, const double *want,
+                     const double *scale, size_t n, double rtol, double atol)
+{
+    for (size_t i = 0; i < n; i++) {
+        double s = scale ? scale[i] : fabs(want[i]);
+        double err = fabs((double)got[i] - want[i]);
+        if (!(err <= atol + rtol * s))  /* also catches NaN */
+            fail_msg("%s[%zu]: got %.9g, want %.9g (error %.3g, allowed %.3g, %zu elements)",
+                     what, i, (double)got[i], want[i], err, atol + rtol * s, n);
+    }
+}

@@ -1,0 +1,273 @@
+/* gpu suite: column sums against a float64 reference (kernels.md 1). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "ops/colsum.h"
+#include "runtime.h"
+
+typedef struct shape {
+    int64_t rows, cols;
+} shape;
+
+static const shape shapes[] = {
+    {8192, 3}, {8192, 42}, {8192, 128}, {8192, 256}, {32, 40960},
+    {1, 1},    {1000, 77}, {3, 100000}, {8192, 64}, {513, 65},
+};
+
+static void reference(const float *x, int64_t rows, int64_t cols, double *sum, double *abs_sum)
+{
+    for (int64_t c = 0; c < cols; c++)
+        sum[c] = abs_sum[c] = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            sum[c] += x[r * cols + c];
+            abs_sum[c] += fabs(x[r * cols + c]);
+        }
+}
+
+/* Runs op kind 0 = column_sum overwrite, 1 = bias_grad_reduce (accumulate),
+ * 2 = curiosity (overwrite), 3 = reduce_axis0, with x offset by `offset`
+ * floats from an aligned allocation (exercises the unaligned kernels). */
+static void check_shape(const shape *s, int kind, int offset)
+{
+    uint64_t seed = gh_seed() + (uint64_t)(s->rows * 131 + s->cols * 7 + kind + offset);
+    size_t n = (size_t)(s->rows * s->cols);
+    float *x = malloc(n * sizeof *x);
+    float *base = malloc((size_t)s->cols * sizeof *base);
+    float *got = malloc((size_t)s->cols * sizeof *got);
+    double *want = malloc((size_t)s->cols * sizeof *want);
+    double *scale = malloc((size_t)s->cols * sizeof *scale);
+    assert_non_null(x && base && got && want && scale);
+    gh_fill_uniform(x, n, &seed, -1.0f, 1.0f);
+    gh_fill_uniform(base, (size_t)s->cols, &seed, -4.0f, 4.0f);
+    reference(x, s->rows, s->cols, want, scale);
+
+    CUdeviceptr dx = gh_alloc((n + 4) * sizeof(float));
+    CUdeviceptr dout = gh_alloc((size_t)s->cols * sizeof(float));
+    CUdeviceptr xin = dx + (CUdeviceptr)offset * sizeof(float);
+    gh_upload(xin, x, n * sizeof(float));
+    int accumulate = kind == 1;
+    if (accumulate) {
+        gh_upload(dout, base, (size_t)s->cols * sizeof(float));
+        for (int64_t c = 0; c < s->cols; c++) {
+            want[c] += base[c];
+            scale[c] += fabs(base[c]);
+        }
+    } else {
+        gh_poison(dout, (size_t)s->cols);
+    }
+    switch (kind) {
+    case 0: GH_CHECK(foxjit_column_sum(gh.rt, xin, s->rows, s->cols, dout, 0, gh.stream)); break;
+    case 1: GH_CHECK(foxjit_bias_grad_reduce(gh.rt, xin, s->rows, s->cols, dout, gh.stream)); break;
+    case 2: GH_CHECK(foxjit_curiosity_bias_grad_reduce(gh.rt, xin, s->rows, s->cols, dout,
+                                                       gh.stream)); break;
+    default: GH_CHECK(foxjit_reduce_axis0(gh.rt, xin, s->rows, s->cols, dout, gh.stream)); break;
+    }
+    gh_download(got, dout, (size_t)s->cols * sizeof(float));
+    char what[96];
+    snprintf(what, sizeof what, "colsum %lldx%lld kind %d offset %d", (long long)s->rows,
+             (long long)s->cols, kind, offset);
+    /* float32 sums of up to 8192 terms: allow a few ulps of sum |x|. */
+    gh_assert_close(what, got, want, scale, (size_t)s->cols, 2e-6 * sqrt((double)s->rows) + 1e-6,
+                    0);
+    gh_free(dx);
+    gh_free(dout);
+    free(x), free(base), free(got), free(want), free(scale);
+}
+
+static void test_against_reference(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int kind = 0; kind < 4; kind++)
+            check_shape(&shapes[i], kind, 0);
+}
+
+static void test_unaligned_inputs(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check_shape(&shapes[i], 0, 1);
+        check_shape(&shapes[i], 1, 2);
+    }
+}
+
+static void test_bitwise_deterministic(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const shape *s = &shapes[i];
+        size_t n = (size_t)(s->rows * s->cols);
+        uint64_t seed = gh_seed() ^ i;
+        float *x = malloc(n * sizeof *x);
+        float *first = malloc((size_t)s->cols * sizeof(float));
+        float *again = malloc((size_t)s->cols * sizeof(float));
+        gh_fill_uniform(x, n, &seed, -3.0f, 3.0f);
+        CUdeviceptr dx = gh_alloc(n * sizeof(float)), dout = gh_alloc((size_t)s->cols * 4);
+        gh_upload(dx, x, n * sizeof(float));
+        for (int run = 0; run < 10; run++) {
+            gh_poison(dout, (size_t)s->cols);
+            GH_CHECK(foxjit_reduce_axis0(gh.rt, dx, s->rows, s->cols, dout, gh.stream));
+            gh_download(run ? again : first, dout, (size_t)s->cols * sizeof(float));
+            if (run && memcmp(first, again, (size_t)s->cols * sizeof(float)))
+                fail_msg("%lldx%lld: run %d differs bitwise from run 0", (long long)s->rows,
+                         (long long)s->cols, run);
+        }
+        gh_free(dx), gh_free(dout);
+        free(x), free(first), free(again);
+    }
+}
+
+static void test_legacy_baselines_agree(void **state)
+{
+    (void)state;
+    const shape s = {8192, 42};
+    size_t n = (size_t)(s.rows * s.cols);
+    uint64_t seed = gh_seed() + 99;
+    float *x = malloc(n * 4), *got = malloc((size_t)s.cols * 4);
+    double *want = malloc((size_t)s.cols * 8), *scale = malloc((size_t)s.cols * 8);
+    gh_fill_uniform(x, n, &seed, -1, 1);
+    reference(x, s.rows, s.cols, want, scale);
+    CUdeviceptr dx = gh_alloc(n * 4), dout = gh_alloc((size_t)s.cols * 4);
+    CUdeviceptr ws = gh_alloc(fj_colsum_two_phase_workspace(s.rows, s.cols));
+    gh_upload(dx, x, n * 4);
+    gh_poison(dout, (size_t)s.cols);
+    GH_CHECK(fj_colsum_legacy_serial(gh.rt, dx, s.rows, s.cols, dout, 0, gh.stream));
+    gh_download(got, dout, (size_t)s.cols * 4);
+    gh_assert_close("serial baseline", got, want, scale, (size_t)s.cols, 1e-4, 0);
+    gh_poison(dout, (size_t)s.cols);
+    GH_CHECK(fj_colsum_legacy_two_phase(gh.rt, dx, s.rows, s.cols, dout, 0, ws, gh.stream));
+    gh_download(got, dout, (size_t)s.cols * 4);
+    gh_assert_close("two-phase baseline", got, want, scale, (size_t)s.cols, 1e-4, 0);
+    gh_free(dx), gh_free(dout), gh_free(ws);
+    free(x), free(got), free(want), free(scale);
+}
+
+/* 28 bias_grad_reduce calls (the DQN step) captured into one graph and
+ * replayed give the same bits as eager launches. */
+static void test_graph_capture_matches_eager(void **state)
+{
+    (void)state;
+    enum { CALLS = 28 };
+    static const int64_t dims[] = {3, 42, 128, 256};
+    const int64_t B = 8192;
+    CUdeviceptr dx[CALLS], db[CALLS];
+    float *eager[CALLS];
+    uint64_t seed = gh_seed() + 7;
+    for (int i = 0; i < CALLS; i++) {
+        int64_t d = dims[i % 4];
+        size_t n = (size_t)(B * d);
+        float *x = malloc(n * 4);
+        gh_fill_uniform(x, n, &seed, -1, 1);
+        dx[i] = gh_alloc(n * 4);
+        db[i] = gh_alloc((size_t)d * 4);
+        gh_upload(dx[i], x, n * 4);
+        free(x);
+        GH_CHECK(foxjit_column_sum_prepare(gh.rt, B, d));
+    }
+    for (int i = 0; i < CALLS; i++) {
+        int64_t d = dims[i % 4];
+        GH_CU(gh.cu->cuMemsetD32(db[i], 0, (size_t)d));
+        GH_CHECK(foxjit_bias_grad_reduce(gh.rt, dx[i], B, d, db[i], gh.stream));
+        eager[i] = malloc((size_t)d * 4);
+        gh_download(eager[i], db[i], (size_t)d * 4);
+    }
+    CUgraph graph;
+    CUgraphExec exec;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int i = 0; i < CALLS; i++)
+        GH_CHECK(foxjit_bias_grad_reduce(gh.rt, dx[i], B, dims[i % 4], db[i], gh.stream));
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+    for (int rep = 0; rep < 3; rep++) {
+        for (int i = 0; i < CALLS; i++)
+            GH_CU(gh.cu->cuMemsetD32(db[i], 0, (size_t)dims[i % 4]));
+        GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+        for (int i = 0; i < CALLS; i++) {
+            int64_t d = dims[i % 4];
+            float *got = malloc((size_t)d * 4);
+            gh_download(got, db[i], (size_t)d * 4);
+            if (memcmp(got, eager[i], (size_t)d * 4))
+                fail_msg("graph replay %d, call %d (out_dim %lld) differs from eager", rep, i,
+                         (long long)d);
+            free(got);
+        }
+    }
+    gh.cu->cuGraphExecDestroy(exec);
+    gh.cu->cuGraphDestroy(graph);
+    for (int i = 0; i < CALLS; i++) {
+        gh_free(dx[i]), gh_free(db[i]);
+        free(eager[i]);
+    }
+}
+
+/* An op whose kernel is not loaded refuses to compile inside a capture. */
+static void test_unprepared_capture_fails_cleanly(void **state)
+{
+    (void)state;
+    foxjit_runtime_params p;
+    foxjit_runtime_default_params(&p);
+    p.disable_disk_cache = 1;
+    foxjit_runtime *fresh;
+    GH_CHECK(foxjit_runtime_create(&p, &fresh));
+    CUdeviceptr dx = gh_alloc(8192 * 5 * 4), db = gh_alloc(5 * 4);
+    gh_poison(db, 5);
+    CUgraph graph;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    foxjit_status st = foxjit_bias_grad_reduce(fresh, dx, 8192, 5, db, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    assert_int_equal(st, FOXJIT_ERROR_NOT_PREPARED);
+    assert_non_null(strstr(foxjit_last_error(), "prepare"));
+    size_t nodes = 0;
+    GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+    assert_int_equal(nodes, 0);
+    gh.cu->cuGraphDestroy(graph);
+    float out[5];
+    gh_download(out, db, sizeof out);
+    for (int i = 0; i < 5; i++)
+        assert_true(isnan(out[i]));
+    foxjit_runtime_destroy(&fresh);
+    assert_null(fresh);
+    gh_free(dx), gh_free(db);
+}
+
+static void test_bad_arguments_launch_nothing(void **state)
+{
+    (void)state;
+    CUdeviceptr dx = gh_alloc(64 * 4), db = gh_alloc(8 * 4);
+    gh_poison(db, 8);
+    assert_int_equal(foxjit_column_sum(gh.rt, dx, 0, 8, db, 0, gh.stream),
+                     FOXJIT_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(foxjit_column_sum(gh.rt, dx, 8, -1, db, 0, gh.stream),
+                     FOXJIT_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(foxjit_column_sum(gh.rt, 0, 8, 8, db, 0, gh.stream),
+                     FOXJIT_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(foxjit_column_sum(gh.rt, dx + 2, 8, 8, db, 0, gh.stream),
+                     FOXJIT_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(foxjit_column_sum(gh.rt, dx, 1ll << 31, 8, db, 0, gh.stream),
+                     FOXJIT_ERROR_UNSUPPORTED);
+    assert_int_equal(foxjit_column_sum(gh.rt, dx, 1 << 30, 1 << 20, db, 0, gh.stream),
+                     FOXJIT_ERROR_UNSUPPORTED);
+    float out[8];
+    gh_download(out, db, sizeof out);
+    for (int i = 0; i < 8; i++)
+        assert_true(isnan(out[i]));
+    gh_free(dx), gh_free(db);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_unaligned_inputs),
+        cmocka_unit_test(test_bitwise_deterministic),
+        cmocka_unit_test(test_legacy_baselines_agree),
+        cmocka_unit_test(test_graph_capture_matches_eager),
+        cmocka_unit_test(test_unprepared_capture_fails_cleanly),
+        cmocka_unit_test(test_bad_arguments_launch_nothing),
+    };
+    return gh_main("gpu/colsum", tests, sizeof tests / sizeof tests[0]);
+}
