@@ -14,9 +14,6 @@
 //   colsum_tiles (ROWS_MODE=0): a block owns LANES * VEC adjacent columns;
 //                cols is COLS, or a kernel argument when COLS == 0.
 #include "common.cuh"
-#if __CUDA_ARCH__ >= 900
-#include <cooperative_groups.h>
-#endif
 
 #ifndef BLOCK
 #error "BLOCK must be defined"
@@ -64,20 +61,18 @@ FJ_DEVICE void fj_cluster_finish(float *part, int width, float *out, int out_cou
                                  int accumulate)
 {
 #if __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    unsigned n = cluster.num_blocks();
+    unsigned n = fj_cluster_size();
     if (n > 1) {
-        cluster.sync();
-        if (cluster.block_rank() == 0) {
+        fj_cluster_sync();
+        if (fj_cluster_rank() == 0) {
             for (int c = threadIdx.x; c < out_count; c += blockDim.x) {
                 float s = part[c];
                 for (unsigned r = 1; r < n; r++)
-                    s += cluster.map_shared_rank(part, r)[c];
+                    s += fj_cluster_load(part + c, r);
                 out[c] = accumulate ? out[c] + s : s;
             }
         }
-        cluster.sync();  // keep every block's shared memory alive until read
+        fj_cluster_sync();  // keep every block's shared memory alive until read
         return;
     }
 #endif

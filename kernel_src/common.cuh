@@ -30,3 +30,42 @@ template <typename T>
 FJ_DEVICE T fj_min(T a, T b) { return a < b ? a : b; }
 template <typename T>
 FJ_DEVICE T fj_max(T a, T b) { return a > b ? a : b; }
+
+// Thread-block clusters (sm_90+) through PTX, so kernels need no toolkit
+// headers: NVRTC sees only fox-jit's embedded sources and CCCL.
+#if __CUDA_ARCH__ >= 900
+FJ_DEVICE unsigned fj_cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+FJ_DEVICE unsigned fj_cluster_size()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return r;
+}
+
+// Full cluster barrier with release/acquire ordering of shared memory.
+FJ_DEVICE void fj_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// Reads a float from the shared memory of block `rank` of this cluster, at
+// the same offset as `local` in this block.
+FJ_DEVICE float fj_cluster_load(const float *local, unsigned rank)
+{
+    unsigned long long generic = (unsigned long long)local, shared;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+#endif

@@ -69,6 +69,8 @@ void fj_build_options(const fj_variant *v, const fj_target *t, const fj_toolchai
     ADD_OPTION(out, "--gpu-architecture=%s", t->name);
     ADD_OPTION(out, "-std=c++17");
     ADD_OPTION(out, "-DFOXJIT_NVRTC=1");
+    /* Unannotated helpers (constexpr functions) are device code. */
+    ADD_OPTION(out, "-default-device");
     const fj_program *p = v->program;
     for (int i = 0; i < FJ_MAX_PARAMS && p->params[i]; i++)
         ADD_OPTION(out, "-D%s=%d", p->params[i], v->values[i]);
