@@ -1,0 +1,80 @@
+/* `fox-jit bench`: CUDA-event timing with warm-up and medians, rotating
+ * input buffers, and rows that put each figure next to its baselines and
+ * the bandwidth roofline (a device-to-device copy of the same bytes,
+ * measured in the same run). Speed claims come from here, never from tests. */
+#ifndef FJ_BENCH_H
+#define FJ_BENCH_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cuda_loader.h"
+#include "foxjit/foxjit.h"
+
+typedef struct bench_ctx {
+    const fj_cuda *cu;
+    CUdevice device;
+    CUcontext ctx;
+    CUstream stream;
+    foxjit_runtime *rt;
+    int samples;         /* timed samples; the median is reported */
+    int warmup;          /* untimed samples first */
+    int quick;           /* fewer samples and sizes (smoke runs) */
+    FILE *json;          /* NULL: no JSON */
+    int json_rows;
+    char device_name[128];
+    int sm_count;
+    size_t l2_bytes;
+} bench_ctx;
+
+/* Enqueues one call of the thing measured on ctx->stream; `iter` picks the
+ * rotating buffer. Returns 0, or nonzero after printing why. */
+typedef int (*bench_fn)(bench_ctx *b, void *ud, int iter);
+
+/* Median time of one call in microseconds: each sample records an event,
+ * enqueues `batch` calls back to back, records an event; the per-call time
+ * is the sample / batch. Negative on failure. */
+double bench_time_us(bench_ctx *b, bench_fn fn, void *ud, int batch);
+
+/* Time of a device-to-device copy of `bytes` (the roofline), rotating over
+ * buffers larger than L2 together. */
+double bench_copy_us(bench_ctx *b, size_t bytes);
+
+/* How many rotating copies of an input of `bytes` to allocate so that the
+ * set is at least twice L2 (capped at max_copies). */
+int bench_rotation(const bench_ctx *b, size_t bytes, int max_copies);
+
+/* One result row. baseline_us <= 0 omits a ratio; copy_us <= 0 omits the
+ * roofline ratio. bytes = bytes the op must move (for GB/s). */
+typedef struct bench_row {
+    const char *group;    /* "colsum" */
+    const char *name;     /* "bias_grad_reduce" */
+    char shape[64];       /* "8192x42" */
+    double us;
+    double bytes;
+    double copy_us;       /* copy of the same input bytes */
+    const char *base1_name;
+    double base1_us;
+    const char *base2_name;
+    double base2_us;
+    const char *note;
+} bench_row;
+
+void bench_print_header(const char *title);
+void bench_emit(bench_ctx *b, const bench_row *row);
+
+/* Device buffer helpers for benches (abort with a message on failure). */
+CUdeviceptr bench_alloc(bench_ctx *b, size_t bytes);
+void bench_free(bench_ctx *b, CUdeviceptr p);
+void bench_fill_random(bench_ctx *b, CUdeviceptr p, size_t n_floats, unsigned seed);
+
+/* Bench groups: each file defines `int bench_<name>(bench_ctx *b)`. */
+#define BENCH_GROUPS(X) \
+    X(jit, "JIT cost: runtime creation to all column-sum kernels loaded from a warm cache") \
+    X(colsum, "column sums (bias_grad_reduce, reduce_axis0) vs serial, two-phase and copy")
+
+#define BENCH_DECLARE(name, help) int bench_##name(bench_ctx *b);
+BENCH_GROUPS(BENCH_DECLARE)
+#undef BENCH_DECLARE
+
+#endif

@@ -1,0 +1,49 @@
+/* Shared pieces of the fox-jit command. */
+#ifndef FOXJIT_CLI_H
+#define FOXJIT_CLI_H
+
+#include <stddef.h>
+
+#include "arch.h"
+#include "disk_cache.h"
+#include "manifest.h"
+#include "registry.h"
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary;
+    const char *usage;   /* full --help text */
+    int (*run)(int argc, char **argv);
+} cli_command;
+
+int cmd_warm(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_clear(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_jit_probe(int argc, char **argv);
+
+extern const char warm_usage[], info_usage[], list_usage[], verify_usage[], clear_usage[],
+    prune_usage[], bench_usage[];
+
+/* 1 if argv[i] is -h or --help. */
+int cli_wants_help(int argc, char **argv);
+
+/* Opens the writable cache (dir NULL = default); prints why and returns
+ * NULL when it is unusable. */
+fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters);
+
+/* Reads a manifest file ("-" = stdin; NULL = the built-in default). Returns
+ * a malloc'd text or NULL after printing why. */
+char *cli_read_manifest(const char *path);
+
+/* Parses a size like 500M, 2G, 123456. Returns 0 on success. */
+int cli_parse_size(const char *text, unsigned long long *out);
+
+/* Compute capability of CUDA device 0, or -1 without a usable GPU (why
+ * filled). */
+int cli_local_gpu_cc(char *why, size_t why_len);
+
+#endif

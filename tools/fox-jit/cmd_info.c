@@ -1,0 +1,179 @@
+/* fox-jit info: what fox-jit would use on this machine. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "cuda_loader.h"
+#include "foxjit/foxjit.h"
+#include "manifest.h"
+#include "ops/colsum.h"
+#include "status.h"
+#include "toolchain.h"
+
+const char info_usage[] =
+    "usage: fox-jit info [--cache-dir DIR] [--no-probe]\n\n"
+    "Prints the library, NVRTC, CCCL and driver versions, the GPUs, the cache directories with\n"
+    "their size, and, when a GPU is present, a probe: a runtime is created and the default\n"
+    "column-sum kernels are prepared, with the time it took and the runtime's counters\n"
+    "(disk hits and misses, compiles, compile ms, bytes read and written).\n";
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+typedef struct sizes {
+    long entries;
+    unsigned long long bytes;
+} sizes;
+
+static int add_size(const fj_entry_info *e, void *ud)
+{
+    sizes *s = ud;
+    if (!e->is_temp) {
+        s->entries++;
+        s->bytes += e->size;
+    }
+    return 0;
+}
+
+static void print_counters(const foxjit_counters *k)
+{
+    printf("  counters: disk hits %llu, misses %llu, compiles %llu (%.0f ms), read %llu B, "
+           "written %llu B, corrupt %llu, evicted %llu, write failures %llu, modules %llu\n",
+           (unsigned long long)k->disk_hits, (unsigned long long)k->disk_misses,
+           (unsigned long long)k->compiles, k->compile_ms, (unsigned long long)k->bytes_read,
+           (unsigned long long)k->bytes_written, (unsigned long long)k->corrupt_entries,
+           (unsigned long long)k->evictions, (unsigned long long)k->write_failures,
+           (unsigned long long)k->modules_loaded);
+}
+
+/* Creates a runtime on device 0 and prepares the default column sums. */
+static void probe(const fj_cuda *cu, const char *cache_dir)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    if (cu->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        cu->cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+        cu->cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+        printf("probe: cannot make a context on device 0\n");
+        return;
+    }
+    foxjit_runtime_params p;
+    foxjit_runtime_default_params(&p);
+    p.cache_dir = cache_dir;
+    double t0 = now_ms();
+    foxjit_runtime *rt;
+    if (foxjit_runtime_create(&p, &rt) != FOXJIT_OK) {
+        printf("probe: foxjit_runtime_create failed: %s\n", foxjit_last_error());
+        return;
+    }
+    double t1 = now_ms();
+    fj_manifest_item *items;
+    size_t n;
+    char why[256];
+    int prepared = 0, failed = 0;
+    if (fj_manifest_parse(fj_default_manifest, &items, &n, why, sizeof why) == 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(items[i].op->name, "column_sum"))
+                continue;
+            if (foxjit_column_sum_prepare(rt, items[i].values[0], items[i].values[1]) ==
+                FOXJIT_OK) {
+                prepared++;
+            } else {
+                failed++;
+                printf("probe: prepare failed: %s\n", foxjit_last_error());
+            }
+        }
+        free(items);
+    }
+    double t2 = now_ms();
+    printf("probe (runtime on device 0, arch %s):\n", foxjit_runtime_arch(rt));
+    printf("  runtime created in %.2f ms; %d default column-sum shapes prepared in %.2f ms%s\n",
+           t1 - t0, prepared, t2 - t1, failed ? " (some failed)" : "");
+    foxjit_counters k;
+    foxjit_runtime_get_counters(rt, &k);
+    print_counters(&k);
+    foxjit_runtime_destroy(&rt);
+    cu->cuDevicePrimaryCtxRelease(dev);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    const char *cache_dir = NULL;
+    int no_probe = 0;
+    static const struct option opts[] = {{"cache-dir", required_argument, NULL, 'c'},
+                                         {"no-probe", no_argument, NULL, 'n'},
+                                         {NULL, 0, NULL, 0}};
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'c')
+            cache_dir = optarg;
+        else if (c == 'n')
+            no_probe = 1;
+        else {
+            fputs(info_usage, stderr);
+            return 2;
+        }
+    }
+    printf("fox-jit %s (cache entry format 1, sources %s)\n", foxjit_version(),
+           fj_sources_hash_hex());
+    const fj_toolchain *tc;
+    if (fj_toolchain_get(&tc) == FOXJIT_OK) {
+        printf("NVRTC %d.%d (%s); archs:", tc->nvrtc->major, tc->nvrtc->minor,
+               tc->nvrtc->library);
+        for (int i = 0; i < tc->nvrtc->num_archs; i++)
+            printf(" sm_%d", tc->nvrtc->archs[i]);
+        printf("\n");
+        if (tc->cccl_version)
+            printf("CCCL %d.%d.%d (%s)\n", tc->cccl_version / 1000000,
+                   tc->cccl_version / 1000 % 1000, tc->cccl_version % 1000, tc->cccl_include);
+        else
+            printf("CCCL: not found (kernels built on CUB cannot compile; set "
+                   "FOXJIT_CCCL_INCLUDE)\n");
+    } else {
+        printf("NVRTC: %s\n", foxjit_last_error());
+    }
+    const fj_cuda *cu;
+    int gpus = 0;
+    if (fj_cuda_get(&cu) == FOXJIT_OK) {
+        printf("CUDA driver API %d.%d (%s)\n", cu->driver_version / 1000,
+               cu->driver_version % 1000 / 10, cu->library);
+        cu->cuDeviceGetCount(&gpus);
+        for (int i = 0; i < gpus; i++) {
+            CUdevice d;
+            char name[128] = "";
+            int major = 0, minor = 0, sms = 0;
+            size_t mem = 0;
+            cu->cuDeviceGet(&d, i);
+            cu->cuDeviceGetName(name, sizeof name, d);
+            cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+            cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+            cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
+            cu->cuDeviceTotalMem(&mem, d);
+            printf("GPU %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", i, name, major, minor, sms,
+                   (double)mem / (1 << 30));
+        }
+    } else {
+        printf("CUDA driver: %s\n", foxjit_last_error());
+    }
+    fj_disk_cache *cache = cli_open_cache(cache_dir, NULL);
+    if (cache) {
+        sizes s = {0};
+        fj_disk_cache_walk(cache, 0, add_size, &s);
+        printf("cache: %s (%ld entries, %llu bytes, cap %llu bytes)\n", fj_disk_cache_dir(cache),
+               s.entries, s.bytes, (unsigned long long)fj_disk_cache_max_bytes(cache));
+        for (int i = 0; i < fj_disk_cache_layer_count(cache); i++)
+            printf("read-only layer: %s\n", fj_disk_cache_layer(cache, i));
+        fj_disk_cache_close(cache);
+    }
+    if (gpus > 0 && !no_probe)
+        probe(cu, cache_dir);
+    return 0;
+}

@@ -1,0 +1,276 @@
+/* fox-jit warm: compile every kernel variant of a manifest for a list of
+ * archs into the disk cache. Needs NVRTC, not a GPU or a driver. */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "jit.h"
+#include "status.h"
+#include "toolchain.h"
+
+const char warm_usage[] =
+    "usage: fox-jit warm [--arch LIST] [--manifest FILE] [-j N] [--cache-dir DIR] [--quiet]\n"
+    "\n"
+    "Compiles every kernel variant the ops use for the shapes of a manifest, for each arch,\n"
+    "into the disk cache, so a trainer starts without compiling. Needs NVRTC; needs no GPU.\n"
+    "Entries already in the cache are checked and kept; a second run compiles nothing.\n"
+    "\n"
+    "  --arch LIST      comma-separated archs, e.g. sm_89,sm_90 (default: the local GPU's,\n"
+    "                   or sm_89,sm_90 when there is none)\n"
+    "  --manifest FILE  shapes to build, one op per line, e.g. 'column_sum rows=8192 cols=42'\n"
+    "                   ('-' reads stdin; default: the trainer shapes of kernels.md, shown by\n"
+    "                   `fox-jit warm --print-manifest`)\n"
+    "  -j N             parallel compiles (default: the number of CPUs)\n"
+    "  --cache-dir DIR  cache directory (default $FOXJIT_CACHE_DIR, $XDG_CACHE_HOME/foxjit,\n"
+    "                   ~/.cache/foxjit)\n"
+    "  --quiet          print only the summary and failures\n"
+    "  --print-manifest print the default manifest and exit\n"
+    "\n"
+    "Exit status: 0 when every variant is in the cache, 1 when any failed, 2 on bad usage.\n";
+
+typedef struct warm_job {
+    fj_variant variant;
+    fj_target target;
+    int status;        /* 0 pending, 1 compiled, 2 cached, 3 failed */
+    double ms;
+    char *error;
+} warm_job;
+
+typedef struct warm_state {
+    warm_job *jobs;
+    size_t count;
+    atomic_size_t next;
+    size_t done;
+    int quiet, tty;
+    const fj_toolchain *tc;
+    fj_disk_cache *cache;
+    fj_counters counters;
+    pthread_mutex_t print_lock;
+} warm_state;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *worker(void *arg)
+{
+    warm_state *w = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&w->next, 1);
+        if (i >= w->count)
+            return NULL;
+        warm_job *j = &w->jobs[i];
+        fj_image img;
+        fj_image_source src;
+        double t0 = now_s();
+        fj_clear_error();
+        foxjit_status st = fj_jit_image(w->tc, w->cache, &w->counters, &j->variant, &j->target,
+                                        0, &img, &src);
+        j->ms = (now_s() - t0) * 1000.0;
+        if (st != FOXJIT_OK) {
+            j->status = 3;
+            j->error = strdup(fj_last_error());
+        } else {
+            j->status = src == FJ_IMAGE_COMPILED ? 1 : 2;
+        }
+        char desc[256];
+        fj_variant_describe(&j->variant, desc, sizeof desc);
+        pthread_mutex_lock(&w->print_lock);
+        w->done++;
+        static const char *const what[] = {"", "compiled", "cached", "FAILED"};
+        if (!w->quiet) {
+            if (w->tty)
+                printf("\r\033[K[%3zu/%zu] %-8s %-10s %s", w->done, w->count, what[j->status],
+                       j->target.name, desc);
+            else
+                printf("[%3zu/%zu] %-8s %-10s %s (%.0f ms)\n", w->done, w->count,
+                       what[j->status], j->target.name, desc, j->ms);
+            fflush(stdout);
+        }
+        pthread_mutex_unlock(&w->print_lock);
+    }
+}
+
+/* Appends the variants of every manifest line for target t. */
+static int expand(const fj_manifest_item *items, size_t n, const fj_target *t, warm_job **jobs,
+                  size_t *count, size_t *cap)
+{
+    for (size_t i = 0; i < n; i++) {
+        fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
+        char why[256];
+        int k = items[i].op->variants(items[i].values, t->cc, v, FJ_MANIFEST_MAX_VARIANTS, why,
+                                      sizeof why);
+        if (k < 0) {
+            fprintf(stderr, "fox-jit warm: manifest line %d (%s): %s\n", items[i].line,
+                    items[i].op->name, why);
+            return -1;
+        }
+        for (int a = 0; a < k; a++) {
+            int dup = 0;
+            for (size_t m = 0; m < *count && !dup; m++)
+                dup = (*jobs)[m].target.cc == t->cc && (*jobs)[m].target.ptx == t->ptx &&
+                      fj_variant_equal(&(*jobs)[m].variant, &v[a]);
+            if (dup)
+                continue;
+            if (*count == *cap) {
+                *cap = *cap ? *cap * 2 : 64;
+                warm_job *grown = realloc(*jobs, *cap * sizeof **jobs);
+                if (!grown)
+                    return -1;
+                *jobs = grown;
+            }
+            warm_job *j = &(*jobs)[(*count)++];
+            memset(j, 0, sizeof *j);
+            j->variant = v[a];
+            j->target = *t;
+        }
+    }
+    return 0;
+}
+
+int cmd_warm(int argc, char **argv)
+{
+    const char *arch_list = NULL, *manifest_path = NULL, *cache_dir = NULL;
+    long jobs_n = sysconf(_SC_NPROCESSORS_ONLN);
+    int quiet = 0;
+    static const struct option opts[] = {
+        {"arch", required_argument, NULL, 'a'},     {"manifest", required_argument, NULL, 'm'},
+        {"cache-dir", required_argument, NULL, 'c'}, {"quiet", no_argument, NULL, 'q'},
+        {"print-manifest", no_argument, NULL, 'p'},  {"jobs", required_argument, NULL, 'j'},
+        {NULL, 0, NULL, 0}};
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "j:q", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': arch_list = optarg; break;
+        case 'm': manifest_path = optarg; break;
+        case 'c': cache_dir = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'p': fputs(fj_default_manifest, stdout); return 0;
+        case 'j':
+            jobs_n = strtol(optarg, NULL, 10);
+            if (jobs_n < 1 || jobs_n > 256) {
+                fprintf(stderr, "fox-jit warm: -j wants a number from 1 to 256\n");
+                return 2;
+            }
+            break;
+        default: fputs(warm_usage, stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fox-jit warm: unexpected argument '%s'\n%s", argv[optind], warm_usage);
+        return 2;
+    }
+    const fj_toolchain *tc;
+    if (fj_toolchain_get(&tc) != FOXJIT_OK) {
+        fprintf(stderr, "fox-jit warm: %s\n", foxjit_last_error());
+        return 1;
+    }
+    char archs[512];
+    if (arch_list) {
+        snprintf(archs, sizeof archs, "%s", arch_list);
+    } else {
+        char why[512];
+        int cc = cli_local_gpu_cc(why, sizeof why);
+        fj_target t;
+        if (cc > 0 && fj_target_for_device(tc->nvrtc, cc, &t) == FOXJIT_OK) {
+            snprintf(archs, sizeof archs, "%s", t.name);
+        } else {
+            snprintf(archs, sizeof archs, "sm_89,sm_90");
+            if (!quiet)
+                printf("no local GPU (%s); building for %s\n", cc > 0 ? foxjit_last_error() : why,
+                       archs);
+        }
+    }
+    char *text = cli_read_manifest(manifest_path);
+    if (!text)
+        return 1;
+    fj_manifest_item *items;
+    size_t n_items;
+    char why[512];
+    if (fj_manifest_parse(text, &items, &n_items, why, sizeof why) != 0) {
+        fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_path ? manifest_path : "manifest", why);
+        free(text);
+        return 1;
+    }
+    free(text);
+
+    warm_state w;
+    memset(&w, 0, sizeof w);
+    w.tc = tc;
+    w.quiet = quiet;
+    w.tty = isatty(1);
+    pthread_mutex_init(&w.print_lock, NULL);
+    size_t cap = 0;
+    char list[512];
+    snprintf(list, sizeof list, "%s", archs);
+    char *save = NULL;
+    for (char *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        fj_target t;
+        if (fj_target_for_name(tc->nvrtc, a, &t) != FOXJIT_OK) {
+            fprintf(stderr, "fox-jit warm: %s\n", foxjit_last_error());
+            free(items);
+            return 1;
+        }
+        if (expand(items, n_items, &t, &w.jobs, &w.count, &cap) != 0) {
+            free(items);
+            return 1;
+        }
+    }
+    free(items);
+    w.cache = cli_open_cache(cache_dir, &w.counters);
+    if (!w.cache)
+        return 1;
+    if (!quiet)
+        printf("warming %zu kernel variants for %s into %s with %ld jobs\n", w.count, archs,
+               fj_disk_cache_dir(w.cache), jobs_n);
+
+    double t0 = now_s();
+    long nthreads = jobs_n < (long)w.count ? jobs_n : (long)w.count;
+    pthread_t *threads = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *threads);
+    for (long i = 0; i < nthreads; i++)
+        pthread_create(&threads[i], NULL, worker, &w);
+    for (long i = 0; i < nthreads; i++)
+        pthread_join(threads[i], NULL);
+    free(threads);
+    double elapsed = now_s() - t0;
+    if (w.tty && !quiet)
+        printf("\r\033[K");
+
+    size_t compiled = 0, cached = 0, failed = 0;
+    double compile_ms = 0;
+    for (size_t i = 0; i < w.count; i++) {
+        warm_job *j = &w.jobs[i];
+        if (j->status == 1) {
+            compiled++;
+            compile_ms += j->ms;
+        } else if (j->status == 2) {
+            cached++;
+        } else {
+            failed++;
+            char desc[256];
+            fj_variant_describe(&j->variant, desc, sizeof desc);
+            fprintf(stderr, "fox-jit warm: %s for %s failed:\n%s\n", desc, j->target.name,
+                    j->error ? j->error : "(no message)");
+        }
+        free(j->error);
+    }
+    foxjit_counters snap;
+    fj_counters_snapshot(&w.counters, &snap);
+    printf("warm: %zu variants for %s: %zu compiled, %zu already cached, %zu failed in %.1f s "
+           "(%.1f s of NVRTC)%s\n",
+           w.count, archs, compiled, cached, failed, elapsed, compile_ms / 1000.0,
+           snap.write_failures ? "; some entries could not be written (see warnings)" : "");
+    free(w.jobs);
+    fj_disk_cache_close(w.cache);
+    return failed || snap.write_failures ? 1 : 0;
+}

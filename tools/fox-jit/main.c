@@ -1,0 +1,87 @@
+/* fox-jit: prebuild, inspect and benchmark the fox-jit kernel cache. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "foxjit/foxjit.h"
+
+static const cli_command commands[] = {
+    {"warm", "compile the kernels of a manifest into the cache (no GPU needed)", warm_usage,
+     cmd_warm},
+    {"info", "versions, GPUs, cache directories and counters", info_usage, cmd_info},
+    {"list", "list cache entries", list_usage, cmd_list},
+    {"verify", "check every cache entry; exit 1 if any is bad", verify_usage, cmd_verify},
+    {"clear", "remove every entry of the writable cache", clear_usage, cmd_clear},
+    {"prune", "evict least recently used entries down to a size", prune_usage, cmd_prune},
+    {"bench", "benchmark the kernels against baselines and the copy roofline", bench_usage,
+     cmd_bench},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fox-jit <command> [options]\n\n"
+            "fox-jit %s: JIT-compiled CUDA kernels for RL and sequence-model trainers.\n"
+            "Kernels are compiled by NVRTC for the GPU and shapes in use, and cached on disk.\n\n"
+            "commands:\n",
+            foxjit_version());
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "\n`fox-jit <command> --help` describes each command.\n\n"
+            "environment:\n"
+            "  FOXJIT_CACHE_DIR            cache directory (default $XDG_CACHE_HOME/foxjit or\n"
+            "                              ~/.cache/foxjit)\n"
+            "  FOXJIT_CACHE_READONLY_DIRS  colon-separated prebuilt caches searched first\n"
+            "  FOXJIT_CACHE_MAX_BYTES      size cap of the cache (e.g. 500M, 2G; default 2G)\n"
+            "  FOXJIT_LOG                  off, error, warn (default), info, debug\n"
+            "  FOXJIT_CUDA_LIBRARY         path of libcuda.so.1\n"
+            "  FOXJIT_NVRTC_LIBRARY        path of libnvrtc.so\n"
+            "  FOXJIT_CCCL_INCLUDE         CCCL headers (<cuda>/include/cccl)\n");
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *verb = argv[1];
+    if (!strcmp(verb, "-h") || !strcmp(verb, "--help") || !strcmp(verb, "help")) {
+        if (argc > 2) {
+            for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                if (!strcmp(commands[i].name, argv[2])) {
+                    fputs(commands[i].usage, stdout);
+                    return 0;
+                }
+        }
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(verb, "--version") || !strcmp(verb, "version")) {
+        printf("fox-jit %s\n", foxjit_version());
+        return 0;
+    }
+    if (!strcmp(verb, "__jit-probe"))
+        return cmd_jit_probe(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, verb))
+            continue;
+        if (cli_wants_help(argc - 1, argv + 1)) {
+            fputs(commands[i].usage, stdout);
+            return 0;
+        }
+        return commands[i].run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "fox-jit: unknown command '%s'\n\n", verb);
+    usage(stderr);
+    return 2;
+}
