@@ -122,12 +122,16 @@ static unsigned alignment_of(CUdeviceptr p)
 static foxjit_status column_sum(const char *op, foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
                                 int64_t cols, CUdeviceptr out, int accumulate, CUstream stream)
 {
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
+    /* Arguments first, then the context: a bad call is reported as such
+     * whatever the context state. */
+    fj_clear_error();
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL", op);
+    foxjit_status st;
     if ((st = check_shape(op, rows, cols)) != FOXJIT_OK ||
         (st = fj_check_ptr(op, "x", x)) != FOXJIT_OK ||
-        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK)
+        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK ||
+        (st = fj_enter(rt, stream)) != FOXJIT_OK)
         return st;
     fj_colsum_plan plan;
     fj_colsum_plan_for(rows, cols, rt->cc, alignment_of(x), &plan);
@@ -176,10 +180,12 @@ FOXJIT_API foxjit_status foxjit_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x, 
 FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t rows,
                                                    int64_t cols)
 {
-    foxjit_status st = fj_enter(rt, NULL);
-    if (st != FOXJIT_OK)
-        return st;
-    if ((st = check_shape("foxjit_column_sum_prepare", rows, cols)) != FOXJIT_OK)
+    fj_clear_error();
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "foxjit_column_sum_prepare: runtime is NULL");
+    foxjit_status st;
+    if ((st = check_shape("foxjit_column_sum_prepare", rows, cols)) != FOXJIT_OK ||
+        (st = fj_enter(rt, NULL)) != FOXJIT_OK)
         return st;
     fj_variant v[2];
     int n = fj_colsum_variants(rows, cols, rt->cc, v);

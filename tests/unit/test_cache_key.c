@@ -1,0 +1,124 @@
+/* unit: every input of a compile changes the cache key; the key is a
+ * 128-bit hash of its full text. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cache_key.h"
+#include "programs.h"
+
+static fj_nvrtc fake_nvrtc = {.major = 13, .minor = 0};
+static fj_toolchain fake_tc = {.nvrtc = &fake_nvrtc, .cccl_include = "/x/cccl",
+                               .cccl_version = 3000001};
+
+static fj_variant base_variant(void)
+{
+    fj_variant v = {&fj_program_colsum_rows, {1, 42, 4, 512}};
+    return v;
+}
+
+static fj_target target(int cc, int ptx)
+{
+    fj_target t = {.cc = cc, .ptx = ptx};
+    snprintf(t.name, sizeof t.name, "%s_%d", ptx ? "compute" : "sm", cc);
+    return t;
+}
+
+static void test_key_shape(void **state)
+{
+    (void)state;
+    fj_variant v = base_variant();
+    fj_target t = target(90, 0);
+    fj_key k;
+    fj_key_build(&v, &t, &fake_tc, &k);
+    assert_int_equal(strlen(k.hex), 32);
+    for (int i = 0; i < 32; i++)
+        assert_non_null(strchr("0123456789abcdef", k.hex[i]));
+    assert_non_null(strstr(k.text, "program colsum_rows"));
+    assert_non_null(strstr(k.text, "target sm_90 cubin"));
+    assert_non_null(strstr(k.text, "nvrtc 13.0"));
+    assert_non_null(strstr(k.text, "cccl 3000001"));
+    assert_non_null(strstr(k.text, "-DCOLS=42"));
+    assert_non_null(strstr(k.text, fj_sources_hash_hex()));
+    /* Same inputs, same key. */
+    fj_key k2;
+    fj_key_build(&v, &t, &fake_tc, &k2);
+    assert_string_equal(k.text, k2.text);
+    assert_string_equal(k.hex, k2.hex);
+    /* The hash is of the text, untruncated. */
+    char hex[33];
+    fj_hash128_hex(k.text, strlen(k.text), hex);
+    assert_string_equal(hex, k.hex);
+}
+
+static void assert_differs(const fj_key *a, const fj_key *b, const char *what)
+{
+    if (!strcmp(a->hex, b->hex) || !strcmp(a->text, b->text))
+        fail_msg("changing %s did not change the key", what);
+}
+
+static void test_every_input_changes_the_key(void **state)
+{
+    (void)state;
+    fj_variant v = base_variant();
+    fj_target t = target(90, 0);
+    fj_key base, k;
+    fj_key_build(&v, &t, &fake_tc, &base);
+
+    for (int p = 0; p < 4; p++) {
+        fj_variant w = v;
+        w.values[p]++;
+        fj_key_build(&w, &t, &fake_tc, &k);
+        assert_differs(&base, &k, "a specialization value");
+    }
+    fj_variant other = {&fj_program_colsum_tiles, {1, 42, 4, 512, 8}};
+    fj_key_build(&other, &t, &fake_tc, &k);
+    assert_differs(&base, &k, "the program");
+    fj_target t89 = target(89, 0), ptx = target(90, 1);
+    fj_key_build(&v, &t89, &fake_tc, &k);
+    assert_differs(&base, &k, "the arch");
+    fj_key_build(&v, &ptx, &fake_tc, &k);
+    assert_differs(&base, &k, "cubin vs PTX");
+    fj_nvrtc nv2 = fake_nvrtc;
+    nv2.minor = 1;
+    fj_toolchain tc2 = fake_tc;
+    tc2.nvrtc = &nv2;
+    fj_key_build(&v, &t, &tc2, &k);
+    assert_differs(&base, &k, "the NVRTC version");
+    tc2 = fake_tc;
+    tc2.cccl_version++;
+    fj_key_build(&v, &t, &tc2, &k);
+    assert_differs(&base, &k, "the CCCL version");
+    /* The CCCL path is not part of the key: the same headers elsewhere hit. */
+    tc2 = fake_tc;
+    strcpy(tc2.cccl_include, "/elsewhere/cccl");
+    fj_key_build(&v, &t, &tc2, &k);
+    assert_string_equal(base.hex, k.hex);
+}
+
+static void test_options_are_canonical(void **state)
+{
+    (void)state;
+    fj_variant v = base_variant();
+    fj_target t = target(89, 0);
+    fj_options o;
+    fj_build_options(&v, &t, &fake_tc, &o);
+    assert_string_equal(o.argv[0], "--gpu-architecture=sm_89");
+    int found = 0;
+    for (int i = 0; i < o.argc; i++)
+        found += !strcmp(o.argv[i], "-DBLOCK=512") + !strcmp(o.argv[i], "-DVEC=4");
+    assert_int_equal(found, 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_shape),
+        cmocka_unit_test(test_every_input_changes_the_key),
+        cmocka_unit_test(test_options_are_canonical),
+    };
+    return cmocka_run_group_tests_name("cache_key", tests, NULL, NULL);
+}

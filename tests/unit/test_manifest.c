@@ -1,0 +1,76 @@
+/* unit: manifest parsing and the variants each op line expands to. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest.h"
+
+static void test_default_manifest_parses(void **state)
+{
+    (void)state;
+    fj_manifest_item *items;
+    size_t n;
+    char why[256];
+    assert_int_equal(fj_manifest_parse(fj_default_manifest, &items, &n, why, sizeof why), 0);
+    assert_true(n >= 5);
+    for (size_t i = 0; i < n; i++) {
+        fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
+        for (int cc = 89; cc <= 90; cc++)
+            if (items[i].op->variants(items[i].values, cc, v, FJ_MANIFEST_MAX_VARIANTS, why,
+                                      sizeof why) < 1)
+                fail_msg("line %d (%s) expands to nothing: %s", items[i].line,
+                         items[i].op->name, why);
+    }
+    free(items);
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+    fj_manifest_item *items;
+    size_t n;
+    char why[512];
+    assert_int_equal(fj_manifest_parse(text, &items, &n, why, sizeof why), -1);
+    if (!strstr(why, needle))
+        fail_msg("manifest error '%s' should mention '%s'", why, needle);
+}
+
+static void test_errors_name_the_line(void **state)
+{
+    (void)state;
+    expect_error("# ok\ncolumn_sum rows=1 cols=2\nnot_an_op\n", "line 3: unknown op 'not_an_op'");
+    expect_error("column_sum rows=8192\n", "line 1: column_sum needs cols=");
+    expect_error("column_sum rows=8192 cols=x\n", "cols=x is not a non-negative integer");
+    expect_error("column_sum rows=8192 cols=-4\n", "not a non-negative integer");
+    expect_error("column_sum rows=1 rows=2 cols=3\n", "given twice");
+    expect_error("column_sum rows=1 cols=3 depth=2\n", "has no key 'depth'");
+    expect_error("column_sum rows=1 cols\n", "not key=value");
+}
+
+static void test_comments_and_blank_lines(void **state)
+{
+    (void)state;
+    fj_manifest_item *items;
+    size_t n;
+    char why[256];
+    const char *text = "\n   \n# x\ncolumn_sum rows=4 cols=5 # trailing\n\tcolumn_sum cols=1 rows=2";
+    assert_int_equal(fj_manifest_parse(text, &items, &n, why, sizeof why), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(items[0].values[0], 4);
+    assert_int_equal(items[0].values[1], 5);
+    assert_int_equal(items[1].values[0], 2);
+    assert_int_equal(items[1].line, 5);
+    free(items);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_manifest_parses),
+        cmocka_unit_test(test_errors_name_the_line),
+        cmocka_unit_test(test_comments_and_blank_lines),
+    };
+    return cmocka_run_group_tests_name("manifest", tests, NULL, NULL);
+}
