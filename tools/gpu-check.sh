@@ -22,7 +22,7 @@ run() { # name command...
     echo "=== $name: $*" >> "$LOG"
     "$@" >> "$LOG" 2>&1
     local rc=$?
-    local dt=$(echo "$(date +%s.%N) - $t0" | bc)
+    local dt=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
     summary+=("$(printf '%-28s rc=%-3d %7.1f s' "$name" "$rc" "$dt")")
     echo "=== $name rc=$rc (${dt}s)" >> "$LOG"
 }
@@ -42,6 +42,7 @@ for t in "$B"/tests/unit_* ; do
         run "$(basename "$t")" "$t"
     fi
 done
+run compile_all "$B/tests/compile_all"
 for t in "$B"/tests/gpu_* ; do
     case "$t" in *.p) continue;; esac
     run "$(basename "$t")" "$t"
