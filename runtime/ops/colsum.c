@@ -59,7 +59,7 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, int cc, unsigned align, fj_c
     if (p->rows_mode) {
         /* Big enough blocks to keep many loads in flight; rows per pass as
          * in colsum.cu (S active threads). */
-        p->block = rows * cols >= (1 << 16) ? 512 : 256;
+        p->block = rows >= 1024 ? 1024 : 256;
         p->variant = (fj_variant){&fj_program_colsum_rows,
                                   {1, (int)cols, (int)vec, (int)p->block}};
         int step = (int)cols / gcd((int)cols, (int)vec);
@@ -71,7 +71,10 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, int cc, unsigned align, fj_c
         /* Tall shapes: 32-column tiles so several blocks share the rows;
          * wide ones: 32 lanes of vec floats, 128-byte rows per warp. */
         unsigned lanes = cols >= 4096 ? 32 : 32 / vec;
-        p->block = 256;
+        /* Tall inputs: a whole SM per block with every load in flight at
+         * once (a block's share of rows fits in one pass per thread); short
+         * ones: smaller blocks, more of them. */
+        p->block = rows >= 1024 ? 1024 : 256;
         int const_cols = cols <= TILE_CONST_MAX_COLS ? (int)cols : 0;
         p->variant = (fj_variant){&fj_program_colsum_tiles,
                                   {0, const_cols, (int)vec, (int)p->block, (int)lanes}};

@@ -37,7 +37,7 @@ int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count)
         gh.cu->cuDevicePrimaryCtxRetain(&gh.ctx, gh.device) != CUDA_SUCCESS ||
         gh.cu->cuCtxSetCurrent(gh.ctx) != CUDA_SUCCESS)
         return skip_or_fail(suite, "device 0 has no usable context");
-    if (gh.cu->cuStreamCreate(&gh.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+    if (gh.cu->cuStreamCreate(&gh.stream, CU_STREAM_DEFAULT) != CUDA_SUCCESS)
         return skip_or_fail(suite, "cuStreamCreate failed");
 
     /* A private cache so tests never depend on (or pollute) the user's. */
@@ -80,21 +80,25 @@ void gh_free(CUdeviceptr p)
         gh.cu->cuMemFree(p);
 }
 
+/* Every transfer goes through gh.stream and is waited for: a plain
+ * cuMemcpyHtoD or cuMemsetD32 may still be in flight on the legacy stream
+ * when a kernel on another stream starts. */
 void gh_upload(CUdeviceptr dst, const void *src, size_t bytes)
 {
-    GH_CU(gh.cu->cuMemcpyHtoD(dst, src, bytes));
+    GH_CU(gh.cu->cuMemcpyHtoDAsync(dst, src, bytes, gh.stream));
+    GH_CU(gh.cu->cuStreamSynchronize(gh.stream));
 }
 
 void gh_download(void *dst, CUdeviceptr src, size_t bytes)
 {
+    GH_CU(gh.cu->cuMemcpyDtoHAsync(dst, src, bytes, gh.stream));
     GH_CU(gh.cu->cuStreamSynchronize(gh.stream));
-    GH_CU(gh.cu->cuMemcpyDtoH(dst, src, bytes));
 }
 
 void gh_poison(CUdeviceptr p, size_t n_floats)
 {
+    GH_CU(gh.cu->cuMemsetD32Async(p, 0x7fc00000u, n_floats, gh.stream));
     GH_CU(gh.cu->cuStreamSynchronize(gh.stream));
-    GH_CU(gh.cu->cuMemsetD32(p, 0x7fc00000u, n_floats));
 }
 
 void gh_sync(void)

@@ -170,7 +170,7 @@ static void test_graph_capture_matches_eager(void **state)
     }
     for (int i = 0; i < CALLS; i++) {
         int64_t d = dims[i % 4];
-        GH_CU(gh.cu->cuMemsetD32(db[i], 0, (size_t)d));
+        GH_CU(gh.cu->cuMemsetD32Async(db[i], 0, (size_t)d, gh.stream));
         GH_CHECK(foxjit_bias_grad_reduce(gh.rt, dx[i], B, d, db[i], gh.stream));
         eager[i] = malloc((size_t)d * 4);
         gh_download(eager[i], db[i], (size_t)d * 4);
@@ -184,7 +184,7 @@ static void test_graph_capture_matches_eager(void **state)
     GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
     for (int rep = 0; rep < 3; rep++) {
         for (int i = 0; i < CALLS; i++)
-            GH_CU(gh.cu->cuMemsetD32(db[i], 0, (size_t)dims[i % 4]));
+            GH_CU(gh.cu->cuMemsetD32Async(db[i], 0, (size_t)dims[i % 4], gh.stream));
         GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
         for (int i = 0; i < CALLS; i++) {
             int64_t d = dims[i % 4];

@@ -46,6 +46,49 @@ double bench_time_us(bench_ctx *b, bench_fn fn, void *ud, int batch)
     return median;
 }
 
+double bench_time_graph_us(bench_ctx *b, bench_fn fn, void *ud, int batch)
+{
+    const fj_cuda *cu = b->cu;
+    CUgraph graph;
+    CUgraphExec exec;
+    if (cu->cuStreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS)
+        return -1;
+    int ok = 1;
+    for (int i = 0; i < batch && ok; i++)
+        ok = fn(b, ud, i) == 0;
+    if (cu->cuStreamEndCapture(b->stream, &graph) != CUDA_SUCCESS || !ok)
+        return -1;
+    if (cu->cuGraphInstantiateWithFlags(&exec, graph, 0) != CUDA_SUCCESS) {
+        cu->cuGraphDestroy(graph);
+        return -1;
+    }
+    CUevent start, stop;
+    cu->cuEventCreate(&start, CU_EVENT_DEFAULT);
+    cu->cuEventCreate(&stop, CU_EVENT_DEFAULT);
+    double *t = calloc((size_t)b->samples, sizeof *t);
+    for (int s = 0; s < b->warmup + b->samples && ok; s++) {
+        cu->cuEventRecord(start, b->stream);
+        ok = cu->cuGraphLaunch(exec, b->stream) == CUDA_SUCCESS;
+        cu->cuEventRecord(stop, b->stream);
+        ok = ok && cu->cuEventSynchronize(stop) == CUDA_SUCCESS;
+        float ms = 0;
+        cu->cuEventElapsedTime(&ms, start, stop);
+        if (s >= b->warmup)
+            t[s - b->warmup] = (double)ms * 1000.0 / batch;
+    }
+    cu->cuEventDestroy(start);
+    cu->cuEventDestroy(stop);
+    cu->cuGraphExecDestroy(exec);
+    cu->cuGraphDestroy(graph);
+    double median = -1;
+    if (ok) {
+        qsort(t, (size_t)b->samples, sizeof *t, cmp_double);
+        median = t[b->samples / 2];
+    }
+    free(t);
+    return median;
+}
+
 int bench_rotation(const bench_ctx *b, size_t bytes, int max_copies)
 {
     size_t want = 2 * (b->l2_bytes ? b->l2_bytes : (64u << 20));
@@ -70,7 +113,7 @@ static int copy_once(bench_ctx *b, void *ud, int iter)
     return b->cu->cuMemcpyDtoDAsync(c->dst[i], c->src[i], c->bytes, b->stream) != CUDA_SUCCESS;
 }
 
-double bench_copy_us(bench_ctx *b, size_t bytes)
+void bench_copy_us(bench_ctx *b, size_t bytes, double *eager_us, double *graph_us)
 {
     copy_state c = {.bytes = bytes};
     c.n = bench_rotation(b, 2 * bytes, 64);
@@ -78,12 +121,12 @@ double bench_copy_us(bench_ctx *b, size_t bytes)
         c.src[i] = bench_alloc(b, bytes);
         c.dst[i] = bench_alloc(b, bytes);
     }
-    double us = bench_time_us(b, copy_once, &c, 20);
+    *eager_us = bench_time_us(b, copy_once, &c, 20);
+    *graph_us = bench_time_graph_us(b, copy_once, &c, 20);
     for (int i = 0; i < c.n; i++) {
         bench_free(b, c.src[i]);
         bench_free(b, c.dst[i]);
     }
-    return us;
 }
 
 CUdeviceptr bench_alloc(bench_ctx *b, size_t bytes)
@@ -124,40 +167,66 @@ void bench_fill_random(bench_ctx *b, CUdeviceptr p, size_t n, unsigned seed)
 void bench_print_header(const char *title)
 {
     printf("\n%s\n", title);
-    printf("%-28s %-12s %10s %9s %11s %-22s %-22s\n", "op", "shape", "us", "GB/s", "vs copy",
-           "baseline 1 (x faster)", "baseline 2 (x faster)");
+    printf("%-22s %-11s %9s %9s %7s %8s  %-26s %-26s\n", "op", "shape", "eager us", "graph us",
+           "GB/s", "vs copy", "baseline 1: x faster e/g", "baseline 2: x faster e/g");
+}
+
+static void ratio_text(char *buf, size_t len, const char *name, double base, double base_g,
+                       double us, double g)
+{
+    buf[0] = '\0';
+    if (!name || base <= 0)
+        return;
+    if (base_g > 0 && g > 0)
+        snprintf(buf, len, "%s %.1fx / %.1fx", name, base / us, base_g / g);
+    else
+        snprintf(buf, len, "%s %.1fx", name, base / us);
+}
+
+static void json_pair(FILE *f, const char *key, double v)
+{
+    if (v > 0)
+        fprintf(f, ", \"%s\": %.4f", key, v);
 }
 
 void bench_emit(bench_ctx *b, const bench_row *r)
 {
-    char b1[64] = "", b2[64] = "", roof[32] = "", gbs[32] = "";
-    if (r->base1_name && r->base1_us > 0)
-        snprintf(b1, sizeof b1, "%s %.1fx", r->base1_name, r->base1_us / r->us);
-    if (r->base2_name && r->base2_us > 0)
-        snprintf(b2, sizeof b2, "%s %.1fx", r->base2_name, r->base2_us / r->us);
-    if (r->copy_us > 0)
-        snprintf(roof, sizeof roof, "%.2fx", r->us / r->copy_us);
+    char b1[80], b2[80], roof[32] = "-", gbs[32] = "-", graph[32] = "-";
+    ratio_text(b1, sizeof b1, r->base1_name, r->base1_us, r->base1_graph_us, r->us, r->graph_us);
+    ratio_text(b2, sizeof b2, r->base2_name, r->base2_us, r->base2_graph_us, r->us, r->graph_us);
+    /* GPU-side figures where a graph time exists: no CPU launch cost. */
+    double gpu_us = r->graph_us > 0 ? r->graph_us : r->us;
+    double copy = r->graph_us > 0 && r->copy_graph_us > 0 ? r->copy_graph_us : r->copy_us;
+    if (copy > 0)
+        snprintf(roof, sizeof roof, "%.2fx", gpu_us / copy);
     if (r->bytes > 0)
-        snprintf(gbs, sizeof gbs, "%.0f", r->bytes / (r->us * 1e3));
-    printf("%-28s %-12s %10.2f %9s %11s %-22s %-22s%s%s\n", r->name, r->shape, r->us, gbs, roof,
-           b1, b2, r->note ? "  " : "", r->note ? r->note : "");
+        snprintf(gbs, sizeof gbs, "%.0f", r->bytes / (gpu_us * 1e3));
+    if (r->graph_us > 0)
+        snprintf(graph, sizeof graph, "%.2f", r->graph_us);
+    printf("%-22s %-11s %9.2f %9s %7s %8s  %-26s %-26s%s%s\n", r->name, r->shape, r->us, graph,
+           gbs, roof, b1, b2, r->note ? "  " : "", r->note ? r->note : "");
     fflush(stdout);
     if (!b->json)
         return;
-    fprintf(b->json, "%s\n  {\"group\": \"%s\", \"op\": \"%s\", \"shape\": \"%s\", \"us\": %.4f",
-            b->json_rows++ ? "," : "", r->group, r->name, r->shape, r->us);
-    if (r->bytes > 0)
-        fprintf(b->json, ", \"bytes\": %.0f, \"gb_per_s\": %.2f", r->bytes,
-                r->bytes / (r->us * 1e3));
-    if (r->copy_us > 0)
-        fprintf(b->json, ", \"copy_us\": %.4f, \"time_vs_copy\": %.4f", r->copy_us,
-                r->us / r->copy_us);
-    if (r->base1_name && r->base1_us > 0)
-        fprintf(b->json, ", \"baseline1\": \"%s\", \"baseline1_us\": %.4f, \"speedup1\": %.3f",
-                r->base1_name, r->base1_us, r->base1_us / r->us);
-    if (r->base2_name && r->base2_us > 0)
-        fprintf(b->json, ", \"baseline2\": \"%s\", \"baseline2_us\": %.4f, \"speedup2\": %.3f",
-                r->base2_name, r->base2_us, r->base2_us / r->us);
+    fprintf(b->json, "%s\n  {\"group\": \"%s\", \"op\": \"%s\", \"shape\": \"%s\"",
+            b->json_rows++ ? "," : "", r->group, r->name, r->shape);
+    json_pair(b->json, "eager_us", r->us);
+    json_pair(b->json, "graph_us", r->graph_us);
+    json_pair(b->json, "bytes", r->bytes);
+    json_pair(b->json, "copy_eager_us", r->copy_us);
+    json_pair(b->json, "copy_graph_us", r->copy_graph_us);
+    if (copy > 0)
+        json_pair(b->json, "time_vs_copy", gpu_us / copy);
+    if (r->base1_name) {
+        fprintf(b->json, ", \"baseline1\": \"%s\"", r->base1_name);
+        json_pair(b->json, "baseline1_eager_us", r->base1_us);
+        json_pair(b->json, "baseline1_graph_us", r->base1_graph_us);
+    }
+    if (r->base2_name) {
+        fprintf(b->json, ", \"baseline2\": \"%s\"", r->base2_name);
+        json_pair(b->json, "baseline2_eager_us", r->base2_us);
+        json_pair(b->json, "baseline2_graph_us", r->base2_graph_us);
+    }
     if (r->note)
         fprintf(b->json, ", \"note\": \"%s\"", r->note);
     fprintf(b->json, "}");

@@ -36,9 +36,13 @@ typedef int (*bench_fn)(bench_ctx *b, void *ud, int iter);
  * is the sample / batch. Negative on failure. */
 double bench_time_us(bench_ctx *b, bench_fn fn, void *ud, int batch);
 
+/* The same, with the batch captured once into a CUDA graph and the graph
+ * replayed: GPU time without the CPU's launch cost. */
+double bench_time_graph_us(bench_ctx *b, bench_fn fn, void *ud, int batch);
+
 /* Time of a device-to-device copy of `bytes` (the roofline), rotating over
- * buffers larger than L2 together. */
-double bench_copy_us(bench_ctx *b, size_t bytes);
+ * buffers larger than L2 together; eager and graph-replayed. */
+void bench_copy_us(bench_ctx *b, size_t bytes, double *eager_us, double *graph_us);
 
 /* How many rotating copies of an input of `bytes` to allocate so that the
  * set is at least twice L2 (capped at max_copies). */
@@ -50,13 +54,13 @@ typedef struct bench_row {
     const char *group;    /* "colsum" */
     const char *name;     /* "bias_grad_reduce" */
     char shape[64];       /* "8192x42" */
-    double us;
+    double us, graph_us;  /* per call: launched eagerly / replayed from a graph */
     double bytes;
-    double copy_us;       /* copy of the same input bytes */
+    double copy_us, copy_graph_us; /* copy of the same input bytes */
     const char *base1_name;
-    double base1_us;
+    double base1_us, base1_graph_us;
     const char *base2_name;
-    double base2_us;
+    double base2_us, base2_graph_us;
     const char *note;
 } bench_row;
 
@@ -71,7 +75,8 @@ void bench_fill_random(bench_ctx *b, CUdeviceptr p, size_t n_floats, unsigned se
 /* Bench groups: each file defines `int bench_<name>(bench_ctx *b)`. */
 #define BENCH_GROUPS(X) \
     X(jit, "JIT cost: runtime creation to all column-sum kernels loaded from a warm cache") \
-    X(colsum, "column sums (bias_grad_reduce, reduce_axis0) vs serial, two-phase and copy")
+    X(colsum, "column sums (bias_grad_reduce, reduce_axis0) vs serial, two-phase and copy") \
+    X(colsum_sweep, "developer sweep of column-sum block sizes and cluster splits (not in all)")
 
 #define BENCH_DECLARE(name, help) int bench_##name(bench_ctx *b);
 BENCH_GROUPS(BENCH_DECLARE)

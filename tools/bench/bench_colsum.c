@@ -54,19 +54,22 @@ static int bench_shape(bench_ctx *b, int64_t rows, int64_t cols, int overwrite, 
     row.name = overwrite ? "reduce_axis0" : "bias_grad_reduce";
     c.which = overwrite ? 1 : 0;
     row.us = bench_time_us(b, run_once, &c, 20);
-    row.copy_us = bench_copy_us(b, bytes);
+    row.graph_us = bench_time_graph_us(b, run_once, &c, 20);
+    bench_copy_us(b, bytes, &row.copy_us, &row.copy_graph_us);
     if (baselines) {
         c.which = 3;
         row.base1_name = "two-phase";
         row.base1_us = bench_time_us(b, run_once, &c, 20);
+        row.base1_graph_us = bench_time_graph_us(b, run_once, &c, 20);
         c.which = 2;
         row.base2_name = "serial";
         int save = b->samples;
         b->samples = b->samples > 11 ? 11 : b->samples; /* the serial one is slow */
         row.base2_us = bench_time_us(b, run_once, &c, 2);
+        row.base2_graph_us = bench_time_graph_us(b, run_once, &c, 2);
         b->samples = save;
     }
-    int ok = row.us > 0 && (!baselines || (row.base1_us > 0 && row.base2_us > 0));
+    int ok = row.us > 0 && row.graph_us > 0 && (!baselines || (row.base1_us > 0 && row.base2_us > 0));
     if (ok)
         bench_emit(b, &row);
     for (int i = 0; i < c.nrot; i++)

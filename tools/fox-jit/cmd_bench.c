@@ -67,18 +67,19 @@ int cmd_bench(int argc, char **argv)
         b.samples = 11;
     int selected[64] = {0}, any = 0;
     for (int i = optind; i < argc; i++) {
-        size_t g;
-        for (g = 0; g < n_groups; g++)
-            if (!strcmp(argv[i], groups[g].name) || !strcmp(argv[i], "all"))
-                selected[g] = 1, any = 1;
-        if (!any) {
+        int matched = 0;
+        for (size_t g = 0; g < n_groups; g++)
+            if (!strcmp(argv[i], groups[g].name) ||
+                (!strcmp(argv[i], "all") && !strstr(groups[g].name, "sweep")))
+                selected[g] = 1, any = matched = 1;
+        if (!matched) {
             fprintf(stderr, "fox-jit bench: unknown group '%s'\n%s", argv[i], bench_usage);
             return 2;
         }
     }
     if (!any)
         for (size_t g = 0; g < n_groups; g++)
-            selected[g] = 1;
+            selected[g] = strstr(groups[g].name, "sweep") == NULL; /* sweeps on request */
 
     if (fj_cuda_get(&b.cu) != FOXJIT_OK) {
         fprintf(stderr, "fox-jit bench needs a GPU: %s\n", foxjit_last_error());
