@@ -24,6 +24,12 @@ static const foxjit_api api_v1 = {
     .curiosity_bias_grad_reduce = foxjit_curiosity_bias_grad_reduce,
     .reduce_axis0 = foxjit_reduce_axis0,
     .column_sum_prepare = foxjit_column_sum_prepare,
+    .radix_sort_pairs_workspace_size = foxjit_radix_sort_pairs_workspace_size,
+    .radix_sort_pairs = foxjit_radix_sort_pairs,
+    .radix_sort_prepare = foxjit_radix_sort_prepare,
+    .rank_normalize_workspace_size = foxjit_rank_normalize_workspace_size,
+    .rank_normalize = foxjit_rank_normalize,
+    .rank_normalize_prepare = foxjit_rank_normalize_prepare,
     /* FJ_API_TABLE_MORE: entries of ops that land later go here, in header order. */
 };
 

@@ -4,6 +4,7 @@
 
 #include "manifest.h"
 #include "ops/colsum.h"
+#include "ops/rank_normalize.h"
 
 static int column_sum_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                                size_t why_len)
@@ -29,11 +30,47 @@ static int column_sum_legacy_variants(const int64_t *v, int cc, fj_variant *out,
     return 1;
 }
 
+/* One variant each: the sort and the rank op (both tie modes) have no
+ * shape-dependent specialization. */
+static int one_variant(const fj_variant *v, fj_variant *out, int max)
+{
+    if (max < 1)
+        return 0;
+    out[0] = *v;
+    return 1;
+}
+
+static int radix_sort_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                               size_t why_len)
+{
+    (void)v, (void)cc, (void)why, (void)why_len;
+    return one_variant(&fj_radix_sort_variant, out, max);
+}
+
+static int rank_normalize_variants(const int64_t *v, int cc, fj_variant *out, int max,
+                                   char *why, size_t why_len)
+{
+    (void)v, (void)cc, (void)why, (void)why_len;
+    return one_variant(&fj_rank_normalize_variant, out, max);
+}
+
+static int rank_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                                size_t why_len)
+{
+    (void)v, (void)cc, (void)why, (void)why_len;
+    return one_variant(&fj_rank_legacy_variant, out, max);
+}
+
 const fj_manifest_op fj_manifest_ops[] = {
     {"column_sum", {"rows", "cols", NULL},
      "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]", column_sum_variants},
     {"column_sum_legacy", {NULL}, "the serial and two-phase baselines (bench only)",
      column_sum_legacy_variants},
+    {"radix_sort", {NULL}, "foxjit_radix_sort_pairs (any n and bit range)",
+     radix_sort_variants},
+    {"rank_normalize", {NULL}, "foxjit_rank_normalize (any n, both tie modes)",
+     rank_normalize_variants},
+    {"rank_legacy", {NULL}, "the quadratic rank baseline (bench only)", rank_legacy_variants},
 };
 const size_t fj_manifest_op_count = sizeof fj_manifest_ops / sizeof fj_manifest_ops[0];
 
@@ -55,4 +92,8 @@ const char fj_default_manifest[] =
     "column_sum rows=32 cols=128\n"    /* CfC bias, tau; attention q */
     "column_sum rows=32 cols=40\n"     /* VSN bias */
     "column_sum rows=32 cols=5\n"      /* heads b_gate, b_main, b_skip */
-    "column_sum_legacy\n";
+    "column_sum_legacy\n"
+    "# reward rank normalization (N = 4,096,000) and its sort\n"
+    "radix_sort\n"
+    "rank_normalize\n"
+    "rank_legacy\n";

@@ -9,7 +9,10 @@
 #define FJ_PROGRAMS(X) \
     X(fj_program_colsum_rows) \
     X(fj_program_colsum_tiles) \
-    X(fj_program_colsum_legacy)
+    X(fj_program_colsum_legacy) \
+    X(fj_program_radix_sort) \
+    X(fj_program_rank_normalize) \
+    X(fj_program_rank_legacy)
 
 #define FJ_DECLARE_PROGRAM(sym) extern const fj_program sym;
 FJ_PROGRAMS(FJ_DECLARE_PROGRAM)

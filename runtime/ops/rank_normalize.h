@@ -1,0 +1,36 @@
+/* Reward rank normalization: workspace layout and the legacy quadratic
+ * baseline (bench, tests). The op itself is foxjit_rank_normalize. */
+#ifndef FJ_OPS_RANK_NORMALIZE_H
+#define FJ_OPS_RANK_NORMALIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "radix_sort.h"
+#include "registry.h"
+#include "runtime.h"
+
+/* The sort covers the 31 bits of |s| in 4 passes (8, 8, 8, 7 bits). */
+#define FJ_RANK_KEY_BITS 31
+#define FJ_RANK_PASSES 4
+/* As in kernel_src/rank_normalize.cu. */
+#define FJ_RANK_FINAL_BLOCK 256
+#define FJ_RANK_FINAL_TILE (FJ_RANK_FINAL_BLOCK * 8)
+
+/* Layout of a rank workspace for n rewards: two key/value buffer pairs
+ * (both tie modes use the same size). */
+void fj_rank_layout_for(int64_t n, fj_radix_layout *l);
+
+extern const fj_variant fj_rank_normalize_variant;
+
+/* The seed's O(N^2) kernel (kernels.md 2, legacy): |s| into abs_scratch
+ * (fj_rank_legacy_scratch_bytes(n) bytes), then one thread per element
+ * counting over all n. Same output bits as foxjit_rank_normalize with
+ * FOXJIT_TIES_MAX. */
+size_t fj_rank_legacy_scratch_bytes(int64_t n);
+foxjit_status fj_rank_legacy(foxjit_runtime *rt, CUdeviceptr rewards, int64_t n, float std_ema,
+                             float mean_ema, CUdeviceptr out, CUdeviceptr abs_scratch,
+                             CUstream stream);
+extern const fj_variant fj_rank_legacy_variant;
+
+#endif
