@@ -25,7 +25,10 @@
 #define COLS 0
 #endif
 
-#define UNROLL 8
+// Loads a thread keeps in flight; a tall block's share is one such round.
+#define UNROLL 16
+// Largest cluster the host launches (the portable cluster size).
+#define FJ_MAX_SPLIT 8
 
 template <int V> struct fj_vec;
 template <> struct fj_vec<1> {
@@ -66,9 +69,16 @@ FJ_DEVICE void fj_cluster_finish(float *part, int width, float *out, int out_cou
         fj_cluster_sync();
         if (fj_cluster_rank() == 0) {
             for (int c = threadIdx.x; c < out_count; c += blockDim.x) {
+                // Gather first (all loads in flight), then add in rank order.
+                float v[FJ_MAX_SPLIT];
+#pragma unroll
+                for (unsigned r = 1; r < FJ_MAX_SPLIT; r++)
+                    v[r] = r < n ? fj_cluster_load(part + c, r) : 0.0f;
                 float s = part[c];
-                for (unsigned r = 1; r < n; r++)
-                    s += fj_cluster_load(part + c, r);
+#pragma unroll
+                for (unsigned r = 1; r < FJ_MAX_SPLIT; r++)
+                    if (r < n)
+                        s += v[r];
                 out[c] = accumulate ? out[c] + s : s;
             }
         }

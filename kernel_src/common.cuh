@@ -56,16 +56,17 @@ FJ_DEVICE void fj_cluster_sync()
 }
 
 // Reads a float from the shared memory of block `rank` of this cluster, at
-// the same offset as `local` in this block.
+// the same offset as `local` in this block. Not volatile: callers order it
+// after fj_cluster_sync(), and several such loads may then be in flight at
+// once instead of one round trip each.
 FJ_DEVICE float fj_cluster_load(const float *local, unsigned rank)
 {
     unsigned long long generic = (unsigned long long)local, shared;
     asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
     unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-                 : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
     float v;
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    asm("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote));
     return v;
 }
 #endif

@@ -59,7 +59,10 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, int cc, unsigned align, fj_c
     if (p->rows_mode) {
         /* Big enough blocks to keep many loads in flight; rows per pass as
          * in colsum.cu (S active threads). */
-        p->block = rows >= 1024 ? 1024 : 256;
+        /* Small inputs (up to 128 KiB) are latency-bound: one block of 256
+         * threads with no cluster is fastest (measured on the H200). */
+        int small = rows * cols <= (32 << 10);
+        p->block = small || rows < 1024 ? 256 : 1024;
         p->variant = (fj_variant){&fj_program_colsum_rows,
                                   {1, (int)cols, (int)vec, (int)p->block}};
         int step = (int)cols / gcd((int)cols, (int)vec);
@@ -83,7 +86,7 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, int cc, unsigned align, fj_c
     }
     p->grid_x = (unsigned)tiles;
     p->split = 1;
-    if (cc >= 90) {
+    if (cc >= 90 && !(p->rows_mode && rows * cols <= (32 << 10))) {
         int64_t want = ceil_div(TARGET_BLOCKS, tiles);
         if (want > MAX_SPLIT)
             want = MAX_SPLIT;
