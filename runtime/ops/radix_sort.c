@@ -114,7 +114,7 @@ FOXJIT_API foxjit_status foxjit_radix_sort_pairs_workspace_size(foxjit_runtime *
         *bytes = 0;
     if (!rt)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: rt is NULL; create a runtime with foxjit_runtime_create()", op);
+                       "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
     if (!bytes)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL", op);
     foxjit_status st = check_shape(op, n, begin_bit, end_bit);
@@ -178,7 +178,7 @@ FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr
      * touched (and before anything is launched). */
     if (!rt)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: rt is NULL; create a runtime with foxjit_runtime_create()", op);
+                       "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
     foxjit_status st = check_shape(op, n, begin_bit, end_bit);
     if (st != FOXJIT_OK)
         return st;

@@ -62,7 +62,7 @@ FOXJIT_API foxjit_status foxjit_rank_normalize_workspace_size(foxjit_runtime *rt
         *bytes = 0;
     if (!rt)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: rt is NULL; create a runtime with foxjit_runtime_create()", op);
+                       "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
     if (!bytes)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL", op);
     foxjit_status st;
@@ -113,7 +113,7 @@ FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr r
     /* Arguments first, before the runtime is touched or anything launched. */
     if (!rt)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: rt is NULL; create a runtime with foxjit_runtime_create()", op);
+                       "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
     fj_radix_layout l;
     foxjit_status st = check_call(op, n, ties, rewards, out, workspace, workspace_bytes, &l);
     if (st != FOXJIT_OK)
@@ -184,7 +184,7 @@ FOXJIT_API foxjit_status foxjit_rank_normalize_prepare(foxjit_runtime *rt, foxji
     fj_clear_error();
     if (!rt)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: rt is NULL; create a runtime with foxjit_runtime_create()", op);
+                       "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
     foxjit_status st = check_ties(op, ties);
     if (st != FOXJIT_OK || (st = fj_enter(rt, NULL)) != FOXJIT_OK)
         return st;
