@@ -28,7 +28,7 @@ const fj_program fj_program_colsum_legacy = {
 const fj_variant fj_colsum_legacy_variant = {&fj_program_colsum_legacy, {0}};
 
 /* Widest column count summed with whole-row blocks. */
-#define ROWS_MODE_MAX_COLS 64
+#define ROWS_MODE_MAX_COLS 32
 /* Largest cols compiled in as a constant in tile mode. */
 #define TILE_CONST_MAX_COLS 256
 /* Cluster size limit that every sm_90+ GPU supports (portable size). */
@@ -73,7 +73,9 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, int cc, unsigned align, fj_c
     } else {
         /* Tall shapes: 32-column tiles so several blocks share the rows;
          * wide ones: 32 lanes of vec floats, 128-byte rows per warp. */
-        unsigned lanes = cols >= 4096 ? 32 : 32 / vec;
+        /* Tall inputs: 16-column tiles (64-byte row segments) so that many
+         * clusters share the rows; wide ones: 32 lanes of vec floats. */
+        unsigned lanes = cols >= 4096 ? 32 : 16 / vec;
         /* Tall inputs: a whole SM per block with every load in flight at
          * once (a block's share of rows fits in one pass per thread); short
          * ones: smaller blocks, more of them. */

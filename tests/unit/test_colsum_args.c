@@ -48,10 +48,10 @@ static void test_kernel_choice(void **state)
     (void)state;
     fj_colsum_plan p;
     /* Narrow: whole-row blocks, split over a cluster on sm_90 only. */
-    fj_colsum_plan_for(8192, 42, 90, 16, &p);
+    fj_colsum_plan_for(8192, 20, 90, 16, &p);
     assert_ptr_equal(p.variant.program, &fj_program_colsum_rows);
     assert_true(p.split > 1 && p.split <= 8);
-    fj_colsum_plan_for(8192, 42, 89, 16, &p);
+    fj_colsum_plan_for(8192, 20, 89, 16, &p);
     assert_int_equal(p.split, 1);
     /* Small (<= 128 KiB): one plain block, no cluster. */
     fj_colsum_plan_for(8192, 3, 90, 16, &p);
@@ -61,7 +61,7 @@ static void test_kernel_choice(void **state)
     /* Tall and wider: 32-column tiles. */
     fj_colsum_plan_for(8192, 256, 90, 16, &p);
     assert_ptr_equal(p.variant.program, &fj_program_colsum_tiles);
-    assert_int_equal(p.grid_x, 8);
+    assert_int_equal(p.grid_x, 16);
     /* Short and wide: many tiles, no split. */
     fj_colsum_plan_for(32, 40960, 90, 16, &p);
     assert_int_equal(p.split, 1);

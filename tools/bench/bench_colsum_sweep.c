@@ -37,7 +37,7 @@ int bench_colsum_sweep(bench_ctx *b)
     static const long long dims[] = {3, 42, 128, 256};
     static const unsigned blocks[] = {256, 512, 1024};
     static const unsigned splits[] = {1, 2, 4, 8};
-    printf("\ncolumn-sum sweep, B = 8192, graph-replayed us per call\n");
+    printf("\ncolumn-sum sweep, B = 8192, graph-replayed us per call (tiles: 1024 threads, tile 8/16/32 columns)\n");
     printf("%-6s %-6s %5s %5s %5s", "cols", "mode", "vec", "lanes", "block");
     for (size_t s = 0; s < 4; s++)
         printf("  split=%u", splits[s]);
@@ -54,7 +54,10 @@ int bench_colsum_sweep(bench_ctx *b)
         for (int mode = 0; mode < 2; mode++) {
             if (mode == 0 && dims[d] > 64)
                 continue;
+            if (mode == 0 && dims[d] > 32)
+                continue;
             for (size_t bi = 0; bi < 3; bi++) {
+                unsigned blocks_used = blocks[bi];
                 fj_colsum_plan_for(8192, dims[d], 90, 16, &sw.plan);
                 sw.plan.block = blocks[bi];
                 unsigned vec = (unsigned)sw.plan.variant.values[2];
@@ -64,12 +67,14 @@ int bench_colsum_sweep(bench_ctx *b)
                     sw.plan.variant = (fj_variant){&fj_program_colsum_rows,
                                                    {1, (int)dims[d], (int)vec, (int)blocks[bi]}};
                 } else {
-                    vec = dims[d] % 4 ? 1 : 4;
-                    unsigned lanes = 32 / vec;
+                    vec = dims[d] % 4 ? (dims[d] % 2 ? 1 : 2) : 4;
+                    unsigned lanes = (bi == 0 ? 8 : bi == 1 ? 16 : 32) / vec;
+                    blocks_used = 1024;
                     sw.plan.rows_mode = 0;
-                    sw.plan.grid_x = (unsigned)((dims[d] + 31) / 32);
+                    sw.plan.block = blocks_used;
+                    sw.plan.grid_x = (unsigned)((dims[d] + lanes * vec - 1) / (lanes * vec));
                     sw.plan.variant = (fj_variant){&fj_program_colsum_tiles,
-                                                   {0, (int)dims[d], (int)vec, (int)blocks[bi],
+                                                   {0, (int)dims[d], (int)vec, (int)blocks_used,
                                                     (int)lanes}};
                 }
                 if (fj_module_get(b->rt, &sw.plan.variant, NULL, 0, &sw.k) != FOXJIT_OK) {
@@ -78,7 +83,7 @@ int bench_colsum_sweep(bench_ctx *b)
                 }
                 printf("%-6lld %-6s %5d %5d %5u", dims[d], mode ? "tiles" : "rows",
                        sw.plan.variant.values[2], mode ? sw.plan.variant.values[4] : 0,
-                       blocks[bi]);
+                       blocks_used);
                 for (size_t s = 0; s < 4; s++) {
                     sw.plan.split = splits[s];
                     printf("  %7.2f", bench_time_graph_us(b, launch, &sw, 20));

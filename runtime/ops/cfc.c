@@ -1,0 +1,202 @@
+/* CfC step (kernels.md section 3): argument checks, launch shape, launch.
+ * Kernels: kernel_src/cfc.cu (grid (B, split)), kernel_src/cfc_legacy.cu. */
+#include "perception.h"
+
+#include "status.h"
+
+const fj_program fj_program_cfc = {
+    .name = "cfc",
+    .source = "cfc.cu",
+    .params = {"N_IN", "N_HID", "SPLIT", "FWD_BLOCK", "BWD_BLOCK", NULL},
+    .kernels = {"cfc_forward", "cfc_backward", NULL},
+};
+
+const fj_program fj_program_cfc_legacy = {
+    .name = "cfc_legacy",
+    .source = "cfc_legacy.cu",
+    .params = {"N_IN", "N_HID", "BLOCK", NULL},
+    .kernels = {"cfc_backward_legacy", NULL},
+};
+
+#define BWD_BLOCK 256
+#define LEGACY_BLOCK 256
+
+/* A block per 32 hidden units: at B = 32, n_hid = 128 that is 128 blocks,
+ * about one per SM, each reading a quarter of the weights. Depends only on
+ * n_hid, so a row's arithmetic never depends on B. */
+int fj_cfc_split(int n_hid) { return (n_hid + 31) / 32; }
+
+static int fwd_block(int n_hid)
+{
+    int split = fj_cfc_split(n_hid), rows = (n_hid + split - 1) / split;
+    return 32 * (rows < 8 ? rows : 8);  /* a warp per hidden unit, up to 8 warps */
+}
+
+static int check_dims(int n_in, int n_hid, char *why, size_t why_len)
+{
+    return fj_perc_dim_why("n_in", n_in, FJ_PERC_MAX_N_IN, why, why_len) ||
+           fj_perc_dim_why("n_hid", n_hid, FJ_PERC_MAX_N_HID, why, why_len) ? -1 : 0;
+}
+
+int fj_cfc_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len)
+{
+    if (check_dims(n_in, n_hid, why, why_len))
+        return -1;
+    *v = (fj_variant){&fj_program_cfc,
+                      {n_in, n_hid, fj_cfc_split(n_hid), fwd_block(n_hid), BWD_BLOCK}};
+    return 0;
+}
+
+int fj_cfc_legacy_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len)
+{
+    if (check_dims(n_in, n_hid, why, why_len))
+        return -1;
+    *v = (fj_variant){&fj_program_cfc_legacy, {n_in, n_hid, LEGACY_BLOCK}};
+    return 0;
+}
+
+/* Effective strides of every activation. */
+typedef struct cfc_strides {
+    long long x, h, dt, u, h_out, dh_out, dh, dx;
+} cfc_strides;
+
+static foxjit_status check_common(const char *op, const foxjit_cfc_args *a, cfc_strides *s)
+{
+    foxjit_status st;
+    if ((st = fj_perc_dim(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_perc_dim(op, "n_in", a->n_in, FJ_PERC_MAX_N_IN)) ||
+        (st = fj_perc_dim(op, "n_hid", a->n_hid, FJ_PERC_MAX_N_HID)) ||
+        (st = fj_check_ptr(op, "w_in", a->w_in)) || (st = fj_check_ptr(op, "w_rec", a->w_rec)) ||
+        (st = fj_check_ptr(op, "tau", a->tau)) || (st = fj_check_ptr(op, "x", a->x)) ||
+        (st = fj_perc_optional_ptr(op, "h", a->h)) || (st = fj_check_ptr(op, "dt", a->dt)) ||
+        (st = fj_check_ptr(op, "u", a->u)) ||
+        (st = fj_perc_stride(op, "x_stride", a->x_stride, a->n_in, &s->x)) ||
+        (st = fj_perc_stride(op, "h_stride", a->h_stride, a->n_hid, &s->h)) ||
+        (st = fj_perc_stride(op, "dt_stride", a->dt_stride, 1, &s->dt)) ||
+        (st = fj_perc_stride(op, "u_stride", a->u_stride, a->n_hid, &s->u)))
+        return st;
+    return FOXJIT_OK;
+}
+
+static foxjit_status check_forward(const char *op, const foxjit_cfc_args *a, cfc_strides *s)
+{
+    foxjit_status st;
+    if ((st = check_common(op, a, s)) || (st = fj_check_ptr(op, "bias", a->bias)) ||
+        (st = fj_check_ptr(op, "h_out", a->h_out)) ||
+        (st = fj_perc_stride(op, "h_out_stride", a->h_out_stride, a->n_hid, &s->h_out)) ||
+        (st = fj_perc_distinct(op, "h_out", a->h_out, "h", a->h)) ||
+        (st = fj_perc_distinct(op, "h_out", a->h_out, "x", a->x)) ||
+        (st = fj_perc_distinct(op, "u", a->u, "h", a->h)) ||
+        (st = fj_perc_distinct(op, "u", a->u, "x", a->x)) ||
+        (st = fj_perc_distinct(op, "u", a->u, "h_out", a->h_out)))
+        return st;
+    return FOXJIT_OK;
+}
+
+static foxjit_status check_backward(const char *op, const foxjit_cfc_args *a, cfc_strides *s)
+{
+    foxjit_status st;
+    if ((st = check_common(op, a, s)) || (st = fj_check_ptr(op, "dh_out", a->dh_out)) ||
+        (st = fj_perc_optional_ptr(op, "dh", a->dh)) ||
+        (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
+        (st = fj_check_ptr(op, "dw_in", a->dw_in)) ||
+        (st = fj_check_ptr(op, "dw_rec", a->dw_rec)) ||
+        (st = fj_check_ptr(op, "dbias", a->dbias)) || (st = fj_check_ptr(op, "dtau", a->dtau)) ||
+        (st = fj_perc_stride(op, "dh_out_stride", a->dh_out_stride, a->n_hid, &s->dh_out)) ||
+        (st = fj_perc_stride(op, "dh_stride", a->dh_stride, a->n_hid, &s->dh)) ||
+        (st = fj_perc_stride(op, "dx_stride", a->dx_stride, a->n_in, &s->dx)) ||
+        (st = fj_perc_distinct(op, "dh", a->dh, "dh_out", a->dh_out)) ||
+        (st = fj_perc_distinct(op, "dx", a->dx, "dh_out", a->dh_out)) ||
+        (st = fj_perc_distinct(op, "dx", a->dx, "dh", a->dh)) ||
+        (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)) ||
+        (st = fj_perc_distinct(op, "dh", a->dh, "h", a->h)))
+        return st;
+    return FOXJIT_OK;
+}
+
+static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_cfc_args *a,
+                          int legacy, CUstream stream, const fj_loaded **k)
+{
+    fj_variant v;
+    char why[160];
+    int bad = legacy ? fj_cfc_legacy_variant(a->n_in, a->n_hid, &v, why, sizeof why)
+                     : fj_cfc_variant(a->n_in, a->n_hid, &v, why, sizeof why);
+    if (bad)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
+    foxjit_status st = fj_enter(rt, stream);
+    if (st != FOXJIT_OK)
+        return st;
+    return fj_module_get(rt, &v, stream, 1, k);
+}
+
+FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc_args *a,
+                                            CUstream stream)
+{
+    const char *op = "foxjit_cfc_forward";
+    cfc_strides s;
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_forward(op, a, &s)) ||
+        (st = load(rt, op, a, 0, stream, &k)))
+        return st;
+    CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, bias = a->bias, tau = a->tau, x = a->x,
+                h = a->h, dt = a->dt, u = a->u, h_out = a->h_out;
+    void *args[] = {&w_in, &w_rec, &bias, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
+                    &h_out, &s.h_out};
+    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
+                     (unsigned)fwd_block(a->n_hid), 0, stream, args, op);
+}
+
+/* The backward kernels of both forms take the same arguments (the legacy
+ * one adds the batch size at the end). */
+static foxjit_status backward(foxjit_runtime *rt, const foxjit_cfc_args *a, CUstream stream,
+                              int legacy)
+{
+    const char *op = legacy ? "cfc_backward_legacy" : "foxjit_cfc_backward";
+    cfc_strides s;
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_backward(op, a, &s)) ||
+        (st = load(rt, op, a, legacy, stream, &k)))
+        return st;
+    CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, tau = a->tau, x = a->x, h = a->h, dt = a->dt,
+                u = a->u, dh_out = a->dh_out, dh = a->dh, dx = a->dx, dw_in = a->dw_in,
+                dw_rec = a->dw_rec, dbias = a->dbias, dtau = a->dtau;
+    int dh_acc = a->dh_accumulate ? 1 : 0, dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
+    void *args[] = {&w_in, &w_rec, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
+                    &dh_out, &s.dh_out, &dh, &s.dh, &dh_acc, &dx, &s.dx, &dx_acc,
+                    &dw_in, &dw_rec, &dbias, &dtau, &batch};
+    if (legacy)
+        return fj_launch(rt, k->fn[0], 1, 1, 1, LEGACY_BLOCK, 0, stream, args, op);
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
+                     BWD_BLOCK, 0, stream, args, op);
+}
+
+FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a,
+                                             CUstream stream)
+{
+    return backward(rt, a, stream, 0);
+}
+
+foxjit_status fj_cfc_backward_legacy(foxjit_runtime *rt, const foxjit_cfc_args *a,
+                                     CUstream stream)
+{
+    return backward(rt, a, stream, 1);
+}
+
+FOXJIT_API foxjit_status foxjit_cfc_prepare(foxjit_runtime *rt, int n_in, int n_hid)
+{
+    const char *op = "foxjit_cfc_prepare";
+    fj_variant v;
+    char why[160];
+    const fj_loaded *k;
+    foxjit_status st = fj_perc_begin(op, rt, rt);
+    if (st != FOXJIT_OK)
+        return st;
+    if (fj_cfc_variant(n_in, n_hid, &v, why, sizeof why))
+        return fj_fail(n_in < 1 || n_hid < 1 ? FOXJIT_ERROR_INVALID_ARGUMENT
+                                             : FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
+    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
+        return st;
+    return fj_module_get(rt, &v, NULL, 0, &k);
+}

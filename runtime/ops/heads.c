@@ -1,0 +1,185 @@
+/* Multi-horizon GRN heads (kernels.md section 4): argument checks, launch
+ * shape, launch. Kernels: kernel_src/heads.cu, kernel_src/heads_legacy.cu.
+ *
+ * Forward: grid (B, H). Backward on sm_90+: grid (B, H) in clusters of the
+ * H heads of a row, which add their dx through distributed shared memory;
+ * before sm_90: grid (B, 1), each block runs the H heads in turn. */
+#include "perception.h"
+
+#include "status.h"
+
+const fj_program fj_program_heads = {
+    .name = "heads",
+    .source = "heads.cu",
+    .params = {"HEADS_D", "HEADS_E", "HEADS_H", "CLUSTER", "BLOCK", NULL},
+    .kernels = {"heads_forward", "heads_backward", NULL},
+};
+
+const fj_program fj_program_heads_legacy = {
+    .name = "heads_legacy",
+    .source = "heads_legacy.cu",
+    .params = {"HEADS_D", "HEADS_E", "HEADS_H", "BLOCK", NULL},
+    .kernels = {"heads_backward_legacy", NULL},
+};
+
+#define BLOCK 256
+
+/* The device-side fj_head_params / fj_head_grads: ten pointers each. */
+typedef struct head_ptrs {
+    CUdeviceptr p[10];
+} head_ptrs;
+
+static int check_dims(int d, int e, int h, char *why, size_t why_len)
+{
+    return fj_perc_dim_why("d", d, FJ_PERC_MAX_D, why, why_len) ||
+           fj_perc_dim_why("e", e, FJ_PERC_MAX_E, why, why_len) ||
+           fj_perc_dim_why("h", h, FJ_PERC_MAX_H, why, why_len) ? -1 : 0;
+}
+
+static int use_cluster(int cc, int h) { return cc >= 90 && h > 1; }
+
+int fj_heads_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len)
+{
+    if (check_dims(d, e, h, why, why_len))
+        return -1;
+    *v = (fj_variant){&fj_program_heads, {d, e, h, use_cluster(cc, h), BLOCK}};
+    return 0;
+}
+
+int fj_heads_legacy_variant(int d, int e, int h, fj_variant *v, char *why, size_t why_len)
+{
+    if (check_dims(d, e, h, why, why_len))
+        return -1;
+    *v = (fj_variant){&fj_program_heads_legacy, {d, e, h, BLOCK}};
+    return 0;
+}
+
+static foxjit_status check_common(const char *op, const foxjit_heads_args *a, long long *x_stride)
+{
+    foxjit_status st;
+    static const char *const names[10] = {"w1", "b1", "w2", "b2", "w_gate",
+                                          "b_gate", "w_main", "b_main", "w_skip", "b_skip"};
+    const CUdeviceptr params[10] = {a->w1, a->b1, a->w2, a->b2, a->w_gate,
+                                    a->b_gate, a->w_main, a->b_main, a->w_skip, a->b_skip};
+    if ((st = fj_perc_dim(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_perc_dim(op, "d", a->d, FJ_PERC_MAX_D)) ||
+        (st = fj_perc_dim(op, "e", a->e, FJ_PERC_MAX_E)) ||
+        (st = fj_perc_dim(op, "h", a->h, FJ_PERC_MAX_H)))
+        return st;
+    for (int i = 0; i < 10; i++)
+        if ((st = fj_check_ptr(op, names[i], params[i])))
+            return st;
+    if ((st = fj_check_ptr(op, "x", a->x)) ||
+        (st = fj_perc_stride(op, "x_stride", a->x_stride, a->d, x_stride)))
+        return st;
+    return FOXJIT_OK;
+}
+
+static head_ptrs params_of(const foxjit_heads_args *a)
+{
+    return (head_ptrs){{a->w1, a->b1, a->w2, a->b2, a->w_gate, a->b_gate, a->w_main,
+                        a->b_main, a->w_skip, a->b_skip}};
+}
+
+static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads_args *a,
+                          int legacy, CUstream stream, const fj_loaded **k)
+{
+    fj_variant v;
+    char why[160];
+    /* rt->cc is only read after fj_enter has vouched for rt. */
+    foxjit_status st = fj_enter(rt, stream);
+    if (st != FOXJIT_OK)
+        return st;
+    int bad = legacy ? fj_heads_legacy_variant(a->d, a->e, a->h, &v, why, sizeof why)
+                     : fj_heads_variant(a->d, a->e, a->h, rt->cc, &v, why, sizeof why);
+    if (bad)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
+    return fj_module_get(rt, &v, stream, 1, k);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *a,
+                                              CUstream stream)
+{
+    const char *op = "foxjit_heads_forward";
+    long long xs, ls;
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs)) ||
+        (st = fj_check_ptr(op, "logits", a->logits)) ||
+        (st = fj_perc_stride(op, "logits_stride", a->logits_stride, a->h, &ls)) ||
+        (st = fj_perc_distinct(op, "logits", a->logits, "x", a->x)) ||
+        (st = load(rt, op, a, 0, stream, &k)))
+        return st;
+    head_ptrs p = params_of(a);
+    CUdeviceptr x = a->x, logits = a->logits;
+    void *args[] = {&p, &x, &xs, &logits, &ls};
+    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)a->h, 1, BLOCK, 0, stream, args,
+                     op);
+}
+
+static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CUstream stream,
+                              int legacy)
+{
+    const char *op = legacy ? "heads_backward_legacy" : "foxjit_heads_backward";
+    static const char *const names[10] = {"dw1", "db1", "dw2", "db2", "dw_gate",
+                                          "db_gate", "dw_main", "db_main", "dw_skip", "db_skip"};
+    head_ptrs g = {{a ? a->dw1 : 0, a ? a->db1 : 0, a ? a->dw2 : 0, a ? a->db2 : 0,
+                    a ? a->dw_gate : 0, a ? a->db_gate : 0, a ? a->dw_main : 0,
+                    a ? a->db_main : 0, a ? a->dw_skip : 0, a ? a->db_skip : 0}};
+    long long xs, dls, dxs;
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs)))
+        return st;
+    for (int i = 0; i < 10; i++)
+        if ((st = fj_check_ptr(op, names[i], g.p[i])))
+            return st;
+    if ((st = fj_check_ptr(op, "dlogits", a->dlogits)) ||
+        (st = fj_perc_stride(op, "dlogits_stride", a->dlogits_stride, a->h, &dls)) ||
+        (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
+        (st = fj_perc_stride(op, "dx_stride", a->dx_stride, a->d, &dxs)) ||
+        (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)) ||
+        (st = fj_perc_distinct(op, "dx", a->dx, "dlogits", a->dlogits)) ||
+        (st = load(rt, op, a, legacy, stream, &k)))
+        return st;
+    head_ptrs p = params_of(a);
+    CUdeviceptr x = a->x, dlogits = a->dlogits, dx = a->dx;
+    int dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
+    void *args[] = {&p, &g, &x, &xs, &dlogits, &dls, &dx, &dxs, &dx_acc, &batch};
+    if (legacy)
+        return fj_launch(rt, k->fn[0], 1, 1, 1, BLOCK, 0, stream, args, op);
+    if (use_cluster(rt->cc, a->h))
+        return fj_launch_cluster(rt, k->fn[1], (unsigned)a->batch, (unsigned)a->h, BLOCK,
+                                 (unsigned)a->h, stream, args, op);
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, 0, stream, args, op);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,
+                                               CUstream stream)
+{
+    return backward(rt, a, stream, 0);
+}
+
+foxjit_status fj_heads_backward_legacy(foxjit_runtime *rt, const foxjit_heads_args *a,
+                                       CUstream stream)
+{
+    return backward(rt, a, stream, 1);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_prepare(foxjit_runtime *rt, int d, int e, int h)
+{
+    const char *op = "foxjit_heads_prepare";
+    fj_variant v;
+    char why[160];
+    const fj_loaded *k;
+    foxjit_status st = fj_perc_begin(op, rt, rt);
+    if (st != FOXJIT_OK)
+        return st;
+    if (check_dims(d, e, h, why, sizeof why))
+        return fj_fail(d < 1 || e < 1 || h < 1 ? FOXJIT_ERROR_INVALID_ARGUMENT
+                                               : FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
+    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
+        return st;
+    fj_heads_variant(d, e, h, rt->cc, &v, why, sizeof why);
+    return fj_module_get(rt, &v, NULL, 0, &k);
+}
