@@ -30,6 +30,19 @@ static const foxjit_api api_v1 = {
     .rank_normalize_workspace_size = foxjit_rank_normalize_workspace_size,
     .rank_normalize = foxjit_rank_normalize,
     .rank_normalize_prepare = foxjit_rank_normalize_prepare,
+    .cfc_forward = foxjit_cfc_forward,
+    .cfc_backward = foxjit_cfc_backward,
+    .cfc_prepare = foxjit_cfc_prepare,
+    .heads_forward = foxjit_heads_forward,
+    .heads_backward = foxjit_heads_backward,
+    .heads_prepare = foxjit_heads_prepare,
+    .vsn_forward = foxjit_vsn_forward,
+    .vsn_backward = foxjit_vsn_backward,
+    .vsn_prepare = foxjit_vsn_prepare,
+    .attn_pool_forward = foxjit_attn_pool_forward,
+    .attn_pool_backward = foxjit_attn_pool_backward,
+    .attn_pool_prepare = foxjit_attn_pool_prepare,
+    .get_perception_limits = foxjit_get_perception_limits,
     /* FJ_API_TABLE_MORE: entries of ops that land later go here, in header order. */
 };
 

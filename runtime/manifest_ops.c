@@ -4,6 +4,7 @@
 
 #include "manifest.h"
 #include "ops/colsum.h"
+#include "ops/perception.h"
 #include "ops/rank_normalize.h"
 
 static int column_sum_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
@@ -61,6 +62,84 @@ static int rank_legacy_variants(const int64_t *v, int cc, fj_variant *out, int m
     return one_variant(&fj_rank_legacy_variant, out, max);
 }
 
+/* Perception ops: one variant per dims (kernels.md sections 3-6). Values
+ * past int range are rejected by the variant functions as out of range. */
+static int dim(int64_t v) { return v < 0 || v > 1 << 20 ? -1 : (int)v; }
+
+static int perception_result(int bad, const fj_variant *v, fj_variant *out, int max)
+{
+    return bad ? -1 : one_variant(v, out, max);
+}
+
+static int cfc_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                        size_t why_len)
+{
+    (void)cc;
+    fj_variant x;
+    return perception_result(fj_cfc_variant(dim(v[0]), dim(v[1]), &x, why, why_len), &x, out,
+                             max);
+}
+
+static int cfc_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                               size_t why_len)
+{
+    (void)cc;
+    fj_variant x;
+    return perception_result(fj_cfc_legacy_variant(dim(v[0]), dim(v[1]), &x, why, why_len), &x,
+                             out, max);
+}
+
+static int heads_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                          size_t why_len)
+{
+    fj_variant x;
+    return perception_result(
+        fj_heads_variant(dim(v[0]), dim(v[1]), dim(v[2]), cc, &x, why, why_len), &x, out, max);
+}
+
+static int heads_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                                 size_t why_len)
+{
+    (void)cc;
+    fj_variant x;
+    return perception_result(
+        fj_heads_legacy_variant(dim(v[0]), dim(v[1]), dim(v[2]), &x, why, why_len), &x, out,
+        max);
+}
+
+static int vsn_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                        size_t why_len)
+{
+    (void)cc;
+    fj_variant x;
+    return perception_result(fj_vsn_variant(dim(v[0]), &x, why, why_len), &x, out, max);
+}
+
+static int vsn_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                               size_t why_len)
+{
+    (void)cc;
+    fj_variant x;
+    return perception_result(fj_vsn_legacy_variant(dim(v[0]), &x, why, why_len), &x, out, max);
+}
+
+static int attn_pool_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                              size_t why_len)
+{
+    (void)cc;
+    fj_variant x;
+    return perception_result(fj_attn_pool_variant(dim(v[0]), &x, why, why_len), &x, out, max);
+}
+
+static int attn_pool_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max,
+                                     char *why, size_t why_len)
+{
+    (void)cc;
+    fj_variant x;
+    return perception_result(fj_attn_pool_legacy_variant(dim(v[0]), &x, why, why_len), &x, out,
+                             max);
+}
+
 const fj_manifest_op fj_manifest_ops[] = {
     {"column_sum", {"rows", "cols", NULL},
      "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]", column_sum_variants},
@@ -71,6 +150,18 @@ const fj_manifest_op fj_manifest_ops[] = {
     {"rank_normalize", {NULL}, "foxjit_rank_normalize (any n, both tie modes)",
      rank_normalize_variants},
     {"rank_legacy", {NULL}, "the quadratic rank baseline (bench only)", rank_legacy_variants},
+    {"cfc", {"n_in", "n_hid", NULL}, "CfC step forward and backward", cfc_variants},
+    {"cfc_legacy", {"n_in", "n_hid", NULL}, "the single-block CfC backward (bench only)",
+     cfc_legacy_variants},
+    {"heads", {"d", "e", "h", NULL}, "GRN heads forward and backward", heads_variants},
+    {"heads_legacy", {"d", "e", "h", NULL}, "the single-block heads backward (bench only)",
+     heads_legacy_variants},
+    {"vsn", {"f", NULL}, "variable selection forward and backward", vsn_variants},
+    {"vsn_legacy", {"f", NULL}, "the single-block VSN backward (bench only)",
+     vsn_legacy_variants},
+    {"attn_pool", {"d", NULL}, "attention pooling forward and backward", attn_pool_variants},
+    {"attn_pool_legacy", {"d", NULL}, "the single-block pooling backward (bench only)",
+     attn_pool_legacy_variants},
 };
 const size_t fj_manifest_op_count = sizeof fj_manifest_ops / sizeof fj_manifest_ops[0];
 
@@ -96,4 +187,16 @@ const char fj_default_manifest[] =
     "# reward rank normalization (N = 4,096,000) and its sort\n"
     "radix_sort\n"
     "rank_normalize\n"
-    "rank_legacy\n";
+    "rank_legacy\n"
+    "# perception model (B = 32, K = 64): CfC with n_in = F = 40 (the reference model)\n"
+    "# and n_in = n_hid = 128, heads D = 128 E = 64 H = 5, VSN F = 40, pooling D = 128\n"
+    "cfc n_in=40 n_hid=128\n"
+    "cfc n_in=128 n_hid=128\n"
+    "heads d=128 e=64 h=5\n"
+    "vsn f=40\n"
+    "attn_pool d=128\n"
+    "cfc_legacy n_in=40 n_hid=128\n"
+    "cfc_legacy n_in=128 n_hid=128\n"
+    "heads_legacy d=128 e=64 h=5\n"
+    "vsn_legacy f=40\n"
+    "attn_pool_legacy d=128\n";
