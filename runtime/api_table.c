@@ -43,6 +43,10 @@ static const foxjit_api api_v1 = {
     .attn_pool_backward = foxjit_attn_pool_backward,
     .attn_pool_prepare = foxjit_attn_pool_prepare,
     .get_perception_limits = foxjit_get_perception_limits,
+    .bce_with_logits = foxjit_bce_with_logits,
+    .adamw = foxjit_adamw,
+    .increment_step = foxjit_increment_step,
+    .training_prepare = foxjit_training_prepare,
     /* FJ_API_TABLE_MORE: entries of ops that land later go here, in header order. */
 };
 

@@ -6,6 +6,7 @@
 #include "ops/colsum.h"
 #include "ops/perception.h"
 #include "ops/rank_normalize.h"
+#include "ops/train.h"
 
 static int column_sum_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                                size_t why_len)
@@ -140,6 +141,14 @@ static int attn_pool_legacy_variants(const int64_t *v, int cc, fj_variant *out, 
                              max);
 }
 
+/* The training-step kernels (BCE, AdamW, step counter): one variant. */
+static int training_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                             size_t why_len)
+{
+    (void)v, (void)cc, (void)why, (void)why_len;
+    return one_variant(&fj_train_variant, out, max);
+}
+
 const fj_manifest_op fj_manifest_ops[] = {
     {"column_sum", {"rows", "cols", NULL},
      "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]", column_sum_variants},
@@ -162,6 +171,8 @@ const fj_manifest_op fj_manifest_ops[] = {
     {"attn_pool", {"d", NULL}, "attention pooling forward and backward", attn_pool_variants},
     {"attn_pool_legacy", {"d", NULL}, "the single-block pooling backward (bench only)",
      attn_pool_legacy_variants},
+    {"training", {NULL}, "BCE with logits, AdamW and the step counter (any n)",
+     training_variants},
 };
 const size_t fj_manifest_op_count = sizeof fj_manifest_ops / sizeof fj_manifest_ops[0];
 
@@ -199,4 +210,6 @@ const char fj_default_manifest[] =
     "cfc_legacy n_in=128 n_hid=128\n"
     "heads_legacy d=128 e=64 h=5\n"
     "vsn_legacy f=40\n"
-    "attn_pool_legacy d=128\n";
+    "attn_pool_legacy d=128\n"
+    "# training step of the end-to-end trainer: BCE with logits, AdamW\n"
+    "training\n";

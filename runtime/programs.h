@@ -20,7 +20,8 @@
     X(fj_program_vsn) \
     X(fj_program_vsn_legacy) \
     X(fj_program_attn_pool) \
-    X(fj_program_attn_pool_legacy)
+    X(fj_program_attn_pool_legacy) \
+    X(fj_program_train)
 
 #define FJ_DECLARE_PROGRAM(sym) extern const fj_program sym;
 FJ_PROGRAMS(FJ_DECLARE_PROGRAM)

@@ -1,0 +1,151 @@
+// Training-step kernels (kernels.md section 7): BCE with logits (loss and
+// gradient in one pass), a fused AdamW update, and the device step counter
+// AdamW reads.
+//
+// Determinism: the loss is a fixed-order reduction with no atomics. Each
+// thread sums its elements in float64, a block folds its threads with warp
+// shuffles and then its warps in index order, and the blocks of a cluster
+// (sm_90+, gridDim.y = cluster size, one cluster per launch) are added by
+// rank 0 in rank order through distributed shared memory. The order depends
+// only on n, the block size and the cluster size, so the same call gives the
+// same bits on every run, eager or replayed from a graph.
+#include "common.cuh"
+
+#ifndef BCE_BLOCK
+#error "BCE_BLOCK must be defined"
+#endif
+#ifndef ADAM_BLOCK
+#error "ADAM_BLOCK must be defined"
+#endif
+
+#define BCE_WARPS (BCE_BLOCK / 32)
+static_assert(BCE_BLOCK % 32 == 0 && BCE_WARPS <= 32, "BCE_BLOCK: whole warps, at most 1024");
+
+// Fixed-order sum over the 32 lanes of a warp; lane 0 holds the result.
+FJ_DEVICE double warp_sum(double v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    return v;
+}
+
+#if __CUDA_ARCH__ >= 900
+// A double from the shared memory of block `rank` of this cluster (the
+// float64 twin of fj_cluster_load in common.cuh).
+FJ_DEVICE double cluster_load_f64(const double *local, unsigned rank)
+{
+    unsigned long long generic = (unsigned long long)local, shared;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
+    unsigned remote;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
+    double v;
+    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote));
+    return v;
+}
+#endif
+
+// loss[0] (+)= mean_i (max(z,0) - z*y + log1p(exp(-|z|)));
+// dz[i] = (sigmoid(z_i) - y_i) / float(n) when dz is not NULL.
+// Block r of the cluster owns elements [n*r/R, n*(r+1)/R); thread t of it
+// visits begin + t, begin + t + BCE_BLOCK, ... in order. dz may be z or y
+// (each element is read before it is written, by the same thread), so no
+// __restrict__ here.
+extern "C" __global__ void __launch_bounds__(BCE_BLOCK)
+bce_with_logits(const float *z, const float *y, long long n, float *loss, int accumulate,
+                float *dz)
+{
+    __shared__ double warp_part[BCE_WARPS];
+    __shared__ double block_total;
+    const long long r = blockIdx.y, nblocks = gridDim.y;
+    const long long begin = n * r / nblocks, end = n * (r + 1) / nblocks;
+    const float nf = (float)n;
+    double acc = 0.0;
+    for (long long i = begin + threadIdx.x; i < end; i += BCE_BLOCK) {
+        const float zi = z[i], yi = y[i];
+        // One exp serves both terms; exp(-|z|) never overflows.
+        const float e = expf(-fabsf(zi));
+        acc += (double)(fmaxf(zi, 0.0f) - zi * yi + log1pf(e));
+        if (dz) {
+            const float s = zi >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+            dz[i] = (s - yi) / nf;
+        }
+    }
+    acc = warp_sum(acc);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0)
+        warp_part[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        double v = lane < BCE_WARPS ? warp_part[lane] : 0.0;
+        v = warp_sum(v);
+        if (lane == 0)
+            block_total = v;
+    }
+#if __CUDA_ARCH__ >= 900
+    const unsigned csize = fj_cluster_size();
+    if (csize > 1) {
+        fj_cluster_sync();  // every block's total is in its shared memory
+        if (fj_cluster_rank() == 0 && threadIdx.x == 0) {
+            double s = block_total;
+            for (unsigned k = 1; k < csize; k++)
+                s += cluster_load_f64(&block_total, k);
+            const float mean = (float)(s / (double)n);
+            loss[0] = accumulate ? loss[0] + mean : mean;
+        }
+        fj_cluster_sync();  // keep the other blocks' shared memory alive until read
+        return;
+    }
+#endif
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const float mean = (float)(block_total / (double)n);
+        loss[0] = accumulate ? loss[0] + mean : mean;
+    }
+}
+
+// Fused AdamW, one element per thread per grid-stride iteration. The exact
+// float32 operations, each rounded to nearest (intrinsics, so the compiler
+// cannot fuse them into FMAs and the result is the same on every GPU and
+// matches a plain C float emulation):
+//   t    = max(step[0], 1)
+//   bc1  = float(1 - b1^t), bc2 = float(1 - b2^t)      (computed in float64)
+//   m'   = b1*m + (1-b1)*g
+//   v'   = b2*v + (1-b2)*(g*g)
+//   mhat = m'/bc1,  vhat = v'/bc2
+//   p'   = p - lr * (mhat / (sqrt(vhat) + eps) + wd*p)
+// Weight decay uses the parameter before this update (decoupled, AdamW).
+extern "C" __global__ void __launch_bounds__(ADAM_BLOCK)
+adamw(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ m,
+      float *__restrict__ v, const int *__restrict__ step, long long n, float lr, float b1,
+      float b2, float eps, float wd)
+{
+    __shared__ float bc[2];
+    if (threadIdx.x == 0) {
+        const int t = step[0] < 1 ? 1 : step[0];
+        bc[0] = (float)(1.0 - pow((double)b1, (double)t));
+        bc[1] = (float)(1.0 - pow((double)b2, (double)t));
+    }
+    __syncthreads();
+    const float bc1 = bc[0], bc2 = bc[1];
+    const float omb1 = __fsub_rn(1.0f, b1), omb2 = __fsub_rn(1.0f, b2);
+    const long long stride = (long long)gridDim.x * ADAM_BLOCK;
+    for (long long i = (long long)blockIdx.x * ADAM_BLOCK + threadIdx.x; i < n; i += stride) {
+        const float gi = g[i], pi = p[i];
+        const float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(omb1, gi));
+        const float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(omb2, __fmul_rn(gi, gi)));
+        const float mhat = __fdiv_rn(mi, bc1), vhat = __fdiv_rn(vi, bc2);
+        const float den = __fadd_rn(__fsqrt_rn(vhat), eps);
+        const float upd = __fadd_rn(__fdiv_rn(mhat, den), __fmul_rn(wd, pi));
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = __fsub_rn(pi, __fmul_rn(lr, upd));
+    }
+}
+
+// step[0] += 1: advances the bias-correction step inside a captured graph.
+extern "C" __global__ void increment_step(int *step)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        step[0] += 1;
+}

@@ -1,0 +1,161 @@
+/* Training-step ops (kernels.md section 7): argument checks, launch shape,
+ * launch. Kernels: kernel_src/train.cu. */
+#include "train.h"
+
+#include <math.h>
+
+#include "status.h"
+
+enum { K_BCE = 0, K_ADAMW, K_INCREMENT };
+
+#define BCE_BLOCK 1024
+#define ADAM_BLOCK 256
+/* Values per BCE block before another block of the cluster is worth its
+ * cluster barrier; the trainer's per-step logits at B = 32 (10240) stay
+ * in one plain block. */
+#define BCE_PER_BLOCK 16384
+/* Portable cluster size limit of sm_90+. */
+#define BCE_MAX_CLUSTER 8
+/* AdamW grid cap in blocks per SM: enough to hide latency, and a grid
+ * stride loop covers the rest. */
+#define ADAM_BLOCKS_PER_SM 8
+
+const fj_program fj_program_train = {
+    .name = "train",
+    .source = "train.cu",
+    .params = {"BCE_BLOCK", "ADAM_BLOCK", NULL},
+    .kernels = {"bce_with_logits", "adamw", "increment_step", NULL},
+};
+
+const fj_variant fj_train_variant = {&fj_program_train, {BCE_BLOCK, ADAM_BLOCK}};
+
+unsigned fj_bce_blocks(int64_t n, int cc)
+{
+    if (cc < 90 || n <= BCE_PER_BLOCK)
+        return 1;
+    int64_t want = (n + BCE_PER_BLOCK - 1) / BCE_PER_BLOCK;
+    return want > BCE_MAX_CLUSTER ? BCE_MAX_CLUSTER : (unsigned)want;
+}
+
+static foxjit_status begin(const char *op, const foxjit_runtime *rt)
+{
+    fj_clear_error();
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL; create one with "
+                       "foxjit_runtime_create()", op);
+    return FOXJIT_OK;
+}
+
+static foxjit_status load(foxjit_runtime *rt, CUstream stream, int check_capture,
+                          const fj_loaded **k)
+{
+    foxjit_status st = fj_enter(rt, stream);
+    if (st != FOXJIT_OK)
+        return st;
+    return fj_module_get(rt, &fj_train_variant, stream, check_capture, k);
+}
+
+FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
+                                                int64_t n, CUdeviceptr loss, int loss_accumulate,
+                                                CUdeviceptr dz, CUstream stream)
+{
+    const char *op = "foxjit_bce_with_logits";
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = begin(op, rt)) || (st = fj_check_size(op, "n", n, FJ_BCE_MAX_N)) ||
+        (st = fj_check_ptr(op, "z", z)) || (st = fj_check_ptr(op, "y", y)) ||
+        (st = fj_check_ptr(op, "loss", loss)) ||
+        (st = dz ? fj_check_ptr(op, "dz", dz) : FOXJIT_OK) || (st = load(rt, stream, 1, &k)))
+        return st;
+    long long nn = n;
+    int acc = loss_accumulate ? 1 : 0;
+    void *args[] = {&z, &y, &nn, &loss, &acc, &dz};
+    unsigned blocks = fj_bce_blocks(n, rt->cc);
+    return fj_launch_cluster(rt, k->fn[K_BCE], 1, blocks, BCE_BLOCK, blocks, stream, args, op);
+}
+
+/* A hyperparameter in [lo, hi) (hi_open) or [lo, hi]; NaN fails. */
+static foxjit_status check_hyper(const char *op, const char *name, float v, double lo, double hi,
+                                 int lo_open, int hi_open, const char *range)
+{
+    int ok = isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+    if (!ok)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s is %g; it must be in %s", op,
+                       name, (double)v, range);
+    return FOXJIT_OK;
+}
+
+static foxjit_status check_adamw(const char *op, const foxjit_adamw_args *a)
+{
+    foxjit_status st;
+    if ((st = fj_check_size(op, "n", a->n, FJ_ADAMW_MAX_N)) ||
+        (st = fj_check_ptr(op, "param", a->param)) || (st = fj_check_ptr(op, "grad", a->grad)) ||
+        (st = fj_check_ptr(op, "m", a->m)) || (st = fj_check_ptr(op, "v", a->v)) ||
+        (st = fj_check_ptr(op, "step", a->step)))
+        return st;
+    /* Every buffer is read and written element by element; two of them
+     * being the same memory is a caller bug that would corrupt the state. */
+    const CUdeviceptr ptr[5] = {a->param, a->grad, a->m, a->v, a->step};
+    static const char *const name[5] = {"param", "grad", "m", "v", "step"};
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            if (ptr[i] == ptr[j])
+                return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s and %s are the same "
+                               "buffer; each needs its own", op, name[i], name[j]);
+    const double inf = INFINITY;
+    if ((st = check_hyper(op, "lr", a->lr, 0, inf, 0, 1, "[0, inf)")) ||
+        (st = check_hyper(op, "beta1", a->beta1, 0, 1, 0, 1, "[0, 1)")) ||
+        (st = check_hyper(op, "beta2", a->beta2, 0, 1, 0, 1, "[0, 1)")) ||
+        (st = check_hyper(op, "eps", a->eps, 0, inf, 1, 1,
+                          "(0, inf) (eps = 0 divides 0 by 0 where a gradient is 0)")) ||
+        (st = check_hyper(op, "weight_decay", a->weight_decay, 0, inf, 0, 1, "[0, inf)")))
+        return st;
+    return FOXJIT_OK;
+}
+
+FOXJIT_API foxjit_status foxjit_adamw(foxjit_runtime *rt, const foxjit_adamw_args *a,
+                                      CUstream stream)
+{
+    const char *op = "foxjit_adamw";
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = begin(op, rt)))
+        return st;
+    if (!a)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: args is NULL", op);
+    if ((st = check_adamw(op, a)) || (st = load(rt, stream, 1, &k)))
+        return st;
+    CUdeviceptr p = a->param, g = a->grad, m = a->m, v = a->v, step = a->step;
+    long long n = a->n;
+    float lr = a->lr, b1 = a->beta1, b2 = a->beta2, eps = a->eps, wd = a->weight_decay;
+    void *args[] = {&p, &g, &m, &v, &step, &n, &lr, &b1, &b2, &eps, &wd};
+    int64_t blocks = (a->n + ADAM_BLOCK - 1) / ADAM_BLOCK;
+    int64_t cap = (int64_t)(rt->sm_count > 0 ? rt->sm_count : 1) * ADAM_BLOCKS_PER_SM;
+    if (blocks > cap)
+        blocks = cap;
+    return fj_launch(rt, k->fn[K_ADAMW], (unsigned)blocks, 1, 1, ADAM_BLOCK, 0, stream, args,
+                     op);
+}
+
+FOXJIT_API foxjit_status foxjit_increment_step(foxjit_runtime *rt, CUdeviceptr step,
+                                               CUstream stream)
+{
+    const char *op = "foxjit_increment_step";
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = begin(op, rt)) || (st = fj_check_ptr(op, "step", step)) ||
+        (st = load(rt, stream, 1, &k)))
+        return st;
+    void *args[] = {&step};
+    return fj_launch(rt, k->fn[K_INCREMENT], 1, 1, 1, 32, 0, stream, args, op);
+}
+
+FOXJIT_API foxjit_status foxjit_training_prepare(foxjit_runtime *rt)
+{
+    const char *op = "foxjit_training_prepare";
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = begin(op, rt)))
+        return st;
+    return load(rt, NULL, 0, &k);
+}

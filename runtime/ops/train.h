@@ -1,0 +1,22 @@
+/* Training-step ops (kernels.md section 7): BCE with logits, AdamW, the
+ * device step counter. Public entry points are in include/foxjit/foxjit.h;
+ * this is what prepare, `fox-jit warm` and the tests need besides. */
+#ifndef FJ_OPS_TRAIN_H
+#define FJ_OPS_TRAIN_H
+
+#include <stdint.h>
+
+#include "registry.h"
+#include "runtime.h"
+
+#define FJ_BCE_MAX_N 2147483647ll
+#define FJ_ADAMW_MAX_N (1ll << 40)
+
+/* The one variant every training op uses (no shape specialization). */
+extern const fj_variant fj_train_variant;
+
+/* Blocks of the BCE launch for n values on compute capability cc: one
+ * cluster of that many blocks (1 below sm_90, or for small n). */
+unsigned fj_bce_blocks(int64_t n, int cc);
+
+#endif
