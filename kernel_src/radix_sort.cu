@@ -6,7 +6,8 @@
 //   radix_reduce per-pass digit totals
 //   radix_pass   one launch per 8-bit digit (radix_onesweep.cuh)
 //
-// BLOCK and ITEMS set the onesweep tile (BLOCK * ITEMS keys).
+// BLOCK and ITEMS set the onesweep tile (BLOCK * ITEMS keys); OCC the
+// blocks per SM its kernel is compiled for.
 #include "radix_hist.cuh"
 #include "radix_onesweep.cuh"
 
@@ -15,6 +16,9 @@
 #endif
 #ifndef ITEMS
 #error "ITEMS must be defined"
+#endif
+#ifndef OCC
+#define OCC 1  // blocks per SM the onesweep kernels are compiled for
 #endif
 
 typedef fj_onesweep<BLOCK, ITEMS> fj_sort_pass;
@@ -40,7 +44,7 @@ radix_reduce(const unsigned *__restrict__ partial, unsigned blocks, int passes,
     fj_radix_reduce(partial, blocks, passes, totals);
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void __launch_bounds__(BLOCK, OCC)
 radix_pass(const unsigned *__restrict__ keys_in, const unsigned *__restrict__ values_in,
            unsigned *__restrict__ keys_out, unsigned *__restrict__ values_out, unsigned n,
            unsigned pass, int begin_bit, int end_bit, const unsigned *__restrict__ totals,

@@ -28,6 +28,9 @@
 #ifndef ITEMS
 #error "ITEMS must be defined"
 #endif
+#ifndef OCC
+#define OCC 1  // blocks per SM the onesweep kernels are compiled for
+#endif
 
 typedef fj_onesweep<BLOCK, ITEMS> fj_rank_pass;
 
@@ -87,7 +90,7 @@ struct fj_src_rewards {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void __launch_bounds__(BLOCK, OCC)
 rank_first(const float *__restrict__ rewards, float std_ema, float mean_ema, int descending,
            unsigned n, unsigned *__restrict__ keys_out, unsigned *__restrict__ values_out,
            const unsigned *__restrict__ totals, unsigned *__restrict__ counters,
@@ -100,7 +103,7 @@ rank_first(const float *__restrict__ rewards, float std_ema, float mean_ema, int
                       counters, lookback);
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void __launch_bounds__(BLOCK, OCC)
 radix_pass(const unsigned *__restrict__ keys_in, const unsigned *__restrict__ values_in,
            unsigned *__restrict__ keys_out, unsigned *__restrict__ values_out, unsigned n,
            unsigned pass, int begin_bit, int end_bit, const unsigned *__restrict__ totals,
@@ -129,7 +132,7 @@ struct fj_sink_ordinal {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void __launch_bounds__(BLOCK, OCC)
 rank_last_ordinal(const unsigned *__restrict__ keys_in, const unsigned *__restrict__ values_in,
                   float *__restrict__ out, unsigned n, unsigned pass,
                   const unsigned *__restrict__ totals, unsigned *__restrict__ counters,

@@ -15,13 +15,21 @@
 const fj_program fj_program_radix_sort = {
     .name = "radix_sort",
     .source = "radix_sort.cu",
-    .params = {"BLOCK", "ITEMS", NULL},
+    .params = {"BLOCK", "ITEMS", "OCC", NULL},
     .kernels = {"radix_hist", "radix_reduce", "radix_pass", NULL},
     .uses_cccl = 1,
 };
 
+const fj_radix_tuning fj_radix_default_tuning = {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS,
+                                                 FJ_RADIX_OCCUPANCY};
 const fj_variant fj_radix_sort_variant = {&fj_program_radix_sort,
-                                          {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS}};
+                                          {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS, FJ_RADIX_OCCUPANCY}};
+
+fj_variant fj_radix_sort_variant_for(const fj_radix_tuning *t)
+{
+    fj_variant v = {&fj_program_radix_sort, {t->block, t->items, t->occupancy}};
+    return v;
+}
 
 enum { K_HIST = 0, K_REDUCE = 1, K_PASS = 2 };
 
@@ -32,12 +40,13 @@ int fj_radix_passes(int begin_bit, int end_bit)
     return (end_bit - begin_bit + FJ_RADIX_BITS - 1) / FJ_RADIX_BITS;
 }
 
-void fj_radix_layout_for(int64_t n, int passes, int buffer_pairs, fj_radix_layout *l)
+void fj_radix_layout_for(int64_t n, int passes, int buffer_pairs, unsigned tile,
+                         fj_radix_layout *l)
 {
     const size_t un = (size_t)n;
     size_t at = 0;
     l->passes = passes;
-    l->tiles = (unsigned)((un + FJ_RADIX_TILE - 1) / FJ_RADIX_TILE);
+    l->tiles = (unsigned)((un + tile - 1) / tile);
     size_t hb = (un + FJ_RADIX_HIST_KEYS_PER_BLOCK - 1) / FJ_RADIX_HIST_KEYS_PER_BLOCK;
     l->hist_blocks = (unsigned)(hb > FJ_RADIX_HIST_MAX_BLOCKS ? FJ_RADIX_HIST_MAX_BLOCKS : hb);
     l->buffer_pairs = buffer_pairs;
@@ -98,10 +107,19 @@ static foxjit_status check_shape(const char *op, int64_t n, int begin_bit, int e
     return FOXJIT_OK;
 }
 
-static void sort_layout(int64_t n, int begin_bit, int end_bit, fj_radix_layout *l)
+static void sort_layout(int64_t n, int begin_bit, int end_bit, const fj_radix_tuning *t,
+                        fj_radix_layout *l)
 {
     int passes = fj_radix_passes(begin_bit, end_bit);
-    fj_radix_layout_for(n, passes, passes > 1 ? 1 : 0, l);
+    fj_radix_layout_for(n, passes, passes > 1 ? 1 : 0, (unsigned)(t->block * t->items), l);
+}
+
+size_t fj_radix_sort_workspace_tuned(int64_t n, int begin_bit, int end_bit,
+                                     const fj_radix_tuning *t)
+{
+    fj_radix_layout l;
+    sort_layout(n, begin_bit, end_bit, t, &l);
+    return l.bytes;
 }
 
 FOXJIT_API foxjit_status foxjit_radix_sort_pairs_workspace_size(foxjit_runtime *rt, int64_t n,
@@ -120,9 +138,7 @@ FOXJIT_API foxjit_status foxjit_radix_sort_pairs_workspace_size(foxjit_runtime *
     foxjit_status st = check_shape(op, n, begin_bit, end_bit);
     if (st != FOXJIT_OK)
         return st;
-    fj_radix_layout l;
-    sort_layout(n, begin_bit, end_bit, &l);
-    *bytes = l.bytes;
+    *bytes = fj_radix_sort_workspace_tuned(n, begin_bit, end_bit, &fj_radix_default_tuning);
     return FOXJIT_OK;
 }
 
@@ -166,11 +182,23 @@ static foxjit_status check_buffers(const char *op, const sort_buffers *b)
     return FOXJIT_OK;
 }
 
-FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr keys_in,
-                                                 CUdeviceptr values_in, CUdeviceptr keys_out,
-                                                 CUdeviceptr values_out, int64_t n, int begin_bit,
-                                                 int end_bit, CUdeviceptr workspace,
-                                                 size_t workspace_bytes, CUstream stream)
+foxjit_status fj_radix_tuning_check(const char *op, const fj_radix_tuning *t)
+{
+    if (t->block < FJ_RADIX_DIGITS || t->block > 1024 || t->block % 32 || t->items < 1 ||
+        (size_t)t->block * (size_t)t->items * 4 > 46 * 1024 || t->occupancy < 1 ||
+        t->occupancy > 8)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED,
+                       "%s: onesweep tuning block %d, items %d, occupancy %d is not supported "
+                       "(block in [256, 1024], a multiple of 32; block * items * 4 <= 46 KiB)",
+                       op, t->block, t->items, t->occupancy);
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_radix_sort_pairs_tuned(foxjit_runtime *rt, const fj_radix_tuning *t,
+                                        CUdeviceptr keys_in, CUdeviceptr values_in,
+                                        CUdeviceptr keys_out, CUdeviceptr values_out, int64_t n,
+                                        int begin_bit, int end_bit, CUdeviceptr workspace,
+                                        size_t workspace_bytes, CUstream stream)
 {
     const char *op = "foxjit_radix_sort_pairs";
     fj_clear_error();
@@ -179,15 +207,15 @@ FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr
     if (!rt)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
                        "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
-    foxjit_status st = check_shape(op, n, begin_bit, end_bit);
-    if (st != FOXJIT_OK)
+    foxjit_status st = fj_radix_tuning_check(op, t);
+    if (st != FOXJIT_OK || (st = check_shape(op, n, begin_bit, end_bit)) != FOXJIT_OK)
         return st;
     sort_buffers b = {keys_in, values_in, keys_out, values_out, workspace, (size_t)n * 4,
                       workspace_bytes};
     if ((st = check_buffers(op, &b)) != FOXJIT_OK)
         return st;
     fj_radix_layout l;
-    sort_layout(n, begin_bit, end_bit, &l);
+    sort_layout(n, begin_bit, end_bit, t, &l);
     if (workspace_bytes < l.bytes)
         return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL,
                        "%s: the workspace is %zu bytes; %lld pairs on bits [%d, %d) need %zu "
@@ -197,7 +225,8 @@ FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr
     if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
         return st;
     const fj_loaded *k;
-    if ((st = fj_module_get(rt, &fj_radix_sort_variant, stream, 1, &k)) != FOXJIT_OK)
+    const fj_variant variant = fj_radix_sort_variant_for(t);
+    if ((st = fj_module_get(rt, &variant, stream, 1, &k)) != FOXJIT_OK)
         return st;
 
     const CUdeviceptr base = fj_radix_base(workspace);
@@ -226,13 +255,24 @@ FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr
         unsigned pass = p;
         void *args[] = {&src_k, &src_v, &dst_k, &dst_v, &un, &pass, &begin_bit, &end_bit,
                         &totals, &counters, &lookback};
-        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, FJ_RADIX_BLOCK, 0, stream, args,
-                            "radix_pass")) != FOXJIT_OK)
+        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, (unsigned)t->block, 0, stream,
+                            args, "radix_pass")) != FOXJIT_OK)
             return st;
         src_k = dst_k;
         src_v = dst_v;
     }
     return FOXJIT_OK;
+}
+
+FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr keys_in,
+                                                 CUdeviceptr values_in, CUdeviceptr keys_out,
+                                                 CUdeviceptr values_out, int64_t n, int begin_bit,
+                                                 int end_bit, CUdeviceptr workspace,
+                                                 size_t workspace_bytes, CUstream stream)
+{
+    return fj_radix_sort_pairs_tuned(rt, &fj_radix_default_tuning, keys_in, values_in, keys_out,
+                                     values_out, n, begin_bit, end_bit, workspace,
+                                     workspace_bytes, stream);
 }
 
 FOXJIT_API foxjit_status foxjit_radix_sort_prepare(foxjit_runtime *rt)

@@ -19,7 +19,7 @@
 const fj_program fj_program_rank_normalize = {
     .name = "rank_normalize",
     .source = "rank_normalize.cu",
-    .params = {"BLOCK", "ITEMS", NULL},
+    .params = {"BLOCK", "ITEMS", "OCC", NULL},
     .kernels = {"rank_hist", "radix_reduce", "rank_first", "radix_pass", "rank_last_ordinal",
                 "rank_max_final", NULL},
     .uses_cccl = 1,
@@ -32,15 +32,28 @@ const fj_program fj_program_rank_legacy = {
     .kernels = {"rank_legacy_abs", "rank_legacy_quadratic", NULL},
 };
 
-const fj_variant fj_rank_normalize_variant = {&fj_program_rank_normalize,
-                                              {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS}};
+const fj_variant fj_rank_normalize_variant = {
+    &fj_program_rank_normalize, {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS, FJ_RADIX_OCCUPANCY}};
 const fj_variant fj_rank_legacy_variant = {&fj_program_rank_legacy, {0}};
 
 enum { K_HIST = 0, K_REDUCE, K_FIRST, K_PASS, K_LAST_ORDINAL, K_MAX_FINAL };
 
-void fj_rank_layout_for(int64_t n, fj_radix_layout *l)
+fj_variant fj_rank_normalize_variant_for(const fj_radix_tuning *t)
 {
-    fj_radix_layout_for(n, FJ_RANK_PASSES, 2, l);
+    fj_variant v = {&fj_program_rank_normalize, {t->block, t->items, t->occupancy}};
+    return v;
+}
+
+void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_radix_layout *l)
+{
+    fj_radix_layout_for(n, FJ_RANK_PASSES, 2, (unsigned)(t->block * t->items), l);
+}
+
+size_t fj_rank_workspace_tuned(int64_t n, const fj_radix_tuning *t)
+{
+    fj_radix_layout l;
+    fj_rank_layout_for(n, t, &l);
+    return l.bytes;
 }
 
 static foxjit_status check_ties(const char *op, foxjit_tie_mode ties)
@@ -69,18 +82,18 @@ FOXJIT_API foxjit_status foxjit_rank_normalize_workspace_size(foxjit_runtime *rt
     if ((st = fj_check_size(op, "n", n, FJ_RADIX_MAX_N)) != FOXJIT_OK ||
         (st = check_ties(op, ties)) != FOXJIT_OK)
         return st;
-    fj_radix_layout l;
-    fj_rank_layout_for(n, &l);
-    *bytes = l.bytes;
+    *bytes = fj_rank_workspace_tuned(n, &fj_radix_default_tuning);
     return FOXJIT_OK;
 }
 
-static foxjit_status check_call(const char *op, int64_t n, foxjit_tie_mode ties,
-                                CUdeviceptr rewards, CUdeviceptr out, CUdeviceptr workspace,
-                                size_t workspace_bytes, fj_radix_layout *l)
+static foxjit_status check_call(const char *op, const fj_radix_tuning *t, int64_t n,
+                                foxjit_tie_mode ties, CUdeviceptr rewards, CUdeviceptr out,
+                                CUdeviceptr workspace, size_t workspace_bytes,
+                                fj_radix_layout *l)
 {
     foxjit_status st;
-    if ((st = fj_check_size(op, "n", n, FJ_RADIX_MAX_N)) != FOXJIT_OK ||
+    if ((st = fj_radix_tuning_check(op, t)) != FOXJIT_OK ||
+        (st = fj_check_size(op, "n", n, FJ_RADIX_MAX_N)) != FOXJIT_OK ||
         (st = check_ties(op, ties)) != FOXJIT_OK ||
         (st = fj_check_ptr(op, "rewards", rewards)) != FOXJIT_OK ||
         (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK ||
@@ -93,7 +106,7 @@ static foxjit_status check_call(const char *op, int64_t n, foxjit_tie_mode ties,
     if (fj_ranges_overlap(workspace, workspace_bytes, out, nb))
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
                        "%s: the workspace overlaps out; give out its own buffer", op);
-    fj_rank_layout_for(n, l);
+    fj_rank_layout_for(n, t, l);
     if (workspace_bytes < l->bytes)
         return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL,
                        "%s: the workspace is %zu bytes; n = %lld needs %zu (ask "
@@ -102,11 +115,11 @@ static foxjit_status check_call(const char *op, int64_t n, foxjit_tie_mode ties,
     return FOXJIT_OK;
 }
 
-FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr rewards,
-                                               int64_t n, float std_ema, float mean_ema,
-                                               foxjit_tie_mode ties, CUdeviceptr out,
-                                               CUdeviceptr workspace, size_t workspace_bytes,
-                                               CUstream stream)
+foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning *t,
+                                      CUdeviceptr rewards, int64_t n, float std_ema,
+                                      float mean_ema, foxjit_tie_mode ties, CUdeviceptr out,
+                                      CUdeviceptr workspace, size_t workspace_bytes,
+                                      CUstream stream)
 {
     const char *op = "foxjit_rank_normalize";
     fj_clear_error();
@@ -115,15 +128,18 @@ FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr r
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
                        "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
     fj_radix_layout l;
-    foxjit_status st = check_call(op, n, ties, rewards, out, workspace, workspace_bytes, &l);
+    foxjit_status st =
+        check_call(op, t, n, ties, rewards, out, workspace, workspace_bytes, &l);
     if (st != FOXJIT_OK)
         return st;
     if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
         return st;
     const fj_loaded *k;
-    if ((st = fj_module_get(rt, &fj_rank_normalize_variant, stream, 1, &k)) != FOXJIT_OK)
+    const fj_variant variant = fj_rank_normalize_variant_for(t);
+    if ((st = fj_module_get(rt, &variant, stream, 1, &k)) != FOXJIT_OK)
         return st;
 
+    const unsigned block = (unsigned)t->block;
     const CUdeviceptr base = fj_radix_base(workspace);
     CUdeviceptr partial = base + l.partial, totals = base + l.totals;
     CUdeviceptr counters = base + l.counters, lookback = base + l.lookback;
@@ -145,7 +161,7 @@ FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr r
     {
         void *args[] = {&rewards, &std_ema, &mean_ema, &descending, &un, &k0, &v0, &totals,
                         &counters, &lookback};
-        if ((st = fj_launch(rt, k->fn[K_FIRST], l.tiles, 1, 1, FJ_RADIX_BLOCK, 0, stream, args,
+        if ((st = fj_launch(rt, k->fn[K_FIRST], l.tiles, 1, 1, block, 0, stream, args,
                             "rank_first")) != FOXJIT_OK)
             return st;
     }
@@ -155,20 +171,20 @@ FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr r
         CUdeviceptr dk = pass == 1 ? k1 : k0, dv = pass == 1 ? v1 : v0;
         void *args[] = {&sk, &sv, &dk, &dv, &un, &pass, &begin_bit, &end_bit, &totals,
                         &counters, &lookback};
-        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, FJ_RADIX_BLOCK, 0, stream, args,
+        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, block, 0, stream, args,
                             "radix_pass")) != FOXJIT_OK)
             return st;
     }
     unsigned last = FJ_RANK_PASSES - 1;
     if (ties == FOXJIT_TIES_ORDINAL) {
         void *args[] = {&k0, &v0, &out, &un, &last, &totals, &counters, &lookback};
-        return fj_launch(rt, k->fn[K_LAST_ORDINAL], l.tiles, 1, 1, FJ_RADIX_BLOCK, 0, stream,
+        return fj_launch(rt, k->fn[K_LAST_ORDINAL], l.tiles, 1, 1, block, 0, stream,
                          args, "rank_last_ordinal");
     }
     {
         void *args[] = {&k0, &v0, &k1, &v1, &un, &last, &begin_bit, &end_bit, &totals,
                         &counters, &lookback};
-        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, FJ_RADIX_BLOCK, 0, stream, args,
+        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, block, 0, stream, args,
                             "radix_pass")) != FOXJIT_OK)
             return st;
     }
@@ -176,6 +192,16 @@ FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr r
     unsigned grid = (unsigned)((n + FJ_RANK_FINAL_TILE - 1) / FJ_RANK_FINAL_TILE);
     return fj_launch(rt, k->fn[K_MAX_FINAL], grid, 1, 1, FJ_RANK_FINAL_BLOCK, 0, stream, args,
                      "rank_max_final");
+}
+
+FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr rewards,
+                                               int64_t n, float std_ema, float mean_ema,
+                                               foxjit_tie_mode ties, CUdeviceptr out,
+                                               CUdeviceptr workspace, size_t workspace_bytes,
+                                               CUstream stream)
+{
+    return fj_rank_normalize_tuned(rt, &fj_radix_default_tuning, rewards, n, std_ema, mean_ema,
+                                   ties, out, workspace, workspace_bytes, stream);
 }
 
 FOXJIT_API foxjit_status foxjit_rank_normalize_prepare(foxjit_runtime *rt, foxjit_tie_mode ties)

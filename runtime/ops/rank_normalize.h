@@ -18,10 +18,20 @@
 #define FJ_RANK_FINAL_TILE (FJ_RANK_FINAL_BLOCK * 8)
 
 /* Layout of a rank workspace for n rewards: two key/value buffer pairs
- * (both tie modes use the same size). */
-void fj_rank_layout_for(int64_t n, fj_radix_layout *l);
+ * (both tie modes use the same size), onesweep tiles of t. */
+void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_radix_layout *l);
 
+fj_variant fj_rank_normalize_variant_for(const fj_radix_tuning *t);
 extern const fj_variant fj_rank_normalize_variant;
+
+/* foxjit_rank_normalize with another onesweep tuning (bench sweeps): the
+ * same checks, with the workspace size of fj_rank_workspace_tuned(). */
+size_t fj_rank_workspace_tuned(int64_t n, const fj_radix_tuning *t);
+foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning *t,
+                                      CUdeviceptr rewards, int64_t n, float std_ema,
+                                      float mean_ema, foxjit_tie_mode ties, CUdeviceptr out,
+                                      CUdeviceptr workspace, size_t workspace_bytes,
+                                      CUstream stream);
 
 /* The seed's O(N^2) kernel (kernels.md 2, legacy): |s| into abs_scratch
  * (fj_rank_legacy_scratch_bytes(n) bytes), then one thread per element

@@ -191,7 +191,7 @@ static void test_rank_bad_calls(void **state)
 static void check_layout(int64_t n, int passes, int pairs)
 {
     fj_radix_layout l;
-    fj_radix_layout_for(n, passes, pairs, &l);
+    fj_radix_layout_for(n, passes, pairs, FJ_RADIX_TILE, &l);
     struct {
         size_t at, bytes;
     } s[8];
