@@ -1,0 +1,277 @@
+/* gpu suite: one training step of the reference perception model
+ * (tools/kloop/kloop_step.c, kernels.md "The reference perception model and
+ * its K-loop"): the block-per-batch step against the float64 model, the
+ * legacy step against the new one, and the whole step captured in one CUDA
+ * graph and replayed giving the same bits as eager launches. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "kloop_step.h"
+#include "perception_ref.h"
+
+_Static_assert((int)KL_PARAM_COUNT == (int)PR_PARAM_COUNT, "kloop and reference disagree");
+
+/* Host copies of the step's inputs, as float and as float64. */
+typedef struct step_data {
+    kloop_dims dims;
+    kloop_model m;
+    float *param[KL_PARAM_COUNT];
+    double *param_ref[KL_PARAM_COUNT];
+    float *x, *dt, *dz;
+    double *x_ref, *dt_ref, *dz_ref;
+    size_t nx, ndt, nz;
+} step_data;
+
+static float *frand(size_t n, uint64_t *s, float lo, float hi, double **ref)
+{
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    *ref = malloc((n ? n : 1) * sizeof **ref);
+    assert_true(v && *ref);
+    for (size_t i = 0; i < n; i++)
+        (*ref)[i] = v[i] = gh_uniform(s, lo, hi);
+    return v;
+}
+
+static void step_make(step_data *d, kloop_dims dims, uint64_t seed)
+{
+    memset(d, 0, sizeof *d);
+    d->dims = dims;
+    assert_int_equal(kloop_alloc(gh.cu, &dims, &d->m), 0);
+    uint64_t s = seed;
+    for (int i = 0; i < KL_PARAM_COUNT; i++) {
+        size_t n = kloop_param_size(&dims, i);
+        float a = 0.3f;
+        switch (i) {
+        case KL_CFC_W_IN: case KL_CFC_W_REC: a = 1.5f / sqrtf((float)(dims.f + dims.d)); break;
+        case KL_HEADS_W1: case KL_HEADS_W_SKIP: a = 1.5f / sqrtf((float)dims.d); break;
+        case KL_HEADS_W2: case KL_HEADS_W_GATE: case KL_HEADS_W_MAIN:
+            a = 1.5f / sqrtf((float)dims.e);
+            break;
+        case KL_VSN_W: a = 2.0f / sqrtf((float)dims.f); break;
+        case KL_ATTN_Q: a = 1.0f; break;
+        default: break;
+        }
+        d->param[i] = i == KL_CFC_TAU ? frand(n, &s, 0.3f, 3.0f, &d->param_ref[i])
+                                      : frand(n, &s, -a, a, &d->param_ref[i]);
+        gh_upload(d->m.param[i], d->param[i], n * sizeof(float));
+    }
+    d->nx = (size_t)dims.batch * dims.k * dims.f;
+    d->ndt = (size_t)dims.batch * dims.k;
+    d->nz = (size_t)(dims.k + 1) * dims.batch * dims.h;
+    d->x = frand(d->nx, &s, -2, 2, &d->x_ref);
+    d->dt = frand(d->ndt, &s, 0.05f, 1.5f, &d->dt_ref);
+    /* A loss gradient of the size BCE gives: (sigmoid(z) - y) / n. */
+    d->dz = frand(d->nz, &s, -1.0f / (float)(dims.batch * dims.h),
+                  1.0f / (float)(dims.batch * dims.h), &d->dz_ref);
+    gh_upload(d->m.x, d->x, d->nx * sizeof(float));
+    gh_upload(d->m.dt, d->dt, d->ndt * sizeof(float));
+    gh_upload(d->m.dz, d->dz, d->nz * sizeof(float));
+}
+
+static void step_free(step_data *d)
+{
+    for (int i = 0; i < KL_PARAM_COUNT; i++)
+        free(d->param[i]), free(d->param_ref[i]);
+    free(d->x), free(d->dt), free(d->dz), free(d->x_ref), free(d->dt_ref), free(d->dz_ref);
+    kloop_free(&d->m);
+}
+
+/* Downloads grad[i] and z into fresh host buffers. */
+static float *fetch(CUdeviceptr p, size_t n)
+{
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    assert_non_null(v);
+    gh_download(v, p, n * sizeof *v);
+    return v;
+}
+
+static void check_close(const char *what, const float *got, const double *want, size_t n,
+                        double rtol)
+{
+    double amax = 0;
+    for (size_t i = 0; i < n; i++)
+        amax = fmax(amax, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - want[i]), allowed = rtol * (fabs(want[i]) + amax);
+        if (!(err <= allowed + 1e-30))
+            fail_msg("%s[%zu of %zu]: got %.9g, want %.9g (error %.3g, allowed %.3g)", what, i,
+                     n, (double)got[i], want[i], err, allowed);
+    }
+}
+
+static void check_against_model(kloop_dims dims, uint64_t seed)
+{
+    step_data d;
+    step_make(&d, dims, seed);
+    for (int form = 0; form < 2; form++) {
+        GH_CU(gh.cu->cuMemsetD32Async(d.m.grad_base, 0x7fc00000u, d.m.grad_floats, gh.stream));
+        GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
+        gh_sync();
+        pr_model_dims md = {dims.batch, dims.k, dims.f, dims.d, dims.e, dims.h};
+        pr_model_acts acts;
+        assert_true(pr_model_acts_alloc(&md, &acts));
+        pr_model_forward(&md, d.param_ref, d.x_ref, d.dt_ref, &acts);
+        double *grad[PR_PARAM_COUNT];
+        for (int i = 0; i < PR_PARAM_COUNT; i++)
+            grad[i] = calloc(pr_param_size(&md, i), sizeof(double));
+        pr_model_backward(&md, d.param_ref, d.x_ref, d.dt_ref, &acts, d.dz_ref, grad, NULL);
+        char what[128];
+        float *z = fetch(d.m.z, d.nz);
+        snprintf(what, sizeof what, "step B=%d K=%d F=%d D=%d E=%d H=%d %s: logits z",
+                 dims.batch, dims.k, dims.f, dims.d, dims.e, dims.h, form ? "legacy" : "new");
+        check_close(what, z, acts.z, d.nz, 1e-4);
+        free(z);
+        for (int i = 0; i < KL_PARAM_COUNT; i++) {
+            size_t n = kloop_param_size(&dims, i);
+            float *g = fetch(d.m.grad[i], n);
+            snprintf(what, sizeof what, "step B=%d K=%d F=%d D=%d E=%d H=%d %s: %s", dims.batch,
+                     dims.k, dims.f, dims.d, dims.e, dims.h, form ? "legacy" : "new",
+                     kloop_param_name(i));
+            check_close(what, g, grad[i], n, 2e-4);
+            free(g);
+            free(grad[i]);
+        }
+        pr_model_acts_free(&acts);
+    }
+    step_free(&d);
+}
+
+static void test_step_matches_float64_model(void **state)
+{
+    (void)state;
+    check_against_model((kloop_dims){.batch = 1, .k = 1, .f = 1, .d = 1, .e = 1, .h = 1}, 11);
+    check_against_model((kloop_dims){.batch = 3, .k = 5, .f = 7, .d = 16, .e = 8, .h = 3}, 12);
+    check_against_model((kloop_dims){.batch = 32, .k = 64, .f = 40, .d = 128, .e = 64, .h = 5},
+                        13);
+}
+
+/* Every buffer a step writes, as (pointer, floats) pairs. */
+typedef struct span {
+    CUdeviceptr p;
+    size_t n;
+} span;
+
+static size_t step_outputs(const step_data *d, span *out)
+{
+    const kloop_dims *k = &d->dims;
+    size_t B = (size_t)k->batch, K = (size_t)k->k, F = (size_t)k->f, D = (size_t)k->d;
+    size_t n = 0;
+    for (int i = 0; i < KL_PARAM_COUNT; i++) {
+        out[n++] = (span){d->m.grad[i], kloop_param_size(k, i)};
+        out[n++] = (span){d->m.scratch[i], B * kloop_param_size(k, i)};
+    }
+    out[n++] = (span){d->m.y, B * K * F};
+    out[n++] = (span){d->m.hs, B * K * D};
+    out[n++] = (span){d->m.u, B * K * D};
+    out[n++] = (span){d->m.pooled, B * D};
+    out[n++] = (span){d->m.z, d->nz};
+    out[n++] = (span){d->m.dhs, B * K * D};
+    out[n++] = (span){d->m.dy, B * K * F};
+    out[n++] = (span){d->m.dpooled, B * D};
+    return n;
+}
+
+static float **fetch_outputs(const span *s, size_t n)
+{
+    float **v = malloc(n * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = fetch(s[i].p, s[i].n);
+    return v;
+}
+
+static void free_outputs(float **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void poison_outputs(const span *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        GH_CU(gh.cu->cuMemsetD32Async(s[i].p, 0x7fc00000u, s[i].n, gh.stream));
+}
+
+/* Output i of the step's buffers, compared bitwise. */
+static void same_outputs(const char *what, const span *s, size_t n, float **first)
+{
+    for (size_t i = 0; i < n; i++) {
+        float *got = fetch(s[i].p, s[i].n);
+        for (size_t k = 0; k < s[i].n; k++)
+            if (memcmp(&got[k], &first[i][k], sizeof(float)))
+                fail_msg("%s: output buffer %zu (of %zu; gradients and scratch first, in "
+                         "kloop_param order) differs bitwise at element %zu: %.9g vs %.9g",
+                         what, i, n, k, got[k], first[i][k]);
+        free(got);
+    }
+}
+
+/* The step eagerly twice (each form), then the new form captured once in a
+ * CUDA graph and replayed three times: every run gives the bits of the
+ * first, and the graph holds exactly the step's kernels and memset. */
+static void test_graph_replay_matches_eager(void **state)
+{
+    (void)state;
+    const kloop_dims dims = {.batch = 32, .k = 64, .f = 40, .d = 128, .e = 64, .h = 5};
+    step_data d;
+    step_make(&d, dims, gh_seed() + 21);
+    GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_NEW));
+    GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_LEGACY));
+    span outs[2 * KL_PARAM_COUNT + 8];
+    size_t n = step_outputs(&d, outs);
+    for (int form = 1; form >= 0; form--) {
+        poison_outputs(outs, n);
+        GH_CU(gh.cu->cuMemsetD32Async(d.m.scratch_base, 0, d.m.scratch_floats, gh.stream));
+        GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
+        float **first = fetch_outputs(outs, n);
+        poison_outputs(outs, n);
+        GH_CU(gh.cu->cuMemsetD32Async(d.m.scratch_base, 0, d.m.scratch_floats, gh.stream));
+        GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
+        same_outputs(form ? "legacy step, eager run 2 vs run 1" : "new step, eager run 2 vs 1",
+                     outs, n, first);
+        if (form == 1) {
+            free_outputs(first, n);
+            continue;
+        }
+        CUgraph graph;
+        CUgraphExec exec;
+        GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        foxjit_status st = kloop_step(gh.rt, &d.m, KLOOP_NEW, gh.stream);
+        GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+        if (st != FOXJIT_OK)
+            fail_msg("capturing the step failed: %s", foxjit_last_error());
+        size_t nodes = 0;
+        GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+        size_t want_nodes = (size_t)kloop_kernels_per_step(&dims, KLOOP_NEW) +
+                            (size_t)kloop_memsets_per_step(KLOOP_NEW);
+        if (nodes != want_nodes)
+            fail_msg("the captured step has %zu nodes, want %zu (kernels + memsets)", nodes,
+                     want_nodes);
+        GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+        for (int rep = 0; rep < 3; rep++) {
+            /* Poison every output, scratch included: the graph zeroes and rewrites them. */
+            poison_outputs(outs, n);
+            GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+            char what[64];
+            snprintf(what, sizeof what, "graph replay %d vs eager", rep);
+            same_outputs(what, outs, n, first);
+        }
+        gh.cu->cuGraphExecDestroy(exec);
+        gh.cu->cuGraphDestroy(graph);
+        free_outputs(first, n);
+    }
+    step_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_step_matches_float64_model),
+        cmocka_unit_test(test_graph_replay_matches_eager),
+    };
+    return gh_main("gpu/kloop", tests, sizeof tests / sizeof tests[0]);
+}

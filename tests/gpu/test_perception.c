@@ -1,0 +1,862 @@
+/* gpu suite: the perception ops (kernels.md sections 3-6).
+ *
+ * Each forward against the float64 reference; each backward against the
+ * float64 chain rule and, at a few elements of every gradient, against
+ * central finite differences of the float64 forward; on fresh random inputs
+ * (seed printed) at several shapes including B = 1, odd sizes, strided
+ * views and the trainer sizes; outputs poisoned (NaN) first. Then: a row of
+ * a B = 32 run equals a B = 1 run on that row (bitwise); block-per-batch and
+ * legacy kernels agree within 1e-5 relative; accumulate vs overwrite;
+ * scratch accumulates over repeated calls and the reducer overwrites its
+ * output; every run gives the same bits; bad calls and unprepared captures
+ * launch nothing. Failures name the op, the shape, the tensor, the first bad
+ * element and both values. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "ops/perception.h"
+#include "perception_cases.h"
+
+/* float32 results vs float64: sums of a few hundred terms. */
+#define RTOL 2e-5
+#define FD_TOL 1e-4
+
+static const cfc_case cfc_cases[] = {
+    {1, 1, 1, 0, 0},     {1, 40, 128, 0, 1},  {3, 5, 7, 1, 0},   {32, 40, 128, 0, 0},
+    {32, 128, 128, 1, 0}, {5, 37, 77, 1, 0},  {2, 256, 256, 0, 0}, {17, 3, 33, 0, 0},
+    {64, 40, 128, 1, 1},
+};
+static const heads_case heads_cases[] = {
+    {1, 1, 1, 1, 0},   {3, 7, 5, 3, 1},     {32, 128, 64, 5, 0}, {32, 128, 64, 5, 1},
+    {4, 256, 256, 8, 0}, {9, 33, 17, 2, 1}, {2, 128, 64, 1, 0},  {5, 200, 100, 7, 0},
+};
+static const vsn_case vsn_cases[] = {
+    {1, 1, 1}, {3, 5, 7}, {32, 64, 40}, {2, 70, 256}, {5, 33, 65}, {1, 300, 8}, {2, 100, 130},
+};
+static const attn_case attn_cases[] = {
+    {1, 1, 1}, {3, 5, 7}, {32, 64, 128}, {2, 4096, 256}, {4, 300, 33}, {1, 17, 256},
+};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static uint64_t seed_for(int op, size_t shape, int variant)
+{
+    return gh_seed() * 1000003u + (uint64_t)op * 7919u + shape * 104729u + (uint64_t)variant;
+}
+
+static double max_abs(const double *v, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs(v[i]));
+    return m;
+}
+
+static double *dalloc(size_t n)
+{
+    double *v = calloc(n ? n : 1, sizeof *v);
+    assert_non_null(v);
+    return v;
+}
+
+/* ---- finite differences ------------------------------------------------------ */
+
+typedef double (*row_loss_fn)(const void *data, int b);
+
+/* Perturbs v[k] (float64 reference values of a parameter or of row b of an
+ * input) at a few k and compares the GPU gradient got[got_row, k] (already
+ * downloaded, computed with zero bases) with the central difference of
+ * row b's float64 loss. amax: the scale of that gradient tensor. */
+static void fd_spot(const char *what, row_loss_fn loss, const void *data, int b, double *v,
+                    size_t n, const tensor *got, int got_row, double amax, uint64_t *seed)
+{
+    size_t picks[5] = {0, n - 1, n / 2, (size_t)(gh_next(seed) % n), (size_t)(gh_next(seed) % n)};
+    for (int p = 0; p < 5; p++) {
+        size_t k = picks[p];
+        double keep = v[k], eps = 1e-4 * fmax(1.0, fabs(keep));
+        v[k] = keep + eps;
+        double lp = loss(data, b);
+        v[k] = keep - eps;
+        double lm = loss(data, b);
+        v[k] = keep;
+        double num = (lp - lm) / (2 * eps), gpu = t_at(got, got_row, (int)k);
+        double err = fabs(gpu - num), allowed = FD_TOL * (fabs(num) + amax);
+        if (!(err <= allowed))
+            fail_msg("%s: finite-difference check, batch row %d, element %zu: GPU %.9g, "
+                     "central difference of the float64 forward %.9g (error %.3g, allowed %.3g)",
+                     what, b, k, gpu, num, err, allowed);
+    }
+}
+
+/* ---- CfC ------------------------------------------------------------------------- */
+
+static void cfc_name(char *buf, size_t len, const cfc_case *c, const char *what, int acc)
+{
+    snprintf(buf, len, "cfc B=%d n_in=%d n_hid=%d%s%s acc=%d: %s", c->batch, c->n_in, c->n_hid,
+             c->strided ? " strided" : "", c->zero_h ? " h=0" : "", acc, what);
+}
+
+static double cfc_loss_cb(const void *d, int b) { return cfc_row_loss(d, b); }
+
+static void cfc_check_case(const cfc_case *c, size_t idx, int acc)
+{
+    cfc_data d;
+    cfc_make(&d, c, seed_for(1, idx, acc), acc);
+    const int B = c->batch, I = c->n_in, N = c->n_hid;
+    const size_t sizes[4] = {(size_t)N * I, (size_t)N * N, (size_t)N, (size_t)N};
+    char what[160];
+    foxjit_cfc_args a = cfc_args(&d, 0);
+    GH_CHECK(foxjit_cfc_forward(gh.rt, &a, gh.stream));
+    double *h_out = dalloc((size_t)B * N), *u = dalloc((size_t)B * N);
+    cfc_ref_forward(&d, h_out, u);
+    cfc_name(what, sizeof what, c, "h_out", acc);
+    t_check(what, &d.h_out, h_out, RTOL);
+    cfc_name(what, sizeof what, c, "u", acc);
+    t_check(what, &d.u, u, RTOL);
+
+    GH_CHECK(foxjit_cfc_backward(gh.rt, &a, gh.stream));
+    double *dh = dalloc((size_t)B * N), *dx = dalloc((size_t)B * I), *g[4];
+    for (int i = 0; i < 4; i++)
+        g[i] = dalloc((size_t)B * sizes[i]);
+    cfc_ref_backward(&d, dh, dx, g);
+    static const char *gname[4] = {"dw_in", "dw_rec", "dbias", "dtau"};
+    cfc_name(what, sizeof what, c, "dh", acc);
+    t_check(what, &d.dh, dh, RTOL);
+    cfc_name(what, sizeof what, c, "dx", acc);
+    t_check(what, &d.dx, dx, RTOL);
+    for (int i = 0; i < 4; i++) {
+        cfc_name(what, sizeof what, c, gname[i], acc);
+        t_check(what, &d.g[i], g[i], RTOL);
+    }
+    if (!acc) {
+        uint64_t s = seed_for(1, idx, 7);
+        const int rows[2] = {0, B - 1};
+        double *params[4] = {d.w_in.ref, d.w_rec.ref, d.bias.ref, d.tau.ref};
+        for (int r = 0; r < 2; r++) {
+            int b = rows[r];
+            for (int i = 0; i < 4; i++) {
+                cfc_name(what, sizeof what, c, gname[i], acc);
+                fd_spot(what, cfc_loss_cb, &d, b, params[i], sizes[i], &d.g[i], b,
+                        max_abs(g[i], (size_t)B * sizes[i]), &s);
+            }
+            cfc_name(what, sizeof what, c, "dx", acc);
+            fd_spot(what, cfc_loss_cb, &d, b, d.x.ref + (size_t)b * I, (size_t)I, &d.dx, b,
+                    max_abs(dx, (size_t)B * I), &s);
+            if (!c->zero_h) {
+                cfc_name(what, sizeof what, c, "dh", acc);
+                fd_spot(what, cfc_loss_cb, &d, b, d.h.ref + (size_t)b * N, (size_t)N, &d.dh, b,
+                        max_abs(dh, (size_t)B * N), &s);
+            }
+        }
+    }
+    free(h_out), free(u), free(dh), free(dx);
+    for (int i = 0; i < 4; i++)
+        free(g[i]);
+    cfc_free(&d);
+}
+
+static void test_cfc_against_reference(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < COUNT(cfc_cases); i++)
+        for (int acc = 0; acc < 2; acc++)
+            cfc_check_case(&cfc_cases[i], i, acc);
+}
+
+/* ---- heads ---------------------------------------------------------------------- */
+
+static void heads_name(char *buf, size_t len, const heads_case *c, const char *what, int acc)
+{
+    snprintf(buf, len, "heads B=%d D=%d E=%d H=%d%s acc=%d: %s", c->batch, c->d, c->e, c->h,
+             c->strided ? " strided" : "", acc, what);
+}
+
+static double heads_loss_cb(const void *d, int b) { return heads_row_loss(d, b); }
+
+static const char *const heads_gname[10] = {"dw1", "db1", "dw2", "db2", "dw_gate",
+                                            "db_gate", "dw_main", "db_main", "dw_skip",
+                                            "db_skip"};
+
+static void heads_check_case(const heads_case *c, size_t idx, int acc)
+{
+    heads_data d;
+    heads_make(&d, c, seed_for(2, idx, acc), acc);
+    const int B = c->batch, D = c->d, H = c->h;
+    char what[160];
+    foxjit_heads_args a = heads_args(&d, 0);
+    GH_CHECK(foxjit_heads_forward(gh.rt, &a, gh.stream));
+    double *logits = dalloc((size_t)B * H);
+    heads_ref_forward(&d, logits);
+    heads_name(what, sizeof what, c, "logits", acc);
+    t_check(what, &d.logits, logits, RTOL);
+
+    GH_CHECK(foxjit_heads_backward(gh.rt, &a, gh.stream));
+    double *dx = dalloc((size_t)B * D), *g[10];
+    for (int i = 0; i < 10; i++)
+        g[i] = dalloc((size_t)B * heads_param_size(c, i));
+    heads_ref_backward(&d, dx, g);
+    heads_name(what, sizeof what, c, "dx", acc);
+    t_check(what, &d.dx, dx, RTOL);
+    for (int i = 0; i < 10; i++) {
+        heads_name(what, sizeof what, c, heads_gname[i], acc);
+        t_check(what, &d.g[i], g[i], RTOL);
+    }
+    if (!acc) {
+        uint64_t s = seed_for(2, idx, 7);
+        const int rows[2] = {0, B - 1};
+        for (int r = 0; r < 2; r++) {
+            int b = rows[r];
+            for (int i = 0; i < 10; i++) {
+                size_t n = heads_param_size(c, i);
+                heads_name(what, sizeof what, c, heads_gname[i], acc);
+                fd_spot(what, heads_loss_cb, &d, b, d.p[i].ref, n, &d.g[i], b,
+                        max_abs(g[i], (size_t)B * n), &s);
+            }
+            heads_name(what, sizeof what, c, "dx", acc);
+            fd_spot(what, heads_loss_cb, &d, b, d.x.ref + (size_t)b * D, (size_t)D, &d.dx, b,
+                    max_abs(dx, (size_t)B * D), &s);
+        }
+    }
+    free(logits), free(dx);
+    for (int i = 0; i < 10; i++)
+        free(g[i]);
+    heads_free(&d);
+}
+
+static void test_heads_against_reference(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < COUNT(heads_cases); i++)
+        for (int acc = 0; acc < 2; acc++)
+            heads_check_case(&heads_cases[i], i, acc);
+}
+
+/* ---- VSN ------------------------------------------------------------------------ */
+
+static void vsn_name(char *buf, size_t len, const vsn_case *c, const char *what, int acc)
+{
+    snprintf(buf, len, "vsn B=%d T=%d F=%d acc=%d: %s", c->batch, c->t, c->f, acc, what);
+}
+
+static double vsn_loss_cb(const void *d, int b) { return vsn_row_loss(d, b); }
+
+static void vsn_check_case(const vsn_case *c, size_t idx, int acc)
+{
+    vsn_data d;
+    vsn_make(&d, c, seed_for(3, idx, acc), acc);
+    const int B = c->batch, T = c->t, F = c->f;
+    const size_t rows = (size_t)B * T;
+    char what[160];
+    foxjit_vsn_args a = vsn_args(&d, 0);
+    GH_CHECK(foxjit_vsn_forward(gh.rt, &a, gh.stream));
+    double *y = dalloc(rows * F);
+    vsn_ref_forward(&d, y);
+    vsn_name(what, sizeof what, c, "y", acc);
+    t_check(what, &d.y, y, RTOL);
+
+    GH_CHECK(foxjit_vsn_backward(gh.rt, &a, gh.stream));
+    double *dx = dalloc(rows * F), *g[2] = {dalloc((size_t)B * F * F), dalloc((size_t)B * F)};
+    vsn_ref_backward(&d, dx, g);
+    vsn_name(what, sizeof what, c, "dx", acc);
+    t_check(what, &d.dx, dx, RTOL);
+    vsn_name(what, sizeof what, c, "dw", acc);
+    t_check(what, &d.g[0], g[0], RTOL);
+    vsn_name(what, sizeof what, c, "dbias", acc);
+    t_check(what, &d.g[1], g[1], RTOL);
+    if (!acc) {
+        uint64_t s = seed_for(3, idx, 7);
+        const int brow[2] = {0, B - 1};
+        for (int r = 0; r < 2; r++) {
+            int b = brow[r];
+            vsn_name(what, sizeof what, c, "dw", acc);
+            fd_spot(what, vsn_loss_cb, &d, b, d.w.ref, (size_t)F * F, &d.g[0], b,
+                    max_abs(g[0], (size_t)B * F * F), &s);
+            vsn_name(what, sizeof what, c, "dbias", acc);
+            fd_spot(what, vsn_loss_cb, &d, b, d.bias.ref, (size_t)F, &d.g[1], b,
+                    max_abs(g[1], (size_t)B * F), &s);
+            vsn_name(what, sizeof what, c, "dx", acc);
+            fd_spot(what, vsn_loss_cb, &d, b, d.x.ref + (size_t)b * T * F, (size_t)T * F, &d.dx,
+                    b, max_abs(dx, rows * F), &s);
+        }
+    }
+    free(y), free(dx), free(g[0]), free(g[1]);
+    vsn_free(&d);
+}
+
+static void test_vsn_against_reference(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < COUNT(vsn_cases); i++)
+        for (int acc = 0; acc < 2; acc++)
+            vsn_check_case(&vsn_cases[i], i, acc);
+}
+
+/* ---- attention pooling ------------------------------------------------------------- */
+
+static void attn_name(char *buf, size_t len, const attn_case *c, const char *what, int acc)
+{
+    snprintf(buf, len, "attn_pool B=%d T=%d D=%d acc=%d: %s", c->batch, c->t, c->d, acc, what);
+}
+
+static double attn_loss_cb(const void *d, int b) { return attn_row_loss(d, b); }
+
+static void attn_check_case(const attn_case *c, size_t idx, int acc)
+{
+    attn_data d;
+    attn_make(&d, c, seed_for(4, idx, acc), acc);
+    const int B = c->batch, T = c->t, D = c->d;
+    char what[160];
+    foxjit_attn_pool_args a = attn_args(&d, 0);
+    GH_CHECK(foxjit_attn_pool_forward(gh.rt, &a, gh.stream));
+    double *pooled = dalloc((size_t)B * D);
+    attn_ref_forward(&d, pooled);
+    attn_name(what, sizeof what, c, "pooled", acc);
+    t_check(what, &d.pooled, pooled, RTOL);
+
+    GH_CHECK(foxjit_attn_pool_backward(gh.rt, &a, gh.stream));
+    double *dhs = dalloc((size_t)B * T * D), *g[1] = {dalloc((size_t)B * D)};
+    attn_ref_backward(&d, dhs, g);
+    attn_name(what, sizeof what, c, "dhs", acc);
+    t_check(what, &d.dhs, dhs, RTOL);
+    attn_name(what, sizeof what, c, "dq", acc);
+    t_check(what, &d.g[0], g[0], RTOL);
+    if (!acc) {
+        uint64_t s = seed_for(4, idx, 7);
+        const int rows[2] = {0, B - 1};
+        for (int r = 0; r < 2; r++) {
+            int b = rows[r];
+            attn_name(what, sizeof what, c, "dq", acc);
+            fd_spot(what, attn_loss_cb, &d, b, d.q.ref, (size_t)D, &d.g[0], b,
+                    max_abs(g[0], (size_t)B * D), &s);
+            attn_name(what, sizeof what, c, "dhs", acc);
+            fd_spot(what, attn_loss_cb, &d, b, d.hs.ref + (size_t)b * T * D, (size_t)T * D,
+                    &d.dhs, b, max_abs(dhs, (size_t)B * T * D), &s);
+        }
+    }
+    free(pooled), free(dhs), free(g[0]);
+    attn_free(&d);
+}
+
+static void test_attn_pool_against_reference(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < COUNT(attn_cases); i++)
+        for (int acc = 0; acc < 2; acc++)
+            attn_check_case(&attn_cases[i], i, acc);
+}
+
+/* ---- a row of a batch equals a batch of one ---------------------------------------- */
+
+static const int probe_rows[] = {0, 13, 31};
+
+static void test_rows_match_batch_of_one(void **state)
+{
+    (void)state;
+    char what[96];
+    {   /* CfC, trainer dims, strided views as in the K-loop */
+        const cfc_case c = {32, 40, 128, 1, 0};
+        cfc_data d;
+        cfc_make(&d, &c, seed_for(5, 0, 0), 0);
+        foxjit_cfc_args a = cfc_args(&d, 0);
+        GH_CHECK(foxjit_cfc_forward(gh.rt, &a, gh.stream));
+        GH_CHECK(foxjit_cfc_backward(gh.rt, &a, gh.stream));
+        for (size_t r = 0; r < COUNT(probe_rows); r++) {
+            int b = probe_rows[r];
+            tensor u = t_new(1, 128, 0), h_out = t_new(1, 128, 0), dh = t_new(1, 128, 0),
+                   dx = t_new(1, 40, 0), g[4];
+            const int sizes[4] = {128 * 40, 128 * 128, 128, 128};
+            for (int i = 0; i < 4; i++)
+                g[i] = t_zero(1, sizes[i]);
+            foxjit_cfc_args one = a;
+            one.batch = 1;
+            one.x = t_row(&d.x, b), one.h = t_row(&d.h, b), one.dt = t_row(&d.dt, b);
+            one.dh_out = t_row(&d.dh_out, b);
+            one.u = u.dev, one.h_out = h_out.dev, one.dh = dh.dev, one.dx = dx.dev;
+            one.u_stride = one.h_out_stride = one.dh_stride = one.dx_stride = 0;
+            one.dw_in = g[0].dev, one.dw_rec = g[1].dev, one.dbias = g[2].dev, one.dtau = g[3].dev;
+            GH_CHECK(foxjit_cfc_forward(gh.rt, &one, gh.stream));
+            GH_CHECK(foxjit_cfc_backward(gh.rt, &one, gh.stream));
+            snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: h_out", b);
+            t_check_same_row(what, &d.h_out, b, &h_out);
+            snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: u", b);
+            t_check_same_row(what, &d.u, b, &u);
+            snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: dh", b);
+            t_check_same_row(what, &d.dh, b, &dh);
+            snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: dx", b);
+            t_check_same_row(what, &d.dx, b, &dx);
+            for (int i = 0; i < 4; i++) {
+                snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: scratch %d", b, i);
+                t_check_same_row(what, &d.g[i], b, &g[i]);
+                t_free(&g[i]);
+            }
+            t_free(&u), t_free(&h_out), t_free(&dh), t_free(&dx);
+        }
+        cfc_free(&d);
+    }
+    {   /* heads */
+        const heads_case c = {32, 128, 64, 5, 1};
+        heads_data d;
+        heads_make(&d, &c, seed_for(5, 1, 0), 0);
+        foxjit_heads_args a = heads_args(&d, 0);
+        GH_CHECK(foxjit_heads_forward(gh.rt, &a, gh.stream));
+        GH_CHECK(foxjit_heads_backward(gh.rt, &a, gh.stream));
+        for (size_t r = 0; r < COUNT(probe_rows); r++) {
+            int b = probe_rows[r];
+            tensor logits = t_new(1, 5, 0), dx = t_new(1, 128, 0), g[10];
+            foxjit_heads_args one = a;
+            one.batch = 1;
+            one.x = t_row(&d.x, b), one.dlogits = t_row(&d.dlogits, b);
+            one.logits = logits.dev, one.dx = dx.dev, one.logits_stride = one.dx_stride = 0;
+            CUdeviceptr *gp[10] = {&one.dw1, &one.db1, &one.dw2, &one.db2, &one.dw_gate,
+                                   &one.db_gate, &one.dw_main, &one.db_main, &one.dw_skip,
+                                   &one.db_skip};
+            for (int i = 0; i < 10; i++) {
+                g[i] = t_zero(1, (int)heads_param_size(&c, i));
+                *gp[i] = g[i].dev;
+            }
+            GH_CHECK(foxjit_heads_forward(gh.rt, &one, gh.stream));
+            GH_CHECK(foxjit_heads_backward(gh.rt, &one, gh.stream));
+            snprintf(what, sizeof what, "heads B=32 row %d vs B=1: logits", b);
+            t_check_same_row(what, &d.logits, b, &logits);
+            snprintf(what, sizeof what, "heads B=32 row %d vs B=1: dx", b);
+            t_check_same_row(what, &d.dx, b, &dx);
+            for (int i = 0; i < 10; i++) {
+                snprintf(what, sizeof what, "heads B=32 row %d vs B=1: %s", b, heads_gname[i]);
+                t_check_same_row(what, &d.g[i], b, &g[i]);
+                t_free(&g[i]);
+            }
+            t_free(&logits), t_free(&dx);
+        }
+        heads_free(&d);
+    }
+    {   /* VSN */
+        const vsn_case c = {32, 64, 40};
+        vsn_data d;
+        vsn_make(&d, &c, seed_for(5, 2, 0), 0);
+        foxjit_vsn_args a = vsn_args(&d, 0);
+        GH_CHECK(foxjit_vsn_forward(gh.rt, &a, gh.stream));
+        GH_CHECK(foxjit_vsn_backward(gh.rt, &a, gh.stream));
+        for (size_t r = 0; r < COUNT(probe_rows); r++) {
+            int b = probe_rows[r];
+            tensor y = t_new(1, 64 * 40, 0), dx = t_new(1, 64 * 40, 0);
+            tensor g[2] = {t_zero(1, 40 * 40), t_zero(1, 40)};
+            foxjit_vsn_args one = a;
+            one.batch = 1;
+            one.x = t_row(&d.x, b), one.dy = t_row(&d.dy, b);
+            one.y = y.dev, one.dx = dx.dev, one.dw = g[0].dev, one.dbias = g[1].dev;
+            GH_CHECK(foxjit_vsn_forward(gh.rt, &one, gh.stream));
+            GH_CHECK(foxjit_vsn_backward(gh.rt, &one, gh.stream));
+            snprintf(what, sizeof what, "vsn B=32 row %d vs B=1: y", b);
+            t_check_same_row(what, &d.y, b, &y);
+            snprintf(what, sizeof what, "vsn B=32 row %d vs B=1: dx", b);
+            t_check_same_row(what, &d.dx, b, &dx);
+            snprintf(what, sizeof what, "vsn B=32 row %d vs B=1: dw", b);
+            t_check_same_row(what, &d.g[0], b, &g[0]);
+            snprintf(what, sizeof what, "vsn B=32 row %d vs B=1: dbias", b);
+            t_check_same_row(what, &d.g[1], b, &g[1]);
+            t_free(&y), t_free(&dx), t_free(&g[0]), t_free(&g[1]);
+        }
+        vsn_free(&d);
+    }
+    {   /* attention pooling */
+        const attn_case c = {32, 64, 128};
+        attn_data d;
+        attn_make(&d, &c, seed_for(5, 3, 0), 0);
+        foxjit_attn_pool_args a = attn_args(&d, 0);
+        GH_CHECK(foxjit_attn_pool_forward(gh.rt, &a, gh.stream));
+        GH_CHECK(foxjit_attn_pool_backward(gh.rt, &a, gh.stream));
+        for (size_t r = 0; r < COUNT(probe_rows); r++) {
+            int b = probe_rows[r];
+            tensor pooled = t_new(1, 128, 0), dhs = t_new(1, 64 * 128, 0), dq = t_zero(1, 128);
+            foxjit_attn_pool_args one = a;
+            one.batch = 1;
+            one.hs = t_row(&d.hs, b), one.dpooled = t_row(&d.dpooled, b);
+            one.pooled = pooled.dev, one.dhs = dhs.dev, one.dq = dq.dev;
+            GH_CHECK(foxjit_attn_pool_forward(gh.rt, &one, gh.stream));
+            GH_CHECK(foxjit_attn_pool_backward(gh.rt, &one, gh.stream));
+            snprintf(what, sizeof what, "attn_pool B=32 row %d vs B=1: pooled", b);
+            t_check_same_row(what, &d.pooled, b, &pooled);
+            snprintf(what, sizeof what, "attn_pool B=32 row %d vs B=1: dhs", b);
+            t_check_same_row(what, &d.dhs, b, &dhs);
+            snprintf(what, sizeof what, "attn_pool B=32 row %d vs B=1: dq", b);
+            t_check_same_row(what, &d.g[0], b, &dq);
+            t_free(&pooled), t_free(&dhs), t_free(&dq);
+        }
+        attn_free(&d);
+    }
+}
+
+/* ---- block-per-batch vs legacy ------------------------------------------------------- */
+
+/* Downloads got and returns a float64 copy of its values (dense). */
+static double *snapshot(tensor *t)
+{
+    t_download(t);
+    double *v = dalloc((size_t)t->rows * t->width);
+    for (int r = 0; r < t->rows; r++)
+        for (int c = 0; c < t->width; c++)
+            v[(size_t)r * t->width + c] = t_at(t, r, c);
+    return v;
+}
+
+/* Reduces scratch [B, n] with foxjit_reduce_axis0 into a fresh tensor and
+ * compares it with the legacy gradient `legacy` [1, n]: |new - legacy| <=
+ * 1e-5 * sum_b |scratch[b]| (the summands' scale: the two forms add the
+ * same terms in different orders). */
+static void compare_reduced(const char *what, tensor *scratch, tensor *legacy)
+{
+    int B = scratch->rows, n = scratch->width;
+    tensor out = t_new(1, n, 0);
+    GH_CHECK(foxjit_reduce_axis0(gh.rt, scratch->dev, B, n, out.dev, gh.stream));
+    t_download(&out);
+    t_download(scratch);
+    t_download(legacy);
+    for (int k = 0; k < n; k++) {
+        double mag = 0;
+        for (int b = 0; b < B; b++)
+            mag += fabs(t_at(scratch, b, k));
+        double x = t_at(&out, 0, k), y = t_at(legacy, 0, k);
+        if (!(fabs(x - y) <= 1e-5 * mag + 1e-30))
+            fail_msg("%s[%d]: block-per-batch + reduce_axis0 %.9g, legacy %.9g (difference %.3g, "
+                     "sum of |summands| %.3g)", what, k, x, y, fabs(x - y), mag);
+    }
+    t_free(&out);
+}
+
+static void test_legacy_agrees(void **state)
+{
+    (void)state;
+    char what[96];
+    const cfc_case cc[] = {{32, 40, 128, 1, 0}, {32, 128, 128, 0, 0}, {7, 13, 45, 1, 0}};
+    for (size_t k = 0; k < COUNT(cc); k++) {
+        cfc_data d;
+        cfc_make(&d, &cc[k], seed_for(6, k, 0), 0);
+        foxjit_cfc_args a = cfc_args(&d, 0), l = cfc_args(&d, 1);
+        GH_CHECK(foxjit_cfc_forward(gh.rt, &a, gh.stream));
+        GH_CHECK(foxjit_cfc_backward(gh.rt, &a, gh.stream));
+        double *dh = snapshot(&d.dh), *dx = snapshot(&d.dx);
+        t_poison(&d.dh), t_poison(&d.dx);
+        GH_CHECK(fj_cfc_backward_legacy(gh.rt, &l, gh.stream));
+        snprintf(what, sizeof what, "cfc n_in=%d n_hid=%d legacy vs new: dh", cc[k].n_in,
+                 cc[k].n_hid);
+        t_check(what, &d.dh, dh, 1e-5);
+        snprintf(what, sizeof what, "cfc n_in=%d n_hid=%d legacy vs new: dx", cc[k].n_in,
+                 cc[k].n_hid);
+        t_check(what, &d.dx, dx, 1e-5);
+        for (int i = 0; i < 4; i++) {
+            snprintf(what, sizeof what, "cfc n_in=%d n_hid=%d gradient %d", cc[k].n_in,
+                     cc[k].n_hid, i);
+            compare_reduced(what, &d.g[i], &d.gf[i]);
+        }
+        free(dh), free(dx);
+        cfc_free(&d);
+    }
+    const heads_case hc[] = {{32, 128, 64, 5, 1}, {6, 19, 11, 3, 0}};
+    for (size_t k = 0; k < COUNT(hc); k++) {
+        heads_data d;
+        heads_make(&d, &hc[k], seed_for(6, 10 + k, 0), 0);
+        foxjit_heads_args a = heads_args(&d, 0), l = heads_args(&d, 1);
+        GH_CHECK(foxjit_heads_backward(gh.rt, &a, gh.stream));
+        double *dx = snapshot(&d.dx);
+        t_poison(&d.dx);
+        GH_CHECK(fj_heads_backward_legacy(gh.rt, &l, gh.stream));
+        snprintf(what, sizeof what, "heads D=%d legacy vs new: dx", hc[k].d);
+        t_check(what, &d.dx, dx, 1e-5);
+        for (int i = 0; i < 10; i++) {
+            snprintf(what, sizeof what, "heads D=%d E=%d H=%d %s", hc[k].d, hc[k].e, hc[k].h,
+                     heads_gname[i]);
+            compare_reduced(what, &d.g[i], &d.gf[i]);
+        }
+        free(dx);
+        heads_free(&d);
+    }
+    const vsn_case vc[] = {{32, 64, 40}, {3, 41, 130}};
+    for (size_t k = 0; k < COUNT(vc); k++) {
+        vsn_data d;
+        vsn_make(&d, &vc[k], seed_for(6, 20 + k, 0), 0);
+        foxjit_vsn_args a = vsn_args(&d, 0), l = vsn_args(&d, 1);
+        GH_CHECK(foxjit_vsn_backward(gh.rt, &a, gh.stream));
+        double *dx = snapshot(&d.dx);
+        t_poison(&d.dx);
+        GH_CHECK(fj_vsn_backward_legacy(gh.rt, &l, gh.stream));
+        snprintf(what, sizeof what, "vsn F=%d legacy vs new: dx", vc[k].f);
+        t_check(what, &d.dx, dx, 1e-5);
+        snprintf(what, sizeof what, "vsn F=%d dw", vc[k].f);
+        compare_reduced(what, &d.g[0], &d.gf[0]);
+        snprintf(what, sizeof what, "vsn F=%d dbias", vc[k].f);
+        compare_reduced(what, &d.g[1], &d.gf[1]);
+        free(dx);
+        vsn_free(&d);
+    }
+    const attn_case ac[] = {{32, 64, 128}, {5, 130, 77}};
+    for (size_t k = 0; k < COUNT(ac); k++) {
+        attn_data d;
+        attn_make(&d, &ac[k], seed_for(6, 30 + k, 0), 0);
+        foxjit_attn_pool_args a = attn_args(&d, 0), l = attn_args(&d, 1);
+        GH_CHECK(foxjit_attn_pool_backward(gh.rt, &a, gh.stream));
+        double *dhs = snapshot(&d.dhs);
+        t_poison(&d.dhs);
+        GH_CHECK(fj_attn_pool_backward_legacy(gh.rt, &l, gh.stream));
+        snprintf(what, sizeof what, "attn_pool D=%d legacy vs new: dhs", ac[k].d);
+        t_check(what, &d.dhs, dhs, 1e-5);
+        snprintf(what, sizeof what, "attn_pool D=%d dq", ac[k].d);
+        compare_reduced(what, &d.g[0], &d.gf[0]);
+        free(dhs);
+        attn_free(&d);
+    }
+}
+
+/* ---- scratch accumulates over K calls, the reducer overwrites ------------------------ */
+
+/* After `calls` identical backward calls on zeroed scratch, scratch[b] must
+ * be calls x the reference row gradient; reduce_axis0 into a poisoned
+ * output, twice, must give calls x the batch sum both times. */
+static void check_accumulated(const char *what, tensor *scratch, const double *ref_rows,
+                              int calls)
+{
+    int B = scratch->rows, n = scratch->width;
+    double *want = dalloc((size_t)B * n), *sum = dalloc((size_t)n);
+    for (size_t i = 0; i < (size_t)B * n; i++) {
+        want[i] = calls * ref_rows[i];
+        sum[i % n] += want[i];
+    }
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s after %d calls", what, calls);
+    t_check(buf, scratch, want, RTOL * calls);
+    tensor out = t_new(1, n, 0);
+    for (int rep = 0; rep < 2; rep++) {
+        GH_CHECK(foxjit_reduce_axis0(gh.rt, scratch->dev, B, n, out.dev, gh.stream));
+        snprintf(buf, sizeof buf, "%s reduced (reducer call %d)", what, rep + 1);
+        t_check(buf, &out, sum, RTOL * calls * 2);
+    }
+    t_free(&out);
+    free(want), free(sum);
+}
+
+static void test_scratch_accumulates(void **state)
+{
+    (void)state;
+    enum { CALLS = 3 };
+    {
+        const cfc_case c = {32, 40, 128, 1, 0};
+        cfc_data d;
+        cfc_make(&d, &c, seed_for(7, 0, 0), 0);
+        foxjit_cfc_args a = cfc_args(&d, 0);
+        GH_CHECK(foxjit_cfc_forward(gh.rt, &a, gh.stream));
+        for (int k = 0; k < CALLS; k++)
+            GH_CHECK(foxjit_cfc_backward(gh.rt, &a, gh.stream));
+        const size_t sizes[4] = {128 * 40, 128 * 128, 128, 128};
+        double *dh = dalloc(32 * 128), *dx = dalloc(32 * 40), *g[4];
+        for (int i = 0; i < 4; i++)
+            g[i] = dalloc(32 * sizes[i]);
+        cfc_ref_backward(&d, dh, dx, g);
+        t_check("cfc dh after repeated overwrite calls", &d.dh, dh, RTOL);
+        static const char *names[4] = {"cfc dw_in", "cfc dw_rec", "cfc dbias", "cfc dtau"};
+        for (int i = 0; i < 4; i++)
+            check_accumulated(names[i], &d.g[i], g[i], CALLS);
+        free(dh), free(dx);
+        for (int i = 0; i < 4; i++)
+            free(g[i]);
+        cfc_free(&d);
+    }
+    {
+        const heads_case c = {32, 128, 64, 5, 0};
+        heads_data d;
+        heads_make(&d, &c, seed_for(7, 1, 0), 0);
+        foxjit_heads_args a = heads_args(&d, 0);
+        for (int k = 0; k < CALLS; k++)
+            GH_CHECK(foxjit_heads_backward(gh.rt, &a, gh.stream));
+        double *dx = dalloc(32 * 128), *g[10];
+        for (int i = 0; i < 10; i++)
+            g[i] = dalloc(32 * heads_param_size(&c, i));
+        heads_ref_backward(&d, dx, g);
+        for (int i = 0; i < 10; i++)
+            check_accumulated(heads_gname[i], &d.g[i], g[i], CALLS);
+        free(dx);
+        for (int i = 0; i < 10; i++)
+            free(g[i]);
+        heads_free(&d);
+    }
+    {
+        const vsn_case c = {32, 64, 40};
+        vsn_data d;
+        vsn_make(&d, &c, seed_for(7, 2, 0), 0);
+        foxjit_vsn_args a = vsn_args(&d, 0);
+        for (int k = 0; k < CALLS; k++)
+            GH_CHECK(foxjit_vsn_backward(gh.rt, &a, gh.stream));
+        double *dx = dalloc(32 * 64 * 40), *g[2] = {dalloc(32 * 1600), dalloc(32 * 40)};
+        vsn_ref_backward(&d, dx, g);
+        check_accumulated("vsn dw", &d.g[0], g[0], CALLS);
+        check_accumulated("vsn dbias", &d.g[1], g[1], CALLS);
+        free(dx), free(g[0]), free(g[1]);
+        vsn_free(&d);
+    }
+    {
+        const attn_case c = {32, 64, 128};
+        attn_data d;
+        attn_make(&d, &c, seed_for(7, 3, 0), 0);
+        foxjit_attn_pool_args a = attn_args(&d, 0);
+        for (int k = 0; k < CALLS; k++)
+            GH_CHECK(foxjit_attn_pool_backward(gh.rt, &a, gh.stream));
+        double *dhs = dalloc(32 * 64 * 128), *g[1] = {dalloc(32 * 128)};
+        attn_ref_backward(&d, dhs, g);
+        check_accumulated("attn dq", &d.g[0], g[0], CALLS);
+        free(dhs), free(g[0]);
+        attn_free(&d);
+    }
+}
+
+/* ---- bitwise identical across runs --------------------------------------------------- */
+
+/* Host copy of a tensor's device image. */
+static float *image(tensor *t)
+{
+    t_download(t);
+    float *v = malloc(t->n * sizeof *v);
+    assert_non_null(v);
+    memcpy(v, t->host, t->n * sizeof *v);
+    return v;
+}
+
+static void same_image(const char *what, int run, float *first, tensor *t)
+{
+    t_download(t);
+    for (size_t i = 0; i < t->n; i++)
+        if (memcmp(&first[i], &t->host[i], sizeof(float)))
+            fail_msg("%s: run %d differs bitwise from run 0 at float %zu: %.9g vs %.9g", what, run,
+                     i, t->host[i], first[i]);
+}
+
+static void zero(tensor *t)
+{
+    memset(t->host, 0, t->n * sizeof(float));
+    t_upload(t);
+}
+
+static void test_bitwise_repeatable(void **state)
+{
+    (void)state;
+    enum { RUNS = 5 };
+    const cfc_case cc = {32, 40, 128, 1, 0};
+    const heads_case hc = {32, 128, 64, 5, 1};
+    const vsn_case vc = {32, 64, 40};
+    const attn_case ac = {32, 64, 128};
+    cfc_data c;
+    heads_data h;
+    vsn_data v;
+    attn_data p;
+    cfc_make(&c, &cc, seed_for(8, 0, 0), 0);
+    heads_make(&h, &hc, seed_for(8, 1, 0), 0);
+    vsn_make(&v, &vc, seed_for(8, 2, 0), 0);
+    attn_make(&p, &ac, seed_for(8, 3, 0), 0);
+    /* Every output of the four ops, in one list. */
+    tensor *outs[] = {&c.u, &c.h_out, &c.dh, &c.dx, &c.g[0], &c.g[1], &c.g[2], &c.g[3],
+                      &h.logits, &h.dx, &h.g[0], &h.g[1], &h.g[2], &h.g[3], &h.g[4], &h.g[5],
+                      &h.g[6], &h.g[7], &h.g[8], &h.g[9],
+                      &v.y, &v.dx, &v.g[0], &v.g[1], &p.pooled, &p.dhs, &p.g[0]};
+    const size_t n_outs = COUNT(outs);
+    float *first[COUNT(outs)];
+    for (int run = 0; run < RUNS; run++) {
+        for (size_t i = 0; i < n_outs; i++)
+            zero(outs[i]);  /* scratch starts at zero, the rest is overwritten */
+        foxjit_cfc_args ca = cfc_args(&c, 0);
+        foxjit_heads_args ha = heads_args(&h, 0);
+        foxjit_vsn_args va = vsn_args(&v, 0);
+        foxjit_attn_pool_args pa = attn_args(&p, 0);
+        GH_CHECK(foxjit_cfc_forward(gh.rt, &ca, gh.stream));
+        GH_CHECK(foxjit_cfc_backward(gh.rt, &ca, gh.stream));
+        GH_CHECK(foxjit_heads_forward(gh.rt, &ha, gh.stream));
+        GH_CHECK(foxjit_heads_backward(gh.rt, &ha, gh.stream));
+        GH_CHECK(foxjit_vsn_forward(gh.rt, &va, gh.stream));
+        GH_CHECK(foxjit_vsn_backward(gh.rt, &va, gh.stream));
+        GH_CHECK(foxjit_attn_pool_forward(gh.rt, &pa, gh.stream));
+        GH_CHECK(foxjit_attn_pool_backward(gh.rt, &pa, gh.stream));
+        for (size_t i = 0; i < n_outs; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "output %zu of the four ops", i);
+            if (run == 0)
+                first[i] = image(outs[i]);
+            else
+                same_image(what, run, first[i], outs[i]);
+        }
+    }
+    for (size_t i = 0; i < n_outs; i++)
+        free(first[i]);
+    cfc_free(&c), heads_free(&h), vsn_free(&v), attn_free(&p);
+}
+
+/* ---- errors launch nothing ------------------------------------------------------------ */
+
+static void test_unprepared_capture_fails_cleanly(void **state)
+{
+    (void)state;
+    foxjit_runtime_params prm;
+    foxjit_runtime_default_params(&prm);
+    prm.disable_disk_cache = 1;
+    foxjit_runtime *fresh;
+    GH_CHECK(foxjit_runtime_create(&prm, &fresh));
+    const cfc_case c = {4, 40, 128, 0, 0};
+    cfc_data d;
+    cfc_make(&d, &c, seed_for(9, 0, 0), 0);
+    foxjit_cfc_args a = cfc_args(&d, 0);
+    CUgraph graph;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    foxjit_status st = foxjit_cfc_forward(fresh, &a, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    assert_int_equal(st, FOXJIT_ERROR_NOT_PREPARED);
+    assert_non_null(strstr(foxjit_last_error(), "prepare"));
+    size_t nodes = 0;
+    GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+    assert_int_equal(nodes, 0);
+    gh.cu->cuGraphDestroy(graph);
+    /* Prepared, the same capture works. */
+    GH_CHECK(foxjit_cfc_prepare(fresh, 40, 128));
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    st = foxjit_cfc_forward(fresh, &a, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    assert_int_equal(st, FOXJIT_OK);
+    gh.cu->cuGraphDestroy(graph);
+    foxjit_runtime_destroy(&fresh);
+    cfc_free(&d);
+}
+
+static void test_bad_arguments_launch_nothing(void **state)
+{
+    (void)state;
+    const attn_case c = {2, 8, 16};
+    attn_data d;
+    attn_make(&d, &c, seed_for(10, 0, 0), 0);
+    foxjit_attn_pool_args a = attn_args(&d, 0);
+    a.t = 5000;
+    assert_int_equal(foxjit_attn_pool_forward(gh.rt, &a, gh.stream), FOXJIT_ERROR_UNSUPPORTED);
+    a = attn_args(&d, 0);
+    a.dhs = a.hs;
+    assert_int_equal(foxjit_attn_pool_backward(gh.rt, &a, gh.stream),
+                     FOXJIT_ERROR_INVALID_ARGUMENT);
+    t_download(&d.pooled);
+    for (int k = 0; k < 2 * 16; k++)
+        assert_true(isnan(d.pooled.host[k]));
+    foxjit_cfc_args ca = {0};
+    ca.batch = 1, ca.n_in = 300, ca.n_hid = 8;
+    assert_int_equal(foxjit_cfc_forward(gh.rt, &ca, gh.stream), FOXJIT_ERROR_UNSUPPORTED);
+    attn_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cfc_against_reference),
+        cmocka_unit_test(test_heads_against_reference),
+        cmocka_unit_test(test_vsn_against_reference),
+        cmocka_unit_test(test_attn_pool_against_reference),
+        cmocka_unit_test(test_rows_match_batch_of_one),
+        cmocka_unit_test(test_legacy_agrees),
+        cmocka_unit_test(test_scratch_accumulates),
+        cmocka_unit_test(test_bitwise_repeatable),
+        cmocka_unit_test(test_unprepared_capture_fails_cleanly),
+        cmocka_unit_test(test_bad_arguments_launch_nothing),
+    };
+    return gh_main("gpu/perception", tests, sizeof tests / sizeof tests[0]);
+}

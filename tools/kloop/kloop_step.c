@@ -1,0 +1,288 @@
+/* The reference model's training step as fox-jit calls (kernels.md, "The
+ * reference perception model and its K-loop"). Strided views: step t reads
+ * y[:, t] (row stride K*F), writes hs[:, t] (row stride K*D), reads
+ * dt[:, t] (row stride K). */
+#include "kloop_step.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/perception.h"
+
+static const char *const names[KL_PARAM_COUNT] = {
+    "cfc.w_in", "cfc.w_rec", "cfc.bias", "cfc.tau",
+    "heads.w1", "heads.b1", "heads.w2", "heads.b2", "heads.w_gate", "heads.b_gate",
+    "heads.w_main", "heads.b_main", "heads.w_skip", "heads.b_skip",
+    "vsn.w", "vsn.bias", "attn.q",
+};
+
+const char *kloop_param_name(int which)
+{
+    return which >= 0 && which < KL_PARAM_COUNT ? names[which] : "?";
+}
+
+size_t kloop_param_size(const kloop_dims *m, int which)
+{
+    size_t F = (size_t)m->f, D = (size_t)m->d, E = (size_t)m->e, H = (size_t)m->h;
+    switch (which) {
+    case KL_CFC_W_IN: return D * F;
+    case KL_CFC_W_REC: return D * D;
+    case KL_CFC_BIAS: case KL_CFC_TAU: return D;
+    case KL_HEADS_W1: return H * E * D;
+    case KL_HEADS_W2: return H * E * E;
+    case KL_HEADS_B1: case KL_HEADS_B2: case KL_HEADS_W_GATE: case KL_HEADS_W_MAIN:
+        return H * E;
+    case KL_HEADS_B_GATE: case KL_HEADS_B_MAIN: case KL_HEADS_B_SKIP: return H;
+    case KL_HEADS_W_SKIP: return H * D;
+    case KL_VSN_W: return F * F;
+    case KL_VSN_BIAS: return F;
+    case KL_ATTN_Q: return D;
+    default: return 0;
+    }
+}
+
+/* Carves float arrays out of one allocation, 256-byte aligned each. */
+typedef struct carver {
+    CUdeviceptr base;
+    size_t used;
+} carver;
+
+static CUdeviceptr take(carver *c, size_t floats)
+{
+    CUdeviceptr p = c->base + c->used;
+    c->used += (floats * sizeof(float) + 255) & ~(size_t)255;
+    return p;
+}
+
+/* Lays the buffers out from base (0 = just measure); returns the bytes. */
+static size_t layout(const kloop_dims *d, kloop_model *m, CUdeviceptr base)
+{
+    size_t B = (size_t)d->batch, K = (size_t)d->k, F = (size_t)d->f, D = (size_t)d->d,
+           H = (size_t)d->h;
+    carver c = {base, 0};
+    for (int i = 0; i < KL_PARAM_COUNT; i++)
+        m->param[i] = take(&c, kloop_param_size(d, i));
+    m->grad_base = base + c.used;
+    for (int i = 0; i < KL_PARAM_COUNT; i++)
+        m->grad[i] = take(&c, kloop_param_size(d, i));
+    m->grad_floats = (c.used - (m->grad_base - base)) / sizeof(float);
+    m->scratch_base = base + c.used;
+    for (int i = 0; i < KL_PARAM_COUNT; i++)
+        m->scratch[i] = take(&c, B * kloop_param_size(d, i));
+    m->scratch_floats = (c.used - (m->scratch_base - base)) / sizeof(float);
+    m->x = take(&c, B * K * F);
+    m->dt = take(&c, B * K);
+    m->y = take(&c, B * K * F);
+    m->hs = take(&c, B * K * D);
+    m->u = take(&c, B * K * D);
+    m->pooled = take(&c, B * D);
+    m->z = take(&c, (K + 1) * B * H);
+    m->dz = take(&c, (K + 1) * B * H);
+    m->dhs = take(&c, B * K * D);
+    m->dy = take(&c, B * K * F);
+    m->dpooled = take(&c, B * D);
+    return c.used;
+}
+
+int kloop_alloc(const fj_cuda *cu, const kloop_dims *d, kloop_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->dims = *d;
+    m->cu = cu;
+    size_t bytes = layout(d, m, 0);
+    CUdeviceptr base;
+    CUresult r = cu->cuMemAlloc(&base, bytes);
+    if (r != CUDA_SUCCESS) {
+        char buf[200];
+        fprintf(stderr, "kloop: cuMemAlloc of %zu bytes failed: %s\n", bytes,
+                fj_cuda_error_text(r, buf, sizeof buf));
+        return -1;
+    }
+    layout(d, m, base);
+    m->base = base;
+    m->bytes = bytes;
+    return 0;
+}
+
+void kloop_free(kloop_model *m)
+{
+    if (m->base)
+        m->cu->cuMemFree(m->base);
+    m->base = 0;
+}
+
+foxjit_status kloop_prepare(foxjit_runtime *rt, const kloop_dims *d, kloop_form form)
+{
+    foxjit_status st;
+    if ((st = foxjit_vsn_prepare(rt, d->f)) || (st = foxjit_cfc_prepare(rt, d->f, d->d)) ||
+        (st = foxjit_heads_prepare(rt, d->d, d->e, d->h)) ||
+        (st = foxjit_attn_pool_prepare(rt, d->d)))
+        return st;
+    if (form == KLOOP_LEGACY)
+        return fj_perception_legacy_prepare(rt, d->f, d->d, d->d, d->e, d->h, d->f);
+    for (int i = 0; i < KL_PARAM_COUNT; i++)
+        if ((st = foxjit_column_sum_prepare(rt, d->batch, (int64_t)kloop_param_size(d, i))))
+            return st;
+    return FOXJIT_OK;
+}
+
+foxjit_status kloop_zero(const kloop_model *m, kloop_form form, CUstream stream)
+{
+    CUdeviceptr p = form == KLOOP_NEW ? m->scratch_base : m->grad_base;
+    size_t n = form == KLOOP_NEW ? m->scratch_floats : m->grad_floats;
+    CUresult r = m->cu->cuMemsetD32Async(p, 0, n, stream);
+    if (r != CUDA_SUCCESS) {
+        char buf[200];
+        fprintf(stderr, "kloop: cuMemsetD32Async failed: %s\n",
+                fj_cuda_error_text(r, buf, sizeof buf));
+        return FOXJIT_ERROR_CUDA;
+    }
+    return FOXJIT_OK;
+}
+
+static foxjit_heads_args heads_args(const kloop_model *m, const CUdeviceptr *g)
+{
+    const kloop_dims *d = &m->dims;
+    const CUdeviceptr *p = m->param;
+    return (foxjit_heads_args){
+        .batch = d->batch, .d = d->d, .e = d->e, .h = d->h,
+        .w1 = p[KL_HEADS_W1], .b1 = p[KL_HEADS_B1], .w2 = p[KL_HEADS_W2], .b2 = p[KL_HEADS_B2],
+        .w_gate = p[KL_HEADS_W_GATE], .b_gate = p[KL_HEADS_B_GATE],
+        .w_main = p[KL_HEADS_W_MAIN], .b_main = p[KL_HEADS_B_MAIN],
+        .w_skip = p[KL_HEADS_W_SKIP], .b_skip = p[KL_HEADS_B_SKIP],
+        .dw1 = g[KL_HEADS_W1], .db1 = g[KL_HEADS_B1], .dw2 = g[KL_HEADS_W2],
+        .db2 = g[KL_HEADS_B2], .dw_gate = g[KL_HEADS_W_GATE], .db_gate = g[KL_HEADS_B_GATE],
+        .dw_main = g[KL_HEADS_W_MAIN], .db_main = g[KL_HEADS_B_MAIN],
+        .dw_skip = g[KL_HEADS_W_SKIP], .db_skip = g[KL_HEADS_B_SKIP]};
+}
+
+/* CfC arguments of step t (forward and backward fields both filled). */
+static foxjit_cfc_args cfc_args(const kloop_model *m, const CUdeviceptr *g, int t)
+{
+    const kloop_dims *d = &m->dims;
+    const int64_t K = d->k, F = d->f, D = d->d;
+    const CUdeviceptr f4 = sizeof(float);
+    return (foxjit_cfc_args){
+        .batch = d->batch, .n_in = d->f, .n_hid = d->d,
+        .w_in = m->param[KL_CFC_W_IN], .w_rec = m->param[KL_CFC_W_REC],
+        .bias = m->param[KL_CFC_BIAS], .tau = m->param[KL_CFC_TAU],
+        .x = m->y + (CUdeviceptr)(t * F) * f4, .x_stride = K * F,
+        .h = t ? m->hs + (CUdeviceptr)((t - 1) * D) * f4 : 0, .h_stride = K * D,
+        .dt = m->dt + (CUdeviceptr)t * f4, .dt_stride = K,
+        .u = m->u + (CUdeviceptr)(t * D) * f4, .u_stride = K * D,
+        .h_out = m->hs + (CUdeviceptr)(t * D) * f4, .h_out_stride = K * D,
+        .dh_out = m->dhs + (CUdeviceptr)(t * D) * f4, .dh_out_stride = K * D,
+        .dh = t ? m->dhs + (CUdeviceptr)((t - 1) * D) * f4 : 0, .dh_stride = K * D,
+        .dh_accumulate = 1,
+        .dx = m->dy + (CUdeviceptr)(t * F) * f4, .dx_stride = K * F, .dx_accumulate = 0,
+        .dw_in = g[KL_CFC_W_IN], .dw_rec = g[KL_CFC_W_REC], .dbias = g[KL_CFC_BIAS],
+        .dtau = g[KL_CFC_TAU]};
+}
+
+foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, CUstream stream)
+{
+    const kloop_dims *d = &m->dims;
+    const CUdeviceptr f4 = sizeof(float);
+    const int64_t K = d->k, D = d->d, BH = (int64_t)d->batch * d->h;
+    foxjit_status st;
+    foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[KL_VSN_W],
+                         .bias = m->param[KL_VSN_BIAS], .x = m->x, .y = m->y};
+    if ((st = foxjit_vsn_forward(rt, &v, stream)))
+        return st;
+    foxjit_heads_args h = heads_args(m, m->scratch);
+    for (int t = 0; t < d->k; t++) {
+        foxjit_cfc_args c = cfc_args(m, m->scratch, t);
+        h.x = c.h_out, h.x_stride = K * D;
+        h.logits = m->z + (CUdeviceptr)(t * BH) * f4;
+        if ((st = foxjit_cfc_forward(rt, &c, stream)) ||
+            (st = foxjit_heads_forward(rt, &h, stream)))
+            return st;
+    }
+    foxjit_attn_pool_args a = {.batch = d->batch, .t = d->k, .d = d->d,
+                               .q = m->param[KL_ATTN_Q], .hs = m->hs, .pooled = m->pooled};
+    if ((st = foxjit_attn_pool_forward(rt, &a, stream)))
+        return st;
+    h.x = m->pooled, h.x_stride = 0;
+    h.logits = m->z + (CUdeviceptr)(K * BH) * f4;
+    return foxjit_heads_forward(rt, &h, stream);
+}
+
+foxjit_status kloop_backward(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                             CUstream stream)
+{
+    const kloop_dims *d = &m->dims;
+    const CUdeviceptr f4 = sizeof(float);
+    const int64_t K = d->k, D = d->d, BH = (int64_t)d->batch * d->h;
+    const int legacy = form == KLOOP_LEGACY;
+    /* The new form adds into per-batch scratch, the legacy one into the
+     * final gradients. */
+    const CUdeviceptr *g = legacy ? m->grad : m->scratch;
+    foxjit_status st;
+
+    foxjit_heads_args h = heads_args(m, g);
+    h.x = m->pooled, h.x_stride = 0;
+    h.dlogits = m->dz + (CUdeviceptr)(K * BH) * f4;
+    h.dx = m->dpooled, h.dx_accumulate = 0;
+    if ((st = legacy ? fj_heads_backward_legacy(rt, &h, stream)
+                     : foxjit_heads_backward(rt, &h, stream)))
+        return st;
+    foxjit_attn_pool_args a = {.batch = d->batch, .t = d->k, .d = d->d,
+                               .q = m->param[KL_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
+                               .dhs = m->dhs, .dhs_accumulate = 0, .dq = g[KL_ATTN_Q]};
+    if ((st = legacy ? fj_attn_pool_backward_legacy(rt, &a, stream)
+                     : foxjit_attn_pool_backward(rt, &a, stream)))
+        return st;
+    for (int t = d->k - 1; t >= 0; t--) {
+        foxjit_cfc_args c = cfc_args(m, g, t);
+        h.x = c.h_out, h.x_stride = K * D;
+        h.dlogits = m->dz + (CUdeviceptr)(t * BH) * f4;
+        h.dx = c.dh_out, h.dx_stride = K * D, h.dx_accumulate = 1;
+        if ((st = legacy ? fj_heads_backward_legacy(rt, &h, stream)
+                         : foxjit_heads_backward(rt, &h, stream)) ||
+            (st = legacy ? fj_cfc_backward_legacy(rt, &c, stream)
+                         : foxjit_cfc_backward(rt, &c, stream)))
+            return st;
+    }
+    foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[KL_VSN_W],
+                         .bias = m->param[KL_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
+                         .dw = g[KL_VSN_W], .dbias = g[KL_VSN_BIAS]};
+    return legacy ? fj_vsn_backward_legacy(rt, &v, stream) : foxjit_vsn_backward(rt, &v, stream);
+}
+
+foxjit_status kloop_reduce(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                           CUstream stream)
+{
+    if (form == KLOOP_LEGACY)
+        return FOXJIT_OK;
+    foxjit_status st;
+    for (int i = 0; i < KL_PARAM_COUNT; i++)
+        if ((st = foxjit_reduce_axis0(rt, m->scratch[i], m->dims.batch,
+                                      (int64_t)kloop_param_size(&m->dims, i), m->grad[i],
+                                      stream)))
+            return st;
+    return FOXJIT_OK;
+}
+
+foxjit_status kloop_step(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                         CUstream stream)
+{
+    foxjit_status st;
+    if ((st = kloop_zero(m, form, stream)) || (st = kloop_forward(rt, m, stream)) ||
+        (st = kloop_backward(rt, m, form, stream)) || (st = kloop_reduce(rt, m, form, stream)))
+        return st;
+    return FOXJIT_OK;
+}
+
+int kloop_kernels_per_step(const kloop_dims *d, kloop_form form)
+{
+    /* forward: vsn + K (cfc + heads) + pool + heads; backward: heads + pool +
+     * K (heads + cfc) + vsn; then the reducers. */
+    int n = 1 + 2 * d->k + 2 + 2 + 2 * d->k + 1;
+    return form == KLOOP_NEW ? n + KL_PARAM_COUNT : n;
+}
+
+int kloop_memsets_per_step(kloop_form form)
+{
+    (void)form;
+    return 1;
+}

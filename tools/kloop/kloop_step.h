@@ -1,0 +1,89 @@
+/* One training step of the reference perception model of kernels.md ("The
+ * reference perception model and its K-loop") as a sequence of fox-jit
+ * calls on one stream: forward, backward, and the 17 reducers. Used by
+ * `fox-jit bench kloop`, the GPU tests, and (with BCE between forward and
+ * backward, AdamW after the reducers) the trainer.
+ *
+ * Model dims: VSN over F variables, CfC with n_in = F and n_hid = D, heads
+ * (D, E, H), pooling over the K states of dim D. Every buffer lives in one
+ * device allocation owned by kloop_model. Nothing here allocates, syncs or
+ * compiles once kloop_prepare() has run, so a step can be captured in a
+ * CUDA graph. */
+#ifndef KLOOP_STEP_H
+#define KLOOP_STEP_H
+
+#include <stddef.h>
+
+#include "cuda_loader.h"
+#include "foxjit/foxjit.h"
+
+/* The parameter tensors, in reducer order (the same order as pr_param in
+ * tests/ref/perception_ref.h). */
+enum kloop_param {
+    KL_CFC_W_IN, KL_CFC_W_REC, KL_CFC_BIAS, KL_CFC_TAU,
+    KL_HEADS_W1, KL_HEADS_B1, KL_HEADS_W2, KL_HEADS_B2, KL_HEADS_W_GATE, KL_HEADS_B_GATE,
+    KL_HEADS_W_MAIN, KL_HEADS_B_MAIN, KL_HEADS_W_SKIP, KL_HEADS_B_SKIP,
+    KL_VSN_W, KL_VSN_BIAS,
+    KL_ATTN_Q,
+    KL_PARAM_COUNT
+};
+
+typedef struct kloop_dims {
+    int batch, k, f, d, e, h;
+} kloop_dims;
+
+typedef enum kloop_form {
+    KLOOP_NEW = 0,     /* block-per-batch kernels, per-batch scratch, 17 reducers */
+    KLOOP_LEGACY = 1,  /* single-block backwards writing the gradients directly */
+} kloop_form;
+
+typedef struct kloop_model {
+    kloop_dims dims;
+    const fj_cuda *cu;
+    CUdeviceptr param[KL_PARAM_COUNT];
+    CUdeviceptr grad[KL_PARAM_COUNT];     /* final gradients (reducer outputs) */
+    CUdeviceptr scratch[KL_PARAM_COUNT];  /* per-batch scratch [B, ...] */
+    CUdeviceptr x, dt;                    /* inputs: [B, K, F], [B, K] */
+    CUdeviceptr y, hs, u;                 /* VSN output [B,K,F]; states, tanh [B,K,D] */
+    CUdeviceptr pooled;                   /* [B, D] */
+    CUdeviceptr z;                        /* logits [K+1, B, H]: K steps, then z_seq */
+    CUdeviceptr dz;                       /* dL/dz [K+1, B, H]: the backward's input */
+    CUdeviceptr dhs, dy, dpooled;         /* backward intermediates */
+    CUdeviceptr base;                     /* the one allocation */
+    size_t bytes;
+    CUdeviceptr scratch_base, grad_base;  /* contiguous: one memset clears each */
+    size_t scratch_floats, grad_floats;
+} kloop_model;
+
+/* Elements of parameter tensor `which`; its name ("cfc.w_in"). */
+size_t kloop_param_size(const kloop_dims *d, int which);
+const char *kloop_param_name(int which);
+
+/* Allocates every buffer (contents undefined). Returns 0, or -1 with a
+ * message on stderr. */
+int kloop_alloc(const fj_cuda *cu, const kloop_dims *d, kloop_model *m);
+void kloop_free(kloop_model *m);
+
+/* Loads every kernel a step of this form uses (call before capture). */
+foxjit_status kloop_prepare(foxjit_runtime *rt, const kloop_dims *d, kloop_form form);
+
+/* The parts of a step, in order. zero: clears the per-batch scratch (new
+ * form) or the gradients (legacy form). forward: VSN, the K CfC + heads
+ * steps, pooling, heads on the pooled state; writes z. backward: from dz
+ * back to the parameter gradients. reduce: the 17 reducers (new form only;
+ * a no-op for the legacy form). */
+foxjit_status kloop_zero(const kloop_model *m, kloop_form form, CUstream stream);
+foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, CUstream stream);
+foxjit_status kloop_backward(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                             CUstream stream);
+foxjit_status kloop_reduce(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                           CUstream stream);
+/* zero + forward + backward + reduce. */
+foxjit_status kloop_step(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                         CUstream stream);
+
+/* Kernel launches and memsets one kloop_step enqueues. */
+int kloop_kernels_per_step(const kloop_dims *d, kloop_form form);
+int kloop_memsets_per_step(kloop_form form);
+
+#endif
