@@ -18,8 +18,8 @@
 /* The onesweep tile of the ops (CUB's sm_90 choice for 32-bit pairs); the
  * workspace size depends on it, so it is the same on every GPU. */
 #define FJ_RADIX_BLOCK 384
-#define FJ_RADIX_ITEMS 23
-#define FJ_RADIX_OCCUPANCY 1
+#define FJ_RADIX_ITEMS 16
+#define FJ_RADIX_OCCUPANCY 2
 #define FJ_RADIX_TILE (FJ_RADIX_BLOCK * FJ_RADIX_ITEMS)
 /* As in kernel_src/radix_hist.cuh. */
 #define FJ_RADIX_HIST_BLOCK 512

@@ -127,8 +127,20 @@ static void check_case(const sort_case *c)
     free(k), free(v), free(wk), free(wv), free(gk), free(gv);
 }
 
-static const size_t sizes[] = {1,    2,    31,   255,  256,  257,   4096,
-                               8831, 8832, 8833, 17665, 100003, 1000000};
+/* Around the onesweep tile (FJ_RADIX_TILE keys) and its multiples. */
+static const size_t sizes[] = {1,
+                               2,
+                               31,
+                               255,
+                               256,
+                               257,
+                               4096,
+                               FJ_RADIX_TILE - 1,
+                               FJ_RADIX_TILE,
+                               FJ_RADIX_TILE + 1,
+                               2 * FJ_RADIX_TILE + 1,
+                               100003,
+                               1000000};
 
 static void test_kinds_and_sizes(void **state)
 {
@@ -145,7 +157,7 @@ static void test_partial_bit_ranges(void **state)
     (void)state;
     static const int ranges[][2] = {{0, 31}, {0, 8}, {4, 20}, {8, 9},  {24, 32},
                                     {3, 29}, {31, 32}, {0, 16}, {16, 32}, {1, 32}};
-    static const size_t ns[] = {1, 257, 8833, 100003};
+    static const size_t ns[] = {1, 257, FJ_RADIX_TILE + 1, 100003};
     for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++)
         for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
             for (int w = 0; w < KIND_COUNT; w++) {
