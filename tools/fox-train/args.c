@@ -1,0 +1,279 @@
+#include "args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char ft_usage[] =
+    "usage: fox-train [options]\n"
+    "\n"
+    "Trains the reference perception model of kernels.md (VSN, CfC K-loop, GRN heads,\n"
+    "attention pooling, BCE, AdamW) on synthetic data from a seed, on the GPU, through\n"
+    "libfoxjit.so loaded with dlopen. Prints a status line, writes the loss curve and a\n"
+    "checkpoint, and reports held-out loss and AUC at the end.\n"
+    "\n"
+    "training:\n"
+    "  --steps N            total training steps (default 1000; with --resume, train up to N)\n"
+    "  --batch B            sequences per step (default 32)\n"
+    "  --k K                bars per sequence (default 64)\n"
+    "  --lr X               AdamW learning rate (default 0.001)\n"
+    "  --weight-decay X     decoupled weight decay of the weight matrices (default 0.01)\n"
+    "  --beta1 X, --beta2 X, --eps X   AdamW moments (defaults 0.9, 0.999, 1e-8)\n"
+    "  --graph              capture one whole step (forward to AdamW) in a CUDA graph and\n"
+    "                       replay it; the losses are bitwise those of eager launches\n"
+    "data:\n"
+    "  --seed N             seed of the data, the rule, the initial parameters (default 1)\n"
+    "  --signal rule|constant  labels from a hidden decayed-sum rule over the horizons,\n"
+    "                       or a constant-direction signal (the acceptance gate)\n"
+    "  --train-size N       training sequences (default 4096)\n"
+    "  --heldout-size N     held-out sequences for the final loss and AUC (default 1024;\n"
+    "                       0 skips evaluation)\n"
+    "output:\n"
+    "  --csv FILE           loss curve: step,loss,loss_bits (the float's bits, in hex)\n"
+    "  --checkpoint FILE    parameters and AdamW state, written at the end\n"
+    "  --checkpoint-every N also every N steps\n"
+    "  --resume FILE        continue a checkpoint exactly (same data order, same bits)\n"
+    "  --progress N         status line every N steps (default 10)\n"
+    "  --quiet              no status line, only the summary\n"
+    "benchmark:\n"
+    "  --bench              time training steps, eager and graph-replayed, then exit\n"
+    "  --bench-batches L    comma-separated batch sizes (default 32,128,512)\n"
+    "  --bench-steps N      timed steps per figure (default 50)\n"
+    "  --json FILE          also write the bench rows as JSON\n"
+    "setup:\n"
+    "  --library PATH       libfoxjit.so to load (default: $FOXJIT_LIBRARY, the build\n"
+    "                       tree, <prefix>/lib, then the loader's search path)\n"
+    "  --cache-dir DIR      fox-jit kernel cache (default: fox-jit's)\n"
+    "  --device N           CUDA device (default 0)\n"
+    "\n"
+    "Exit status: 0 done, 1 failed while running, 2 bad usage, 3 no CUDA driver or GPU,\n"
+    "4 libfoxjit.so not loadable.\n";
+
+void ft_options_default(ft_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->steps = 1000;
+    o->batch = 32;
+    o->k = 64;
+    o->lr = 1e-3f;
+    o->weight_decay = 0.01f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.999f;
+    o->eps = 1e-8f;
+    o->seed = 1;
+    o->n_train = 4096;
+    o->n_heldout = 1024;
+    o->signal = FT_SIGNAL_RULE;
+    o->progress_every = 10;
+    o->bench_batches[0] = 32, o->bench_batches[1] = 128, o->bench_batches[2] = 512;
+    o->n_bench_batches = 3;
+    o->bench_steps = 50;
+}
+
+static ft_parse_result bad(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static ft_parse_result bad(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return FT_PARSE_ERROR;
+}
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return -1;
+    *out = (float)v;
+    return 0;
+}
+
+/* "32,128,512" -> up to FT_MAX_BENCH_BATCHES values in [1, 1024]. */
+static int parse_list(const char *s, int *out, int *count)
+{
+    char buf[256];
+    if (strlen(s) >= sizeof buf || !*s)
+        return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    *count = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        long long v;
+        if (*count == FT_MAX_BENCH_BATCHES || parse_int(tok, 1, 1024, &v))
+            return -1;
+        out[(*count)++] = (int)v;
+    }
+    return *count ? 0 : -1;
+}
+
+typedef enum kind { FLAG, INT, FLOAT, STRING, U64, SIGNAL, LIST } kind;
+
+typedef struct spec {
+    const char *name;
+    kind k;
+    void *field;
+    long long lo, hi;   /* INT range */
+    unsigned set_bit;
+    const char *range;  /* for messages */
+} spec;
+
+ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, size_t why_len)
+{
+    ft_options_default(o);
+    why[0] = '\0';
+    int steps, batch, k, n_train, n_heldout, every, device, progress, bench_steps;
+    steps = o->steps, batch = o->batch, k = o->k, n_train = o->n_train;
+    n_heldout = o->n_heldout, every = 0, device = 0, progress = o->progress_every;
+    bench_steps = o->bench_steps;
+    const spec specs[] = {
+        {"steps", INT, &steps, 1, 100000000, 0, "[1, 10^8]"},
+        {"batch", INT, &batch, 1, 1024, FT_SET_BATCH, "[1, 1024]"},
+        {"k", INT, &k, 1, 4096, FT_SET_K, "[1, 4096]"},
+        {"lr", FLOAT, &o->lr, 0, 0, FT_SET_LR, NULL},
+        {"weight-decay", FLOAT, &o->weight_decay, 0, 0, FT_SET_WD, NULL},
+        {"beta1", FLOAT, &o->beta1, 0, 0, FT_SET_BETA1, NULL},
+        {"beta2", FLOAT, &o->beta2, 0, 0, FT_SET_BETA2, NULL},
+        {"eps", FLOAT, &o->eps, 0, 0, FT_SET_EPS, NULL},
+        {"seed", U64, &o->seed, 0, 0, FT_SET_SEED, NULL},
+        {"signal", SIGNAL, &o->signal, 0, 0, FT_SET_SIGNAL, NULL},
+        {"train-size", INT, &n_train, 1, 1 << 24, FT_SET_TRAIN, "[1, 2^24]"},
+        {"heldout-size", INT, &n_heldout, 0, 1 << 24, FT_SET_HELDOUT, "[0, 2^24]"},
+        {"graph", FLAG, &o->graph, 0, 0, 0, NULL},
+        {"csv", STRING, &o->csv, 0, 0, 0, NULL},
+        {"checkpoint", STRING, &o->checkpoint, 0, 0, 0, NULL},
+        {"checkpoint-every", INT, &every, 0, 100000000, 0, "[0, 10^8]"},
+        {"resume", STRING, &o->resume, 0, 0, 0, NULL},
+        {"library", STRING, &o->library, 0, 0, 0, NULL},
+        {"cache-dir", STRING, &o->cache_dir, 0, 0, 0, NULL},
+        {"device", INT, &device, 0, 1023, 0, "[0, 1023]"},
+        {"progress", INT, &progress, 1, 100000000, 0, "[1, 10^8]"},
+        {"quiet", FLAG, &o->quiet, 0, 0, 0, NULL},
+        {"bench", FLAG, &o->bench, 0, 0, 0, NULL},
+        {"bench-batches", LIST, o->bench_batches, 0, 0, 0, NULL},
+        {"bench-steps", INT, &bench_steps, 1, 100000, 0, "[1, 100000]"},
+        {"json", STRING, &o->json, 0, 0, 0, NULL},
+    };
+    const size_t n_specs = sizeof specs / sizeof specs[0];
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h"))
+            return FT_PARSE_HELP;
+        if (strncmp(arg, "--", 2))
+            return bad(why, why_len, "unexpected argument '%s'; options start with --", arg);
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+        const spec *s = NULL;
+        for (size_t j = 0; j < n_specs && !s; j++)
+            if (strlen(specs[j].name) == name_len && !strncmp(specs[j].name, name, name_len))
+                s = &specs[j];
+        if (!s)
+            return bad(why, why_len, "unknown option '%s' (see --help)", arg);
+        const char *value = NULL;
+        if (s->k == FLAG) {
+            if (eq)
+                return bad(why, why_len, "--%s takes no value", s->name);
+            *(int *)s->field = 1;
+            continue;
+        }
+        if (eq)
+            value = eq + 1;
+        else if (i + 1 < argc)
+            value = argv[++i];
+        else
+            return bad(why, why_len, "--%s needs a value", s->name);
+        long long v;
+        switch (s->k) {
+        case INT:
+            if (parse_int(value, s->lo, s->hi, &v))
+                return bad(why, why_len, "--%s: '%s' is not an integer in %s", s->name, value,
+                           s->range);
+            *(int *)s->field = (int)v;
+            break;
+        case FLOAT:
+            if (parse_float(value, (float *)s->field))
+                return bad(why, why_len, "--%s: '%s' is not a finite number", s->name, value);
+            break;
+        case U64: {
+            char *end;
+            errno = 0;
+            unsigned long long u = strtoull(value, &end, 10);
+            if (errno || end == value || *end || value[0] == '-')
+                return bad(why, why_len, "--%s: '%s' is not a non-negative integer", s->name,
+                           value);
+            *(uint64_t *)s->field = u;
+            break;
+        }
+        case SIGNAL:
+            if (!strcmp(value, "rule"))
+                *(ft_signal *)s->field = FT_SIGNAL_RULE;
+            else if (!strcmp(value, "constant"))
+                *(ft_signal *)s->field = FT_SIGNAL_CONSTANT;
+            else
+                return bad(why, why_len, "--%s: '%s' is not 'rule' or 'constant'", s->name,
+                           value);
+            break;
+        case LIST:
+            if (parse_list(value, o->bench_batches, &o->n_bench_batches))
+                return bad(why, why_len, "--%s: '%s' is not a comma-separated list of up to 8 "
+                           "batch sizes in [1, 1024]", s->name, value);
+            break;
+        case STRING:
+            if (!*value)
+                return bad(why, why_len, "--%s: empty value", s->name);
+            *(const char **)s->field = value;
+            break;
+        case FLAG:
+            break;
+        }
+        o->set |= s->set_bit;
+    }
+    o->steps = steps, o->batch = batch, o->k = k, o->n_train = n_train;
+    o->n_heldout = n_heldout, o->checkpoint_every = every, o->device = device;
+    o->progress_every = progress, o->bench_steps = bench_steps;
+
+    /* The ranges foxjit_adamw accepts, said in the trainer's words. */
+    if (o->lr < 0)
+        return bad(why, why_len, "--lr must be >= 0");
+    if (o->weight_decay < 0)
+        return bad(why, why_len, "--weight-decay must be >= 0");
+    if (o->beta1 < 0 || o->beta1 >= 1 || o->beta2 < 0 || o->beta2 >= 1)
+        return bad(why, why_len, "--beta1 and --beta2 must be in [0, 1)");
+    if (!(o->eps > 0))
+        return bad(why, why_len, "--eps must be > 0");
+    if (o->bench) {
+        if (o->resume)
+            return bad(why, why_len, "--bench and --resume do not go together");
+        return FT_PARSE_OK;
+    }
+    if (o->json)
+        return bad(why, why_len, "--json is for --bench rows; use --csv for the loss curve");
+    if (o->n_train < o->batch)
+        return bad(why, why_len, "--train-size %d is smaller than one batch (--batch %d)",
+                   o->n_train, o->batch);
+    if (o->n_heldout && o->n_heldout < o->batch)
+        return bad(why, why_len, "--heldout-size %d is smaller than one batch (--batch %d); "
+                   "use 0 to skip evaluation", o->n_heldout, o->batch);
+    if (o->checkpoint_every && !o->checkpoint)
+        return bad(why, why_len, "--checkpoint-every needs --checkpoint FILE");
+    return FT_PARSE_OK;
+}

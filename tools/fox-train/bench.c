@@ -1,0 +1,154 @@
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "feed.h"
+#include "model.h"
+#include "stepper.h"
+
+#define WARMUP 5
+#define SAMPLES 5
+
+typedef struct bench_row {
+    int batch, k, launches;
+    size_t nodes;
+    double eager_ms, graph_ms;
+} bench_row;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median ms per step of `steps` steps, SAMPLES times, after WARMUP steps. */
+static double time_steps(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_host,
+                         int steps, int64_t *index)
+{
+    const ft_cuda *cu = &e->cu;
+    ft_model *m = st->model;
+    CUevent start, stop;
+    double t[SAMPLES];
+    if (ft_cu_check(cu, cu->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate") ||
+        ft_cu_check(cu, cu->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate"))
+        return -1;
+    double result = -1;
+    for (int s = -1; s < SAMPLES; s++) {
+        int n = s < 0 ? WARMUP : steps;
+        if (ft_cu_check(cu, cu->cuEventRecord(start, e->stream), "cuEventRecord"))
+            goto done;
+        for (int i = 0; i < n; i++, (*index)++)
+            if (ft_feed_batch(feed, *index, m->batch_in, e->stream) || ft_stepper_run(st) ||
+                ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_host, m->loss, 4, e->stream),
+                            "cuMemcpyDtoHAsync (loss)"))
+                goto done;
+        float ms = 0;
+        if (ft_cu_check(cu, cu->cuEventRecord(stop, e->stream), "cuEventRecord") ||
+            ft_cu_check(cu, cu->cuEventSynchronize(stop), "the timed steps") ||
+            ft_cu_check(cu, cu->cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime"))
+            goto done;
+        if (s >= 0)
+            t[s] = ms / n;
+    }
+    qsort(t, SAMPLES, sizeof t[0], cmp_double);
+    result = t[SAMPLES / 2];
+done:
+    cu->cuEventDestroy(start);
+    cu->cuEventDestroy(stop);
+    return result;
+}
+
+static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row)
+{
+    ft_dims d = {batch, o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H};
+    ft_hparams hp = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay};
+    ft_dataset data;
+    ft_model m;
+    ft_feed feed;
+    ft_stepper eager, graph;
+    memset(&m, 0, sizeof m), memset(&feed, 0, sizeof feed);
+    memset(&eager, 0, sizeof eager), memset(&graph, 0, sizeof graph);
+    float *loss_host = NULL, *init = NULL;
+    int rc = -1;
+    int64_t index = 0;
+    /* Two batches of data: the copies rotate as in training. */
+    if (ft_data_generate(&data, 2 * batch, d.k, d.f, d.h, FT_SIGNAL_RULE, o->seed,
+                         FT_STREAM_TRAIN)) {
+        fprintf(stderr, "fox-train: out of memory for the bench data\n");
+        return -1;
+    }
+    init = malloc(ft_param_total(&d) * sizeof(float));
+    if (!init || ft_model_alloc(&m, e->api, e->rt, &e->cu, &d)) {
+        fprintf(stderr, "fox-train: %s\n", init ? m.why : "out of memory");
+        goto done;
+    }
+    ft_params_init(&d, o->seed, init);
+    if (ft_model_prepare(&m) || ft_model_set_state(&m, init, NULL, NULL, 0, e->stream)) {
+        fprintf(stderr, "fox-train: bench at B = %d: %s\n", batch, m.why);
+        goto done;
+    }
+    if (ft_feed_open(&feed, &e->cu, &data, batch, o->seed) ||
+        ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&loss_host, 4), "cuMemAllocHost") ||
+        ft_stepper_init(&eager, &m, &hp, 0, e->stream) ||
+        ft_stepper_init(&graph, &m, &hp, 1, e->stream))
+        goto done;
+    row->batch = batch, row->k = d.k, row->launches = ft_model_launches_per_step(&d);
+    row->nodes = graph.nodes;
+    row->eager_ms = time_steps(e, &eager, &feed, loss_host, o->bench_steps, &index);
+    row->graph_ms = time_steps(e, &graph, &feed, loss_host, o->bench_steps, &index);
+    rc = row->eager_ms > 0 && row->graph_ms > 0 ? 0 : -1;
+done:
+    ft_stepper_free(&graph);
+    ft_stepper_free(&eager);
+    ft_feed_close(&feed);
+    if (loss_host)
+        e->cu.cuMemFreeHost(loss_host);
+    ft_model_free(&m);
+    ft_data_free(&data);
+    free(init);
+    return rc;
+}
+
+int ft_bench(ft_env *e, const ft_options *o)
+{
+    bench_row rows[FT_MAX_BENCH_BATCHES];
+    int n = 0, failed = 0;
+    printf("fox-train bench: one training step (batch copy, forward, BCE, backward, 17 "
+           "reducers, AdamW, loss copy)\n%s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; "
+           "median of %d x %d steps\n\n", e->device_name, e->api->runtime_arch(e->rt), o->k,
+           FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps);
+    printf("%6s %5s %9s %12s %12s %9s %12s\n", "batch", "K", "launches", "eager ms", "graph ms",
+           "speed-up", "graph nodes");
+    for (int i = 0; i < o->n_bench_batches; i++) {
+        bench_row r;
+        memset(&r, 0, sizeof r);
+        if (bench_batch(e, o, o->bench_batches[i], &r)) {
+            fprintf(stderr, "fox-train: bench at B = %d failed\n", o->bench_batches[i]);
+            failed = 1;
+            continue;
+        }
+        printf("%6d %5d %9d %12.3f %12.3f %8.2fx %12zu\n", r.batch, r.k, r.launches,
+               r.eager_ms, r.graph_ms, r.eager_ms / r.graph_ms, r.nodes);
+        fflush(stdout);
+        rows[n++] = r;
+    }
+    if (o->json) {
+        FILE *f = fopen(o->json, "w");
+        if (!f) {
+            perror(o->json);
+            return FT_EXIT_FAILED;
+        }
+        fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"rows\": [", e->device_name,
+                e->api->runtime_arch(e->rt));
+        for (int i = 0; i < n; i++)
+            fprintf(f, "%s\n  {\"group\": \"train_step\", \"batch\": %d, \"k\": %d, "
+                    "\"launches\": %d, \"graph_nodes\": %zu, \"eager_ms\": %.4f, "
+                    "\"graph_ms\": %.4f}", i ? "," : "", rows[i].batch, rows[i].k,
+                    rows[i].launches, rows[i].nodes, rows[i].eager_ms, rows[i].graph_ms);
+        fprintf(f, "\n]}\n");
+        fclose(f);
+    }
+    return failed ? FT_EXIT_FAILED : FT_EXIT_OK;
+}

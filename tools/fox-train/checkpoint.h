@@ -1,0 +1,42 @@
+/* Checkpoints: everything a resumed run needs to continue bit for bit.
+ *
+ * File layout (host byte order: little-endian on every CUDA host):
+ *   ft_ckpt_header (112 bytes; magic "FOXTRAIN", format version, the run's
+ *   configuration, the step count, the float count per array, a checksum)
+ *   then three float32 arrays of param_floats each: the parameters, AdamW's
+ *   first moments m and second moments v, every tensor back to back in
+ *   reducer order (params.h).
+ * The checksum is XXH64 of the header (with the checksum field zero) and
+ * the arrays. The data cursor is not stored separately: epoch orders are a
+ * function of (seed, epoch), so the step count fixes it. The device step
+ * counter AdamW reads equals the step count. Written to a temporary file,
+ * fsync'ed, then renamed: a reader never sees a torn checkpoint. */
+#ifndef FT_CHECKPOINT_H
+#define FT_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "params.h"
+
+#define FT_CKPT_VERSION 1
+
+typedef struct ft_ckpt_meta {
+    ft_dims dims;
+    int signal, n_train, n_heldout;
+    uint64_t seed;
+    float lr, beta1, beta2, eps, weight_decay;
+    uint64_t step;          /* completed steps */
+} ft_ckpt_meta;
+
+/* Returns 0, or -1 with the reason in why. */
+int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *params,
+                  const float *m, const float *v, size_t n, char *why, size_t why_len);
+
+/* Reads and verifies a checkpoint; *params, *m, *v are malloc'ed arrays of
+ * *n floats. Returns 0, or -1 with the reason in why (missing, truncated,
+ * not a checkpoint, other version, bad checksum). */
+int ft_ckpt_read(const char *path, ft_ckpt_meta *meta, float **params, float **m, float **v,
+                 size_t *n, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,39 @@
+/* What every fox-train run sets up first, in the order a trainer would:
+ * the plugin (dlopen libfoxjit.so, foxjit_get_api), the driver, a device,
+ * its primary context, a stream, and a fox-jit runtime on that context.
+ * Failures print one clear message and map to fox-train's exit status. */
+#ifndef FT_ENV_H
+#define FT_ENV_H
+
+#include "args.h"
+#include "driver.h"
+#include "plugin.h"
+
+enum ft_exit {
+    FT_EXIT_OK = 0,
+    FT_EXIT_FAILED = 1,      /* something failed while running */
+    FT_EXIT_USAGE = 2,       /* bad command line */
+    FT_EXIT_NO_GPU = 3,      /* no CUDA driver, or no device */
+    FT_EXIT_NO_LIBRARY = 4,  /* libfoxjit.so not found or not usable */
+};
+
+typedef struct ft_env {
+    ft_plugin plugin;
+    const foxjit_api *api;
+    ft_cuda cu;
+    CUdevice device;
+    CUcontext ctx;            /* the device's primary context, current on this thread */
+    CUstream stream;          /* every op and copy of the run goes here */
+    foxjit_runtime *rt;
+    char device_name[128];
+} ft_env;
+
+/* Returns FT_EXIT_OK, or the exit status after printing why. */
+int ft_env_open(ft_env *e, const ft_options *o);
+void ft_env_close(ft_env *e);
+
+/* Prints "fox-train: <what>: <status>: <last_error>" for a failed library
+ * call and returns 1; returns 0 for FOXJIT_OK. */
+int ft_lib_failed(const ft_env *e, foxjit_status st, const char *what);
+
+#endif

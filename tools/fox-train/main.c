@@ -1,0 +1,34 @@
+/* fox-train: trains the reference perception model end to end the way a
+ * trainer uses fox-jit: dlopen("libfoxjit.so"), foxjit_get_api, and the
+ * driver API for memory, streams and graphs. See `fox-train --help` and
+ * docs/trainer.md. */
+#include <stdio.h>
+
+#include "args.h"
+#include "bench.h"
+#include "env.h"
+#include "train.h"
+
+int main(int argc, char **argv)
+{
+    ft_options o;
+    char why[512];
+    switch (ft_parse_args(argc, argv, &o, why, sizeof why)) {
+    case FT_PARSE_HELP:
+        fputs(ft_usage, stdout);
+        return FT_EXIT_OK;
+    case FT_PARSE_ERROR:
+        fprintf(stderr, "fox-train: %s\n", why);
+        return FT_EXIT_USAGE;
+    case FT_PARSE_OK:
+        break;
+    }
+    /* Progress goes to stderr, results to stdout, in order. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    ft_env e;
+    int rc = ft_env_open(&e, &o);
+    if (rc == FT_EXIT_OK)
+        rc = o.bench ? ft_bench(&e, &o) : ft_train(&e, &o);
+    ft_env_close(&e);
+    return rc;
+}

@@ -1,0 +1,380 @@
+/* The reference model's training step as foxjit_api calls (see model.h).
+ * Strided views: bar t reads y[:, t] (row stride K*F), dt[:, t] (row
+ * stride K), writes hs[:, t] and u[:, t] (row stride K*D). */
+#include "model.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define F4 ((CUdeviceptr)sizeof(float))
+
+static foxjit_status fail(ft_model *m, foxjit_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static foxjit_status fail(ft_model *m, foxjit_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->why, sizeof m->why, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* A library call's status; on failure its message is copied into m->why
+ * at once (the library keeps it only until the next call). */
+static foxjit_status lib(ft_model *m, foxjit_status st, const char *what)
+{
+    if (st == FOXJIT_OK)
+        return st;
+    return fail(m, st, "%s: %s: %s", what, m->api->status_string(st), m->api->last_error());
+}
+
+static foxjit_status drv(ft_model *m, CUresult r, const char *what)
+{
+    if (r == CUDA_SUCCESS)
+        return FOXJIT_OK;
+    char buf[200];
+    return fail(m, FOXJIT_ERROR_CUDA, "%s: %s", what, ft_cuda_error(m->cu, r, buf, sizeof buf));
+}
+
+/* ---- memory ----------------------------------------------------------------- */
+
+/* Carves float arrays out of one allocation, 256 bytes apart at least. */
+typedef struct carver {
+    CUdeviceptr base;
+    size_t used;
+} carver;
+
+static CUdeviceptr take(carver *c, size_t floats)
+{
+    CUdeviceptr p = c->base + c->used;
+    c->used += (floats * sizeof(float) + 255) & ~(size_t)255;
+    return p;
+}
+
+/* Lays everything out from base (0 = just measure); returns the bytes. */
+static size_t layout(ft_model *m, CUdeviceptr base)
+{
+    const ft_dims *d = &m->dims;
+    size_t B = (size_t)d->batch, K = (size_t)d->k, F = (size_t)d->f, D = (size_t)d->d,
+           H = (size_t)d->h;
+    carver c = {base, 0};
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        size_t n = ft_param_size(d, i);
+        m->param[i] = take(&c, n);
+        m->grad[i] = take(&c, n);
+        m->m[i] = take(&c, n);
+        m->v[i] = take(&c, n);
+    }
+    /* Scratch last among the model state, contiguous: one memset. */
+    m->scratch_base = base + c.used;
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        m->scratch[i] = take(&c, B * ft_param_size(d, i));
+    m->scratch_floats = (c.used - (size_t)(m->scratch_base - base)) / sizeof(float);
+    ft_batch_layout_for(d->batch, d->k, d->f, d->h, &m->in_layout);
+    m->batch_in = take(&c, m->in_layout.floats);
+    m->x = m->batch_in + m->in_layout.x * F4;
+    m->dt = m->batch_in + m->in_layout.dt * F4;
+    m->labels = m->batch_in + m->in_layout.labels * F4;
+    m->y = take(&c, B * K * F);
+    m->hs = take(&c, B * K * D);
+    m->u = take(&c, B * K * D);
+    m->pooled = take(&c, B * D);
+    m->z = take(&c, (K + 1) * B * H);
+    m->dz = take(&c, (K + 1) * B * H);
+    m->dhs = take(&c, B * K * D);
+    m->dy = take(&c, B * K * F);
+    m->dpooled = take(&c, B * D);
+    m->loss = take(&c, 1);
+    m->step = take(&c, 1);
+    return c.used;
+}
+
+int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const ft_cuda *cu,
+                   const ft_dims *dims)
+{
+    memset(m, 0, sizeof *m);
+    m->dims = *dims;
+    m->api = api, m->rt = rt, m->cu = cu;
+    size_t bytes = layout(m, 0);
+    CUdeviceptr base;
+    CUresult r = cu->cuMemAlloc(&base, bytes);
+    if (r != CUDA_SUCCESS) {
+        char buf[200];
+        fail(m, FOXJIT_ERROR_CUDA, "cuMemAlloc of %.1f MiB for the model failed: %s",
+             (double)bytes / (1 << 20), ft_cuda_error(cu, r, buf, sizeof buf));
+        return -1;
+    }
+    layout(m, base);
+    m->base = base;
+    m->bytes = bytes;
+    return 0;
+}
+
+void ft_model_free(ft_model *m)
+{
+    if (m->base)
+        m->cu->cuMemFree(m->base);
+    m->base = 0;
+}
+
+foxjit_status ft_model_prepare(ft_model *m)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    foxjit_status st;
+    if ((st = lib(m, a->vsn_prepare(m->rt, d->f), "vsn_prepare")) ||
+        (st = lib(m, a->cfc_prepare(m->rt, d->f, d->d), "cfc_prepare")) ||
+        (st = lib(m, a->heads_prepare(m->rt, d->d, d->e, d->h), "heads_prepare")) ||
+        (st = lib(m, a->attn_pool_prepare(m->rt, d->d), "attn_pool_prepare")) ||
+        (st = lib(m, a->training_prepare(m->rt), "training_prepare")))
+        return st;
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        if ((st = lib(m, a->column_sum_prepare(m->rt, d->batch, (int64_t)ft_param_size(d, i)),
+                      "column_sum_prepare")))
+            return st;
+    return FOXJIT_OK;
+}
+
+/* ---- the step ------------------------------------------------------------- */
+
+foxjit_status ft_model_zero(ft_model *m, CUstream s)
+{
+    return drv(m, m->cu->cuMemsetD32Async(m->scratch_base, 0, m->scratch_floats, s),
+               "cuMemsetD32Async of the gradient scratch");
+}
+
+/* Heads arguments with parameters and their scratch; x, logits, dlogits
+ * and dx are per call. */
+static foxjit_heads_args heads_args(const ft_model *m)
+{
+    const ft_dims *d = &m->dims;
+    const CUdeviceptr *p = m->param, *g = m->scratch;
+    return (foxjit_heads_args){
+        .batch = d->batch, .d = d->d, .e = d->e, .h = d->h,
+        .w1 = p[FT_HEADS_W1], .b1 = p[FT_HEADS_B1], .w2 = p[FT_HEADS_W2],
+        .b2 = p[FT_HEADS_B2], .w_gate = p[FT_HEADS_W_GATE], .b_gate = p[FT_HEADS_B_GATE],
+        .w_main = p[FT_HEADS_W_MAIN], .b_main = p[FT_HEADS_B_MAIN],
+        .w_skip = p[FT_HEADS_W_SKIP], .b_skip = p[FT_HEADS_B_SKIP],
+        .dw1 = g[FT_HEADS_W1], .db1 = g[FT_HEADS_B1], .dw2 = g[FT_HEADS_W2],
+        .db2 = g[FT_HEADS_B2], .dw_gate = g[FT_HEADS_W_GATE], .db_gate = g[FT_HEADS_B_GATE],
+        .dw_main = g[FT_HEADS_W_MAIN], .db_main = g[FT_HEADS_B_MAIN],
+        .dw_skip = g[FT_HEADS_W_SKIP], .db_skip = g[FT_HEADS_B_SKIP]};
+}
+
+/* CfC arguments of bar t, forward and backward fields both filled. The
+ * state before bar 0 is zero (h = 0 pointer), and bar 0 has no dh. */
+static foxjit_cfc_args cfc_args(const ft_model *m, int t)
+{
+    const ft_dims *d = &m->dims;
+    const int64_t K = d->k, F = d->f, D = d->d;
+    const CUdeviceptr bar_f = (CUdeviceptr)(t * F) * F4, bar_d = (CUdeviceptr)(t * D) * F4;
+    const CUdeviceptr prev_d = (CUdeviceptr)((t - 1) * D) * F4;
+    return (foxjit_cfc_args){
+        .batch = d->batch, .n_in = d->f, .n_hid = d->d,
+        .w_in = m->param[FT_CFC_W_IN], .w_rec = m->param[FT_CFC_W_REC],
+        .bias = m->param[FT_CFC_BIAS], .tau = m->param[FT_CFC_TAU],
+        .x = m->y + bar_f, .x_stride = K * F,
+        .h = t ? m->hs + prev_d : 0, .h_stride = K * D,
+        .dt = m->dt + (CUdeviceptr)t * F4, .dt_stride = K,
+        .u = m->u + bar_d, .u_stride = K * D,
+        .h_out = m->hs + bar_d, .h_out_stride = K * D,
+        .dh_out = m->dhs + bar_d, .dh_out_stride = K * D,
+        .dh = t ? m->dhs + prev_d : 0, .dh_stride = K * D, .dh_accumulate = 1,
+        .dx = m->dy + bar_f, .dx_stride = K * F, .dx_accumulate = 0,
+        .dw_in = m->scratch[FT_CFC_W_IN], .dw_rec = m->scratch[FT_CFC_W_REC],
+        .dbias = m->scratch[FT_CFC_BIAS], .dtau = m->scratch[FT_CFC_TAU]};
+}
+
+/* Logits block t of z (or dz): t = K is the sequence block. */
+static CUdeviceptr logits_block(const ft_model *m, CUdeviceptr base, int t)
+{
+    return base + (CUdeviceptr)((int64_t)t * m->dims.batch * m->dims.h) * F4;
+}
+
+foxjit_status ft_model_forward(ft_model *m, CUstream s)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    foxjit_status st;
+    foxjit_vsn_args vsn = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
+                           .bias = m->param[FT_VSN_BIAS], .x = m->x, .y = m->y};
+    if ((st = lib(m, a->vsn_forward(m->rt, &vsn, s), "vsn_forward")))
+        return st;
+    foxjit_heads_args h = heads_args(m);
+    for (int t = 0; t < d->k; t++) {
+        foxjit_cfc_args c = cfc_args(m, t);
+        h.x = c.h_out, h.x_stride = (int64_t)d->k * d->d;
+        h.logits = logits_block(m, m->z, t), h.logits_stride = 0;
+        if ((st = lib(m, a->cfc_forward(m->rt, &c, s), "cfc_forward")) ||
+            (st = lib(m, a->heads_forward(m->rt, &h, s), "heads_forward")))
+            return st;
+    }
+    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
+                               .q = m->param[FT_ATTN_Q], .hs = m->hs, .pooled = m->pooled};
+    if ((st = lib(m, a->attn_pool_forward(m->rt, &p, s), "attn_pool_forward")))
+        return st;
+    h.x = m->pooled, h.x_stride = 0;
+    h.logits = logits_block(m, m->z, d->k);
+    return lib(m, a->heads_forward(m->rt, &h, s), "heads_forward (pooled)");
+}
+
+foxjit_status ft_model_loss(ft_model *m, int with_dz, CUstream s)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    const int64_t bars = (int64_t)d->k * d->batch * d->h, seq = (int64_t)d->batch * d->h;
+    const CUdeviceptr z_seq = logits_block(m, m->z, d->k);
+    const CUdeviceptr y_seq = logits_block(m, m->labels, d->k);
+    /* kernels.md: loss = BCE(z_0..z_{K-1}) + BCE(z_seq), each a mean. */
+    foxjit_status st;
+    if ((st = lib(m, a->bce_with_logits(m->rt, m->z, m->labels, bars, m->loss, 0,
+                                        with_dz ? m->dz : 0, s), "bce_with_logits (bars)")))
+        return st;
+    return lib(m, a->bce_with_logits(m->rt, z_seq, y_seq, seq, m->loss, 1,
+                                     with_dz ? logits_block(m, m->dz, d->k) : 0, s),
+               "bce_with_logits (sequence)");
+}
+
+foxjit_status ft_model_backward(ft_model *m, CUstream s)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    foxjit_status st;
+    foxjit_heads_args h = heads_args(m);
+    h.x = m->pooled, h.x_stride = 0;
+    h.dlogits = logits_block(m, m->dz, d->k);
+    h.dx = m->dpooled, h.dx_accumulate = 0;
+    if ((st = lib(m, a->heads_backward(m->rt, &h, s), "heads_backward (pooled)")))
+        return st;
+    /* Overwrites dhs: the first of the three contributions to dL/dh_t. */
+    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
+                               .q = m->param[FT_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
+                               .dhs = m->dhs, .dhs_accumulate = 0, .dq = m->scratch[FT_ATTN_Q]};
+    if ((st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")))
+        return st;
+    for (int t = d->k - 1; t >= 0; t--) {
+        foxjit_cfc_args c = cfc_args(m, t);
+        /* The head at bar t adds its dx into dhs[t]; cfc(t+1) has already
+         * added its dh; then cfc(t) consumes dhs[t]. */
+        h.x = c.h_out, h.x_stride = (int64_t)d->k * d->d;
+        h.dlogits = logits_block(m, m->dz, t);
+        h.dx = c.dh_out, h.dx_stride = (int64_t)d->k * d->d, h.dx_accumulate = 1;
+        if ((st = lib(m, a->heads_backward(m->rt, &h, s), "heads_backward")) ||
+            (st = lib(m, a->cfc_backward(m->rt, &c, s), "cfc_backward")))
+            return st;
+    }
+    foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
+                         .bias = m->param[FT_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
+                         .dw = m->scratch[FT_VSN_W], .dbias = m->scratch[FT_VSN_BIAS]};
+    return lib(m, a->vsn_backward(m->rt, &v, s), "vsn_backward");
+}
+
+foxjit_status ft_model_reduce(ft_model *m, CUstream s)
+{
+    foxjit_status st;
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        if ((st = lib(m, m->api->reduce_axis0(m->rt, m->scratch[i], m->dims.batch,
+                                              (int64_t)ft_param_size(&m->dims, i), m->grad[i],
+                                              s), "reduce_axis0")))
+            return st;
+    return FOXJIT_OK;
+}
+
+foxjit_status ft_model_update(ft_model *m, const ft_hparams *hp, CUstream s)
+{
+    foxjit_status st;
+    /* The step counter starts at the number of steps done; this step's
+     * bias correction uses one more. */
+    if ((st = lib(m, m->api->increment_step(m->rt, m->step, s), "increment_step")))
+        return st;
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        foxjit_adamw_args a = {.n = (int64_t)ft_param_size(&m->dims, i), .param = m->param[i],
+                               .grad = m->grad[i], .m = m->m[i], .v = m->v[i],
+                               .step = m->step, .lr = hp->lr, .beta1 = hp->beta1,
+                               .beta2 = hp->beta2, .eps = hp->eps,
+                               .weight_decay = ft_param_decays(i) ? hp->weight_decay : 0.0f};
+        if ((st = lib(m, m->api->adamw(m->rt, &a, s), "adamw")))
+            return st;
+    }
+    return FOXJIT_OK;
+}
+
+foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s)
+{
+    foxjit_status st;
+    if ((st = ft_model_zero(m, s)) || (st = ft_model_forward(m, s)) ||
+        (st = ft_model_loss(m, 1, s)) || (st = ft_model_backward(m, s)) ||
+        (st = ft_model_reduce(m, s)) || (st = ft_model_update(m, hp, s)))
+        return st;
+    return FOXJIT_OK;
+}
+
+int ft_model_launches_per_step(const ft_dims *d)
+{
+    /* memset; forward vsn + K (cfc + heads) + pool + heads; 2 bce; backward
+     * heads + pool + K (heads + cfc) + vsn; 17 reducers; increment + 17 adamw. */
+    return 1 + (1 + 2 * d->k + 2) + 2 + (2 + 2 * d->k + 1) + FT_PARAM_COUNT +
+           (1 + FT_PARAM_COUNT);
+}
+
+/* ---- state to and from the host ------------------------------------------- */
+
+static int copy_tensors(ft_model *m, const CUdeviceptr *dev, float *host, int to_device,
+                        CUstream s)
+{
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        float *h = host + ft_param_offset(&m->dims, i);
+        size_t bytes = ft_param_size(&m->dims, i) * sizeof(float);
+        CUresult r = to_device ? m->cu->cuMemcpyHtoDAsync(dev[i], h, bytes, s)
+                               : m->cu->cuMemcpyDtoHAsync(h, dev[i], bytes, s);
+        if (drv(m, r, to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync"))
+            return -1;
+    }
+    /* Pageable host memory: wait before the caller reuses or reads it. */
+    return drv(m, m->cu->cuStreamSynchronize(s), "cuStreamSynchronize") ? -1 : 0;
+}
+
+int ft_model_set_state(ft_model *m, const float *params, const float *m_host,
+                       const float *v_host, int step, CUstream s)
+{
+    if (copy_tensors(m, m->param, (float *)params, 1, s))
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        const float *src = k ? v_host : m_host;
+        const CUdeviceptr *dst = k ? m->v : m->m;
+        if (src) {
+            if (copy_tensors(m, dst, (float *)src, 1, s))
+                return -1;
+            continue;
+        }
+        for (int i = 0; i < FT_PARAM_COUNT; i++)
+            if (drv(m, m->cu->cuMemsetD32Async(dst[i], 0, ft_param_size(&m->dims, i), s),
+                    "cuMemsetD32Async of the AdamW moments"))
+                return -1;
+    }
+    if (drv(m, m->cu->cuMemcpyHtoDAsync(m->step, &step, sizeof step, s), "cuMemcpyHtoDAsync"))
+        return -1;
+    return drv(m, m->cu->cuStreamSynchronize(s), "cuStreamSynchronize") ? -1 : 0;
+}
+
+int ft_model_get_state(ft_model *m, float *params, float *m_host, float *v_host, int *step,
+                       CUstream s)
+{
+    if ((params && copy_tensors(m, m->param, params, 0, s)) ||
+        (m_host && copy_tensors(m, m->m, m_host, 0, s)) ||
+        (v_host && copy_tensors(m, m->v, v_host, 0, s)))
+        return -1;
+    if (step && (drv(m, m->cu->cuMemcpyDtoHAsync(step, m->step, sizeof *step, s),
+                     "cuMemcpyDtoHAsync") ||
+                 drv(m, m->cu->cuStreamSynchronize(s), "cuStreamSynchronize")))
+        return -1;
+    return 0;
+}
+
+int ft_model_get_grads(ft_model *m, float *grads, CUstream s)
+{
+    return copy_tensors(m, m->grad, grads, 0, s);
+}

@@ -1,0 +1,94 @@
+/* The reference perception model on the GPU, driven only through the
+ * foxjit_api table (the plugin) and the driver API: buffers, parameter
+ * state, and one training step as a fixed sequence of calls on one stream
+ * (kernels.md, "The reference perception model and its K-loop"):
+ *
+ *   zero     one memset of all per-batch gradient scratch
+ *   forward  vsn_forward; for t in 0..K-1: cfc_forward(t), heads_forward(t);
+ *            attn_pool_forward; heads_forward(pooled)
+ *   loss     bce over the K*B*H per-bar logits (overwrites loss, writes dz),
+ *            bce over the B*H sequence logits (adds to loss, writes dz)
+ *   backward heads_backward(pooled) -> dpooled; attn_pool_backward -> dhs
+ *            (overwrite); for t in K-1..0: heads_backward(t) (dx added into
+ *            dhs[t]), cfc_backward(t) (dh added into dhs[t-1], dy[t]
+ *            written); vsn_backward
+ *   reduce   reduce_axis0 of each of the 17 scratch tensors -> gradients
+ *   update   increment_step, then adamw on each of the 17 tensors
+ *
+ * Nothing in a step allocates, synchronizes or compiles once
+ * ft_model_prepare() has run, so a whole step can be captured in one CUDA
+ * graph, and replaying it gives the bits of eager launches.
+ *
+ * Layouts: x [B,K,F], dt [B,K], y (VSN out) [B,K,F], hs and u [B,K,D]
+ * (bar t of row b at (b*K + t)*D: the CfC reads and writes strided views),
+ * logits z and labels [K+1,B,H] (the K per-bar blocks, then the sequence
+ * logits), scratch [B, size] per tensor. */
+#ifndef FT_MODEL_H
+#define FT_MODEL_H
+
+#include <stddef.h>
+
+#include "data.h"
+#include "driver.h"
+#include "foxjit/foxjit.h"
+#include "params.h"
+
+typedef struct ft_hparams {
+    float lr, beta1, beta2, eps, weight_decay;
+} ft_hparams;
+
+typedef struct ft_model {
+    ft_dims dims;
+    const foxjit_api *api;
+    foxjit_runtime *rt;
+    const ft_cuda *cu;
+    CUdeviceptr base;  /* the one allocation everything below lives in */
+    size_t bytes;
+    CUdeviceptr param[FT_PARAM_COUNT], grad[FT_PARAM_COUNT], scratch[FT_PARAM_COUNT];
+    CUdeviceptr m[FT_PARAM_COUNT], v[FT_PARAM_COUNT];  /* AdamW moments */
+    CUdeviceptr scratch_base;
+    size_t scratch_floats;
+    ft_batch_layout in_layout;
+    CUdeviceptr batch_in;      /* the packed batch (data.h): x, dt, labels are views */
+    CUdeviceptr x, dt, labels;
+    CUdeviceptr y, hs, u, pooled, z, dz, dhs, dy, dpooled;
+    CUdeviceptr loss;          /* one float: this step's loss */
+    CUdeviceptr step;          /* one int32: the step number AdamW reads */
+    char why[1024];            /* what failed, after a call returned an error */
+} ft_model;
+
+/* Allocates every buffer on the device (contents undefined until
+ * ft_model_set_state). Returns 0, or -1 with the reason in m->why. */
+int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const ft_cuda *cu,
+                   const ft_dims *dims);
+void ft_model_free(ft_model *m);
+
+/* Compiles (or loads from the cache) every kernel a step uses: call once
+ * before capturing a step into a graph. */
+foxjit_status ft_model_prepare(ft_model *m);
+
+/* The parts of a step, in order (see the top of this file). with_dz = 0
+ * computes the loss only (evaluation). */
+foxjit_status ft_model_zero(ft_model *m, CUstream s);
+foxjit_status ft_model_forward(ft_model *m, CUstream s);
+foxjit_status ft_model_loss(ft_model *m, int with_dz, CUstream s);
+foxjit_status ft_model_backward(ft_model *m, CUstream s);
+foxjit_status ft_model_reduce(ft_model *m, CUstream s);
+foxjit_status ft_model_update(ft_model *m, const ft_hparams *hp, CUstream s);
+/* zero, forward, loss, backward, reduce, update. */
+foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s);
+
+/* Kernel launches and memsets one ft_model_step enqueues. */
+int ft_model_launches_per_step(const ft_dims *d);
+
+/* Parameters (packed, params.h order), moments and the step counter from
+ * or to the host; m_host / v_host NULL = zeros. Synchronous on stream s.
+ * Return 0, or -1 with the reason in m->why. */
+int ft_model_set_state(ft_model *m, const float *params, const float *m_host,
+                       const float *v_host, int step, CUstream s);
+int ft_model_get_state(ft_model *m, float *params, float *m_host, float *v_host, int *step,
+                       CUstream s);
+/* The gradients of the last reduce, packed (tests). */
+int ft_model_get_grads(ft_model *m, float *grads, CUstream s);
+
+#endif
