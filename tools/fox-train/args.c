@@ -107,22 +107,27 @@ static int parse_float(const char *s, float *out)
     return 0;
 }
 
-/* "32,128,512" -> up to FT_MAX_BENCH_BATCHES values in [1, 1024]. */
+/* "32,128,512" -> up to FT_MAX_BENCH_BATCHES values in [1, 1024]; an
+ * empty item ("32,,64") is an error. */
 static int parse_list(const char *s, int *out, int *count)
 {
-    char buf[256];
-    if (strlen(s) >= sizeof buf || !*s)
-        return -1;
-    snprintf(buf, sizeof buf, "%s", s);
     *count = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        char item[32];
         long long v;
-        if (*count == FT_MAX_BENCH_BATCHES || parse_int(tok, 1, 1024, &v))
+        if (len == 0 || len >= sizeof item || *count == FT_MAX_BENCH_BATCHES)
+            return -1;
+        memcpy(item, s, len);
+        item[len] = '\0';
+        if (parse_int(item, 1, 1024, &v))
             return -1;
         out[(*count)++] = (int)v;
+        if (!comma)
+            return 0;
+        s = comma + 1;
     }
-    return *count ? 0 : -1;
 }
 
 typedef enum kind { FLAG, INT, FLOAT, STRING, U64, SIGNAL, LIST } kind;

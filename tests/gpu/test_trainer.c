@@ -1,0 +1,399 @@
+/* gpu suite: the end-to-end trainer (tools/fox-train).
+ *
+ * In process, through the same model code fox-train runs (model.c, driven
+ * by the foxjit_api table): the full-model gradient at B = 2, K = 4 against
+ * the float64 reference model (tests/ref/perception_ref.c) and against
+ * central finite differences of its float64 forward.
+ *
+ * As a trainer runs it (the fox-train binary, which only dlopens the
+ * library): the acceptance gate (constant-direction signal, B = 32: the
+ * loss falls from its start to under 0.1 within 200 steps), eager and
+ * graph-replayed training giving bitwise identical loss curves and
+ * parameters over 50 steps, and a resumed run continuing bit for bit.
+ *
+ * argv[1]: the fox-train binary, argv[2]: the built libfoxjit.so. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "driver.h"
+#include "gpu_harness.h"
+#include "model.h"
+#include "params.h"
+#include "perception_ref.h"
+
+static const char *fox_train, *library;
+static char tmpdir[] = "/tmp/fox-train-gpu-XXXXXX";
+static int have_tmpdir;
+
+/* Made on first use (a run without a GPU makes none), removed by main. */
+static void ensure_tmpdir(void)
+{
+    if (!have_tmpdir && !mkdtemp(tmpdir))
+        fail_msg("mkdtemp %s failed", tmpdir);
+    have_tmpdir = 1;
+}
+
+/* ---- gradient at a tiny size -------------------------------------------------- */
+
+typedef struct fd_case {
+    pr_model_dims dims;
+    double *param[PR_PARAM_COUNT];
+    double *x, *dt, *labels;
+    pr_model_acts acts;
+} fd_case;
+
+/* The float64 model loss at the current parameters. */
+static double ref_loss(fd_case *c)
+{
+    pr_model_forward(&c->dims, c->param, c->x, c->dt, &c->acts);
+    return pr_model_loss(&c->dims, c->acts.z, c->labels, NULL);
+}
+
+static double max_abs(const double *v, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs(v[i]));
+    return m;
+}
+
+static void test_gradient_matches_finite_differences(void **state)
+{
+    (void)state;
+    const ft_dims d = {2, 4, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H};
+    const uint64_t seed = gh_seed();
+    ft_cuda cu;
+    char why[1024];
+    if (ft_cuda_load(&cu, why, sizeof why))
+        fail_msg("%s", why);
+    const foxjit_api *api = foxjit_get_api(FOXJIT_ABI_MAJOR);
+    ft_model m;
+    if (ft_model_alloc(&m, api, gh.rt, &cu, &d))
+        fail_msg("%s", m.why);
+    if (ft_model_prepare(&m))
+        fail_msg("%s", m.why);
+
+    /* Parameters: the trainer's initialization, with the zero-initialized
+     * biases and the query made nonzero so every path carries gradient. */
+    size_t total = ft_param_total(&d);
+    float *p = malloc(total * 4);
+    ft_params_init(&d, seed, p);
+    uint64_t s = seed + 1;
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        float *t = p + ft_param_offset(&d, i);
+        for (size_t j = 0; j < ft_param_size(&d, i); j++) {
+            if (i == FT_CFC_BIAS || i == FT_HEADS_B1 || i == FT_HEADS_B2 ||
+                i == FT_HEADS_B_GATE || i == FT_HEADS_B_MAIN || i == FT_HEADS_B_SKIP ||
+                i == FT_VSN_BIAS)
+                t[j] = gh_uniform(&s, -0.3f, 0.3f);
+            else if (i == FT_ATTN_Q)
+                t[j] = gh_uniform(&s, -0.5f, 0.5f);
+            else if (i == FT_CFC_TAU)
+                t[j] = gh_uniform(&s, 0.5f, 4.0f);
+        }
+    }
+    /* Two sequences of the rule data, packed as the trainer packs them. */
+    ft_dataset data;
+    assert_int_equal(ft_data_generate(&data, 2, d.k, d.f, d.h, FT_SIGNAL_RULE, seed,
+                                      FT_STREAM_TRAIN), 0);
+    const int idx[2] = {0, 1};
+    float *packed = malloc(m.in_layout.floats * 4);
+    ft_data_pack(&data, idx, 2, &m.in_layout, packed);
+
+    /* GPU: one step without the update. */
+    if (ft_model_set_state(&m, p, NULL, NULL, 0, gh.stream))
+        fail_msg("%s", m.why);
+    gh_upload(m.batch_in, packed, m.in_layout.floats * 4);
+    foxjit_status st;
+    if ((st = ft_model_zero(&m, gh.stream)) || (st = ft_model_forward(&m, gh.stream)) ||
+        (st = ft_model_loss(&m, 1, gh.stream)) || (st = ft_model_backward(&m, gh.stream)) ||
+        (st = ft_model_reduce(&m, gh.stream)))
+        fail_msg("%s", m.why);
+    float gpu_loss;
+    float *gpu_grad = malloc(total * 4);
+    gh_download(&gpu_loss, m.loss, 4);
+    if (ft_model_get_grads(&m, gpu_grad, gh.stream))
+        fail_msg("%s", m.why);
+
+    /* float64 reference on the same numbers. */
+    fd_case c = {.dims = {d.batch, d.k, d.f, d.d, d.e, d.h}};
+    double *grad[PR_PARAM_COUNT];
+    for (int i = 0; i < PR_PARAM_COUNT; i++) {
+        size_t n = ft_param_size(&d, i);
+        assert_int_equal(n, pr_param_size(&c.dims, i));
+        c.param[i] = malloc(n * 8);
+        grad[i] = malloc(n * 8);
+        for (size_t j = 0; j < n; j++)
+            c.param[i][j] = p[ft_param_offset(&d, i) + j];
+    }
+    size_t nx = (size_t)d.batch * d.k * d.f, nt = (size_t)d.batch * d.k;
+    size_t nz = (size_t)(d.k + 1) * d.batch * d.h;
+    c.x = malloc(nx * 8), c.dt = malloc(nt * 8), c.labels = malloc(nz * 8);
+    for (size_t i = 0; i < nx; i++)
+        c.x[i] = packed[m.in_layout.x + i];
+    for (size_t i = 0; i < nt; i++)
+        c.dt[i] = packed[m.in_layout.dt + i];
+    for (size_t i = 0; i < nz; i++)
+        c.labels[i] = packed[m.in_layout.labels + i];
+    assert_int_equal(pr_model_acts_alloc(&c.dims, &c.acts), 1);
+    double *dz = malloc(nz * 8);
+    pr_model_forward(&c.dims, c.param, c.x, c.dt, &c.acts);
+    double want_loss = pr_model_loss(&c.dims, c.acts.z, c.labels, dz);
+    pr_model_backward(&c.dims, c.param, c.x, c.dt, &c.acts, dz, grad, NULL);
+    printf("  loss: GPU %.9g, float64 %.12g\n", (double)gpu_loss, want_loss);
+    gh_assert_close("model loss", &gpu_loss, &want_loss, NULL, 1, 1e-5, 1e-6);
+
+    /* Every gradient element against the float64 chain rule, then sampled
+     * elements against central differences of the float64 forward. */
+    const double h = 1e-5;
+    for (int i = 0; i < PR_PARAM_COUNT; i++) {
+        size_t n = ft_param_size(&d, i);
+        const float *g = gpu_grad + ft_param_offset(&d, i);
+        double scale = max_abs(grad[i], n);
+        char what[96];
+        snprintf(what, sizeof what, "gradient of %s vs float64 backward", ft_param_name(i));
+        gh_assert_close(what, g, grad[i], NULL, n, 1e-3, 2e-4 * scale + 1e-9);
+
+        size_t picks[6] = {0, n - 1, n / 2, n / 3, n / 5, n / 7};
+        double worst = 0;
+        for (int k = 0; k < 6; k++) {
+            size_t j = picks[k];
+            double keep = c.param[i][j];
+            c.param[i][j] = keep + h;
+            double lp = ref_loss(&c);
+            c.param[i][j] = keep - h;
+            double lm = ref_loss(&c);
+            c.param[i][j] = keep;
+            double fd = (lp - lm) / (2 * h);
+            double err = fabs((double)g[j] - fd), tol = 2e-3 * fabs(fd) + 3e-4 * scale + 1e-8;
+            worst = fmax(worst, err / tol);
+            if (!(err <= tol))
+                fail_msg("%s[%zu]: GPU gradient %.9g, central difference %.9g (float64 "
+                         "backward %.9g), error %.3g > %.3g", ft_param_name(i), j,
+                         (double)g[j], fd, grad[i][j], err, tol);
+        }
+        printf("  %-13s max |grad| %.3e, finite differences within %.2f of tolerance\n",
+               ft_param_name(i), scale, worst);
+    }
+
+    for (int i = 0; i < PR_PARAM_COUNT; i++)
+        free(c.param[i]), free(grad[i]);
+    free(c.x), free(c.dt), free(c.labels), free(dz);
+    pr_model_acts_free(&c.acts);
+    free(p), free(packed), free(gpu_grad);
+    ft_data_free(&data);
+    ft_model_free(&m);
+}
+
+/* ---- fox-train as a program ------------------------------------------------------ */
+
+/* Runs fox-train with the trainer's common arguments plus the given ones
+ * (NULL-terminated); its output goes to <tmpdir>/<tag>.log, whose tail is
+ * printed. Returns the exit status. */
+static int run_trainer(const char *tag, ...)
+{
+    const char *cache = getenv("FOXJIT_TEST_CACHE_DIR");
+    char *argv[48] = {(char *)fox_train, "--library", (char *)library, "--cache-dir",
+                      (char *)(cache && *cache ? cache : gh.cache_dir)};
+    int argc = 5;
+    va_list ap;
+    va_start(ap, tag);
+    for (char *a; (a = va_arg(ap, char *)) && argc < 47;)
+        argv[argc++] = a;
+    va_end(ap);
+    ensure_tmpdir();
+    char log[512];
+    snprintf(log, sizeof log, "%s/%s.log", tmpdir, tag);
+    printf("  run %s:", tag);
+    for (int i = 5; i < argc; i++)
+        printf(" %s", argv[i]);
+    printf("\n");
+    fflush(stdout);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0)
+            _exit(126);
+        execv(fox_train, argv);
+        _exit(127);
+    }
+    int ws;
+    waitpid(pid, &ws, 0);
+    int status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "tail -n 12 '%s' | sed 's/^/    | /'", log);
+    if (system(cmd) != 0)
+        printf("    (no log)\n");
+    printf("    exit status %d\n", status);
+    return status;
+}
+
+static char *path_in(const char *name)
+{
+    static char buf[8][512];
+    static int next;
+    char *p = buf[next++ % 8];
+    ensure_tmpdir();
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+typedef struct curve {
+    int n;
+    int step[4096];
+    float loss[4096];
+    unsigned bits[4096];
+} curve;
+
+static void read_curve(const char *path, curve *c)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("no loss curve at %s", path);
+    char line[256];
+    c->n = 0;
+    if (!fgets(line, sizeof line, f) || strncmp(line, "step,loss,loss_bits", 19))
+        fail_msg("%s: no CSV header", path);
+    while (c->n < 4096 && fgets(line, sizeof line, f))
+        if (sscanf(line, "%d,%g,%x", &c->step[c->n], &c->loss[c->n], &c->bits[c->n]) == 3)
+            c->n++;
+    fclose(f);
+}
+
+/* Rows [a_from, a_from + n) of a and [b_from, b_from + n) of b: the same
+ * steps with the same loss bits. */
+static void assert_same_curve(const char *what, const curve *a, int a_from, const curve *b,
+                              int b_from, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int ia = a_from + i, ib = b_from + i;
+        if (ia >= a->n || ib >= b->n)
+            fail_msg("%s: curve too short (%d and %d rows, need %d)", what, a->n, b->n, n);
+        if (a->step[ia] != b->step[ib] || a->bits[ia] != b->bits[ib])
+            fail_msg("%s: step %d has loss %.9g (0x%08x) vs step %d %.9g (0x%08x)", what,
+                     a->step[ia], (double)a->loss[ia], a->bits[ia], b->step[ib],
+                     (double)b->loss[ib], b->bits[ib]);
+    }
+    printf("  %s: %d losses bitwise equal (first %.6f, last %.6f)\n", what, n,
+           (double)a->loss[a_from], (double)a->loss[a_from + n - 1]);
+}
+
+static void assert_same_file(const char *what, const char *pa, const char *pb)
+{
+    FILE *a = fopen(pa, "rb"), *b = fopen(pb, "rb");
+    if (!a || !b)
+        fail_msg("%s: missing %s", what, a ? pb : pa);
+    long offset = 0;
+    int ca, cb;
+    do {
+        ca = fgetc(a), cb = fgetc(b);
+        if (ca != cb)
+            fail_msg("%s: %s and %s differ at byte %ld", what, pa, pb, offset);
+        offset++;
+    } while (ca != EOF);
+    fclose(a), fclose(b);
+    printf("  %s: %ld bytes identical\n", what, offset - 1);
+}
+
+static void test_acceptance_gate(void **state)
+{
+    (void)state;
+    assert_int_equal(run_trainer("gate", "--signal", "constant", "--batch", "32", "--steps",
+                                 "200", "--heldout-size", "256", "--csv", path_in("gate.csv"),
+                                 NULL), 0);
+    curve c;
+    read_curve(path_in("gate.csv"), &c);
+    assert_int_equal(c.n, 200);
+    int first_under = 0;
+    for (int i = 0; i < c.n && !first_under; i++)
+        if (c.loss[i] < 0.1f)
+            first_under = c.step[i];
+    static const int show[] = {1, 10, 25, 50, 100, 150, 200};
+    printf("  loss:");
+    for (size_t i = 0; i < sizeof show / sizeof show[0]; i++)
+        printf(" step %d %.5f;", show[i], (double)c.loss[show[i] - 1]);
+    printf("\n  first step under 0.1: %d\n", first_under);
+    if (!(c.loss[0] >= 0.1f))
+        fail_msg("the loss starts at %.5f, already under the gate", (double)c.loss[0]);
+    if (!first_under)
+        fail_msg("the loss never went under 0.1 in 200 steps (last %.5f)",
+                 (double)c.loss[c.n - 1]);
+}
+
+static void test_eager_and_graph_bitwise(void **state)
+{
+    (void)state;
+    const char *common[] = {"--batch", "32", "--steps", "50", "--heldout-size", "0"};
+    assert_int_equal(run_trainer("eager", common[0], common[1], common[2], common[3], common[4],
+                                 common[5], "--csv", path_in("eager.csv"), "--checkpoint",
+                                 path_in("eager.ckpt"), NULL), 0);
+    assert_int_equal(run_trainer("graph", common[0], common[1], common[2], common[3], common[4],
+                                 common[5], "--graph", "--csv", path_in("graph.csv"),
+                                 "--checkpoint", path_in("graph.ckpt"), NULL), 0);
+    curve e, g;
+    read_curve(path_in("eager.csv"), &e);
+    read_curve(path_in("graph.csv"), &g);
+    assert_int_equal(e.n, 50);
+    assert_same_curve("eager vs graph-replayed", &e, 0, &g, 0, 50);
+    assert_same_file("parameters and AdamW state after 50 steps", path_in("eager.ckpt"),
+                     path_in("graph.ckpt"));
+}
+
+static void test_resume_bitwise(void **state)
+{
+    (void)state;
+    /* One run of 50 steps; one of 20 with a checkpoint, resumed to 50 (the
+     * resumed part replayed from a graph: it must not matter either). */
+    assert_int_equal(run_trainer("whole", "--steps", "50", "--heldout-size", "0",
+                                 "--train-size", "640", "--csv", path_in("whole.csv"),
+                                 "--checkpoint", path_in("whole.ckpt"), NULL), 0);
+    assert_int_equal(run_trainer("first", "--steps", "20", "--heldout-size", "0",
+                                 "--train-size", "640", "--checkpoint", path_in("first.ckpt"),
+                                 NULL), 0);
+    assert_int_equal(run_trainer("resumed", "--resume", path_in("first.ckpt"), "--steps", "50",
+                                 "--graph", "--csv", path_in("resumed.csv"), "--checkpoint",
+                                 path_in("resumed.ckpt"), NULL), 0);
+    curve w, r;
+    read_curve(path_in("whole.csv"), &w);
+    read_curve(path_in("resumed.csv"), &r);
+    assert_int_equal(r.n, 30);
+    assert_int_equal(r.step[0], 21);
+    /* 640 sequences are 20 batches: the resumed part crosses an epoch. */
+    assert_same_curve("resumed vs uninterrupted, steps 21..50", &w, 20, &r, 0, 30);
+    assert_same_file("state at step 50, resumed vs uninterrupted", path_in("whole.ckpt"),
+                     path_in("resumed.ckpt"));
+    /* A setting that contradicts the checkpoint is refused. */
+    assert_int_equal(run_trainer("conflict", "--resume", path_in("first.ckpt"), "--lr", "0.5",
+                                 NULL), 2);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s path/to/fox-train path/to/libfoxjit.so\n", argv[0]);
+        return 2;
+    }
+    fox_train = argv[1];
+    library = argv[2];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gradient_matches_finite_differences),
+        cmocka_unit_test(test_acceptance_gate),
+        cmocka_unit_test(test_eager_and_graph_bitwise),
+        cmocka_unit_test(test_resume_bitwise),
+    };
+    int rc = gh_main("gpu/trainer", tests, sizeof tests / sizeof tests[0]);
+    if (have_tmpdir && rc == 0) {  /* kept on failure: the logs and curves */
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    } else if (have_tmpdir) {
+        fprintf(stderr, "gpu/trainer: logs and loss curves kept in %s\n", tmpdir);
+    }
+    return rc;
+}

@@ -1,0 +1,170 @@
+/* unit: fox-train's command line (tools/fox-train/args.c), no GPU. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+
+static char why[512];
+
+/* Parses a NULL-terminated list of arguments (argv[0] added). */
+static ft_parse_result parse(ft_options *o, ...)
+{
+    char *argv[64] = {"fox-train"};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, o);
+    for (char *a; (a = va_arg(ap, char *)) && argc < 63;)
+        argv[argc++] = a;
+    va_end(ap);
+    return ft_parse_args(argc, argv, o, why, sizeof why);
+}
+
+static void expect_error(ft_parse_result r, const char *needle)
+{
+    if (r != FT_PARSE_ERROR)
+        fail_msg("expected an error mentioning '%s', got result %d", needle, (int)r);
+    if (!strstr(why, needle))
+        fail_msg("message '%s' should mention '%s'", why, needle);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    ft_options o;
+    assert_int_equal(parse(&o, NULL), FT_PARSE_OK);
+    assert_int_equal(o.steps, 1000);
+    assert_int_equal(o.batch, 32);
+    assert_int_equal(o.k, 64);
+    assert_true(o.lr == 1e-3f && o.beta1 == 0.9f && o.beta2 == 0.999f && o.eps == 1e-8f);
+    assert_true(o.weight_decay == 0.01f);
+    assert_int_equal(o.seed, 1);
+    assert_int_equal(o.signal, FT_SIGNAL_RULE);
+    assert_int_equal(o.n_train, 4096);
+    assert_int_equal(o.n_heldout, 1024);
+    assert_false(o.graph || o.bench || o.quiet);
+    assert_null(o.csv);
+    assert_null(o.resume);
+    assert_int_equal(o.n_bench_batches, 3);
+    assert_int_equal(o.bench_batches[2], 512);
+    assert_int_equal(o.set, 0);
+}
+
+static void test_every_option(void **state)
+{
+    (void)state;
+    ft_options o;
+    assert_int_equal(parse(&o, "--steps", "200", "--batch=16", "--k", "8", "--lr", "3e-3",
+                           "--weight-decay=0", "--beta1", "0.8", "--beta2", "0.99", "--eps",
+                           "1e-6", "--seed", "18446744073709551615", "--signal", "constant",
+                           "--train-size", "100", "--heldout-size", "0", "--graph", "--csv",
+                           "loss.csv", "--checkpoint", "c.bin", "--checkpoint-every", "50",
+                           "--library", "/x/libfoxjit.so", "--cache-dir", "/tmp/c",
+                           "--device", "1", "--progress", "5", "--quiet", NULL),
+                     FT_PARSE_OK);
+    assert_int_equal(o.steps, 200);
+    assert_int_equal(o.batch, 16);
+    assert_int_equal(o.k, 8);
+    assert_true(o.lr == 3e-3f && o.weight_decay == 0.0f && o.beta1 == 0.8f);
+    assert_true(o.beta2 == 0.99f && o.eps == 1e-6f);
+    assert_true(o.seed == UINT64_MAX);
+    assert_int_equal(o.signal, FT_SIGNAL_CONSTANT);
+    assert_int_equal(o.n_train, 100);
+    assert_int_equal(o.n_heldout, 0);
+    assert_true(o.graph && o.quiet);
+    assert_string_equal(o.csv, "loss.csv");
+    assert_string_equal(o.checkpoint, "c.bin");
+    assert_int_equal(o.checkpoint_every, 50);
+    assert_string_equal(o.library, "/x/libfoxjit.so");
+    assert_string_equal(o.cache_dir, "/tmp/c");
+    assert_int_equal(o.device, 1);
+    assert_int_equal(o.progress_every, 5);
+    /* Every setting a checkpoint records is marked as given. */
+    unsigned all = FT_SET_BATCH | FT_SET_K | FT_SET_LR | FT_SET_WD | FT_SET_BETA1 |
+                   FT_SET_BETA2 | FT_SET_EPS | FT_SET_SEED | FT_SET_TRAIN | FT_SET_HELDOUT |
+                   FT_SET_SIGNAL;
+    assert_int_equal(o.set, all);
+
+    assert_int_equal(parse(&o, "--resume", "c.bin", "--steps", "400", NULL), FT_PARSE_OK);
+    assert_string_equal(o.resume, "c.bin");
+    assert_int_equal(o.set, 0);
+
+    assert_int_equal(parse(&o, "--bench", "--bench-batches", "32,128", "--bench-steps", "7",
+                           "--json", "b.json", NULL), FT_PARSE_OK);
+    assert_true(o.bench);
+    assert_int_equal(o.n_bench_batches, 2);
+    assert_int_equal(o.bench_batches[0], 32);
+    assert_int_equal(o.bench_batches[1], 128);
+    assert_int_equal(o.bench_steps, 7);
+    assert_string_equal(o.json, "b.json");
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    ft_options o;
+    assert_int_equal(parse(&o, "--steps", "5", "--help", NULL), FT_PARSE_HELP);
+    assert_int_equal(parse(&o, "-h", NULL), FT_PARSE_HELP);
+    assert_non_null(strstr(ft_usage, "--graph"));
+    assert_non_null(strstr(ft_usage, "Exit status"));
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    ft_options o;
+    expect_error(parse(&o, "--stepz", "5", NULL), "unknown option '--stepz'");
+    expect_error(parse(&o, "steps", NULL), "unexpected argument 'steps'");
+    expect_error(parse(&o, "--steps", NULL), "--steps needs a value");
+    expect_error(parse(&o, "--steps", "ten", NULL), "--steps: 'ten' is not an integer");
+    expect_error(parse(&o, "--steps", "5x", NULL), "--steps: '5x'");
+    expect_error(parse(&o, "--steps", "0", NULL), "[1, 10^8]");
+    expect_error(parse(&o, "--batch", "1025", NULL), "--batch: '1025'");
+    expect_error(parse(&o, "--k=0", NULL), "--k: '0'");
+    expect_error(parse(&o, "--lr", "fast", NULL), "--lr: 'fast' is not a finite number");
+    expect_error(parse(&o, "--lr", "nan", NULL), "--lr: 'nan'");
+    expect_error(parse(&o, "--eps", "inf", NULL), "--eps: 'inf'");
+    expect_error(parse(&o, "--seed", "-1", NULL), "--seed: '-1'");
+    expect_error(parse(&o, "--signal", "sine", NULL), "'rule' or 'constant'");
+    expect_error(parse(&o, "--graph=1", NULL), "--graph takes no value");
+    expect_error(parse(&o, "--csv=", NULL), "--csv: empty value");
+    expect_error(parse(&o, "--bench", "--bench-batches", "32,,64", NULL), "--bench-batches");
+    expect_error(parse(&o, "--bench", "--bench-batches", "0", NULL), "--bench-batches");
+    expect_error(parse(&o, "--bench", "--bench-batches", "1,2,3,4,5,6,7,8,9", NULL),
+                 "up to 8");
+}
+
+static void test_inconsistent(void **state)
+{
+    (void)state;
+    ft_options o;
+    expect_error(parse(&o, "--lr", "-0.1", NULL), "--lr must be >= 0");
+    expect_error(parse(&o, "--weight-decay", "-1", NULL), "--weight-decay must be >= 0");
+    expect_error(parse(&o, "--beta1", "1", NULL), "[0, 1)");
+    expect_error(parse(&o, "--beta2", "-0.5", NULL), "[0, 1)");
+    expect_error(parse(&o, "--eps", "0", NULL), "--eps must be > 0");
+    expect_error(parse(&o, "--batch", "64", "--train-size", "63", NULL),
+                 "--train-size 63 is smaller than one batch (--batch 64)");
+    expect_error(parse(&o, "--batch", "64", "--heldout-size", "10", NULL), "use 0 to skip");
+    expect_error(parse(&o, "--checkpoint-every", "10", NULL), "needs --checkpoint");
+    expect_error(parse(&o, "--json", "x.json", NULL), "--json is for --bench");
+    expect_error(parse(&o, "--bench", "--resume", "c.bin", NULL), "do not go together");
+    /* The training-data checks do not apply to --bench (it makes its own). */
+    assert_int_equal(parse(&o, "--bench", "--batch", "64", "--train-size", "8", NULL),
+                     FT_PARSE_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_every_option),
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_inconsistent),
+    };
+    return cmocka_run_group_tests_name("train_args_cli", tests, NULL, NULL);
+}

@@ -1,0 +1,116 @@
+/* unit: fox-train without a GPU, without the library, with bad arguments:
+ * each fails with its exit status and a message that says what is missing.
+ * argv[1] is the fox-train binary, argv[2] the built libfoxjit.so. The
+ * driver is hidden with FOXJIT_CUDA_LIBRARY, so this holds on GPU hosts
+ * too. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *fox_train, *library;
+
+typedef struct result {
+    int status;       /* exit status, or -1 when it did not exit normally */
+    char out[8192];   /* stdout and stderr together */
+} result;
+
+/* Runs fox-train with the arguments (NULL-terminated) and, when cuda_lib is
+ * not NULL, FOXJIT_CUDA_LIBRARY set to it. */
+static void run(result *r, const char *cuda_lib, ...)
+{
+    char *argv[32] = {(char *)fox_train};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, cuda_lib);
+    for (char *a; (a = va_arg(ap, char *)) && argc < 31;)
+        argv[argc++] = a;
+    va_end(ap);
+    char log[] = "/tmp/fox-train-test-XXXXXX";
+    int fd = mkstemp(log);
+    assert_true(fd >= 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (cuda_lib)
+            setenv("FOXJIT_CUDA_LIBRARY", cuda_lib, 1);
+        unsetenv("FOXJIT_LIBRARY");
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(fox_train, argv);
+        _exit(127);
+    }
+    int ws;
+    waitpid(pid, &ws, 0);
+    r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    ssize_t n = pread(fd, r->out, sizeof r->out - 1, 0);
+    r->out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(log);
+    printf("  exit %d: %s", r->status, r->out);
+}
+
+static void expect(const result *r, int status, const char *needle)
+{
+    if (r->status != status)
+        fail_msg("exit status %d, want %d; output:\n%s", r->status, status, r->out);
+    if (needle && !strstr(r->out, needle))
+        fail_msg("output should mention '%s':\n%s", needle, r->out);
+}
+
+static void test_no_driver(void **state)
+{
+    (void)state;
+    result r;
+    run(&r, "/nonexistent/libcuda.so.1", "--library", library, "--steps", "1", NULL);
+    expect(&r, 3, "no CUDA driver");
+    expect(&r, 3, "FOXJIT_CUDA_LIBRARY");
+    run(&r, "/nonexistent/libcuda.so.1", "--library", library, "--bench", NULL);
+    expect(&r, 3, "no CUDA driver");
+}
+
+static void test_no_library(void **state)
+{
+    (void)state;
+    result r;
+    run(&r, "/nonexistent/libcuda.so.1", "--library", "/nonexistent/libfoxjit.so", NULL);
+    expect(&r, 4, "libfoxjit could not be loaded");
+    expect(&r, 4, "/nonexistent/libfoxjit.so");
+    /* A library that is not fox-jit. */
+    run(&r, "/nonexistent/libcuda.so.1", "--library", "libm.so.6", NULL);
+    expect(&r, 4, "not a fox-jit library");
+}
+
+static void test_usage(void **state)
+{
+    (void)state;
+    result r;
+    run(&r, NULL, "--batch", "0", NULL);
+    expect(&r, 2, "--batch: '0'");
+    run(&r, NULL, "--no-such-option", NULL);
+    expect(&r, 2, "unknown option");
+    run(&r, NULL, "--help", NULL);
+    expect(&r, 0, "usage: fox-train");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s path/to/fox-train path/to/libfoxjit.so\n", argv[0]);
+        return 2;
+    }
+    fox_train = argv[1];
+    library = argv[2];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_driver),
+        cmocka_unit_test(test_no_library),
+        cmocka_unit_test(test_usage),
+    };
+    return cmocka_run_group_tests_name("train_nogpu", tests, NULL, NULL);
+}

@@ -1,0 +1,311 @@
+/* unit: fox-train's host-side pieces, no GPU: checkpoints (round trip and
+ * every kind of damage), held-out metrics, the seeded data, epoch orders,
+ * batch packing and the initial parameters. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "data.h"
+#include "metrics.h"
+#include "params.h"
+
+/* ---- checkpoints ------------------------------------------------------------- */
+
+static char dir[] = "/tmp/fox-train-ckpt-XXXXXX";
+
+static void make_arrays(size_t n, float **p, float **m, float **v)
+{
+    *p = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        (*p)[i] = (float)i * 0.5f - 3.0f;
+        (*m)[i] = 1.0f / (float)(i + 1);
+        (*v)[i] = (float)(i % 7) * 1e-3f;
+    }
+}
+
+static ft_ckpt_meta sample_meta(void)
+{
+    return (ft_ckpt_meta){.dims = {32, 64, 40, 128, 64, 5}, .signal = 1, .n_train = 4096,
+                          .n_heldout = 512, .seed = 0x123456789abcdefull, .lr = 3e-3f,
+                          .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                          .weight_decay = 0.01f, .step = 1234};
+}
+
+static void test_checkpoint_round_trip(void **state)
+{
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/a.ckpt", dir);
+    const size_t n = 1000;
+    float *p, *m, *v;
+    make_arrays(n, &p, &m, &v);
+    ft_ckpt_meta meta = sample_meta(), got;
+    char why[512];
+    assert_int_equal(ft_ckpt_write(path, &meta, p, m, v, n, why, sizeof why), 0);
+    float *p2, *m2, *v2;
+    size_t n2;
+    if (ft_ckpt_read(path, &got, &p2, &m2, &v2, &n2, why, sizeof why))
+        fail_msg("%s", why);
+    assert_int_equal(n2, n);
+    assert_memory_equal(&got.dims, &meta.dims, sizeof meta.dims);
+    assert_int_equal(got.signal, 1);
+    assert_int_equal(got.n_train, 4096);
+    assert_int_equal(got.n_heldout, 512);
+    assert_true(got.seed == meta.seed && got.step == 1234);
+    assert_true(got.lr == meta.lr && got.beta2 == meta.beta2 && got.eps == meta.eps);
+    assert_true(got.weight_decay == meta.weight_decay);
+    assert_memory_equal(p2, p, n * 4);
+    assert_memory_equal(m2, m, n * 4);
+    assert_memory_equal(v2, v, n * 4);
+    /* No temporary file is left behind. */
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s/a.ckpt.tmp.%ld", dir, (long)getpid());
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    free(p), free(m), free(v), free(p2), free(m2), free(v2);
+    unlink(path);
+}
+
+/* Writes a good checkpoint, applies `damage` to its bytes, expects the read
+ * to fail with a message containing `needle`. */
+static void expect_damaged(void (*damage)(unsigned char **, size_t *), const char *needle)
+{
+    char path[256], why[512];
+    snprintf(path, sizeof path, "%s/d.ckpt", dir);
+    const size_t n = 100;
+    float *p, *m, *v;
+    make_arrays(n, &p, &m, &v);
+    ft_ckpt_meta meta = sample_meta();
+    assert_int_equal(ft_ckpt_write(path, &meta, p, m, v, n, why, sizeof why), 0);
+    FILE *f = fopen(path, "rb");
+    unsigned char *bytes = malloc(4096);
+    size_t len = fread(bytes, 1, 4096, f);
+    fclose(f);
+    damage(&bytes, &len);
+    f = fopen(path, "wb");
+    fwrite(bytes, 1, len, f);
+    fclose(f);
+    float *p2, *m2, *v2;
+    size_t n2;
+    assert_int_equal(ft_ckpt_read(path, &meta, &p2, &m2, &v2, &n2, why, sizeof why), -1);
+    if (!strstr(why, needle))
+        fail_msg("message '%s' should mention '%s'", why, needle);
+    assert_null(p2);
+    free(bytes), free(p), free(m), free(v);
+    unlink(path);
+}
+
+static void flip_payload(unsigned char **b, size_t *len) { (*b)[*len - 5] ^= 0x10; }
+static void flip_header(unsigned char **b, size_t *len) { (void)len, (*b)[60] ^= 1; }
+static void truncate_file(unsigned char **b, size_t *len) { (void)b, *len -= 9; }
+static void append_byte(unsigned char **b, size_t *len) { (*b)[(*len)++] = 0; }
+static void bad_magic(unsigned char **b, size_t *len) { (void)len, (*b)[0] = 'X'; }
+static void bad_version(unsigned char **b, size_t *len) { (void)len, (*b)[8] = 99; }
+
+static void test_checkpoint_damage(void **state)
+{
+    (void)state;
+    expect_damaged(flip_payload, "corrupt (checksum mismatch)");
+    expect_damaged(flip_header, "corrupt");
+    expect_damaged(truncate_file, "truncated");
+    expect_damaged(append_byte, "longer than its header says");
+    expect_damaged(bad_magic, "not a fox-train checkpoint");
+    expect_damaged(bad_version, "format 99");
+    char why[512];
+    ft_ckpt_meta meta;
+    float *p, *m, *v;
+    size_t n;
+    assert_int_equal(ft_ckpt_read("/nonexistent/x.ckpt", &meta, &p, &m, &v, &n, why,
+                                  sizeof why), -1);
+    assert_non_null(strstr(why, "cannot open /nonexistent/x.ckpt"));
+    meta = sample_meta();
+    float one = 1;
+    assert_int_equal(ft_ckpt_write("/nonexistent/dir/x.ckpt", &meta, &one, &one, &one, 1, why,
+                                   sizeof why), -1);
+    assert_non_null(strstr(why, "cannot create"));
+}
+
+/* ---- metrics ----------------------------------------------------------------- */
+
+static void test_auc(void **state)
+{
+    (void)state;
+    const float y[] = {0, 0, 1, 1};
+    const float s1[] = {0.1f, 0.4f, 0.35f, 0.8f};
+    assert_true(fabs(ft_auc(s1, y, 4) - 0.75) < 1e-12);
+    const float perfect[] = {-3, -2, 2, 3}, reversed[] = {3, 2, -2, -3}, ties[] = {1, 1, 1, 1};
+    assert_true(ft_auc(perfect, y, 4) == 1.0);
+    assert_true(ft_auc(reversed, y, 4) == 0.0);
+    assert_true(ft_auc(ties, y, 4) == 0.5);
+    /* One positive tied with one of two negatives: (1 + 0.5) / 2. */
+    const float y3[] = {1, 0, 0}, s3[] = {0.5f, 0.5f, 0.1f};
+    assert_true(fabs(ft_auc(s3, y3, 3) - 0.75) < 1e-12);
+    const float ones[] = {1, 1, 1, 1};
+    assert_true(isnan(ft_auc(s1, ones, 4)));
+    const float with_nan[] = {0.1f, NAN, 0.2f, 0.3f};
+    assert_true(isnan(ft_auc(with_nan, y, 4)));
+}
+
+static void test_bce_mean(void **state)
+{
+    (void)state;
+    const float z[] = {0.0f, 100.0f, -100.0f, 2.0f}, y[] = {1, 0, 0, 1};
+    double want = (log(2.0) + 100.0 + log1p(exp(-100.0)) + log1p(exp(-2.0))) / 4;
+    assert_true(fabs(ft_bce_mean(z, y, 4) - want) < 1e-12);
+}
+
+/* ---- data, orders, packing, initial parameters ------------------------------- */
+
+static void test_data_is_seeded(void **state)
+{
+    (void)state;
+    ft_dataset a, b, c;
+    assert_int_equal(ft_data_generate(&a, 50, 16, 40, 5, FT_SIGNAL_RULE, 7, FT_STREAM_TRAIN), 0);
+    assert_int_equal(ft_data_generate(&b, 50, 16, 40, 5, FT_SIGNAL_RULE, 7, FT_STREAM_TRAIN), 0);
+    assert_int_equal(ft_data_generate(&c, 50, 16, 40, 5, FT_SIGNAL_RULE, 7,
+                                      FT_STREAM_HELDOUT), 0);
+    assert_memory_equal(a.x, b.x, 50 * 16 * 40 * 4);
+    assert_memory_equal(a.dt, b.dt, 50 * 16 * 4);
+    assert_memory_equal(a.y_step, b.y_step, 50 * 16 * 5 * 4);
+    assert_memory_equal(a.y_seq, b.y_seq, 50 * 5 * 4);
+    assert_true(memcmp(a.x, c.x, 50 * 16 * 40 * 4) != 0);
+    /* Irregular spacing in [0.25, 1.75]; labels 0/1 and not all alike. */
+    double pos = 0;
+    for (int i = 0; i < 50 * 16; i++)
+        assert_true(a.dt[i] >= 0.25f && a.dt[i] <= 1.75f);
+    for (int i = 0; i < 50 * 16 * 5; i++) {
+        assert_true(a.y_step[i] == 0.0f || a.y_step[i] == 1.0f);
+        pos += a.y_step[i];
+    }
+    pos /= 50 * 16 * 5;
+    printf("  rule: %.3f of the bar labels are positive\n", pos);
+    assert_true(pos > 0.3 && pos < 0.7);
+    /* At bar 0 every horizon's decayed sum is s_0 itself: equal labels. */
+    for (int i = 0; i < 50; i++)
+        for (int h = 1; h < 5; h++)
+            assert_true(a.y_step[(size_t)i * 16 * 5 + h] == a.y_step[(size_t)i * 16 * 5]);
+    ft_data_free(&a), ft_data_free(&b), ft_data_free(&c);
+}
+
+static void test_constant_signal(void **state)
+{
+    (void)state;
+    ft_dataset d;
+    assert_int_equal(ft_data_generate(&d, 40, 8, 40, 5, FT_SIGNAL_CONSTANT, 3,
+                                      FT_STREAM_TRAIN), 0);
+    int positives = 0;
+    for (int i = 0; i < 40; i++) {
+        float l = d.y_seq[i * 5];
+        positives += l == 1.0f;
+        for (int j = 0; j < 8 * 5; j++)
+            assert_true(d.y_step[i * 40 + j] == l);
+        for (int h = 0; h < 5; h++)
+            assert_true(d.y_seq[i * 5 + h] == l);
+    }
+    assert_true(positives > 5 && positives < 35);
+    ft_data_free(&d);
+}
+
+static void test_epoch_order(void **state)
+{
+    (void)state;
+    int a[100], b[100], c[100], seen[100] = {0};
+    ft_epoch_order(100, 9, 3, a);
+    ft_epoch_order(100, 9, 3, b);
+    ft_epoch_order(100, 9, 4, c);
+    assert_memory_equal(a, b, sizeof a);
+    assert_true(memcmp(a, c, sizeof a) != 0);
+    for (int i = 0; i < 100; i++)
+        seen[a[i]]++;
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(seen[i], 1);
+}
+
+static void test_pack_layout(void **state)
+{
+    (void)state;
+    const int K = 3, F = 4, H = 2, B = 2;
+    ft_dataset d;
+    assert_int_equal(ft_data_generate(&d, 5, K, F, H, FT_SIGNAL_RULE, 1, FT_STREAM_TRAIN), 0);
+    ft_batch_layout l;
+    ft_batch_layout_for(B, K, F, H, &l);
+    assert_int_equal(l.dt % 64, 0);
+    assert_int_equal(l.labels % 64, 0);
+    assert_true(l.floats >= l.labels + (size_t)(K + 1) * B * H);
+    float *out = malloc(l.floats * 4);
+    const int idx[2] = {4, 1};
+    ft_data_pack(&d, idx, B, &l, out);
+    /* x [B, K, F]: row 1 is sample 1. */
+    assert_memory_equal(out + l.x + K * F, d.x + 1 * K * F, (size_t)K * F * 4);
+    /* dt [B, K]: row 0 is sample 4. */
+    assert_memory_equal(out + l.dt, d.dt + 4 * K, (size_t)K * 4);
+    /* labels [K+1, B, H]: bar 2 of row 1, then the sequence block. */
+    assert_memory_equal(out + l.labels + (2 * B + 1) * H, d.y_step + (1 * K + 2) * H,
+                        (size_t)H * 4);
+    assert_memory_equal(out + l.labels + (K * B + 0) * H, d.y_seq + 4 * H, (size_t)H * 4);
+    free(out);
+    ft_data_free(&d);
+}
+
+static void test_initial_parameters(void **state)
+{
+    (void)state;
+    ft_dims d = {32, 64, 40, 128, 64, 5};
+    size_t n = ft_param_total(&d);
+    assert_int_equal(n, ft_param_offset(&d, FT_ATTN_Q) + 128);
+    float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
+    ft_params_init(&d, 5, a);
+    ft_params_init(&d, 5, b);
+    ft_params_init(&d, 6, c);
+    assert_memory_equal(a, b, n * 4);
+    assert_true(memcmp(a, c, n * 4) != 0);
+    const float *tau = a + ft_param_offset(&d, FT_CFC_TAU);
+    for (int i = 0; i < 128; i++)
+        assert_true(tau[i] >= 1.0f && tau[i] <= 16.0f);
+    const int zero[] = {FT_CFC_BIAS, FT_HEADS_B1, FT_HEADS_B2, FT_HEADS_B_GATE,
+                        FT_HEADS_B_MAIN, FT_HEADS_B_SKIP, FT_VSN_BIAS};
+    for (size_t k = 0; k < sizeof zero / sizeof zero[0]; k++) {
+        const float *p = a + ft_param_offset(&d, zero[k]);
+        for (size_t i = 0; i < ft_param_size(&d, zero[k]); i++)
+            assert_true(p[i] == 0.0f);
+        assert_false(ft_param_decays(zero[k]));
+    }
+    assert_false(ft_param_decays(FT_CFC_TAU));
+    assert_true(ft_param_decays(FT_CFC_W_REC));
+    assert_string_equal(ft_param_name(FT_HEADS_W_SKIP), "heads.w_skip");
+    free(a), free(b), free(c);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checkpoint_round_trip),
+        cmocka_unit_test(test_checkpoint_damage),
+        cmocka_unit_test(test_auc),
+        cmocka_unit_test(test_bce_mean),
+        cmocka_unit_test(test_data_is_seeded),
+        cmocka_unit_test(test_constant_signal),
+        cmocka_unit_test(test_epoch_order),
+        cmocka_unit_test(test_pack_layout),
+        cmocka_unit_test(test_initial_parameters),
+    };
+    return cmocka_run_group_tests_name("train_host", tests, setup, teardown);
+}

@@ -1,0 +1,511 @@
+/* unit: fox-train's step driver (tools/fox-train/model.c) against a host
+ * emulation of the foxjit_api table and the driver, no GPU.
+ *
+ * The emulated ops keep float32 tensors in host memory ("device pointers"
+ * are host addresses) and compute each op of kernels.md with the float64
+ * reference (tests/ref/perception_ref.c), honouring strides, the
+ * accumulate flags, per-batch scratch and the reducers exactly as the
+ * public API documents them. So this checks the call sequence of a step
+ * (views, strides, flags, the order of kernels.md, the loss, AdamW's
+ * arguments) independently of the kernels: the gradient the driver
+ * produces must be the reference model's, and one update must be AdamW's. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data.h"
+#include "model.h"
+#include "params.h"
+#include "perception_ref.h"
+
+/* ---- host "device" memory and driver ------------------------------------ */
+
+#define HP(p) ((float *)(uintptr_t)(p))
+
+static CUresult h_alloc(CUdeviceptr *p, size_t n)
+{
+    void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
+    /* NaN fill: anything read before it is written shows up. */
+    for (size_t i = 0; m && i < n / 4; i++)
+        ((uint32_t *)m)[i] = 0x7fc00000u;
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult h_free(CUdeviceptr p) { free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
+static CUresult h_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+    (void)st;
+    memcpy((void *)(uintptr_t)d, s, n);
+    return CUDA_SUCCESS;
+}
+static CUresult h_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+    (void)st;
+    memcpy(d, (const void *)(uintptr_t)s, n);
+    return CUDA_SUCCESS;
+}
+static CUresult h_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
+{
+    (void)st;
+    for (size_t i = 0; i < n; i++)
+        ((uint32_t *)(uintptr_t)d)[i] = v;
+    return CUDA_SUCCESS;
+}
+static CUresult h_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
+
+/* ---- emulated ops ----------------------------------------------------------- */
+
+static double *dup_d(CUdeviceptr p, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = HP(p)[i];
+    return d;
+}
+
+static long long eff(int64_t stride, long long width) { return stride ? stride : width; }
+
+/* out (+)= (float)v, the accumulate-or-overwrite rule of the API. */
+static void store(float *out, const double *v, size_t n, int accumulate)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = accumulate ? out[i] + (float)v[i] : (float)v[i];
+}
+
+static void row_to_d(const float *src, double *dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i];
+}
+
+static int calls;
+
+static foxjit_status e_cfc_forward(foxjit_runtime *rt, const foxjit_cfc_args *a, CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    int I = a->n_in, Hd = a->n_hid;
+    double *w_in = dup_d(a->w_in, (size_t)Hd * I), *w_rec = dup_d(a->w_rec, (size_t)Hd * Hd);
+    double *bias = dup_d(a->bias, Hd), *tau = dup_d(a->tau, Hd);
+    pr_cfc p = {I, Hd, w_in, w_rec, bias, tau};
+    double x[512], h[512], ho[512], u[512];
+    for (int b = 0; b < a->batch; b++) {
+        row_to_d(HP(a->x) + b * eff(a->x_stride, I), x, I);
+        if (a->h)
+            row_to_d(HP(a->h) + b * eff(a->h_stride, Hd), h, Hd);
+        double dt = HP(a->dt)[b * eff(a->dt_stride, 1)];
+        pr_cfc_forward(&p, x, a->h ? h : NULL, dt, ho, u);
+        store(HP(a->h_out) + b * eff(a->h_out_stride, Hd), ho, Hd, 0);
+        store(HP(a->u) + b * eff(a->u_stride, Hd), u, Hd, 0);
+    }
+    free(w_in), free(w_rec), free(bias), free(tau);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a, CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    int I = a->n_in, Hd = a->n_hid;
+    double *w_in = dup_d(a->w_in, (size_t)Hd * I), *w_rec = dup_d(a->w_rec, (size_t)Hd * Hd);
+    double *tau = dup_d(a->tau, Hd), *bias = dup_d(a->bias, Hd);
+    pr_cfc p = {I, Hd, w_in, w_rec, bias, tau};
+    double x[512], h[512], dho[512], dh[512], dx[512];
+    double *gw_in = malloc((size_t)Hd * I * 8), *gw_rec = malloc((size_t)Hd * Hd * 8);
+    double gb[512], gt[512];
+    for (int b = 0; b < a->batch; b++) {
+        row_to_d(HP(a->x) + b * eff(a->x_stride, I), x, I);
+        if (a->h)
+            row_to_d(HP(a->h) + b * eff(a->h_stride, Hd), h, Hd);
+        row_to_d(HP(a->dh_out) + b * eff(a->dh_out_stride, Hd), dho, Hd);
+        double dt = HP(a->dt)[b * eff(a->dt_stride, 1)];
+        /* The kernel reads the forward's u: it must be this bar's. */
+        double ho[512], u[512];
+        pr_cfc_forward(&p, x, a->h ? h : NULL, dt, ho, u);
+        const float *saved = HP(a->u) + b * eff(a->u_stride, Hd);
+        for (int i = 0; i < Hd; i++)
+            if (!(fabs(saved[i] - u[i]) <= 1e-5))
+                fail_msg("cfc_backward row %d: u[%d] = %.9g is not this bar's tanh(pre) "
+                         "%.9g", b, i, (double)saved[i], u[i]);
+        memset(dh, 0, sizeof dh), memset(dx, 0, sizeof dx);
+        memset(gw_in, 0, (size_t)Hd * I * 8), memset(gw_rec, 0, (size_t)Hd * Hd * 8);
+        memset(gb, 0, sizeof gb), memset(gt, 0, sizeof gt);
+        pr_cfc_grads g = {gw_in, gw_rec, gb, gt};
+        pr_cfc_backward(&p, x, a->h ? h : NULL, dt, dho, dh, dx, &g);
+        if (a->dh)
+            store(HP(a->dh) + b * eff(a->dh_stride, Hd), dh, Hd, a->dh_accumulate);
+        if (a->dx)
+            store(HP(a->dx) + b * eff(a->dx_stride, I), dx, I, a->dx_accumulate);
+        store(HP(a->dw_in) + (size_t)b * Hd * I, gw_in, (size_t)Hd * I, 1);
+        store(HP(a->dw_rec) + (size_t)b * Hd * Hd, gw_rec, (size_t)Hd * Hd, 1);
+        store(HP(a->dbias) + (size_t)b * Hd, gb, Hd, 1);
+        store(HP(a->dtau) + (size_t)b * Hd, gt, Hd, 1);
+    }
+    free(w_in), free(w_rec), free(tau), free(bias), free(gw_in), free(gw_rec);
+    return FOXJIT_OK;
+}
+
+typedef struct heads_d {
+    pr_heads p;
+    double *t[10];
+} heads_d;
+
+static void heads_load(const foxjit_heads_args *a, heads_d *h)
+{
+    size_t D = a->d, E = a->e, H = a->h;
+    const CUdeviceptr src[10] = {a->w1, a->b1, a->w2, a->b2, a->w_gate,
+                                 a->b_gate, a->w_main, a->b_main, a->w_skip, a->b_skip};
+    const size_t n[10] = {H * E * D, H * E, H * E * E, H * E, H * E, H, H * E, H, H * D, H};
+    for (int i = 0; i < 10; i++)
+        h->t[i] = dup_d(src[i], n[i]);
+    h->p = (pr_heads){a->d, a->e, a->h, h->t[0], h->t[1], h->t[2], h->t[3], h->t[4],
+                      h->t[5], h->t[6], h->t[7], h->t[8], h->t[9]};
+}
+
+static void heads_unload(heads_d *h)
+{
+    for (int i = 0; i < 10; i++)
+        free(h->t[i]);
+}
+
+static foxjit_status e_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *a,
+                                     CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    heads_d h;
+    heads_load(a, &h);
+    double x[512], z[16];
+    for (int b = 0; b < a->batch; b++) {
+        row_to_d(HP(a->x) + b * eff(a->x_stride, a->d), x, a->d);
+        pr_heads_forward(&h.p, x, z);
+        store(HP(a->logits) + b * eff(a->logits_stride, a->h), z, a->h, 0);
+    }
+    heads_unload(&h);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,
+                                      CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    heads_d h;
+    heads_load(a, &h);
+    size_t D = a->d, E = a->e, H = a->h;
+    const size_t n[10] = {H * E * D, H * E, H * E * E, H * E, H * E, H, H * E, H, H * D, H};
+    const CUdeviceptr dst[10] = {a->dw1, a->db1, a->dw2, a->db2, a->dw_gate,
+                                 a->db_gate, a->dw_main, a->db_main, a->dw_skip, a->db_skip};
+    double *g[10];
+    for (int i = 0; i < 10; i++)
+        g[i] = malloc(n[i] * 8);
+    double x[512], dz[16], dx[512];
+    for (int b = 0; b < a->batch; b++) {
+        row_to_d(HP(a->x) + b * eff(a->x_stride, a->d), x, a->d);
+        row_to_d(HP(a->dlogits) + b * eff(a->dlogits_stride, a->h), dz, a->h);
+        for (int i = 0; i < 10; i++)
+            memset(g[i], 0, n[i] * 8);
+        memset(dx, 0, sizeof dx);
+        pr_heads_grads gr = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]};
+        pr_heads_backward(&h.p, x, dz, dx, &gr);
+        if (a->dx)
+            store(HP(a->dx) + b * eff(a->dx_stride, a->d), dx, a->d, a->dx_accumulate);
+        for (int i = 0; i < 10; i++)
+            store(HP(dst[i]) + b * n[i], g[i], n[i], 1);
+    }
+    for (int i = 0; i < 10; i++)
+        free(g[i]);
+    heads_unload(&h);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    int F = a->f;
+    double *w = dup_d(a->w, (size_t)F * F), *bias = dup_d(a->bias, F);
+    pr_vsn p = {F, w, bias};
+    double x[512], y[512];
+    for (size_t r = 0; r < (size_t)a->batch * a->t; r++) {
+        row_to_d(HP(a->x) + r * F, x, F);
+        pr_vsn_forward(&p, x, y);
+        store(HP(a->y) + r * F, y, F, 0);
+    }
+    free(w), free(bias);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    int F = a->f;
+    double *w = dup_d(a->w, (size_t)F * F), *bias = dup_d(a->bias, F);
+    pr_vsn p = {F, w, bias};
+    double x[512], dy[512], dx[512], *gw = malloc((size_t)F * F * 8), gb[512];
+    for (int b = 0; b < a->batch; b++) {
+        memset(gw, 0, (size_t)F * F * 8), memset(gb, 0, sizeof gb);
+        for (int t = 0; t < a->t; t++) {
+            size_t r = (size_t)b * a->t + t;
+            row_to_d(HP(a->x) + r * F, x, F);
+            row_to_d(HP(a->dy) + r * F, dy, F);
+            memset(dx, 0, sizeof dx);
+            pr_vsn_grads g = {gw, gb};
+            pr_vsn_backward(&p, x, dy, dx, &g);
+            if (a->dx)
+                store(HP(a->dx) + r * F, dx, F, a->dx_accumulate);
+        }
+        store(HP(a->dw) + (size_t)b * F * F, gw, (size_t)F * F, 1);
+        store(HP(a->dbias) + (size_t)b * F, gb, F, 1);
+    }
+    free(w), free(bias), free(gw);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_attn_forward(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
+                                    CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    size_t T = a->t, D = a->d;
+    double *q = dup_d(a->q, D), pooled[512];
+    for (int b = 0; b < a->batch; b++) {
+        double *hs = dup_d(a->hs + (CUdeviceptr)(b * T * D * 4), T * D);
+        pr_attn_forward(a->t, a->d, q, hs, pooled);
+        store(HP(a->pooled) + b * D, pooled, D, 0);
+        free(hs);
+    }
+    free(q);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_attn_backward(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
+                                     CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    size_t T = a->t, D = a->d;
+    double *q = dup_d(a->q, D), dp[512], dq[512];
+    double *dhs = malloc(T * D * 8);
+    for (int b = 0; b < a->batch; b++) {
+        double *hs = dup_d(a->hs + (CUdeviceptr)(b * T * D * 4), T * D);
+        row_to_d(HP(a->dpooled) + b * D, dp, D);
+        memset(dhs, 0, T * D * 8), memset(dq, 0, sizeof dq);
+        pr_attn_backward(a->t, a->d, q, hs, dp, dhs, dq);
+        store(HP(a->dhs) + b * T * D, dhs, T * D, a->dhs_accumulate);
+        store(HP(a->dq) + b * D, dq, D, 1);
+        free(hs);
+    }
+    free(q), free(dhs);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_reduce(foxjit_runtime *rt, CUdeviceptr x, int64_t rows, int64_t cols,
+                              CUdeviceptr out, CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    for (int64_t c = 0; c < cols; c++) {
+        double sum = 0;
+        for (int64_t r = 0; r < rows; r++)
+            sum += HP(x)[r * cols + c];
+        HP(out)[c] = (float)sum;
+    }
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_bce(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y, int64_t n,
+                           CUdeviceptr loss, int acc, CUdeviceptr dz, CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    double *zd = dup_d(z, (size_t)n), *yd = dup_d(y, (size_t)n), *g = malloc((size_t)n * 8);
+    double mean = pr_bce(zd, yd, (size_t)n, g);
+    HP(loss)[0] = acc ? HP(loss)[0] + (float)mean : (float)mean;
+    if (dz)
+        store(HP(dz), g, (size_t)n, 0);
+    free(zd), free(yd), free(g);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_adamw(foxjit_runtime *rt, const foxjit_adamw_args *a, CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    int t = *(int *)(uintptr_t)a->step;
+    double bc1 = 1 - pow(a->beta1, t), bc2 = 1 - pow(a->beta2, t);
+    float *p = HP(a->param), *g = HP(a->grad), *m = HP(a->m), *v = HP(a->v);
+    for (int64_t i = 0; i < a->n; i++) {
+        double mi = a->beta1 * (double)m[i] + (1 - (double)a->beta1) * g[i];
+        double vi = a->beta2 * (double)v[i] + (1 - (double)a->beta2) * (double)g[i] * g[i];
+        double upd = mi / bc1 / (sqrt(vi / bc2) + a->eps) + a->weight_decay * (double)p[i];
+        m[i] = (float)mi, v[i] = (float)vi;
+        p[i] = (float)(p[i] - a->lr * upd);
+    }
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_increment(foxjit_runtime *rt, CUdeviceptr step, CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    (*(int *)(uintptr_t)step)++;
+    return FOXJIT_OK;
+}
+
+static const char *e_status_string(foxjit_status st) { (void)st; return "status"; }
+static const char *e_last_error(void) { return "emulated"; }
+
+/* ---- the test ------------------------------------------------------------------ */
+
+static ft_cuda cu;
+static foxjit_api api;
+
+static int setup(void **state)
+{
+    (void)state;
+    cu.cuMemAlloc = h_alloc;
+    cu.cuMemFree = h_free;
+    cu.cuMemcpyHtoDAsync = h_htod;
+    cu.cuMemcpyDtoHAsync = h_dtoh;
+    cu.cuMemsetD32Async = h_memset32;
+    cu.cuStreamSynchronize = h_sync;
+    api.struct_size = sizeof api;
+    api.status_string = e_status_string;
+    api.last_error = e_last_error;
+    api.cfc_forward = e_cfc_forward;
+    api.cfc_backward = e_cfc_backward;
+    api.heads_forward = e_heads_forward;
+    api.heads_backward = e_heads_backward;
+    api.vsn_forward = e_vsn_forward;
+    api.vsn_backward = e_vsn_backward;
+    api.attn_pool_forward = e_attn_forward;
+    api.attn_pool_backward = e_attn_backward;
+    api.reduce_axis0 = e_reduce;
+    api.bce_with_logits = e_bce;
+    api.adamw = e_adamw;
+    api.increment_step = e_increment;
+    return 0;
+}
+
+static void test_step_matches_reference_model(void **state)
+{
+    (void)state;
+    const ft_dims d = {3, 5, 6, 8, 4, 3};
+    foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
+    ft_model m;
+    assert_int_equal(ft_model_alloc(&m, &api, rt, &cu, &d), 0);
+    size_t total = ft_param_total(&d);
+    float *p = malloc(total * 4);
+    ft_params_init(&d, 11, p);
+    /* Nonzero biases so every path is exercised. */
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        if (!ft_param_decays(i) && i != FT_CFC_TAU)
+            for (size_t j = 0; j < ft_param_size(&d, i); j++)
+                p[ft_param_offset(&d, i) + j] = 0.1f * (float)((int)(j % 5) - 2);
+    ft_dataset data;
+    assert_int_equal(ft_data_generate(&data, 3, d.k, d.f, d.h, FT_SIGNAL_RULE, 11,
+                                      FT_STREAM_TRAIN), 0);
+    const int idx[3] = {2, 0, 1};
+    float *packed = malloc(m.in_layout.floats * 4);
+    ft_data_pack(&data, idx, 3, &m.in_layout, packed);
+    assert_int_equal(ft_model_set_state(&m, p, NULL, NULL, 7, NULL), 0);
+    memcpy(HP(m.batch_in), packed, m.in_layout.floats * 4);
+
+    calls = 0;
+    const ft_hparams hp = {1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f};
+    assert_int_equal(ft_model_zero(&m, NULL), FOXJIT_OK);
+    assert_int_equal(ft_model_forward(&m, NULL), FOXJIT_OK);
+    assert_int_equal(ft_model_loss(&m, 1, NULL), FOXJIT_OK);
+    assert_int_equal(ft_model_backward(&m, NULL), FOXJIT_OK);
+    assert_int_equal(ft_model_reduce(&m, NULL), FOXJIT_OK);
+    float *grad = malloc(total * 4);
+    assert_int_equal(ft_model_get_grads(&m, grad, NULL), 0);
+    float loss = HP(m.loss)[0];
+    assert_int_equal(ft_model_update(&m, &hp, NULL), FOXJIT_OK);
+    /* Every launch ft_model_launches_per_step counts, less the memset. */
+    assert_int_equal(calls + 1, ft_model_launches_per_step(&d));
+
+    /* The reference model on the same numbers. */
+    pr_model_dims rd = {d.batch, d.k, d.f, d.d, d.e, d.h};
+    double *P[PR_PARAM_COUNT], *G[PR_PARAM_COUNT];
+    for (int i = 0; i < PR_PARAM_COUNT; i++) {
+        size_t n = ft_param_size(&d, i);
+        P[i] = malloc(n * 8), G[i] = malloc(n * 8);
+        for (size_t j = 0; j < n; j++)
+            P[i][j] = p[ft_param_offset(&d, i) + j];
+    }
+    size_t nx = (size_t)d.batch * d.k * d.f, nt = (size_t)d.batch * d.k;
+    size_t nz = (size_t)(d.k + 1) * d.batch * d.h;
+    double *x = malloc(nx * 8), *dt = malloc(nt * 8), *lab = malloc(nz * 8),
+           *dz = malloc(nz * 8);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = packed[m.in_layout.x + i];
+    for (size_t i = 0; i < nt; i++)
+        dt[i] = packed[m.in_layout.dt + i];
+    for (size_t i = 0; i < nz; i++)
+        lab[i] = packed[m.in_layout.labels + i];
+    pr_model_acts acts;
+    assert_int_equal(pr_model_acts_alloc(&rd, &acts), 1);
+    pr_model_forward(&rd, P, x, dt, &acts);
+    double want = pr_model_loss(&rd, acts.z, lab, dz);
+    pr_model_backward(&rd, P, x, dt, &acts, dz, G, NULL);
+    printf("  loss %.9g, reference %.12g\n", (double)loss, want);
+    assert_true(fabs(loss - want) <= 1e-5 * fabs(want));
+    for (int i = 0; i < PR_PARAM_COUNT; i++) {
+        size_t n = ft_param_size(&d, i);
+        double scale = 0;
+        for (size_t j = 0; j < n; j++)
+            scale = fmax(scale, fabs(G[i][j]));
+        for (size_t j = 0; j < n; j++) {
+            double got = grad[ft_param_offset(&d, i) + j];
+            if (!(fabs(got - G[i][j]) <= 1e-4 * scale + 1e-7))
+                fail_msg("%s[%zu]: step driver gradient %.9g, reference %.9g (max %.3g)",
+                         ft_param_name(i), j, got, G[i][j], scale);
+        }
+        printf("  %-13s gradient matches (max |g| %.3g)\n", ft_param_name(i), scale);
+    }
+
+    /* One AdamW update at step 8 (the counter started at 7), with weight
+     * decay only where params.h says. */
+    float *after = malloc(total * 4);
+    int step = 0;
+    assert_int_equal(ft_model_get_state(&m, after, NULL, NULL, &step, NULL), 0);
+    assert_int_equal(step, 8);
+    for (int i = 0; i < PR_PARAM_COUNT; i++) {
+        double wd = ft_param_decays(i) ? hp.weight_decay : 0;
+        double bc1 = 1 - pow(hp.beta1, 8), bc2 = 1 - pow(hp.beta2, 8);
+        for (size_t j = 0; j < ft_param_size(&d, i); j++) {
+            size_t o = ft_param_offset(&d, i) + j;
+            double g = grad[o];
+            double mh = (1 - (double)hp.beta1) * g / bc1;
+            double vh = (1 - (double)hp.beta2) * g * g / bc2;
+            double want_p = p[o] - hp.lr * (mh / (sqrt(vh) + hp.eps) + wd * p[o]);
+            if (!(fabs(after[o] - want_p) <= 1e-6 + 1e-6 * fabs(want_p)))
+                fail_msg("%s[%zu] after AdamW: %.9g, want %.9g", ft_param_name(i), j,
+                         (double)after[o], want_p);
+        }
+    }
+
+    for (int i = 0; i < PR_PARAM_COUNT; i++)
+        free(P[i]), free(G[i]);
+    free(x), free(dt), free(lab), free(dz), free(p), free(grad), free(after), free(packed);
+    pr_model_acts_free(&acts);
+    ft_data_free(&data);
+    ft_model_free(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_step_matches_reference_model),
+    };
+    return cmocka_run_group_tests_name("train_model_host", tests, setup, NULL);
+}
