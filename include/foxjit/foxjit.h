@@ -322,8 +322,8 @@ FOXJIT_API void foxjit_get_perception_limits(foxjit_perception_limits *out);
  * ------------------------------------------------------------------------ */
 
 /* loss[0] (+)= mean over n of BCE-with-logits(z, y); dz = (sigmoid(z)-y)/n
- * (dz may be 0 = not needed). loss is one float on the device. Deterministic.
- * n in [1, 2^31-1]. */
+ * (dz may be 0 = not needed, or z or y itself). loss is one float on the
+ * device. Deterministic. n in [1, 2^31-1]. */
 FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
                                                 int64_t n, CUdeviceptr loss, int loss_accumulate,
                                                 CUdeviceptr dz, CUstream stream);
@@ -331,7 +331,10 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr 
 /* Fused AdamW over one tensor. `step` points to one int32 on the device: the
  * 1-based step number used for bias correction (read by the kernel, so a
  * captured graph can replay with an advancing step; see
- * foxjit_increment_step). */
+ * foxjit_increment_step; a step below 1 counts as 1). n in [1, 2^40]; lr and
+ * weight_decay >= 0, beta1 and beta2 in [0, 1), eps > 0, all finite. The
+ * float32 operations are in a fixed order (kernel_src/train.cu), so the
+ * result is the same on every GPU. */
 typedef struct foxjit_adamw_args {
     int64_t n;
     CUdeviceptr param, grad, m, v;
