@@ -1,0 +1,158 @@
+/* fault suite: an LD_PRELOAD library that makes the cache's system calls fail
+ * inside a real `fox-jit warm` process, the way a full disk, a dying disk
+ * or a file system remounted read-only would.
+ *
+ *   FJ_SHIM_FAULT  write:ENOSPC | write:EIO | write:short | fsync:EIO |
+ *                  rename:EROFS | create:EROFS | create:EACCES
+ *   FJ_SHIM_COUNT  file to which the number of injected faults is written
+ *                  at exit
+ *
+ * Only cache temp files (".tmp." in the name) are affected, so stdout,
+ * stderr and NVRTC keep working. Each failing call counts as one injected
+ * fault. */
+/* Both open() and open64() are defined here, so neither may be renamed. */
+#undef _FILE_OFFSET_BITS
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define FJ_SHIM_API __attribute__((visibility("default")))
+
+static atomic_long injected;
+
+static int fault_is(const char *what)
+{
+    const char *v = getenv("FJ_SHIM_FAULT");
+    return v && !strcmp(v, what);
+}
+
+static int temp_path(const char *path)
+{
+    return path && strstr(path, "/.tmp.") != NULL;
+}
+
+static int temp_fd(int fd)
+{
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0)
+        return 0;
+    target[n] = '\0';
+    return temp_path(target);
+}
+
+static int inject(int err)
+{
+    atomic_fetch_add(&injected, 1);
+    errno = err;
+    return -1;
+}
+
+__attribute__((destructor)) static void report(void)
+{
+    const char *path = getenv("FJ_SHIM_COUNT");
+    if (!path || !*path)
+        return;
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%ld\n", atomic_load(&injected));
+        fclose(f);
+    }
+}
+
+#define REAL(type, name, args) \
+    static type(*real_##name) args; \
+    if (!real_##name) \
+        *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
+
+FJ_SHIM_API ssize_t write(int fd, const void *buf, size_t len)
+{
+    REAL(ssize_t, write, (int, const void *, size_t));
+    if (fd > 2 && temp_fd(fd)) {
+        if (fault_is("write:ENOSPC"))
+            return inject(ENOSPC);
+        if (fault_is("write:EIO"))
+            return inject(EIO);
+        if (fault_is("write:short")) {
+            atomic_fetch_add(&injected, 1);
+            return 0; /* no progress: what a full quota can look like */
+        }
+    }
+    return real_write(fd, buf, len);
+}
+
+FJ_SHIM_API int fsync(int fd)
+{
+    REAL(int, fsync, (int));
+    if (fault_is("fsync:EIO") && temp_fd(fd))
+        return inject(EIO);
+    return real_fsync(fd);
+}
+
+FJ_SHIM_API int rename(const char *from, const char *to)
+{
+    REAL(int, rename, (const char *, const char *));
+    if (fault_is("rename:EROFS") && temp_path(from))
+        return inject(EROFS);
+    return real_rename(from, to);
+}
+
+static int create_fault(const char *path, int flags)
+{
+    if (!(flags & O_CREAT) || !temp_path(path))
+        return 0;
+    if (fault_is("create:EROFS"))
+        return inject(EROFS), 1;
+    if (fault_is("create:EACCES"))
+        return inject(EACCES), 1;
+    return 0;
+}
+
+static mode_t mode_arg(int flags, va_list ap)
+{
+    return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+}
+
+FJ_SHIM_API int open(const char *path, int flags, ...)
+{
+    REAL(int, open, (const char *, int, ...));
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = mode_arg(flags, ap);
+    va_end(ap);
+    if (create_fault(path, flags))
+        return -1;
+    return real_open(path, flags, mode);
+}
+
+FJ_SHIM_API int open64(const char *path, int flags, ...)
+{
+    REAL(int, open64, (const char *, int, ...));
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = mode_arg(flags, ap);
+    va_end(ap);
+    if (create_fault(path, flags))
+        return -1;
+    return real_open64(path, flags, mode);
+}
+
+FJ_SHIM_API int openat(int dirfd, const char *path, int flags, ...)
+{
+    REAL(int, openat, (int, const char *, int, ...));
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = mode_arg(flags, ap);
+    va_end(ap);
+    if (create_fault(path, flags))
+        return -1;
+    return real_openat(dirfd, path, flags, mode);
+}
