@@ -18,11 +18,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "args.h"
 #include "data.h"
+#include "env.h"
 #include "model.h"
 #include "params.h"
 #include "perception_ref.h"
+#include "train.h"
 
 /* ---- host "device" memory and driver ------------------------------------ */
 
@@ -58,6 +62,27 @@ static CUresult h_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
     return CUDA_SUCCESS;
 }
 static CUresult h_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
+static CUresult h_dtod(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream st)
+{
+    (void)st;
+    memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+static CUresult h_alloc_host(void **p, size_t n)
+{
+    *p = aligned_alloc(256, (n + 255) & ~(size_t)255);
+    return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult h_free_host(void *p) { free(p); return CUDA_SUCCESS; }
+/* Everything runs at once on the host: events are always complete. */
+static CUresult h_event_create(CUevent *e, unsigned flags)
+{
+    (void)flags;
+    *e = (CUevent)(uintptr_t)0x10;
+    return CUDA_SUCCESS;
+}
+static CUresult h_event(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult h_event_record(CUevent e, CUstream s) { (void)e, (void)s; return CUDA_SUCCESS; }
 
 /* ---- emulated ops ----------------------------------------------------------- */
 
@@ -361,6 +386,30 @@ static foxjit_status e_increment(foxjit_runtime *rt, CUdeviceptr step, CUstream 
 }
 
 static const char *e_status_string(foxjit_status st) { (void)st; return "status"; }
+static foxjit_status e_counters(const foxjit_runtime *rt, foxjit_counters *c)
+{
+    (void)rt;
+    memset(c, 0, sizeof *c);
+    return FOXJIT_OK;
+}
+static const char *e_arch(const foxjit_runtime *rt) { (void)rt; return "host"; }
+static foxjit_status e_prep0(foxjit_runtime *rt) { (void)rt; return FOXJIT_OK; }
+static foxjit_status e_prep1(foxjit_runtime *rt, int a) { (void)rt, (void)a; return FOXJIT_OK; }
+static foxjit_status e_prep2(foxjit_runtime *rt, int a, int b)
+{
+    (void)rt, (void)a, (void)b;
+    return FOXJIT_OK;
+}
+static foxjit_status e_prep3(foxjit_runtime *rt, int a, int b, int c)
+{
+    (void)rt, (void)a, (void)b, (void)c;
+    return FOXJIT_OK;
+}
+static foxjit_status e_prep_colsum(foxjit_runtime *rt, int64_t a, int64_t b)
+{
+    (void)rt, (void)a, (void)b;
+    return FOXJIT_OK;
+}
 static const char *e_last_error(void) { return "emulated"; }
 
 /* ---- the test ------------------------------------------------------------------ */
@@ -377,6 +426,21 @@ static int setup(void **state)
     cu.cuMemcpyDtoHAsync = h_dtoh;
     cu.cuMemsetD32Async = h_memset32;
     cu.cuStreamSynchronize = h_sync;
+    cu.cuMemcpyDtoDAsync = h_dtod;
+    cu.cuMemAllocHost = h_alloc_host;
+    cu.cuMemFreeHost = h_free_host;
+    cu.cuEventCreate = h_event_create;
+    cu.cuEventDestroy = h_event;
+    cu.cuEventSynchronize = h_event;
+    cu.cuEventRecord = h_event_record;
+    api.runtime_get_counters = e_counters;
+    api.runtime_arch = e_arch;
+    api.training_prepare = e_prep0;
+    api.vsn_prepare = e_prep1;
+    api.attn_pool_prepare = e_prep1;
+    api.cfc_prepare = e_prep2;
+    api.heads_prepare = e_prep3;
+    api.column_sum_prepare = e_prep_colsum;
     api.struct_size = sizeof api;
     api.status_string = e_status_string;
     api.last_error = e_last_error;
@@ -502,10 +566,139 @@ static void test_step_matches_reference_model(void **state)
     ft_model_free(&m);
 }
 
+/* ---- the training loop (tools/fox-train/train.c) on the emulation -------------- */
+
+static char dir[] = "/tmp/fox-train-loop-XXXXXX";
+
+/* Runs ft_train with the arguments (NULL-terminated) on the emulated
+ * environment; returns its exit status. */
+static int train(const char *first, ...)
+{
+    char *argv[40] = {"fox-train", (char *)first};
+    int argc = 2;
+    va_list ap;
+    va_start(ap, first);
+    for (char *a; (a = va_arg(ap, char *)) && argc < 39;)
+        argv[argc++] = a;
+    va_end(ap);
+    ft_options o;
+    char why[512];
+    if (ft_parse_args(argc, argv, &o, why, sizeof why) != FT_PARSE_OK)
+        fail_msg("%s", why);
+    ft_env e;
+    memset(&e, 0, sizeof e);
+    e.api = &api;
+    e.cu = cu;
+    e.rt = (foxjit_runtime *)(uintptr_t)0x1000;
+    snprintf(e.device_name, sizeof e.device_name, "host emulation");
+    return ft_train(&e, &o);
+}
+
+static char *in_dir(const char *name)
+{
+    static char buf[8][300];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, 300, "%s/%s", dir, name);
+    return p;
+}
+
+/* The loss_bits column of a CSV, rows in order. */
+static int read_bits(const char *path, unsigned *bits, float *loss, int max)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("no %s", path);
+    char line[200];
+    int n = 0, step;
+    if (!fgets(line, sizeof line, f))
+        fail_msg("%s is empty", path);
+    while (n < max && fgets(line, sizeof line, f))
+        if (sscanf(line, "%d,%g,%x", &step, &loss[n], &bits[n]) == 3)
+            n++;
+    fclose(f);
+    return n;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    for (int ca = 0, cb = 0; same && ca != EOF;) {
+        ca = fgetc(fa), cb = fgetc(fb);
+        same = ca == cb;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* Resume continues bit for bit, across an epoch boundary (12 sequences in
+ * batches of 4: 3 steps per epoch), and a contradicting option is refused. */
+static void test_loop_resume_is_exact(void **state)
+{
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    const char *common[] = {"--batch", "4", "--k", "3", "--train-size", "12",
+                            "--heldout-size", "8", "--quiet"};
+    assert_int_equal(train(common[0], common[1], common[2], common[3], common[4], common[5],
+                           common[6], common[7], common[8], "--steps", "8", "--csv",
+                           in_dir("whole.csv"), "--checkpoint", in_dir("whole.ckpt"), NULL),
+                     0);
+    assert_int_equal(train(common[0], common[1], common[2], common[3], common[4], common[5],
+                           common[6], common[7], common[8], "--steps", "4",
+                           "--checkpoint", in_dir("first.ckpt"), "--checkpoint-every", "2",
+                           NULL), 0);
+    assert_int_equal(train("--resume", in_dir("first.ckpt"), "--steps", "8", "--quiet",
+                           "--csv", in_dir("resumed.csv"), "--checkpoint",
+                           in_dir("resumed.ckpt"), NULL), 0);
+    unsigned wb[16], rb[16];
+    float wl[16], rl[16];
+    assert_int_equal(read_bits(in_dir("whole.csv"), wb, wl, 16), 8);
+    assert_int_equal(read_bits(in_dir("resumed.csv"), rb, rl, 16), 4);
+    for (int i = 0; i < 4; i++)
+        if (wb[4 + i] != rb[i])
+            fail_msg("step %d: resumed loss %.9g, uninterrupted %.9g", 5 + i, (double)rl[i],
+                     (double)wl[4 + i]);
+    assert_true(same_file(in_dir("whole.ckpt"), in_dir("resumed.ckpt")));
+    assert_int_equal(train("--resume", in_dir("first.ckpt"), "--lr", "0.5", NULL),
+                     FT_EXIT_USAGE);
+    assert_int_equal(train("--resume", in_dir("first.ckpt"), "--batch", "4", "--steps", "5",
+                           "--quiet", NULL), 0);
+    assert_int_equal(train("--resume", in_dir("nothing.ckpt"), NULL), FT_EXIT_FAILED);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* On the constant-direction signal the loss falls fast. */
+static void test_loop_learns_constant_signal(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/fox-train-loop-csv-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(train("--batch", "4", "--k", "4", "--train-size", "64", "--heldout-size",
+                           "16", "--signal", "constant", "--lr", "3e-3", "--steps", "40",
+                           "--csv", path, NULL), 0);
+    unsigned bits[64];
+    float loss[64];
+    assert_int_equal(read_bits(path, bits, loss, 64), 40);
+    printf("  constant signal: loss %.4f at step 1, %.4f at step 40\n", (double)loss[0],
+           (double)loss[39]);
+    assert_true(loss[39] < 0.25f * loss[0]);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_matches_reference_model),
+        cmocka_unit_test(test_loop_resume_is_exact),
+        cmocka_unit_test(test_loop_learns_constant_signal),
     };
     return cmocka_run_group_tests_name("train_model_host", tests, setup, NULL);
 }
