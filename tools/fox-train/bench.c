@@ -39,8 +39,12 @@ static double time_steps(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_h
         int n = s < 0 ? WARMUP : steps;
         if (ft_cu_check(cu, cu->cuEventRecord(start, e->stream), "cuEventRecord"))
             goto done;
+        /* Batches of the first epoch only: a new epoch would pack and
+         * upload data on the host, which training does once per epoch, not
+         * once per few steps as here. */
         for (int i = 0; i < n; i++, (*index)++)
-            if (ft_feed_batch(feed, *index, m->batch_in, e->stream) || ft_stepper_run(st) ||
+            if (ft_feed_batch(feed, *index % feed->batches_per_epoch, m->batch_in, e->stream) ||
+                ft_stepper_run(st) ||
                 ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_host, m->loss, 4, e->stream),
                             "cuMemcpyDtoHAsync (loss)"))
                 goto done;
