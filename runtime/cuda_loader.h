@@ -13,7 +13,7 @@
     X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute) \
     X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
     X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) \
-    X(cuCtxPushCurrent) X(cuCtxPopCurrent) \
+    X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxCreate) X(cuCtxDestroy) \
     X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
     X(cuFuncSetAttribute) X(cuFuncGetAttribute) \
     X(cuLaunchKernel) X(cuLaunchKernelEx) \
