@@ -26,7 +26,7 @@ struct fj_disk_cache {
     int layer_count;
     uint64_t max_bytes;
     fj_counters *counters;
-    atomic_int warned_write;
+    atomic_int warned_write;   /* the one cache I/O warning (reads and writes) was given */
     atomic_uint temp_serial;
 };
 
@@ -127,7 +127,9 @@ static void entry_path(char *out, size_t len, const char *dir, const char *hex)
 }
 
 /* Reads a whole entry file without following links. Returns the buffer
- * (malloc'd) or NULL with why; *absent set when there is simply no file. */
+ * (malloc'd) or NULL with why; *absent is 1 when there is simply no file, 2
+ * when it could not be opened for a reason that says nothing about the entry
+ * (the directory gone or replaced, no permission, an I/O error). */
 static uint8_t *read_entry_file(const char *path, int readonly_layer, size_t *len, int *absent,
                                 char *why, size_t why_len)
 {
@@ -140,6 +142,7 @@ static uint8_t *read_entry_file(const char *path, int readonly_layer, size_t *le
             snprintf(why, why_len, "is a symbolic link; fox-jit never follows links in its "
                      "cache (remove it, or run fox-jit verify)");
         } else {
+            *absent = 2;
             snprintf(why, why_len, "cannot be opened: %s", strerror(errno));
         }
         return NULL;
@@ -190,6 +193,17 @@ static uint8_t *read_entry_file(const char *path, int readonly_layer, size_t *le
     return buf;
 }
 
+/* Read and write errors share one warning per cache: one broken disk, one
+ * message. */
+static void warn_read_once(fj_disk_cache *c, const char *path, const char *why)
+{
+    if (atomic_exchange(&c->warned_write, 1) == 0)
+        fj_warn("could not read cache entry %s: %s; compiling it instead (further cache I/O "
+                "errors are not reported)", path, why);
+    else
+        fj_debug("cache read failed again: %s: %s", path, why);
+}
+
 int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, size_t *len,
                        uint32_t *kind)
 {
@@ -202,8 +216,13 @@ int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, s
         int absent;
         why[0] = '\0';
         uint8_t *buf = read_entry_file(path, !writable, &size, &absent, why, sizeof why);
-        if (!buf && absent)
+        if (!buf && absent == 1)
             continue;
+        if (!buf && absent == 2) {
+            /* An I/O error, not a bad entry: nothing to count or remove. */
+            warn_read_once(c, path, why);
+            continue;
+        }
         fj_entry_view view;
         if (buf && fj_entry_parse(buf, size, key->text, &view, why, sizeof why) == 0) {
             uint8_t *copy = malloc(view.payload_len);
@@ -240,7 +259,7 @@ static void warn_write_once(fj_disk_cache *c, const char *what, const char *path
     fj_count(c->counters, write_failures, 1);
     if (atomic_exchange(&c->warned_write, 1) == 0)
         fj_warn("could not write cache entry %s (%s: %s); kernels stay in memory for this "
-                "process (further write failures are not reported)", path, what, strerror(err));
+                "process (further cache I/O errors are not reported)", path, what, strerror(err));
     else
         fj_debug("cache write failed again: %s: %s: %s", path, what, strerror(err));
 }
@@ -375,7 +394,7 @@ static long walk_dir(const char *dir, int layer, int check, fj_entry_visitor vis
                 else
                     e.valid = 1;
                 describe_key(&v, &e);
-            } else if (absent) {
+            } else if (absent == 1) {
                 free(buf);
                 continue;
             }
