@@ -36,6 +36,8 @@ for t in "$B"/tests/unit_* ; do
     case "$t" in *.p) continue;; esac
     if [ "$(basename "$t")" = unit_plugin ]; then
         run "$(basename "$t")" env FOXJIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$t" "$B/runtime/libfoxjit.so"
+    elif [ "$(basename "$t")" = unit_train_nogpu ]; then
+        run "$(basename "$t")" "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so"
     elif [ "$(basename "$t")" = unit_missing_nvrtc ]; then
         run "$(basename "$t")" env FOXJIT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13 "$t"
     else
@@ -45,7 +47,11 @@ done
 run compile_all "$B/tests/compile_all"
 for t in "$B"/tests/gpu_* ; do
     case "$t" in *.p) continue;; esac
-    run "$(basename "$t")" "$t"
+    if [ "$(basename "$t")" = gpu_trainer ]; then
+        run "$(basename "$t")" "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so"
+    else
+        run "$(basename "$t")" "$t"
+    fi
 done
 run bench "$B/tools/fox-jit" bench --json "$OUT/bench.json" "$@"
 grep -v '^===' "$LOG" | sed -n '/fox-jit bench on/,$p' > "$OUT/bench.txt"
