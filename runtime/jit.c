@@ -10,11 +10,19 @@
 
 typedef enum { NODE_LOADING, NODE_READY, NODE_FAILED } node_state;
 
+/* An image replaced by a forced rebuild. A thread may still be loading it,
+ * so like every image it lives until exit; the list keeps it reachable. */
+typedef struct retired_image {
+    struct retired_image *next;
+    const uint8_t *data;
+} retired_image;
+
 typedef struct image_node {
     struct image_node *next;
     fj_key key;
     node_state state;
     fj_image image;
+    retired_image *retired;
     foxjit_status failure;
     char *failure_message;
 } image_node;
@@ -121,6 +129,14 @@ foxjit_status fj_jit_image(const fj_toolchain *tc, fj_disk_cache *cache, fj_coun
     if (st == FOXJIT_OK) {
         /* A replaced image may still be in use by a thread loading it, so it
          * is kept; this happens at most once per key after a bad entry. */
+        if (node->image.data && node->image.data != image.data) {
+            retired_image *r = malloc(sizeof *r);
+            if (r) {
+                r->data = node->image.data;
+                r->next = node->retired;
+                node->retired = r;
+            }
+        }
         node->image = image;
         node->state = NODE_READY;
         *out = image;
