@@ -78,7 +78,8 @@ void bench_fill_random(bench_ctx *b, CUdeviceptr p, size_t n_floats, unsigned se
     X(colsum, "column sums (bias_grad_reduce, reduce_axis0) vs serial, two-phase and copy") \
     X(colsum_sweep, "developer sweep of column-sum block sizes and cluster splits (not in all)") \
     X(rank, "reward rank normalization and its radix sort vs the CUB pipeline, cub SortPairs, the quadratic kernel and copy") \
-    X(rank_sweep, "developer sweep of onesweep tile shapes for the sort and the rank op (not in all)")
+    X(rank_sweep, "developer sweep of onesweep tile shapes for the sort and the rank op (not in all)") \
+    X(kloop, "perception K-loop training step: legacy vs block-per-batch eager vs CUDA graph, B = 32, 128, 512")
 
 #define BENCH_DECLARE(name, help) int bench_##name(bench_ctx *b);
 BENCH_GROUPS(BENCH_DECLARE)

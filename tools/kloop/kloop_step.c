@@ -128,6 +128,11 @@ foxjit_status kloop_prepare(foxjit_runtime *rt, const kloop_dims *d, kloop_form 
 
 foxjit_status kloop_zero(const kloop_model *m, kloop_form form, CUstream stream)
 {
+    return kloop_run_op(NULL, m, form, KLOOP_OP_ZERO, 0, stream);
+}
+
+static foxjit_status zero(const kloop_model *m, kloop_form form, CUstream stream)
+{
     CUdeviceptr p = form == KLOOP_NEW ? m->scratch_base : m->grad_base;
     size_t n = form == KLOOP_NEW ? m->scratch_floats : m->grad_floats;
     CUresult r = m->cu->cuMemsetD32Async(p, 0, n, stream);
@@ -156,6 +161,26 @@ static foxjit_heads_args heads_args(const kloop_model *m, const CUdeviceptr *g)
         .dw_skip = g[KL_HEADS_W_SKIP], .db_skip = g[KL_HEADS_B_SKIP]};
 }
 
+/* Heads on the state of step t (t = K: the pooled state). Backward: dx
+ * overwrites dpooled, or adds into dh_t (the recurrent gradient). */
+static foxjit_heads_args heads_at(const kloop_model *m, const CUdeviceptr *g, int t)
+{
+    const kloop_dims *d = &m->dims;
+    const CUdeviceptr f4 = sizeof(float);
+    const int64_t K = d->k, D = d->d, BH = (int64_t)d->batch * d->h;
+    foxjit_heads_args h = heads_args(m, g);
+    h.logits = m->z + (CUdeviceptr)(t * BH) * f4;
+    h.dlogits = m->dz + (CUdeviceptr)(t * BH) * f4;
+    if (t == d->k) {
+        h.x = m->pooled, h.x_stride = 0;
+        h.dx = m->dpooled, h.dx_stride = 0, h.dx_accumulate = 0;
+    } else {
+        h.x = m->hs + (CUdeviceptr)(t * D) * f4, h.x_stride = K * D;
+        h.dx = m->dhs + (CUdeviceptr)(t * D) * f4, h.dx_stride = K * D, h.dx_accumulate = 1;
+    }
+    return h;
+}
+
 /* CfC arguments of step t (forward and backward fields both filled). */
 static foxjit_cfc_args cfc_args(const kloop_model *m, const CUdeviceptr *g, int t)
 {
@@ -179,86 +204,121 @@ static foxjit_cfc_args cfc_args(const kloop_model *m, const CUdeviceptr *g, int 
         .dtau = g[KL_CFC_TAU]};
 }
 
-foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, CUstream stream)
+static const char *const op_names[KLOOP_OP_COUNT] = {
+    "memset", "vsn_forward", "cfc_forward", "heads_forward", "attn_pool_forward",
+    "heads_backward", "attn_pool_backward", "cfc_backward", "vsn_backward", "reduce_axis0",
+};
+
+const char *kloop_op_name(kloop_op op)
+{
+    return op >= 0 && op < KLOOP_OP_COUNT ? op_names[op] : "?";
+}
+
+int kloop_op_calls(const kloop_dims *d, kloop_form form, kloop_op op)
+{
+    switch (op) {
+    case KLOOP_OP_CFC_FWD: case KLOOP_OP_CFC_BWD: return d->k;
+    case KLOOP_OP_HEADS_FWD: case KLOOP_OP_HEADS_BWD: return d->k + 1;
+    case KLOOP_OP_REDUCE: return form == KLOOP_NEW ? KL_PARAM_COUNT : 0;
+    case KLOOP_OP_COUNT: return 0;
+    default: return 1;
+    }
+}
+
+foxjit_status kloop_run_op(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                           kloop_op op, int index, CUstream stream)
 {
     const kloop_dims *d = &m->dims;
-    const CUdeviceptr f4 = sizeof(float);
-    const int64_t K = d->k, D = d->d, BH = (int64_t)d->batch * d->h;
-    foxjit_status st;
+    const int legacy = form == KLOOP_LEGACY;
+    /* The new form adds into per-batch scratch, the legacy one into the
+     * final gradients. */
+    const CUdeviceptr *g = legacy ? m->grad : m->scratch;
     foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[KL_VSN_W],
-                         .bias = m->param[KL_VSN_BIAS], .x = m->x, .y = m->y};
-    if ((st = foxjit_vsn_forward(rt, &v, stream)))
-        return st;
-    foxjit_heads_args h = heads_args(m, m->scratch);
-    for (int t = 0; t < d->k; t++) {
-        foxjit_cfc_args c = cfc_args(m, m->scratch, t);
-        h.x = c.h_out, h.x_stride = K * D;
-        h.logits = m->z + (CUdeviceptr)(t * BH) * f4;
-        if ((st = foxjit_cfc_forward(rt, &c, stream)) ||
-            (st = foxjit_heads_forward(rt, &h, stream)))
-            return st;
-    }
+                         .bias = m->param[KL_VSN_BIAS], .x = m->x, .y = m->y, .dy = m->dy,
+                         .dx = 0, .dw = g[KL_VSN_W], .dbias = g[KL_VSN_BIAS]};
     foxjit_attn_pool_args a = {.batch = d->batch, .t = d->k, .d = d->d,
-                               .q = m->param[KL_ATTN_Q], .hs = m->hs, .pooled = m->pooled};
-    if ((st = foxjit_attn_pool_forward(rt, &a, stream)))
+                               .q = m->param[KL_ATTN_Q], .hs = m->hs, .pooled = m->pooled,
+                               .dpooled = m->dpooled, .dhs = m->dhs, .dhs_accumulate = 0,
+                               .dq = g[KL_ATTN_Q]};
+    foxjit_cfc_args c;
+    foxjit_heads_args h;
+    switch (op) {
+    case KLOOP_OP_ZERO:
+        return zero(m, form, stream);
+    case KLOOP_OP_VSN_FWD:
+        return foxjit_vsn_forward(rt, &v, stream);
+    case KLOOP_OP_CFC_FWD:
+        c = cfc_args(m, g, index);
+        return foxjit_cfc_forward(rt, &c, stream);
+    case KLOOP_OP_HEADS_FWD:
+        h = heads_at(m, g, index);
+        return foxjit_heads_forward(rt, &h, stream);
+    case KLOOP_OP_ATTN_FWD:
+        return foxjit_attn_pool_forward(rt, &a, stream);
+    case KLOOP_OP_HEADS_BWD:
+        h = heads_at(m, g, index);
+        return legacy ? fj_heads_backward_legacy(rt, &h, stream)
+                      : foxjit_heads_backward(rt, &h, stream);
+    case KLOOP_OP_ATTN_BWD:
+        return legacy ? fj_attn_pool_backward_legacy(rt, &a, stream)
+                      : foxjit_attn_pool_backward(rt, &a, stream);
+    case KLOOP_OP_CFC_BWD:
+        c = cfc_args(m, g, index);
+        return legacy ? fj_cfc_backward_legacy(rt, &c, stream)
+                      : foxjit_cfc_backward(rt, &c, stream);
+    case KLOOP_OP_VSN_BWD:
+        return legacy ? fj_vsn_backward_legacy(rt, &v, stream)
+                      : foxjit_vsn_backward(rt, &v, stream);
+    case KLOOP_OP_REDUCE:
+        if (legacy)
+            return FOXJIT_OK;
+        return foxjit_reduce_axis0(rt, m->scratch[index], d->batch,
+                                   (int64_t)kloop_param_size(d, index), m->grad[index],
+                                   stream);
+    default:
+        return FOXJIT_ERROR_INVALID_ARGUMENT;
+    }
+}
+
+foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, CUstream stream)
+{
+    const int K = m->dims.k;
+    foxjit_status st;
+    if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_VSN_FWD, 0, stream)))
         return st;
-    h.x = m->pooled, h.x_stride = 0;
-    h.logits = m->z + (CUdeviceptr)(K * BH) * f4;
-    return foxjit_heads_forward(rt, &h, stream);
+    for (int t = 0; t < K; t++)
+        if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_CFC_FWD, t, stream)) ||
+            (st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_HEADS_FWD, t, stream)))
+            return st;
+    if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_ATTN_FWD, 0, stream)))
+        return st;
+    return kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_HEADS_FWD, K, stream);
 }
 
 foxjit_status kloop_backward(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
                              CUstream stream)
 {
-    const kloop_dims *d = &m->dims;
-    const CUdeviceptr f4 = sizeof(float);
-    const int64_t K = d->k, D = d->d, BH = (int64_t)d->batch * d->h;
-    const int legacy = form == KLOOP_LEGACY;
-    /* The new form adds into per-batch scratch, the legacy one into the
-     * final gradients. */
-    const CUdeviceptr *g = legacy ? m->grad : m->scratch;
+    const int K = m->dims.k;
     foxjit_status st;
-
-    foxjit_heads_args h = heads_args(m, g);
-    h.x = m->pooled, h.x_stride = 0;
-    h.dlogits = m->dz + (CUdeviceptr)(K * BH) * f4;
-    h.dx = m->dpooled, h.dx_accumulate = 0;
-    if ((st = legacy ? fj_heads_backward_legacy(rt, &h, stream)
-                     : foxjit_heads_backward(rt, &h, stream)))
+    /* z_seq = heads(pool(h)): its gradient reaches every h_t first
+     * (overwrite), then each step adds its heads' gradient and passes the
+     * recurrent one back to h_{t-1}. */
+    if ((st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, K, stream)) ||
+        (st = kloop_run_op(rt, m, form, KLOOP_OP_ATTN_BWD, 0, stream)))
         return st;
-    foxjit_attn_pool_args a = {.batch = d->batch, .t = d->k, .d = d->d,
-                               .q = m->param[KL_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
-                               .dhs = m->dhs, .dhs_accumulate = 0, .dq = g[KL_ATTN_Q]};
-    if ((st = legacy ? fj_attn_pool_backward_legacy(rt, &a, stream)
-                     : foxjit_attn_pool_backward(rt, &a, stream)))
-        return st;
-    for (int t = d->k - 1; t >= 0; t--) {
-        foxjit_cfc_args c = cfc_args(m, g, t);
-        h.x = c.h_out, h.x_stride = K * D;
-        h.dlogits = m->dz + (CUdeviceptr)(t * BH) * f4;
-        h.dx = c.dh_out, h.dx_stride = K * D, h.dx_accumulate = 1;
-        if ((st = legacy ? fj_heads_backward_legacy(rt, &h, stream)
-                         : foxjit_heads_backward(rt, &h, stream)) ||
-            (st = legacy ? fj_cfc_backward_legacy(rt, &c, stream)
-                         : foxjit_cfc_backward(rt, &c, stream)))
+    for (int t = K - 1; t >= 0; t--)
+        if ((st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, t, stream)) ||
+            (st = kloop_run_op(rt, m, form, KLOOP_OP_CFC_BWD, t, stream)))
             return st;
-    }
-    foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[KL_VSN_W],
-                         .bias = m->param[KL_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
-                         .dw = g[KL_VSN_W], .dbias = g[KL_VSN_BIAS]};
-    return legacy ? fj_vsn_backward_legacy(rt, &v, stream) : foxjit_vsn_backward(rt, &v, stream);
+    return kloop_run_op(rt, m, form, KLOOP_OP_VSN_BWD, 0, stream);
 }
 
 foxjit_status kloop_reduce(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
                            CUstream stream)
 {
-    if (form == KLOOP_LEGACY)
-        return FOXJIT_OK;
     foxjit_status st;
-    for (int i = 0; i < KL_PARAM_COUNT; i++)
-        if ((st = foxjit_reduce_axis0(rt, m->scratch[i], m->dims.batch,
-                                      (int64_t)kloop_param_size(&m->dims, i), m->grad[i],
-                                      stream)))
+    for (int i = 0; i < kloop_op_calls(&m->dims, form, KLOOP_OP_REDUCE); i++)
+        if ((st = kloop_run_op(rt, m, form, KLOOP_OP_REDUCE, i, stream)))
             return st;
     return FOXJIT_OK;
 }
@@ -275,10 +335,10 @@ foxjit_status kloop_step(foxjit_runtime *rt, const kloop_model *m, kloop_form fo
 
 int kloop_kernels_per_step(const kloop_dims *d, kloop_form form)
 {
-    /* forward: vsn + K (cfc + heads) + pool + heads; backward: heads + pool +
-     * K (heads + cfc) + vsn; then the reducers. */
-    int n = 1 + 2 * d->k + 2 + 2 + 2 * d->k + 1;
-    return form == KLOOP_NEW ? n + KL_PARAM_COUNT : n;
+    int n = 0;
+    for (int op = KLOOP_OP_VSN_FWD; op < KLOOP_OP_COUNT; op++)
+        n += kloop_op_calls(d, form, (kloop_op)op);
+    return n;
 }
 
 int kloop_memsets_per_step(kloop_form form)

@@ -86,4 +86,25 @@ foxjit_status kloop_step(foxjit_runtime *rt, const kloop_model *m, kloop_form fo
 int kloop_kernels_per_step(const kloop_dims *d, kloop_form form);
 int kloop_memsets_per_step(kloop_form form);
 
+/* The step's calls one at a time (benchmarks time each kind). */
+typedef enum kloop_op {
+    KLOOP_OP_ZERO,       /* the memset */
+    KLOOP_OP_VSN_FWD,
+    KLOOP_OP_CFC_FWD,    /* index: step t in [0, K) */
+    KLOOP_OP_HEADS_FWD,  /* index: step t in [0, K), or K for the pooled state */
+    KLOOP_OP_ATTN_FWD,
+    KLOOP_OP_HEADS_BWD,  /* index as HEADS_FWD */
+    KLOOP_OP_ATTN_BWD,
+    KLOOP_OP_CFC_BWD,    /* index: step t */
+    KLOOP_OP_VSN_BWD,
+    KLOOP_OP_REDUCE,     /* index: parameter tensor (new form only) */
+    KLOOP_OP_COUNT
+} kloop_op;
+
+const char *kloop_op_name(kloop_op op);
+/* How many calls of `op` one step makes. */
+int kloop_op_calls(const kloop_dims *d, kloop_form form, kloop_op op);
+foxjit_status kloop_run_op(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                           kloop_op op, int index, CUstream stream);
+
 #endif

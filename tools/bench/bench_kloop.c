@@ -1,0 +1,232 @@
+/* `fox-jit bench kloop`: one training step of the reference perception
+ * model (kernels.md; forward, backward and the 17 reducers, no optimizer)
+ * at B = 32, K = 64, n_hid = D = 128, F = 40, H = 5, E = 64, in three
+ * forms: the legacy single-block backwards, the block-per-batch kernels
+ * launched eagerly, and the same step captured once in a CUDA graph and
+ * replayed. Also B = 128 and 512, and per step: the kernel count, the
+ * host's enqueue time, and the kernel time (each op's graph-replayed time
+ * per call times its calls per step) against the launch overhead. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "kloop_step.h"
+
+typedef struct kloop_bench {
+    kloop_model m;
+    kloop_form form;
+    kloop_op op;    /* per-op rows; KLOOP_OP_COUNT = the whole step */
+    int index;
+} kloop_bench;
+
+static int run_once(bench_ctx *b, void *ud, int iter)
+{
+    (void)iter;
+    kloop_bench *k = ud;
+    foxjit_status st = k->op == KLOOP_OP_COUNT
+                           ? kloop_step(b->rt, &k->m, k->form, b->stream)
+                           : kloop_run_op(b->rt, &k->m, k->form, k->op, k->index, b->stream);
+    if (st != FOXJIT_OK) {
+        fprintf(stderr, "bench kloop: %s\n", foxjit_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+/* Parameters and inputs in the ranges a trainer sees (tau and dt > 0). */
+static void fill_model(bench_ctx *b, kloop_model *m)
+{
+    const kloop_dims *d = &m->dims;
+    for (int i = 0; i < KL_PARAM_COUNT; i++)
+        bench_fill_random(b, m->param[i], kloop_param_size(d, i), (unsigned)i + 1);
+    size_t n = kloop_param_size(d, KL_CFC_TAU), ndt = (size_t)d->batch * d->k;
+    size_t big = n > ndt ? n : ndt;
+    float *h = malloc(big * sizeof *h);
+    if (!h) {
+        fprintf(stderr, "bench kloop: out of host memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < big; i++)
+        h[i] = 0.5f + (float)(i % 17) * 0.1f;
+    b->cu->cuMemcpyHtoD(m->param[KL_CFC_TAU], h, n * sizeof *h);
+    b->cu->cuMemcpyHtoD(m->dt, h, ndt * sizeof *h);
+    free(h);
+    bench_fill_random(b, m->x, (size_t)d->batch * d->k * d->f, 101);
+    bench_fill_random(b, m->dz, (size_t)(d->k + 1) * d->batch * d->h, 102);
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median CPU time to enqueue one step (the GPU drained before each). */
+static double enqueue_us(bench_ctx *b, kloop_bench *k)
+{
+    enum { N = 15 };
+    double t[N];
+    for (int i = 0; i < N; i++) {
+        b->cu->cuStreamSynchronize(b->stream);
+        double t0 = now_us();
+        if (run_once(b, k, 0))
+            return -1;
+        t[i] = now_us() - t0;
+    }
+    b->cu->cuStreamSynchronize(b->stream);
+    qsort(t, N, sizeof t[0], cmp_double);
+    return t[N / 2];
+}
+
+/* The per-op rows: each kind of call the step makes, timed alone (a batch
+ * of back-to-back calls; the graph figure is close to the kernel's own
+ * time), next to its legacy form. Returns the step's kernel time in us:
+ * sum over ops of calls x graph time per call. */
+static double op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
+{
+    double kernel_us = 0;
+    for (int op = KLOOP_OP_VSN_FWD; op < KLOOP_OP_COUNT; op++) {
+        k->op = (kloop_op)op;
+        k->index = op == KLOOP_OP_CFC_FWD || op == KLOOP_OP_CFC_BWD ||
+                           op == KLOOP_OP_HEADS_FWD || op == KLOOP_OP_HEADS_BWD
+                       ? k->m.dims.k / 2
+                       : 0;
+        int calls = kloop_op_calls(&k->m.dims, KLOOP_NEW, k->op);
+        bench_row row = {.group = "kloop", .name = kloop_op_name(k->op)};
+        snprintf(row.shape, sizeof row.shape, "%s", shape);
+        k->form = KLOOP_NEW;
+        if (op == KLOOP_OP_REDUCE) {
+            /* One figure for all 17 reducers (their shapes differ). */
+            double sum = 0, sum_g = 0;
+            for (int i = 0; i < KL_PARAM_COUNT; i++) {
+                k->index = i;
+                double us = bench_time_us(b, run_once, k, 5);
+                double g = bench_time_graph_us(b, run_once, k, 5);
+                if (us <= 0 || g <= 0)
+                    return -1;
+                sum += us, sum_g += g;
+            }
+            row.name = "reduce_axis0 x17";
+            row.us = sum, row.graph_us = sum_g;
+            kernel_us += sum_g;
+            row.note = "all 17 reducers of a step";
+            bench_emit(b, &row);
+            continue;
+        }
+        row.us = bench_time_us(b, run_once, k, 10);
+        row.graph_us = bench_time_graph_us(b, run_once, k, 10);
+        if (row.us <= 0 || row.graph_us <= 0)
+            return -1;
+        kernel_us += calls * row.graph_us;
+        int backward = op == KLOOP_OP_HEADS_BWD || op == KLOOP_OP_ATTN_BWD ||
+                       op == KLOOP_OP_CFC_BWD || op == KLOOP_OP_VSN_BWD;
+        if (backward) {
+            int save = b->samples;
+            if (k->m.dims.batch > 32 && b->samples > 5)
+                b->samples = 5;  /* the single-block kernels are slow */
+            k->form = KLOOP_LEGACY;
+            row.base1_name = "legacy";
+            row.base1_us = bench_time_us(b, run_once, k, 2);
+            row.base1_graph_us = bench_time_graph_us(b, run_once, k, 2);
+            b->samples = save;
+            k->form = KLOOP_NEW;
+        }
+        static char notes[KLOOP_OP_COUNT][48];
+        snprintf(notes[op], sizeof notes[op], "%d per step", calls);
+        row.note = notes[op];
+        bench_emit(b, &row);
+    }
+    k->op = KLOOP_OP_COUNT;
+    return kernel_us;
+}
+
+static int bench_batch(bench_ctx *b, int batch, int per_op)
+{
+    kloop_bench k = {.op = KLOOP_OP_COUNT};
+    const kloop_dims dims = {.batch = batch, .k = 64, .f = 40, .d = 128, .e = 64, .h = 5};
+    if (kloop_alloc(b->cu, &dims, &k.m) != 0)
+        return 1;
+    fill_model(b, &k.m);
+    foxjit_status st;
+    if ((st = kloop_prepare(b->rt, &dims, KLOOP_NEW)) ||
+        (st = kloop_prepare(b->rt, &dims, KLOOP_LEGACY))) {
+        fprintf(stderr, "bench kloop: %s\n", foxjit_last_error());
+        kloop_free(&k.m);
+        return 1;
+    }
+    char shape[64];
+    snprintf(shape, sizeof shape, "B=%d K=64", batch);
+
+    /* The legacy step takes up to seconds at large B: fewer samples. */
+    int save_s = b->samples, save_w = b->warmup;
+    if (batch > 32) {
+        b->samples = b->samples > 5 ? 5 : b->samples;
+        b->warmup = 1;
+    }
+    k.form = KLOOP_LEGACY;
+    double legacy = bench_time_us(b, run_once, &k, 1);
+    double legacy_g = bench_time_graph_us(b, run_once, &k, 1);
+    b->samples = save_s, b->warmup = save_w;
+    k.form = KLOOP_NEW;
+    double eager = bench_time_us(b, run_once, &k, 1);
+    double graph = bench_time_graph_us(b, run_once, &k, 1);
+    double host = enqueue_us(b, &k);
+    if (legacy <= 0 || legacy_g <= 0 || eager <= 0 || graph <= 0 || host <= 0) {
+        kloop_free(&k.m);
+        return 1;
+    }
+    int kernels = kloop_kernels_per_step(&dims, KLOOP_NEW);
+    int legacy_kernels = kloop_kernels_per_step(&dims, KLOOP_LEGACY);
+    bench_row row = {.group = "kloop", .name = "step", .us = eager, .graph_us = graph,
+                     .base1_name = "legacy", .base1_us = legacy, .base1_graph_us = legacy_g};
+    snprintf(row.shape, sizeof row.shape, "%s", shape);
+    char note[96];
+    snprintf(note, sizeof note, "%d kernels + 1 memset (legacy %d + 1)", kernels,
+             legacy_kernels);
+    row.note = note;
+    bench_emit(b, &row);
+
+    double kernel_us = per_op ? op_rows(b, &k, shape) : 0;
+    printf("  B=%d: new eager %.3f ms, graph %.3f ms, legacy %.3f ms (eager %.1fx faster, "
+           "graph %.1fx); host enqueue %.3f ms (%.2f us per launch)\n",
+           batch, eager / 1e3, graph / 1e3, legacy / 1e3, legacy / eager, legacy / graph,
+           host / 1e3, host / (kernels + 1));
+    if (kernel_us > 0)
+        printf("  B=%d: kernel time %.3f ms (per-op graph time x calls); launch overhead "
+               "eagerly %.3f ms (eager - kernel time), in the graph %.3f ms\n",
+               batch, kernel_us / 1e3, (eager - kernel_us) / 1e3, (graph - kernel_us) / 1e3);
+    if (b->json) {
+        fprintf(b->json, "%s\n  {\"group\": \"kloop\", \"op\": \"step_summary\", \"shape\": \"%s\", "
+                "\"kernels\": %d, \"legacy_kernels\": %d, \"eager_us\": %.3f, "
+                "\"graph_us\": %.3f, \"legacy_us\": %.3f, \"legacy_graph_us\": %.3f, "
+                "\"host_enqueue_us\": %.3f, \"kernel_us\": %.3f, \"speedup_eager\": %.3f, "
+                "\"speedup_graph\": %.3f}", b->json_rows ? "," : "", shape, kernels,
+                legacy_kernels, eager, graph, legacy, legacy_g, host, kernel_us, legacy / eager,
+                legacy / graph);
+        b->json_rows++;
+    }
+    kloop_free(&k.m);
+    return 0;
+}
+
+int bench_kloop(bench_ctx *b)
+{
+    static const int batches[] = {32, 128, 512};
+    int failed = 0;
+    bench_print_header("perception K-loop step (kernels.md reference model): forward, backward, "
+                       "17 reducers; per-op rows are per call");
+    for (size_t i = 0; i < (b->quick ? 1 : sizeof batches / sizeof batches[0]); i++)
+        failed |= bench_batch(b, batches[i], batches[i] == 32 || !b->quick);
+    printf("  targets (issue 4): at B=32 the eager step >= 5x faster than legacy, the "
+           "graph-replayed step < 2 ms\n");
+    return failed;
+}
