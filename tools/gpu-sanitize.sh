@@ -1,0 +1,139 @@
+#!/bin/bash
+# Runs every GPU test binary of a build under compute-sanitizer's four
+# checkers (memcheck with leak checking, racecheck, initcheck, synccheck) on
+# the local GPU and prints one line per checker and binary. Used on the lent
+# H200 with a build made elsewhere, like tools/gpu-check.sh:
+#   tools/gpu-sanitize.sh BUILD_DIR OUT_DIR [TOOL...]
+# TOOL is any of memcheck racecheck initcheck synccheck (default: all four).
+# Environment:
+#   FOXJIT_SANITIZE_TESTS    gpu tests to run, by name (default: the whole gpu suite,
+#                            read from BUILD_DIR/meson-info with its arguments)
+#   FOXJIT_SANITIZE_JOBS     checker runs at once on the GPU (default 4)
+#   FOXJIT_SANITIZE_TIMEOUT  seconds one run may take (default 540)
+#   COMPUTE_SANITIZER        the compute-sanitizer to use
+# Writes OUT_DIR/sanitize-summary.txt (the lines below) and
+# OUT_DIR/sanitize-logs.tar.gz (the full output of every run; one archive so
+# it comes back from the device machine). Exit status 0 only when every run
+# ended with status 0 and "ERROR SUMMARY: 0 errors".
+set -u
+B=$(cd "$1" && pwd); OUT=$2; shift 2
+tools=("$@")
+[ ${#tools[@]} -gt 0 ] || tools=(memcheck racecheck initcheck synccheck)
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
+export LD_LIBRARY_PATH="$here/.carry/lib:${LD_LIBRARY_PATH:-}"
+export FOXJIT_REQUIRE_GPU=1
+export FOXJIT_LOG=warn
+
+cs=${COMPUTE_SANITIZER:-}
+for c in "$cs" "$(command -v compute-sanitizer 2>/dev/null)" \
+         "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" \
+         /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    if [ -n "$c" ] && [ -x "$c" ]; then cs=$c; break; fi
+done
+if [ -z "$cs" ] || [ ! -x "$cs" ]; then
+    echo "gpu-sanitize: compute-sanitizer not found; set COMPUTE_SANITIZER" >&2
+    exit 2
+fi
+
+# The gpu suite's commands (with their arguments) from meson's test list,
+# build paths mapped onto BUILD_DIR; without it, every tests/gpu_* binary.
+cmds=()
+if [ -f "$B/meson-info/intro-tests.json" ] && command -v python3 >/dev/null 2>&1; then
+    while IFS= read -r line; do cmds+=("$line"); done < <(python3 - "$B" <<'PY'
+import json, os, shlex, sys
+b = sys.argv[1]
+info = json.load(open(os.path.join(b, "meson-info", "meson-info.json")))
+old = info["directories"]["build"]
+want = os.environ.get("FOXJIT_SANITIZE_TESTS", "").split()
+for t in json.load(open(os.path.join(b, "meson-info", "intro-tests.json"))):
+    if not any(s.endswith(":gpu") or s == "gpu" for s in t["suite"]):
+        continue
+    if want and t["name"] not in want:
+        continue
+    argv = [a.replace(old, b, 1) if a.startswith(old) else a for a in t["cmd"]]
+    print(" ".join(shlex.quote(a) for a in argv))
+PY
+)
+else
+    for t in "$B"/tests/gpu_*; do
+        name=$(basename "$t")
+        if [ -n "${FOXJIT_SANITIZE_TESTS:-}" ]; then
+            case " $FOXJIT_SANITIZE_TESTS " in *" $name "*) ;; *) continue ;; esac
+        fi
+        [ -x "$t" ] && [ -f "$t" ] && cmds+=("$(printf '%q' "$t")")
+    done
+fi
+[ ${#cmds[@]} -gt 0 ] || { echo "gpu-sanitize: no gpu test to run in $B" >&2; exit 2; }
+
+# One warm cache for every run, so the checkers time kernels, not NVRTC.
+export FOXJIT_TEST_CACHE_DIR=/tmp/foxjit-sanitize-cache
+export FOXJIT_CACHE_DIR=$FOXJIT_TEST_CACHE_DIR
+rm -rf "$FOXJIT_TEST_CACHE_DIR"
+"$B/tools/fox-jit" warm --quiet > "$OUT/warm.txt" 2>&1 || echo "gpu-sanitize: warm failed (see warm.txt); tests will compile"
+
+logs=$(mktemp -d /tmp/foxjit-sanitize.XXXXXX)
+jobs=${FOXJIT_SANITIZE_JOBS:-4}
+limit=${FOXJIT_SANITIZE_TIMEOUT:-540}
+"$cs" --version > "$logs/compute-sanitizer-version.txt" 2>&1
+nvidia-smi > "$logs/nvidia-smi.txt" 2>&1
+
+flags_for() {
+    case $1 in
+        memcheck) echo "--tool memcheck --leak-check full" ;;
+        racecheck) echo "--tool racecheck" ;;
+        initcheck) echo "--tool initcheck" ;;
+        synccheck) echo "--tool synccheck" ;;
+        *) echo "gpu-sanitize: unknown tool $1" >&2; return 1 ;;
+    esac
+}
+
+# One checker over one test command; prints its summary line.
+run_one() {
+    local tool=$1 cmd=$2 name log t0 rc errors verdict
+    name=$(eval "set -- $cmd"; basename "$1")
+    log="$logs/$tool-$name.log"
+    t0=$(date +%s.%N)
+    eval "timeout --kill-after=30 \"\$limit\" \"\$cs\" $(flags_for "$tool") --error-exitcode 86 \
+        --target-processes all --print-limit 50 $cmd" > "$log" 2>&1
+    rc=$?
+    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        verdict="TIMEOUT after ${limit} s"
+    elif [ -z "$errors" ]; then
+        verdict="NO SUMMARY (see $tool-$name.log)"
+    elif [ "$errors" != 0 ]; then
+        verdict="$errors REPORTS"
+    elif [ $rc -ne 0 ]; then
+        verdict="test failed (status $rc)"
+    else
+        verdict="clean"
+    fi
+    printf '%-10s %-22s rc=%-3d errors=%-5s %7.1f s  %s\n' "$tool" "$name" "$rc" \
+        "${errors:--}" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$verdict"
+}
+
+summary="$OUT/sanitize-summary.txt"
+: > "$summary"
+running=0
+for tool in "${tools[@]}"; do
+    flags_for "$tool" > /dev/null || exit 2
+    for c in "${cmds[@]}"; do
+        run_one "$tool" "$c" >> "$summary" &
+        running=$((running + 1))
+        if [ $running -ge "$jobs" ]; then
+            wait -n
+            running=$((running - 1))
+        fi
+    done
+done
+wait
+sort -o "$summary" "$summary"
+clean=$(grep -c ' clean$' "$summary")
+total=$(wc -l < "$summary")
+echo "gpu-sanitize: $clean of $total checker runs clean ($("$cs" --version 2>/dev/null | tail -1))" >> "$summary"
+tar -czf "$OUT/sanitize-logs.tar.gz" -C "$logs" .
+rm -rf "$logs"
+cat "$summary"
+[ "$clean" -eq "$total" ]
