@@ -17,13 +17,19 @@ const char ft_usage[] =
     "\n"
     "training:\n"
     "  --steps N            total training steps (default 1000; with --resume, train up to N)\n"
-    "  --batch B            sequences per step (default 32)\n"
+    "  --batch B            sequences per step, over all GPUs (default 32)\n"
     "  --k K                bars per sequence (default 64)\n"
     "  --lr X               AdamW learning rate (default 0.001)\n"
     "  --weight-decay X     decoupled weight decay of the weight matrices (default 0.01)\n"
     "  --beta1 X, --beta2 X, --eps X   AdamW moments (defaults 0.9, 0.999, 1e-8)\n"
     "  --graph              capture one whole step (forward to AdamW) in a CUDA graph and\n"
     "                       replay it; the losses are bitwise those of eager launches\n"
+    "several GPUs:\n"
+    "  --gpus N             data parallel over N GPUs (--device .. --device+N-1) in one\n"
+    "                       process, one thread each: each takes --batch/N rows of every\n"
+    "                       batch, the gradients are averaged with an NCCL all-reduce\n"
+    "                       (libnccl.so.2, loaded at run time) before AdamW (default 1)\n"
+    "  --nccl               take that path even with --gpus 1 (NCCL with one rank)\n"
     "data:\n"
     "  --seed N             seed of the data, the rule, the initial parameters (default 1)\n"
     "  --signal rule|constant  labels from a hidden decayed-sum rule over the horizons,\n"
@@ -39,7 +45,9 @@ const char ft_usage[] =
     "  --progress N         status line every N steps (default 10)\n"
     "  --quiet              no status line, only the summary\n"
     "benchmark:\n"
-    "  --bench              time training steps, eager and graph-replayed, then exit\n"
+    "  --bench              time training steps, eager and graph-replayed, then exit;\n"
+    "                       with --gpus N (or --nccl): steps/s on 1 and on N GPUs, graph-\n"
+    "                       replayed, and the scaling\n"
     "  --bench-batches L    comma-separated batch sizes (default 32,128,512)\n"
     "  --bench-steps N      timed steps per figure (default 50)\n"
     "  --json FILE          also write the bench rows as JSON\n"
@@ -49,8 +57,9 @@ const char ft_usage[] =
     "  --cache-dir DIR      fox-jit kernel cache (default: fox-jit's)\n"
     "  --device N           CUDA device (default 0)\n"
     "\n"
-    "Exit status: 0 done, 1 failed while running, 2 bad usage, 3 no CUDA driver or GPU,\n"
-    "4 libfoxjit.so not loadable.\n";
+    "Exit status: 0 done, 1 failed while running, 2 bad usage, 3 no CUDA driver or GPU\n"
+    "(or fewer than --gpus), 4 libfoxjit.so not loadable, 5 NCCL not loadable (--gpus > 1\n"
+    "or --nccl; FOXJIT_NCCL_LIBRARY names another libnccl.so.2).\n";
 
 void ft_options_default(ft_options *o)
 {
@@ -71,6 +80,12 @@ void ft_options_default(ft_options *o)
     o->bench_batches[0] = 32, o->bench_batches[1] = 128, o->bench_batches[2] = 512;
     o->n_bench_batches = 3;
     o->bench_steps = 50;
+    o->gpus = 1;
+}
+
+int ft_options_data_parallel(const ft_options *o)
+{
+    return o->gpus > 1 || o->nccl;
 }
 
 static ft_parse_result bad(char *why, size_t len, const char *fmt, ...)
@@ -145,10 +160,10 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
 {
     ft_options_default(o);
     why[0] = '\0';
-    int steps, batch, k, n_train, n_heldout, every, device, progress, bench_steps;
+    int steps, batch, k, n_train, n_heldout, every, device, progress, bench_steps, gpus;
     steps = o->steps, batch = o->batch, k = o->k, n_train = o->n_train;
     n_heldout = o->n_heldout, every = 0, device = 0, progress = o->progress_every;
-    bench_steps = o->bench_steps;
+    bench_steps = o->bench_steps, gpus = o->gpus;
     const spec specs[] = {
         {"steps", INT, &steps, 1, 100000000, 0, "[1, 10^8]"},
         {"batch", INT, &batch, 1, 1024, FT_SET_BATCH, "[1, 1024]"},
@@ -170,6 +185,8 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         {"library", STRING, &o->library, 0, 0, 0, NULL},
         {"cache-dir", STRING, &o->cache_dir, 0, 0, 0, NULL},
         {"device", INT, &device, 0, 1023, 0, "[0, 1023]"},
+        {"gpus", INT, &gpus, 1, 64, 0, "[1, 64]"},
+        {"nccl", FLAG, &o->nccl, 0, 0, 0, NULL},
         {"progress", INT, &progress, 1, 100000000, 0, "[1, 10^8]"},
         {"quiet", FLAG, &o->quiet, 0, 0, 0, NULL},
         {"bench", FLAG, &o->bench, 0, 0, 0, NULL},
@@ -254,7 +271,7 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     }
     o->steps = steps, o->batch = batch, o->k = k, o->n_train = n_train;
     o->n_heldout = n_heldout, o->checkpoint_every = every, o->device = device;
-    o->progress_every = progress, o->bench_steps = bench_steps;
+    o->progress_every = progress, o->bench_steps = bench_steps, o->gpus = gpus;
 
     /* The ranges foxjit_adamw accepts, said in the trainer's words. */
     if (o->lr < 0)
@@ -265,11 +282,19 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         return bad(why, why_len, "--beta1 and --beta2 must be in [0, 1)");
     if (!(o->eps > 0))
         return bad(why, why_len, "--eps must be > 0");
+    if (o->device + o->gpus > 1024)
+        return bad(why, why_len, "--device %d --gpus %d names devices past 1023", o->device,
+                   o->gpus);
     if (o->bench) {
         if (o->resume)
             return bad(why, why_len, "--bench and --resume do not go together");
         return FT_PARSE_OK;
     }
+    /* --batch is the global batch; a resumed run checks its checkpoint's
+     * (config.c). */
+    if (!o->resume && o->batch % o->gpus)
+        return bad(why, why_len, "--batch %d does not split evenly over --gpus %d (--batch is "
+                   "the global batch: each GPU takes batch/gpus rows)", o->batch, o->gpus);
     if (o->json)
         return bad(why, why_len, "--json is for --bench rows; use --csv for the loss curve");
     if (o->n_train < o->batch)

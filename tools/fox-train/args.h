@@ -20,7 +20,7 @@ enum ft_opt_bit {
 
 typedef struct ft_options {
     int steps;             /* --steps: total steps (a resumed run continues up to it) */
-    int batch;             /* --batch */
+    int batch;             /* --batch: the global batch (split over --gpus) */
     int k;                 /* --k: bars per sequence (the K of the K-loop) */
     float lr, weight_decay, beta1, beta2, eps;
     uint64_t seed;         /* --seed: data, rule, initial parameters, epoch orders */
@@ -33,7 +33,9 @@ typedef struct ft_options {
     const char *resume;    /* --resume FILE */
     const char *library;   /* --library PATH of libfoxjit.so */
     const char *cache_dir; /* --cache-dir: fox-jit's kernel cache */
-    int device;            /* --device: CUDA device ordinal */
+    int device;            /* --device: CUDA device ordinal (the first, with --gpus) */
+    int gpus;              /* --gpus N: data parallel over devices device .. device+N-1 */
+    int nccl;              /* --nccl: the data-parallel path (NCCL) even with --gpus 1 */
     int progress_every;    /* --progress N: status line period in steps */
     int quiet;
     int bench;             /* --bench: time steps instead of training */
@@ -53,6 +55,11 @@ typedef enum ft_parse_result {
 extern const char ft_usage[];
 
 void ft_options_default(ft_options *o);
+
+/* Whether the run takes the data-parallel path (several GPUs, or --nccl):
+ * one thread per GPU and NCCL. Otherwise it is the one-GPU trainer, which
+ * never loads NCCL. */
+int ft_options_data_parallel(const ft_options *o);
 
 /* Parses argv[1 .. argc) into o (which it first sets to the defaults). */
 ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, size_t why_len);

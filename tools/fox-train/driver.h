@@ -19,7 +19,7 @@
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) \
     X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphGetNodes) \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) \
-    X(cuEventElapsedTime)
+    X(cuEventElapsedTime) X(cuEventQuery)
 
 typedef struct ft_cuda {
 #define FT_CUDA_MEMBER(name) __typeof__(name) *name;

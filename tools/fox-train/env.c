@@ -12,7 +12,7 @@ int ft_lib_failed(const ft_env *e, foxjit_status st, const char *what)
     return 1;
 }
 
-int ft_env_open(ft_env *e, const ft_options *o)
+int ft_env_load(ft_env *e, const ft_options *o)
 {
     memset(e, 0, sizeof *e);
     char why[4096];
@@ -32,13 +32,20 @@ int ft_env_open(ft_env *e, const ft_options *o)
                 "and CUDA_VISIBLE_DEVICES)\n");
         return FT_EXIT_NO_GPU;
     }
-    if (o->device >= count) {
-        fprintf(stderr, "fox-train: no CUDA device %d: there %s %d (0 to %d)\n", o->device,
+    e->device_count = count;
+    return FT_EXIT_OK;
+}
+
+int ft_env_bind(ft_env *e, const ft_options *o, int ordinal)
+{
+    const int count = e->device_count;
+    if (ordinal >= count) {
+        fprintf(stderr, "fox-train: no CUDA device %d: there %s %d (0 to %d)\n", ordinal,
                 count == 1 ? "is" : "are", count, count - 1);
         return FT_EXIT_NO_GPU;
     }
     const ft_cuda *cu = &e->cu;
-    if (ft_cu_check(cu, cu->cuDeviceGet(&e->device, o->device), "cuDeviceGet") ||
+    if (ft_cu_check(cu, cu->cuDeviceGet(&e->device, ordinal), "cuDeviceGet") ||
         ft_cu_check(cu, cu->cuDevicePrimaryCtxRetain(&e->ctx, e->device),
                     "cuDevicePrimaryCtxRetain"))
         return FT_EXIT_NO_GPU;
@@ -55,7 +62,13 @@ int ft_env_open(ft_env *e, const ft_options *o)
     return FT_EXIT_OK;
 }
 
-void ft_env_close(ft_env *e)
+int ft_env_open(ft_env *e, const ft_options *o)
+{
+    int rc = ft_env_load(e, o);
+    return rc != FT_EXIT_OK ? rc : ft_env_bind(e, o, o->device);
+}
+
+void ft_env_unbind(ft_env *e)
 {
     if (e->rt)
         e->api->runtime_destroy(&e->rt);
@@ -63,5 +76,12 @@ void ft_env_close(ft_env *e)
         e->cu.cuStreamDestroy(e->stream);
     if (e->ctx)
         e->cu.cuDevicePrimaryCtxRelease(e->device);
+    e->stream = NULL;
+    e->ctx = NULL;
+}
+
+void ft_env_close(ft_env *e)
+{
+    ft_env_unbind(e);
     ft_plugin_close(&e->plugin);
 }

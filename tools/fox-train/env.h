@@ -15,6 +15,7 @@ enum ft_exit {
     FT_EXIT_USAGE = 2,       /* bad command line */
     FT_EXIT_NO_GPU = 3,      /* no CUDA driver, or no device */
     FT_EXIT_NO_LIBRARY = 4,  /* libfoxjit.so not found or not usable */
+    FT_EXIT_NO_NCCL = 5,     /* --gpus > 1 or --nccl, and NCCL not loadable */
 };
 
 typedef struct ft_env {
@@ -26,11 +27,25 @@ typedef struct ft_env {
     CUstream stream;          /* every op and copy of the run goes here */
     foxjit_runtime *rt;
     char device_name[128];
+    int device_count;         /* what the driver reports */
 } ft_env;
 
-/* Returns FT_EXIT_OK, or the exit status after printing why. */
+/* ft_env_load, then ft_env_bind to --device. Returns FT_EXIT_OK, or the
+ * exit status after printing why. */
 int ft_env_open(ft_env *e, const ft_options *o);
+/* ft_env_unbind, then unloads the plugin. */
 void ft_env_close(ft_env *e);
+
+/* The process-wide part: the plugin, the driver, at least one device. */
+int ft_env_load(ft_env *e, const ft_options *o);
+/* The per-device part, on the calling thread: retains the primary context
+ * of device `ordinal`, makes it current, creates the stream and a fox-jit
+ * runtime bound to that context. A data-parallel rank copies a loaded env
+ * and binds it to its own device from its own thread. */
+int ft_env_bind(ft_env *e, const ft_options *o, int ordinal);
+/* Destroys the runtime and the stream, releases the context; keeps the
+ * plugin and the driver. */
+void ft_env_unbind(ft_env *e);
 
 /* Prints "fox-train: <what>: <status>: <last_error>" for a failed library
  * call and returns 1; returns 0 for FOXJIT_OK. */

@@ -61,3 +61,10 @@ done:
     free(packed), free(z), free(zb), free(yb), free(zs), free(ys), free(idx);
     return rc;
 }
+
+void ft_print_eval(const char *when, const ft_eval_result *v)
+{
+    printf("held-out %s (%d sequences): loss %.5f (bars %.5f + sequence %.5f), AUC bars "
+           "%.4f, AUC sequence %.4f\n", when, v->sequences, v->loss, v->loss_bars,
+           v->loss_seq, v->auc_bars, v->auc_seq);
+}

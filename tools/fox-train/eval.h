@@ -18,4 +18,7 @@ typedef struct ft_eval_result {
 /* Returns 0, or -1 after printing why. */
 int ft_evaluate(ft_model *m, const ft_dataset *data, CUstream s, ft_eval_result *r);
 
+/* "held-out <when> (N sequences): loss ..., AUC ..." on stdout. */
+void ft_print_eval(const char *when, const ft_eval_result *v);
+
 #endif

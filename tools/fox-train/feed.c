@@ -7,9 +7,18 @@
 int ft_feed_open(ft_feed *f, const ft_cuda *cu, const ft_dataset *data, int batch,
                  uint64_t seed)
 {
+    return ft_feed_open_slice(f, cu, data, batch, 0, 1, seed);
+}
+
+int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
+                       int global_batch, int rank, int ranks, uint64_t seed)
+{
     memset(f, 0, sizeof *f);
+    const int batch = global_batch / ranks;
     f->cu = cu, f->data = data, f->batch = batch, f->seed = seed;
-    f->batches_per_epoch = data->n / batch;  /* the last partial batch is dropped */
+    f->global_batch = global_batch, f->first_row = rank * batch;
+    /* The last partial global batch is dropped. */
+    f->batches_per_epoch = data->n / global_batch;
     f->loaded_epoch = -1;
     ft_batch_layout_for(batch, data->k, data->f, data->h, &f->layout);
     size_t bytes = (size_t)f->batches_per_epoch * f->layout.floats * sizeof(float);
@@ -37,8 +46,8 @@ static int load_epoch(ft_feed *f, int64_t epoch, CUstream s)
         return -1;
     ft_epoch_order(f->data->n, f->seed, (uint64_t)epoch, f->perm);
     for (int b = 0; b < f->batches_per_epoch; b++)
-        ft_data_pack(f->data, f->perm + (size_t)b * f->batch, f->batch, &f->layout,
-                     f->epoch_host + (size_t)b * f->layout.floats);
+        ft_data_pack(f->data, f->perm + (size_t)b * f->global_batch + f->first_row, f->batch,
+                     &f->layout, f->epoch_host + (size_t)b * f->layout.floats);
     size_t bytes = (size_t)f->batches_per_epoch * f->layout.floats * sizeof(float);
     /* Stream order puts this after every copy out of the previous epoch. */
     if (ft_cu_check(cu, cu->cuMemcpyHtoDAsync(f->epoch_dev, f->epoch_host, bytes, s),

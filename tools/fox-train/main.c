@@ -1,12 +1,14 @@
 /* fox-train: trains the reference perception model end to end the way a
  * trainer uses fox-jit: dlopen("libfoxjit.so"), foxjit_get_api, and the
- * driver API for memory, streams and graphs. See `fox-train --help` and
+ * driver API for memory, streams and graphs; with --gpus N, one thread per
+ * GPU and NCCL (also dlopen'ed). See `fox-train --help` and
  * docs/trainer.md. */
 #include <stdio.h>
 
 #include "args.h"
 #include "bench.h"
 #include "env.h"
+#include "multi_gpu.h"
 #include "train.h"
 
 int main(int argc, char **argv)
@@ -25,6 +27,8 @@ int main(int argc, char **argv)
     }
     /* Progress goes to stderr, results to stdout, in order. */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (ft_options_data_parallel(&o))
+        return ft_multi_gpu_main(&o);
     ft_env e;
     int rc = ft_env_open(&e, &o);
     if (rc == FT_EXIT_OK)

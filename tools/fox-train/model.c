@@ -61,13 +61,19 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     size_t B = (size_t)d->batch, K = (size_t)d->k, F = (size_t)d->f, D = (size_t)d->d,
            H = (size_t)d->h;
     carver c = {base, 0};
-    for (int i = 0; i < FT_PARAM_COUNT; i++) {
-        size_t n = ft_param_size(d, i);
-        m->param[i] = take(&c, n);
-        m->grad[i] = take(&c, n);
-        m->m[i] = take(&c, n);
-        m->v[i] = take(&c, n);
-    }
+    /* Each kind of state together: the gradients form one span (model.h).
+     * Addresses do not change what the kernels compute, only where. */
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        m->param[i] = take(&c, ft_param_size(d, i));
+    m->grad_base = base + c.used;
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        m->grad[i] = take(&c, ft_param_size(d, i));
+    m->grad_floats = (size_t)(m->grad[FT_PARAM_COUNT - 1] - m->grad_base) / sizeof(float) +
+                     ft_param_size(d, FT_PARAM_COUNT - 1);
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        m->m[i] = take(&c, ft_param_size(d, i));
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        m->v[i] = take(&c, ft_param_size(d, i));
     /* Scratch last among the model state, contiguous: one memset. */
     m->scratch_base = base + c.used;
     for (int i = 0; i < FT_PARAM_COUNT; i++)
@@ -307,7 +313,9 @@ foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s)
     foxjit_status st;
     if ((st = ft_model_zero(m, s)) || (st = ft_model_forward(m, s)) ||
         (st = ft_model_loss(m, 1, s)) || (st = ft_model_backward(m, s)) ||
-        (st = ft_model_reduce(m, s)) || (st = ft_model_update(m, hp, s)))
+        (st = ft_model_reduce(m, s)) ||
+        (m->after_reduce && (st = m->after_reduce(m, s, m->after_reduce_arg))) ||
+        (st = ft_model_update(m, hp, s)))
         return st;
     return FOXJIT_OK;
 }

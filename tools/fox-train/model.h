@@ -37,7 +37,14 @@ typedef struct ft_hparams {
     float lr, beta1, beta2, eps, weight_decay;
 } ft_hparams;
 
-typedef struct ft_model {
+typedef struct ft_model ft_model;
+
+/* Called by ft_model_step between the reducers and AdamW (see
+ * ft_model.after_reduce). Returns FOXJIT_OK, or an error with the reason
+ * written to m->why. */
+typedef foxjit_status (*ft_after_reduce_fn)(ft_model *m, CUstream s, void *arg);
+
+struct ft_model {
     ft_dims dims;
     const foxjit_api *api;
     foxjit_runtime *rt;
@@ -48,6 +55,16 @@ typedef struct ft_model {
     CUdeviceptr m[FT_PARAM_COUNT], v[FT_PARAM_COUNT];  /* AdamW moments */
     CUdeviceptr scratch_base;
     size_t scratch_floats;
+    /* All 17 gradients lie in one span, grad[0] first and grad[16] last
+     * (each tensor 256-byte aligned; the padding between them is never
+     * written by a step): one all-reduce covers them all. */
+    CUdeviceptr grad_base;
+    size_t grad_floats;
+    /* NULL for one GPU. The data-parallel trainer sets it to all-reduce the
+     * gradient span (the average over the ranks) after the reducers and
+     * before AdamW, so the hook is part of a captured step too. */
+    ft_after_reduce_fn after_reduce;
+    void *after_reduce_arg;
     ft_batch_layout in_layout;
     CUdeviceptr batch_in;      /* the packed batch (data.h): x, dt, labels are views */
     CUdeviceptr x, dt, labels;
@@ -55,7 +72,7 @@ typedef struct ft_model {
     CUdeviceptr loss;          /* one float: this step's loss */
     CUdeviceptr step;          /* one int32: the step number AdamW reads */
     char why[1024];            /* what failed, after a call returned an error */
-} ft_model;
+};
 
 /* Allocates every buffer on the device (contents undefined until
  * ft_model_set_state). Returns 0, or -1 with the reason in m->why. */
@@ -75,7 +92,7 @@ foxjit_status ft_model_loss(ft_model *m, int with_dz, CUstream s);
 foxjit_status ft_model_backward(ft_model *m, CUstream s);
 foxjit_status ft_model_reduce(ft_model *m, CUstream s);
 foxjit_status ft_model_update(ft_model *m, const ft_hparams *hp, CUstream s);
-/* zero, forward, loss, backward, reduce, update. */
+/* zero, forward, loss, backward, reduce, after_reduce (when set), update. */
 foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s);
 
 /* Kernel launches and memsets one ft_model_step enqueues. */

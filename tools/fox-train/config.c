@@ -1,0 +1,115 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "params.h"
+
+static void config_from_options(ft_ckpt_meta *c, const ft_options *o)
+{
+    *c = (ft_ckpt_meta){
+        .dims = {o->batch, o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H},
+        .signal = (int)o->signal, .n_train = o->n_train, .n_heldout = o->n_heldout,
+        .seed = o->seed, .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
+        .weight_decay = o->weight_decay, .step = 0};
+}
+
+/* A resumed run takes its configuration from the checkpoint; an option
+ * given on the command line must agree with it, or the run would not
+ * continue the same computation. */
+static int check_resume_conflicts(const ft_options *o, const ft_ckpt_meta *c)
+{
+    struct {
+        unsigned bit;
+        const char *name;
+        double given, saved;
+    } f[] = {
+        {FT_SET_BATCH, "--batch", o->batch, c->dims.batch},
+        {FT_SET_K, "--k", o->k, c->dims.k},
+        {FT_SET_LR, "--lr", o->lr, c->lr},
+        {FT_SET_WD, "--weight-decay", o->weight_decay, c->weight_decay},
+        {FT_SET_BETA1, "--beta1", o->beta1, c->beta1},
+        {FT_SET_BETA2, "--beta2", o->beta2, c->beta2},
+        {FT_SET_EPS, "--eps", o->eps, c->eps},
+        {FT_SET_SEED, "--seed", (double)o->seed, (double)c->seed},
+        {FT_SET_TRAIN, "--train-size", o->n_train, c->n_train},
+        {FT_SET_HELDOUT, "--heldout-size", o->n_heldout, c->n_heldout},
+        {FT_SET_SIGNAL, "--signal", o->signal, c->signal},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if ((o->set & f[i].bit) && f[i].given != f[i].saved) {
+            fprintf(stderr, "fox-train: %s %g differs from the checkpoint's %g; a resumed run "
+                    "keeps the checkpoint's settings (drop %s to continue it exactly)\n",
+                    f[i].name, f[i].given, f[i].saved, f[i].name);
+            return -1;
+        }
+    return 0;
+}
+
+int ft_run_config_make(ft_run_config *rc, const ft_options *o)
+{
+    memset(rc, 0, sizeof *rc);
+    config_from_options(&rc->cfg, o);
+    if (o->resume) {
+        char why[1200];
+        size_t n;
+        if (ft_ckpt_read(o->resume, &rc->cfg, &rc->params, &rc->m, &rc->v, &n, why,
+                         sizeof why)) {
+            fprintf(stderr, "fox-train: %s\n", why);
+            return FT_EXIT_FAILED;
+        }
+        const ft_ckpt_meta given = rc->cfg;
+        if (check_resume_conflicts(o, &given))
+            return FT_EXIT_USAGE;
+        ft_dims want = given.dims;
+        want.f = FT_DEFAULT_F, want.d = FT_DEFAULT_D, want.e = FT_DEFAULT_E;
+        want.h = FT_DEFAULT_H;
+        if (memcmp(&want, &given.dims, sizeof want) || n != ft_param_total(&given.dims) ||
+            given.dims.batch < 1 || given.dims.k < 1 || given.n_train < given.dims.batch) {
+            fprintf(stderr, "fox-train: %s holds a model of other dims (F %d, D %d, E %d, H %d,"
+                    " %zu parameters) than this fox-train trains\n", o->resume, given.dims.f,
+                    given.dims.d, given.dims.e, given.dims.h, n);
+            return FT_EXIT_FAILED;
+        }
+        /* The checkpoint's batch is the global one: data parallel needs it
+         * to split evenly over the GPUs. */
+        if (given.dims.batch % o->gpus) {
+            fprintf(stderr, "fox-train: %s was trained at batch %d, which does not split over "
+                    "--gpus %d\n", o->resume, given.dims.batch, o->gpus);
+            return FT_EXIT_USAGE;
+        }
+        rc->start = (int64_t)given.step;
+        if (!o->quiet)
+            fprintf(stderr, "fox-train: resuming %s at step %lld\n", o->resume,
+                    (long long)rc->start);
+    }
+    rc->end = rc->start > o->steps ? rc->start : o->steps;
+    return FT_EXIT_OK;
+}
+
+void ft_run_config_drop_arrays(ft_run_config *rc)
+{
+    free(rc->params), free(rc->m), free(rc->v);
+    rc->params = rc->m = rc->v = NULL;
+}
+
+void ft_run_config_free(ft_run_config *rc)
+{
+    ft_run_config_drop_arrays(rc);
+}
+
+int ft_data_generate_run(ft_dataset *train, ft_dataset *heldout, const ft_ckpt_meta *cfg)
+{
+    const ft_dims *d = &cfg->dims;
+    if (ft_data_generate(train, cfg->n_train, d->k, d->f, d->h, cfg->signal, cfg->seed,
+                         FT_STREAM_TRAIN) ||
+        ft_data_generate(heldout, cfg->n_heldout, d->k, d->f, d->h, cfg->signal, cfg->seed,
+                         FT_STREAM_HELDOUT)) {
+        fprintf(stderr, "fox-train: out of memory for the data (%d + %d sequences)\n",
+                cfg->n_train, cfg->n_heldout);
+        return -1;
+    }
+    return 0;
+}

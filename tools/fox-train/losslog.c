@@ -1,0 +1,87 @@
+#include "losslog.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double ft_now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int ft_losslog_open(ft_losslog *l, const char *csv_path, const float *ring, int64_t start,
+                    int64_t end)
+{
+    memset(l, 0, sizeof *l);
+    l->ring = ring, l->start = start, l->end = end;
+    l->tty = isatty(2);
+    if (csv_path) {
+        l->csv = fopen(csv_path, "w");
+        if (!l->csv) {
+            perror(csv_path);
+            return -1;
+        }
+        fprintf(l->csv, "step,loss,loss_bits\n");
+    }
+    return 0;
+}
+
+int ft_losslog_flush(ft_losslog *l, int64_t upto)
+{
+    for (int64_t i = l->written; i < upto; i++) {
+        float loss = l->ring[i];
+        if (l->csv) {
+            uint32_t bits;
+            memcpy(&bits, &loss, 4);
+            fprintf(l->csv, "%lld,%.9g,0x%08x\n", (long long)(l->start + i + 1), (double)loss,
+                    bits);
+        }
+        if (!isfinite(loss)) {
+            if (l->tty)
+                fputc('\n', stderr);
+            fprintf(stderr, "fox-train: the loss is %g at step %lld; training diverged (try a "
+                    "lower --lr)\n", (double)loss, (long long)(l->start + i + 1));
+            return -1;
+        }
+    }
+    l->written = upto;
+    if (l->csv)
+        fflush(l->csv);
+    return 0;
+}
+
+void ft_losslog_status(const ft_losslog *l, int64_t done, double t0)
+{
+    int64_t i = done - 1;
+    int window = done < 10 ? (int)done : 10;
+    double mean = 0;
+    for (int64_t j = done - window; j < done; j++)
+        mean += l->ring[j];
+    mean /= window;
+    double el = ft_now_s() - t0, rate = el > 0 ? (double)done / el : 0;
+    long long total = (long long)l->end, step = (long long)(l->start + i + 1);
+    if (l->tty)
+        fprintf(stderr, "\r\033[Kstep %lld/%lld  loss %.5f  (mean of last %d %.5f)  %.0f steps/s",
+                step, total, (double)l->ring[i], window, mean, rate);
+    else
+        fprintf(stderr, "step %lld/%lld  loss %.5f  (mean of last %d %.5f)  %.0f steps/s\n",
+                step, total, (double)l->ring[i], window, mean, rate);
+}
+
+int64_t ft_status_period(int progress_every, int64_t todo, int tty)
+{
+    if (tty)
+        return progress_every;
+    return todo / 20 > progress_every ? todo / 20 : progress_every;
+}
+
+void ft_losslog_close(ft_losslog *l)
+{
+    /* A failed run still leaves the losses it has in the CSV. */
+    if (l->csv)
+        fclose(l->csv);
+    l->csv = NULL;
+}
