@@ -1,0 +1,384 @@
+/* unit: fox-train's data-parallel path (tools/fox-train/dp_train.c, rank.c,
+ * team.c, the batch slices of feed.c) on the host, no GPU, no NCCL.
+ *
+ * The foxjit_api table and the driver are the host emulation of
+ * test_train_model_host.c (the perception ops computed by the float64
+ * reference), included here so both tests share it. NCCL is emulated too:
+ * one "world" per unique id, ranks meeting in a barrier, and an in-place
+ * ncclAvg all-reduce that sums x * (1/N) over the ranks in rank order in
+ * float32 (NCCL's own ncclAvg on floats). So this checks, independently of
+ * the GPU and of NCCL:
+ *  - --gpus 1 --nccl (the data-parallel path with one rank) gives the bits
+ *    of the one-GPU trainer: curve and checkpoint;
+ *  - --gpus 2 and --gpus 4 at the same global batch follow the one-GPU loss
+ *    curve within float tolerance (each rank its slice, averaged gradients);
+ *  - a data-parallel run resumed from a checkpoint continues bit for bit;
+ *  - an all-reduce that fails on one rank ends the run with an error on
+ *    every rank instead of a hang (the team breaks, the peers' collective is
+ *    aborted). */
+#define main train_model_host_main
+#include "test_train_model_host.c"
+#undef main
+
+#include <pthread.h>
+
+#include "checkpoint.h"
+#include "dp_train.h"
+#include "nccl.h"
+
+/* ---- driver and runtime: one "device" per rank ---------------------------- */
+
+static CUresult h_device_get(CUdevice *d, int ordinal)
+{
+    *d = ordinal;
+    return CUDA_SUCCESS;
+}
+static CUresult h_retain(CUcontext *c, CUdevice d)
+{
+    *c = (CUcontext)(uintptr_t)(0x100 + d);
+    return CUDA_SUCCESS;
+}
+static CUresult h_release(CUdevice d) { (void)d; return CUDA_SUCCESS; }
+static CUresult h_name(char *name, int len, CUdevice d)
+{
+    snprintf(name, (size_t)len, "host GPU %d", (int)d);
+    return CUDA_SUCCESS;
+}
+static CUresult h_set_current(CUcontext c) { (void)c; return CUDA_SUCCESS; }
+static CUresult h_stream_create(CUstream *s, unsigned flags)
+{
+    (void)flags;
+    *s = (CUstream)(uintptr_t)0x200;
+    return CUDA_SUCCESS;
+}
+static CUresult h_stream_destroy(CUstream s) { (void)s; return CUDA_SUCCESS; }
+static CUresult h_event_query(CUevent e) { (void)e; return CUDA_SUCCESS; }
+
+static void e_default_params(foxjit_runtime_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+}
+static foxjit_status e_runtime_create(const foxjit_runtime_params *p, foxjit_runtime **rt)
+{
+    (void)p;
+    *rt = (foxjit_runtime *)(uintptr_t)0x1000;
+    return FOXJIT_OK;
+}
+static void e_runtime_destroy(foxjit_runtime **rt) { *rt = NULL; }
+
+/* ---- NCCL ---------------------------------------------------------------------- */
+
+#define MAX_RANKS 8
+
+typedef struct world {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int nranks, arrived, aborted;
+    unsigned gen;
+    float *buf[MAX_RANKS];
+} world;
+
+struct ft_nccl_comm {
+    world *w;
+    int rank;
+};
+
+static world the_world;
+static int fail_rank = -1, fail_at = -1;  /* make one rank's n-th all-reduce fail */
+static int allreduces[MAX_RANKS];
+
+/* Returns 0 when all ranks arrived, -1 when the world was aborted. */
+static int w_barrier(world *w)
+{
+    pthread_mutex_lock(&w->mu);
+    unsigned gen = w->gen;
+    if (++w->arrived == w->nranks) {
+        w->arrived = 0;
+        w->gen++;
+        pthread_cond_broadcast(&w->cv);
+    }
+    while (gen == w->gen && !w->aborted)
+        pthread_cond_wait(&w->cv, &w->mu);
+    int rc = gen == w->gen ? -1 : 0;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+static ft_nccl_result n_version(int *v) { *v = 22809; return FT_NCCL_SUCCESS; }
+static const char *n_error_string(ft_nccl_result r) { (void)r; return "emulated NCCL error"; }
+static ft_nccl_result n_unique_id(ft_nccl_unique_id *id)
+{
+    memset(id, 0, sizeof *id);
+    world *w = &the_world;
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    memcpy(id->internal, &w, sizeof w);
+    memset(allreduces, 0, sizeof allreduces);
+    return FT_NCCL_SUCCESS;
+}
+static ft_nccl_result n_init_rank(ft_nccl_comm_t *comm, int nranks, ft_nccl_unique_id id,
+                                  int rank)
+{
+    world *w;
+    memcpy(&w, id.internal, sizeof w);
+    if (nranks > MAX_RANKS || rank < 0 || rank >= nranks)
+        return 4;
+    pthread_mutex_lock(&w->mu);
+    w->nranks = nranks;
+    pthread_mutex_unlock(&w->mu);
+    struct ft_nccl_comm *c = calloc(1, sizeof *c);
+    c->w = w, c->rank = rank;
+    *comm = c;
+    /* Like ncclCommInitRank: returns once every rank has joined. */
+    return w_barrier(w) ? 2 : FT_NCCL_SUCCESS;
+}
+static ft_nccl_result n_destroy(ft_nccl_comm_t c) { free(c); return FT_NCCL_SUCCESS; }
+static ft_nccl_result n_abort(ft_nccl_comm_t c)
+{
+    /* Cancels the peers' collectives, as ncclCommAbort does. */
+    pthread_mutex_lock(&c->w->mu);
+    c->w->aborted = 1;
+    pthread_cond_broadcast(&c->w->cv);
+    pthread_mutex_unlock(&c->w->mu);
+    free(c);
+    return FT_NCCL_SUCCESS;
+}
+static ft_nccl_result n_async(ft_nccl_comm_t c, ft_nccl_result *e)
+{
+    (void)c;
+    *e = FT_NCCL_SUCCESS;
+    return FT_NCCL_SUCCESS;
+}
+static ft_nccl_result n_allreduce(const void *send, void *recv, size_t count, int type, int op,
+                                  ft_nccl_comm_t c, CUstream s)
+{
+    (void)s;
+    world *w = c->w;
+    if (send != recv || type != FT_NCCL_FLOAT32 || op != FT_NCCL_AVG)
+        return 4;  /* the trainer averages float32 gradients in place */
+    if (c->rank == fail_rank && ++allreduces[c->rank] == fail_at)
+        return 2;
+    w->buf[c->rank] = recv;
+    if (w_barrier(w))
+        return 2;
+    float *avg = malloc(count * sizeof *avg);
+    const float scale = 1.0f / (float)w->nranks;
+    for (size_t j = 0; j < count; j++) {
+        float sum = 0;
+        for (int r = 0; r < w->nranks; r++)
+            sum += w->buf[r][j] * scale;
+        avg[j] = sum;
+    }
+    /* Everyone has read every buffer before anyone overwrites its own. */
+    int rc = w_barrier(w);
+    if (!rc)
+        memcpy(recv, avg, count * sizeof *avg);
+    free(avg);
+    return rc ? 2 : FT_NCCL_SUCCESS;
+}
+static ft_nccl_result n_group(void) { return FT_NCCL_SUCCESS; }
+
+static ft_nccl nccl;
+
+static int multi_setup(void **state)
+{
+    setup(state);
+    cu.cuDeviceGet = h_device_get;
+    cu.cuDevicePrimaryCtxRetain = h_retain;
+    cu.cuDevicePrimaryCtxRelease = h_release;
+    cu.cuDeviceGetName = h_name;
+    cu.cuCtxSetCurrent = h_set_current;
+    cu.cuStreamCreate = h_stream_create;
+    cu.cuStreamDestroy = h_stream_destroy;
+    cu.cuEventQuery = h_event_query;
+    api.runtime_default_params = e_default_params;
+    api.runtime_create = e_runtime_create;
+    api.runtime_destroy = e_runtime_destroy;
+    nccl = (ft_nccl){.version = 22809, .GetVersion = n_version,
+                     .GetErrorString = n_error_string, .GetUniqueId = n_unique_id,
+                     .CommInitRank = n_init_rank, .CommDestroy = n_destroy,
+                     .CommAbort = n_abort, .CommGetAsyncError = n_async,
+                     .AllReduce = n_allreduce, .GroupStart = n_group, .GroupEnd = n_group};
+    snprintf(nccl.path, sizeof nccl.path, "emulated");
+    return 0;
+}
+
+/* ---- running the trainer --------------------------------------------------------- */
+
+static char mdir[] = "/tmp/fox-train-multi-XXXXXX";
+
+static char *in_mdir(const char *name)
+{
+    static char buf[8][300];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, 300, "%s/%s", mdir, name);
+    return p;
+}
+
+/* ft_train (one GPU) or, with --gpus / --nccl among the arguments,
+ * ft_train_data_parallel on the emulation; NULL-terminated arguments. */
+static int run(const char *first, ...)
+{
+    char *argv[48] = {"fox-train", (char *)first};
+    int argc = 2;
+    va_list ap;
+    va_start(ap, first);
+    for (char *a; (a = va_arg(ap, char *)) && argc < 47;)
+        argv[argc++] = a;
+    va_end(ap);
+    ft_options o;
+    char why[512];
+    if (ft_parse_args(argc, argv, &o, why, sizeof why) != FT_PARSE_OK)
+        fail_msg("%s", why);
+    ft_env e;
+    memset(&e, 0, sizeof e);
+    e.api = &api;
+    e.cu = cu;
+    e.device_count = MAX_RANKS;
+    if (!ft_options_data_parallel(&o)) {
+        e.rt = (foxjit_runtime *)(uintptr_t)0x1000;
+        snprintf(e.device_name, sizeof e.device_name, "host emulation");
+        return ft_train(&e, &o);
+    }
+    return ft_train_data_parallel(&e, &o, &nccl);
+}
+
+#define COMMON "--batch", "8", "--k", "3", "--train-size", "24", "--heldout-size", "8", \
+               "--lr", "3e-3", "--quiet"
+
+static int curve(const char *path, unsigned *bits, float *loss)
+{
+    return read_bits(path, bits, loss, 64);
+}
+
+static void test_one_rank_is_the_one_gpu_trainer(void **state)
+{
+    (void)state;
+    assert_non_null(mkdtemp(mdir));
+    assert_int_equal(run(COMMON, "--steps", "7", "--csv", in_mdir("one.csv"), "--checkpoint",
+                         in_mdir("one.ckpt"), NULL), 0);
+    assert_int_equal(run(COMMON, "--steps", "7", "--gpus", "1", "--nccl", "--csv",
+                         in_mdir("nccl1.csv"), "--checkpoint", in_mdir("nccl1.ckpt"), NULL), 0);
+    unsigned a[64], b[64];
+    float la[64], lb[64];
+    assert_int_equal(curve(in_mdir("one.csv"), a, la), 7);
+    assert_int_equal(curve(in_mdir("nccl1.csv"), b, lb), 7);
+    for (int i = 0; i < 7; i++)
+        if (a[i] != b[i])
+            fail_msg("step %d: one rank through NCCL %.9g, one GPU %.9g", i + 1, (double)lb[i],
+                     (double)la[i]);
+    assert_true(same_file(in_mdir("one.ckpt"), in_mdir("nccl1.ckpt")));
+    printf("  --gpus 1 --nccl: 7 losses and the checkpoint bitwise those of one GPU\n");
+}
+
+/* N ranks at global batch 8 against one GPU at batch 8. */
+static void expect_close_to_one_gpu(const char *gpus)
+{
+    char name[64], ckpt[64];
+    snprintf(name, sizeof name, "dp%s.csv", gpus);
+    snprintf(ckpt, sizeof ckpt, "dp%s.ckpt", gpus);
+    assert_int_equal(run(COMMON, "--steps", "7", "--gpus", gpus, "--csv", in_mdir(name),
+                         "--checkpoint", in_mdir(ckpt), NULL), 0);
+    unsigned a[64], b[64];
+    float la[64], lb[64];
+    assert_int_equal(curve(in_mdir("one.csv"), a, la), 7);
+    assert_int_equal(curve(in_mdir(name), b, lb), 7);
+    double worst = 0;
+    for (int i = 0; i < 7; i++) {
+        double err = fabs((double)lb[i] - la[i]);
+        worst = fmax(worst, err / fabs((double)la[i]));
+        if (!(err <= 2e-5 * fabs((double)la[i])))
+            fail_msg("--gpus %s step %d: loss %.9g, one GPU %.9g", gpus, i + 1, (double)lb[i],
+                     (double)la[i]);
+    }
+    /* The parameters too: float rounding of the sums differs, the
+     * computation does not. */
+    ft_ckpt_meta m1, m2;
+    float *p1, *q1, *v1, *p2, *q2, *v2;
+    size_t n1, n2;
+    char why[512];
+    assert_int_equal(ft_ckpt_read(in_mdir("one.ckpt"), &m1, &p1, &q1, &v1, &n1, why, 512), 0);
+    assert_int_equal(ft_ckpt_read(in_mdir(ckpt), &m2, &p2, &q2, &v2, &n2, why, 512), 0);
+    assert_int_equal(n1, n2);
+    assert_int_equal(m2.dims.batch, 8);  /* the global batch */
+    assert_true(m2.step == 7);
+    double sum_sq = 0, diff_sq = 0;
+    for (size_t i = 0; i < n1; i++) {
+        sum_sq += (double)p1[i] * p1[i];
+        diff_sq += ((double)p2[i] - p1[i]) * ((double)p2[i] - p1[i]);
+    }
+    double rel = sqrt(diff_sq / sum_sq);
+    printf("  --gpus %s at global batch 8: losses within %.2g (relative) of one GPU, parameters "
+           "within %.2g (relative L2)\n", gpus, worst, rel);
+    assert_true(rel < 1e-4);
+    free(p1), free(q1), free(v1), free(p2), free(q2), free(v2);
+}
+
+static void test_two_ranks_follow_one_gpu(void **state)
+{
+    (void)state;
+    expect_close_to_one_gpu("2");
+}
+
+static void test_four_ranks_follow_one_gpu(void **state)
+{
+    (void)state;
+    expect_close_to_one_gpu("4");
+}
+
+static void test_resume_is_exact(void **state)
+{
+    (void)state;
+    /* 24 sequences at batch 8: 3 steps an epoch; the resumed part crosses
+     * one. */
+    assert_int_equal(run(COMMON, "--steps", "3", "--gpus", "2", "--checkpoint",
+                         in_mdir("first.ckpt"), NULL), 0);
+    assert_int_equal(run("--resume", in_mdir("first.ckpt"), "--steps", "7", "--gpus", "2",
+                         "--quiet", "--csv", in_mdir("resumed.csv"), "--checkpoint",
+                         in_mdir("resumed.ckpt"), NULL), 0);
+    unsigned a[64], b[64];
+    float la[64], lb[64];
+    assert_int_equal(curve(in_mdir("dp2.csv"), a, la), 7);
+    assert_int_equal(curve(in_mdir("resumed.csv"), b, lb), 4);
+    for (int i = 0; i < 4; i++)
+        if (a[3 + i] != b[i])
+            fail_msg("step %d: resumed %.9g, uninterrupted %.9g", 4 + i, (double)lb[i],
+                     (double)la[3 + i]);
+    assert_true(same_file(in_mdir("dp2.ckpt"), in_mdir("resumed.ckpt")));
+    /* A checkpoint whose batch does not split over the GPUs is refused. */
+    assert_int_equal(run("--resume", in_mdir("first.ckpt"), "--gpus", "3", "--quiet", NULL),
+                     FT_EXIT_USAGE);
+    printf("  --gpus 2 resumed at step 3: steps 4..7 and the state bitwise the uninterrupted "
+           "run's\n");
+}
+
+static void test_failed_all_reduce_ends_the_run(void **state)
+{
+    (void)state;
+    /* Rank 1's third all-reduce (the first is the warm-up) fails: rank 1
+     * stops, breaks the team and aborts its communicator, which cancels
+     * rank 0's all-reduce waiting for it. */
+    fail_rank = 1, fail_at = 3;
+    int rc = run(COMMON, "--steps", "7", "--gpus", "2", NULL);
+    fail_rank = -1, fail_at = -1;
+    assert_int_equal(rc, FT_EXIT_FAILED);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", mdir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    (void)train_model_host_main;  /* the included test's own main, not run here */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_rank_is_the_one_gpu_trainer),
+        cmocka_unit_test(test_two_ranks_follow_one_gpu),
+        cmocka_unit_test(test_four_ranks_follow_one_gpu),
+        cmocka_unit_test(test_resume_is_exact),
+        cmocka_unit_test(test_failed_all_reduce_ends_the_run),
+    };
+    return cmocka_run_group_tests_name("train_multi_host", tests, multi_setup, NULL);
+}
