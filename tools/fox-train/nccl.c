@@ -85,6 +85,8 @@ const char *ft_nccl_error(const ft_nccl *n, ft_nccl_result r, char *buf, size_t 
     const char *text = n && n->GetErrorString ? n->GetErrorString(r) : NULL;
     if (name && text)
         snprintf(buf, len, "%s (%s)", name, text);
+    else if (name)
+        snprintf(buf, len, "%s", name);
     else if (text)
         snprintf(buf, len, "NCCL error %d (%s)", r, text);
     else
