@@ -1,6 +1,9 @@
 /* gpu suite: one runtime per CUcontext, one thread per context, all running
  * ops at once on a shared cache. With several GPUs each thread drives its own
  * device; with one GPU the extra threads get contexts of their own on it.
+ * Every op runs: column sums, radix sort, rank normalization, BCE, and the
+ * perception ops (VSN, CfC step, GRN heads, attention pooling, each forward
+ * and backward) with the step counter and AdamW, at the trainer's dims.
  * Every thread's results must equal, bit for bit, the single-threaded results
  * on the primary context, and a variant no one has compiled yet, asked for by
  * every thread at the same moment, must be compiled exactly once. */
@@ -19,11 +22,88 @@
 #define REPEATS 20
 #define MAX_THREADS 8
 
+/* Perception ops at the trainer's dims (kernels.md), a small batch. */
+#define PB 4
+#define PT 8
+#define PF 40
+#define PD 128
+#define PE 64
+#define PH 5
+#define NADAM 1000
+
+/* Every perception input, then every output, back to back in one buffer
+ * each (offsets in floats, from pc_layout). */
+typedef struct pc_layout {
+    size_t in_floats, out_floats;
+    /* inputs */
+    size_t vx, vw, vb, vdy;
+    size_t cw_in, cw_rec, cb, ctau, cx, ch, cdt, cdh_out;
+    size_t hw1, hb1, hw2, hb2, hwg, hbg, hwm, hbm, hws, hbs, hx, hdlog;
+    size_t aq, ahs, adp;
+    size_t ap, ag, am, av;
+    /* outputs */
+    size_t vy, vdx, vdw, vdb;
+    size_t ch_out, cu, cdh, cdx, cdw_in, cdw_rec, cdb, cdtau;
+    size_t hlog, hdx, hdw1, hdb1, hdw2, hdb2, hdwg, hdbg, hdwm, hdbm, hdws, hdbs;
+    size_t apooled, adhs, adq;
+    size_t op, om, ov, ostep;
+} pc_layout;
+
+static size_t pc_take(size_t *used, size_t n)
+{
+    size_t at = *used;
+    *used += (n + 63) & ~(size_t)63;  /* 256-byte aligned */
+    return at;
+}
+
+static pc_layout pc_layout_make(void)
+{
+    pc_layout l;
+    size_t u = 0;
+    l.vx = pc_take(&u, PB * PT * PF), l.vw = pc_take(&u, PF * PF), l.vb = pc_take(&u, PF);
+    l.vdy = pc_take(&u, PB * PT * PF);
+    l.cw_in = pc_take(&u, PD * PF), l.cw_rec = pc_take(&u, PD * PD), l.cb = pc_take(&u, PD);
+    l.ctau = pc_take(&u, PD), l.cx = pc_take(&u, PB * PF), l.ch = pc_take(&u, PB * PD);
+    l.cdt = pc_take(&u, PB), l.cdh_out = pc_take(&u, PB * PD);
+    l.hw1 = pc_take(&u, PH * PE * PD), l.hb1 = pc_take(&u, PH * PE);
+    l.hw2 = pc_take(&u, PH * PE * PE), l.hb2 = pc_take(&u, PH * PE);
+    l.hwg = pc_take(&u, PH * PE), l.hbg = pc_take(&u, PH), l.hwm = pc_take(&u, PH * PE);
+    l.hbm = pc_take(&u, PH), l.hws = pc_take(&u, PH * PD), l.hbs = pc_take(&u, PH);
+    l.hx = pc_take(&u, PB * PD), l.hdlog = pc_take(&u, PB * PH);
+    l.aq = pc_take(&u, PD), l.ahs = pc_take(&u, PB * PT * PD), l.adp = pc_take(&u, PB * PD);
+    l.ap = pc_take(&u, NADAM), l.ag = pc_take(&u, NADAM), l.am = pc_take(&u, NADAM);
+    l.av = pc_take(&u, NADAM);
+    l.in_floats = u;
+    u = 0;
+    l.vy = pc_take(&u, PB * PT * PF), l.vdx = pc_take(&u, PB * PT * PF);
+    l.vdw = pc_take(&u, PB * PF * PF), l.vdb = pc_take(&u, PB * PF);
+    l.ch_out = pc_take(&u, PB * PD), l.cu = pc_take(&u, PB * PD), l.cdh = pc_take(&u, PB * PD);
+    l.cdx = pc_take(&u, PB * PF), l.cdw_in = pc_take(&u, PB * PD * PF);
+    l.cdw_rec = pc_take(&u, PB * PD * PD), l.cdb = pc_take(&u, PB * PD);
+    l.cdtau = pc_take(&u, PB * PD);
+    l.hlog = pc_take(&u, PB * PH), l.hdx = pc_take(&u, PB * PD);
+    l.hdw1 = pc_take(&u, PB * PH * PE * PD), l.hdb1 = pc_take(&u, PB * PH * PE);
+    l.hdw2 = pc_take(&u, PB * PH * PE * PE), l.hdb2 = pc_take(&u, PB * PH * PE);
+    l.hdwg = pc_take(&u, PB * PH * PE), l.hdbg = pc_take(&u, PB * PH);
+    l.hdwm = pc_take(&u, PB * PH * PE), l.hdbm = pc_take(&u, PB * PH);
+    l.hdws = pc_take(&u, PB * PH * PD), l.hdbs = pc_take(&u, PB * PH);
+    l.apooled = pc_take(&u, PB * PD), l.adhs = pc_take(&u, PB * PT * PD);
+    l.adq = pc_take(&u, PB * PD);
+    l.op = pc_take(&u, NADAM), l.om = pc_take(&u, NADAM), l.ov = pc_take(&u, NADAM);
+    l.ostep = pc_take(&u, 1);
+    l.out_floats = u;
+    return l;
+}
+
+/* Enough for pc_layout_make's outputs (checked at run time). */
+#define PC_OUT_MAX 420000
+
 typedef struct inputs {
     float x[ROWS * COLS];
     uint32_t keys[N_SORT], vals[N_SORT];
     float rewards[N_SORT];
     float z[N_BCE], y[N_BCE];
+    float *percep;   /* pc_layout's inputs */
 } inputs;
 
 typedef struct outputs {
@@ -33,7 +113,10 @@ typedef struct outputs {
     float rank[N_SORT];
     float loss;
     float dz[N_BCE];
+    float percep[PC_OUT_MAX];   /* pc_layout's outputs */
 } outputs;
+
+static pc_layout pl;
 
 static inputs in;
 static outputs want;
@@ -66,6 +149,74 @@ typedef struct worker {
             goto done;                                                                 \
         }                                                                              \
     } while (0)
+
+/* The perception ops, the step counter and AdamW, `repeats` times on
+ * rt/stream into o->percep; each repeat starts from zeroed outputs (the
+ * backwards add into their scratch) and the same AdamW state. Sets
+ * w->error on failure. */
+static void run_perception(worker *w, foxjit_runtime *rt, CUstream stream, outputs *o,
+                           int repeats)
+{
+    const fj_cuda *cu = gh.cu;
+    CUdeviceptr pin = 0, pout = 0;
+    W_CU(w, cu->cuMemAlloc(&pin, pl.in_floats * 4));
+    W_CU(w, cu->cuMemAlloc(&pout, pl.out_floats * 4));
+    W_CU(w, cu->cuMemcpyHtoDAsync(pin, in.percep, pl.in_floats * 4, stream));
+#define I(f) (pin + (CUdeviceptr)pl.f * 4)
+#define O(f) (pout + (CUdeviceptr)pl.f * 4)
+    const foxjit_vsn_args vsn = {.batch = PB, .t = PT, .f = PF, .w = I(vw), .bias = I(vb),
+                                 .x = I(vx), .y = O(vy), .dy = I(vdy), .dx = O(vdx),
+                                 .dx_accumulate = 0, .dw = O(vdw), .dbias = O(vdb)};
+    const foxjit_cfc_args cfc = {.batch = PB, .n_in = PF, .n_hid = PD, .w_in = I(cw_in),
+                                 .w_rec = I(cw_rec), .bias = I(cb), .tau = I(ctau),
+                                 .x = I(cx), .h = I(ch), .dt = I(cdt), .u = O(cu),
+                                 .h_out = O(ch_out), .dh_out = I(cdh_out), .dh = O(cdh),
+                                 .dh_accumulate = 0, .dx = O(cdx), .dx_accumulate = 0,
+                                 .dw_in = O(cdw_in), .dw_rec = O(cdw_rec), .dbias = O(cdb),
+                                 .dtau = O(cdtau)};
+    const foxjit_heads_args heads = {
+        .batch = PB, .d = PD, .e = PE, .h = PH, .w1 = I(hw1), .b1 = I(hb1), .w2 = I(hw2),
+        .b2 = I(hb2), .w_gate = I(hwg), .b_gate = I(hbg), .w_main = I(hwm), .b_main = I(hbm),
+        .w_skip = I(hws), .b_skip = I(hbs), .x = I(hx), .logits = O(hlog),
+        .dlogits = I(hdlog), .dx = O(hdx), .dx_accumulate = 0, .dw1 = O(hdw1),
+        .db1 = O(hdb1), .dw2 = O(hdw2), .db2 = O(hdb2), .dw_gate = O(hdwg),
+        .db_gate = O(hdbg), .dw_main = O(hdwm), .db_main = O(hdbm), .dw_skip = O(hdws),
+        .db_skip = O(hdbs)};
+    const foxjit_attn_pool_args attn = {.batch = PB, .t = PT, .d = PD, .q = I(aq),
+                                        .hs = I(ahs), .pooled = O(apooled), .dpooled = I(adp),
+                                        .dhs = O(adhs), .dhs_accumulate = 0, .dq = O(adq)};
+    const foxjit_adamw_args adamw = {.n = NADAM, .param = O(op), .grad = I(ag), .m = O(om),
+                                     .v = O(ov), .step = O(ostep), .lr = 1e-2f, .beta1 = 0.9f,
+                                     .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f};
+    for (int i = 0; i < repeats; i++) {
+        W_CU(w, cu->cuMemsetD32Async(pout, 0, pl.out_floats, stream));
+        W_CU(w, cu->cuMemcpyDtoDAsync(O(op), I(ap), NADAM * 4, stream));
+        W_CU(w, cu->cuMemcpyDtoDAsync(O(om), I(am), NADAM * 4, stream));
+        W_CU(w, cu->cuMemcpyDtoDAsync(O(ov), I(av), NADAM * 4, stream));
+        W_CHECK(w, foxjit_vsn_forward(rt, &vsn, stream));
+        W_CHECK(w, foxjit_vsn_backward(rt, &vsn, stream));
+        W_CHECK(w, foxjit_cfc_forward(rt, &cfc, stream));
+        W_CHECK(w, foxjit_cfc_backward(rt, &cfc, stream));
+        W_CHECK(w, foxjit_heads_forward(rt, &heads, stream));
+        W_CHECK(w, foxjit_heads_backward(rt, &heads, stream));
+        W_CHECK(w, foxjit_attn_pool_forward(rt, &attn, stream));
+        W_CHECK(w, foxjit_attn_pool_backward(rt, &attn, stream));
+        /* Two AdamW updates: step 1, then step 2 from the device counter. */
+        for (int k = 0; k < 2; k++) {
+            W_CHECK(w, foxjit_increment_step(rt, O(ostep), stream));
+            W_CHECK(w, foxjit_adamw(rt, &adamw, stream));
+        }
+    }
+#undef I
+#undef O
+    W_CU(w, cu->cuMemcpyDtoHAsync(o->percep, pout, pl.out_floats * 4, stream));
+    W_CU(w, cu->cuStreamSynchronize(stream));
+done:
+    if (pin)
+        cu->cuMemFree(pin);
+    if (pout)
+        cu->cuMemFree(pout);
+}
 
 /* Runs every op once on rt/stream into o; buffers allocated in the current
  * context. Returns 0, or -1 with the error in w. */
@@ -122,6 +273,7 @@ static void run_ops(worker *w, foxjit_runtime *rt, CUstream stream, outputs *o, 
     W_CU(w, cu->cuMemcpyDtoH(o->rank, rank, sizeof o->rank));
     W_CU(w, cu->cuMemcpyDtoH(&o->loss, loss, 4));
     W_CU(w, cu->cuMemcpyDtoH(o->dz, dz, sizeof o->dz));
+    run_perception(w, rt, stream, o, repeats);
 done:;
     CUdeviceptr all[] = {x, out, fresh_x, fresh_out, k, v, ko, vo, ws, r, rank, rws, z, y, loss, dz};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -156,9 +308,33 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+static void make_perception_inputs(uint64_t *s)
+{
+    pl = pc_layout_make();
+    if (pl.out_floats > PC_OUT_MAX)
+        fail_msg("perception outputs need %zu floats; raise PC_OUT_MAX", pl.out_floats);
+    float *p = in.percep = calloc(pl.in_floats, sizeof(float));
+    assert_non_null(p);
+    gh_fill_uniform(p, pl.in_floats, s, -1, 1);
+    /* The ranges the ops document: tau > 0, dt > 0, AdamW's v >= 0. */
+    gh_fill_uniform(p + pl.ctau, PD, s, 0.5f, 4.0f);
+    gh_fill_uniform(p + pl.cdt, PB, s, 0.25f, 1.75f);
+    gh_fill_uniform(p + pl.av, NADAM, s, 0.0f, 1e-2f);
+    /* Matrices at 1/sqrt(fan_in) keep the activations of order 1. */
+    for (size_t i = 0; i < PD * PF; i++)
+        p[pl.cw_in + i] *= 0.3f;
+    for (size_t i = 0; i < PD * PD; i++)
+        p[pl.cw_rec + i] *= 0.09f;
+    for (size_t i = 0; i < PH * PE * PD; i++)
+        p[pl.hw1 + i] *= 0.09f;
+    for (size_t i = 0; i < PH * PE * PE; i++)
+        p[pl.hw2 + i] *= 0.125f;
+}
+
 static void make_inputs(void)
 {
     uint64_t s = gh_seed() * 31 + 5;
+    make_perception_inputs(&s);
     gh_fill_uniform(in.x, ROWS * COLS, &s, -1, 1);
     for (int i = 0; i < N_SORT; i++) {
         in.keys[i] = (uint32_t)gh_next(&s);
@@ -176,7 +352,8 @@ static int differs(const outputs *a, const outputs *b)
            memcmp(a->fresh, b->fresh, sizeof a->fresh) ||
            memcmp(a->keys, b->keys, sizeof a->keys) || memcmp(a->vals, b->vals, sizeof a->vals) ||
            memcmp(a->rank, b->rank, sizeof a->rank) || memcmp(&a->loss, &b->loss, 4) ||
-           memcmp(a->dz, b->dz, sizeof a->dz);
+           memcmp(a->dz, b->dz, sizeof a->dz) ||
+           memcmp(a->percep, b->percep, pl.out_floats * sizeof(float));
 }
 
 static void test_threads_per_context_match_single_thread(void **state)
@@ -189,6 +366,12 @@ static void test_threads_per_context_match_single_thread(void **state)
     run_ops(&ref, gh.rt, gh.stream, &want, 1, 0, NULL);
     if (ref.error[0])
         fail_msg("reference run: %s", ref.error);
+    /* Bitwise equality of garbage would prove little: the perception
+     * outputs are numbers (padding between them is zero). */
+    for (size_t i = 0; i < pl.out_floats; i++)
+        if (!isfinite(want.percep[i]))
+            fail_msg("reference run: perception output float %zu is %g", i,
+                     (double)want.percep[i]);
 
     int ndev = 0;
     GH_CU(gh.cu->cuDeviceGetCount(&ndev));
