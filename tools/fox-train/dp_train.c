@@ -114,9 +114,11 @@ static void banner(dp_shared *sh)
     for (int i = 0; i < sh->nranks; i++)
         fprintf(stderr, "%s%d: %s", i ? ", " : "", sh->ranks[i].r.ordinal,
                 sh->ranks[i].r.env.device_name);
-    fprintf(stderr, "), %s, via %s, NCCL %s (%s)\n", e->api->runtime_arch(e->rt),
-            e->plugin.path, ft_nccl_version_string(sh->nccl->version, v, sizeof v),
-            sh->nccl->path);
+    const char *nvls = getenv("NCCL_NVLS_ENABLE");
+    fprintf(stderr, "), %s, via %s, NCCL %s (%s, NCCL_NVLS_ENABLE=%s)\n",
+            e->api->runtime_arch(e->rt), e->plugin.path,
+            ft_nccl_version_string(sh->nccl->version, v, sizeof v), sh->nccl->path,
+            nvls ? nvls : "unset");
     fprintf(stderr,
             "  data: %d train + %d held-out sequences, K = %d, F = %d, '%s' signal, seed "
             "%llu (%.2f s)\n"

@@ -11,6 +11,8 @@ int ft_multi_gpu_main(const ft_options *o)
 {
     ft_nccl nccl;
     char why[1024];
+    /* Before NCCL can read its environment (nccl.h says why). */
+    ft_nccl_disable_nvls();
     /* First: a missing NCCL is a setup problem to report whatever else is
      * missing too. */
     if (ft_nccl_load(&nccl, why, sizeof why)) {
