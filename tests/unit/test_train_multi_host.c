@@ -178,7 +178,6 @@ static ft_nccl_result n_allreduce(const void *send, void *recv, size_t count, in
     free(avg);
     return rc ? 2 : FT_NCCL_SUCCESS;
 }
-static ft_nccl_result n_group(void) { return FT_NCCL_SUCCESS; }
 
 static ft_nccl nccl;
 
@@ -200,7 +199,7 @@ static int multi_setup(void **state)
                      .GetErrorString = n_error_string, .GetUniqueId = n_unique_id,
                      .CommInitRank = n_init_rank, .CommDestroy = n_destroy,
                      .CommAbort = n_abort, .CommGetAsyncError = n_async,
-                     .AllReduce = n_allreduce, .GroupStart = n_group, .GroupEnd = n_group};
+                     .AllReduce = n_allreduce};
     snprintf(nccl.path, sizeof nccl.path, "emulated");
     return 0;
 }

@@ -4,11 +4,12 @@
  * missing when --gpus N > 1 (or --nccl) asks for it.
  *
  * There is no nccl.h dependency: the few types and calls the trainer uses
- * are declared here with the ABI of NCCL 2 (nccl.h of NCCL 2.28 was read
- * for the values: ncclUniqueId is 128 bytes passed by value, ncclComm_t an
+ * are declared here with the ABI of NCCL 2 (nccl.h of NCCL 2.28 was read for
+ * the values: ncclUniqueId is 128 bytes passed by value, ncclComm_t an
  * opaque pointer, ncclResult_t / ncclDataType_t / ncclRedOp_t int-sized
  * enums with ncclSuccess = 0, ncclFloat32 = 7, ncclSum = 0, ncclAvg = 4,
- * and cudaStream_t is the driver's CUstream). */
+ * and cudaStream_t is the driver's CUstream). One all-reduce per step needs
+ * no ncclGroupStart/End. */
 #ifndef FT_NCCL_H
 #define FT_NCCL_H
 
@@ -49,8 +50,6 @@ typedef struct ft_nccl {
     ft_nccl_result (*CommGetAsyncError)(ft_nccl_comm_t comm, ft_nccl_result *async_error);
     ft_nccl_result (*AllReduce)(const void *sendbuff, void *recvbuff, size_t count,
                                 int datatype, int op, ft_nccl_comm_t comm, CUstream stream);
-    ft_nccl_result (*GroupStart)(void);
-    ft_nccl_result (*GroupEnd)(void);
 } ft_nccl;
 
 /* Loads $FOXJIT_NCCL_LIBRARY, else libnccl.so.2 from the loader's search
