@@ -13,9 +13,11 @@
  * On two GPUs or more: --gpus 2 at global batch 64 follows the loss curve
  * of one GPU at batch 64 over 50 steps within float tolerance (the first
  * step, before any update, within 1e-5: each rank took the right slice),
+ * the first all-reduced gradient is the global batch's (AdamW's first
+ * moment after one step: a loss curve barely sees the gradient's scale),
  * eager and graph-replayed give the same bits (an average of two values
- * does not depend on NCCL's algorithm), the replicas end identical (fox-
- * train checks it and fails otherwise), and --bench --gpus 2 runs.
+ * does not depend on NCCL's algorithm), the replicas end identical
+ * (fox-train checks it and fails otherwise), and --bench --gpus 2 runs.
  *
  * With one GPU the two-GPU part is not run: everything else must pass,
  * then the program says so and exits 77 (skip), also under
@@ -29,6 +31,8 @@
 #undef main
 
 #include <dlfcn.h>
+
+#include "checkpoint.h"
 
 static int nccl_ok;           /* libnccl.so.2 loadable here */
 static int two_gpus_not_run;  /* why the program ends with 77 */
@@ -166,6 +170,35 @@ static void test_two_gpus_follow_one(void **state)
     assert_same_curve("2 GPUs, eager vs graph-replayed", &e, 0, &g, 0, 50);
     assert_same_file("2 GPUs, state after 50 steps, eager vs graph-replayed",
                      path_in("two-e.ckpt"), path_in("two-g.ckpt"));
+    /* AdamW divides m by sqrt(v): a gradient off by a constant factor (a sum
+     * where the average belongs) would train almost the same. The first
+     * moment after one step from zero is 0.1 * gradient, in the checkpoint:
+     * the all-reduced gradient must be the global batch's. */
+    assert_int_equal(run_trainer("one-grad", "--batch", "64", "--steps", "1", "--heldout-size",
+                                 "0", "--checkpoint", path_in("one-grad.ckpt"), NULL), 0);
+    assert_int_equal(run_trainer("two-grad", "--batch", "64", "--steps", "1", "--heldout-size",
+                                 "0", "--gpus", "2", "--checkpoint", path_in("two-grad.ckpt"),
+                                 NULL), 0);
+    ft_ckpt_meta meta;
+    float *p1, *m1, *v1, *p2, *m2, *v2;
+    size_t n1, n2;
+    char why[1200];
+    if (ft_ckpt_read(path_in("one-grad.ckpt"), &meta, &p1, &m1, &v1, &n1, why, sizeof why) ||
+        ft_ckpt_read(path_in("two-grad.ckpt"), &meta, &p2, &m2, &v2, &n2, why, sizeof why))
+        fail_msg("%s", why);
+    assert_int_equal(n1, n2);
+    double ref = 0, diff = 0;
+    for (size_t i = 0; i < n1; i++) {
+        ref += (double)m1[i] * m1[i];
+        diff += ((double)m2[i] - m1[i]) * ((double)m2[i] - m1[i]);
+    }
+    double rel = sqrt(diff / ref);
+    printf("  the first step's all-reduced gradient on 2 GPUs is within %.3g (relative L2) of "
+           "one GPU's\n", rel);
+    if (!(rel < 1e-4))
+        fail_msg("2 GPUs: the all-reduced gradient is %.3g (relative L2) away from the global "
+                 "batch's (a sum instead of the average would be 1 away)", rel);
+    free(p1), free(m1), free(v1), free(p2), free(m2), free(v2);
     /* Scaling figures (not judged here: a benchmark, not a timed test). */
     assert_int_equal(run_trainer("bench2", "--bench", "--gpus", "2", "--bench-batches",
                                  "32,256", "--bench-steps", "20", NULL), 0);

@@ -11,7 +11,9 @@
  *  - --gpus 1 --nccl (the data-parallel path with one rank) gives the bits
  *    of the one-GPU trainer: curve and checkpoint;
  *  - --gpus 2 and --gpus 4 at the same global batch follow the one-GPU loss
- *    curve within float tolerance (each rank its slice, averaged gradients);
+ *    curve within float tolerance (each rank its slice, averaged gradients),
+ *    and their first all-reduced gradient is the global batch's (AdamW's
+ *    first moment after one step);
  *  - a data-parallel run resumed from a checkpoint continues bit for bit;
  *  - an all-reduce that fails on one rank ends the run with an error on
  *    every rank instead of a hang (the team breaks, the peers' collective is
@@ -328,6 +330,49 @@ static void test_four_ranks_follow_one_gpu(void **state)
     expect_close_to_one_gpu("4");
 }
 
+/* AdamW divides m by sqrt(v), so a gradient off by a constant factor (a
+ * sum where the average belongs) trains almost the same and a loss curve
+ * barely shows it. The first moment after one step from zero is (1 -
+ * beta1) * gradient, in the checkpoint: the all-reduced gradient itself. */
+static void test_gradient_is_the_global_average(void **state)
+{
+    (void)state;
+    const char *gpus[] = {"1", "2", "4"};
+    float *m[3] = {0};
+    for (int k = 0; k < 3; k++) {
+        char ckpt[64];
+        snprintf(ckpt, sizeof ckpt, "grad%s.ckpt", gpus[k]);
+        if (k == 0)
+            assert_int_equal(run(COMMON, "--steps", "1", "--checkpoint", in_mdir(ckpt), NULL),
+                             0);
+        else
+            assert_int_equal(run(COMMON, "--steps", "1", "--gpus", gpus[k], "--checkpoint",
+                                 in_mdir(ckpt), NULL), 0);
+        ft_ckpt_meta meta;
+        float *p, *v;
+        size_t n;
+        char why[512];
+        assert_int_equal(ft_ckpt_read(in_mdir(ckpt), &meta, &p, &m[k], &v, &n, why, 512), 0);
+        free(p), free(v);
+        if (k == 0)
+            continue;
+        double ref = 0, diff = 0;
+        for (size_t i = 0; i < n; i++) {
+            ref += (double)m[0][i] * m[0][i];
+            diff += ((double)m[k][i] - m[0][i]) * ((double)m[k][i] - m[0][i]);
+        }
+        double rel = sqrt(diff / ref);
+        printf("  --gpus %s: the first step's gradient within %.2g (relative L2) of one "
+               "GPU's\n", gpus[k], rel);
+        if (!(rel < 1e-5))
+            fail_msg("--gpus %s: the all-reduced gradient is %.3g (relative L2) away from the "
+                     "global batch's; a sum instead of the average would be 1 to 3 away",
+                     gpus[k], rel);
+    }
+    for (int k = 0; k < 3; k++)
+        free(m[k]);
+}
+
 static void test_resume_is_exact(void **state)
 {
     (void)state;
@@ -376,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_one_rank_is_the_one_gpu_trainer),
         cmocka_unit_test(test_two_ranks_follow_one_gpu),
         cmocka_unit_test(test_four_ranks_follow_one_gpu),
+        cmocka_unit_test(test_gradient_is_the_global_average),
         cmocka_unit_test(test_resume_is_exact),
         cmocka_unit_test(test_failed_all_reduce_ends_the_run),
     };
