@@ -99,7 +99,7 @@ FJ_DEVICE void fj_col_dot(int nrows, Fetch fetch, const float *vec, float *part,
     if (kBlock / kCols <= 1 || nrows == 1) {
         for (int c = threadIdx.x; c < kCols; c += kBlock) {
             float s = 0.0f;
-#pragma unroll 4
+#pragma unroll 8
             for (int i = 0; i < nrows; i++)
                 s += fetch(i, c) * vec[i];
             out[c] = s;
@@ -113,7 +113,7 @@ FJ_DEVICE void fj_col_dot(int nrows, Fetch fetch, const float *vec, float *part,
     if (g < G) {
         const int ib = g * rows_per, ie = fj_min(ib + rows_per, nrows);
         float s = 0.0f;
-#pragma unroll 4
+#pragma unroll 8
         for (int i = ib; i < ie; i++)
             s += fetch(i, c) * vec[i];
         part[g * kCols + c] = s;
@@ -138,7 +138,9 @@ template <int kBlock, int kK, int kMaxRows, typename Emit>
 FJ_DEVICE void fj_rows_dot(const float *__restrict__ W, int nrows, const float *vec, Emit emit)
 {
     constexpr int WARPS = kBlock / 32;
-    constexpr int RPW = fj_cmin(4, fj_cdiv(kMaxRows, WARPS));
+    // Up to 8 rows in flight per warp: at the trainer dims a warp's rows
+    // then take one round trip to L2 instead of two.
+    constexpr int RPW = fj_cmin(8, fj_cdiv(kMaxRows, WARPS));
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int base = warp; base < nrows; base += WARPS * RPW) {
         float acc[RPW];
