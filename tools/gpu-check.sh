@@ -36,7 +36,7 @@ for t in "$B"/tests/unit_* ; do
     case "$t" in *.p) continue;; esac
     if [ "$(basename "$t")" = unit_plugin ]; then
         run "$(basename "$t")" env FOXJIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$t" "$B/runtime/libfoxjit.so"
-    elif [ "$(basename "$t")" = unit_train_nogpu ]; then
+    elif [ "$(basename "$t")" = unit_train_nogpu ] || [ "$(basename "$t")" = unit_train_nccl ]; then
         run "$(basename "$t")" "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so"
     elif [ "$(basename "$t")" = unit_missing_nvrtc ]; then
         run "$(basename "$t")" env FOXJIT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13 "$t"
@@ -47,7 +47,7 @@ done
 run compile_all "$B/tests/compile_all"
 for t in "$B"/tests/gpu_* ; do
     case "$t" in *.p) continue;; esac
-    if [ "$(basename "$t")" = gpu_trainer ]; then
+    if [ "$(basename "$t")" = gpu_trainer ] || [ "$(basename "$t")" = gpu_trainer_multi_gpu ]; then
         run "$(basename "$t")" "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so"
     else
         run "$(basename "$t")" "$t"
