@@ -22,7 +22,12 @@ const fj_program fj_program_heads_legacy = {
     .kernels = {"heads_backward_legacy", NULL},
 };
 
-#define BLOCK 256
+#define LEGACY_BLOCK 256
+
+/* A (row, head) block makes about 6 E*D global accesses (the recomputed
+ * forward, two scratch updates, two column dots): from E*D = 4096 on, 512
+ * threads halve each thread's serial share. Depends only on the dims. */
+static unsigned block_for(int d, int e) { return d * e >= 4096 ? 512 : 256; }
 
 /* The device-side fj_head_params / fj_head_grads: ten pointers each. */
 typedef struct head_ptrs {
@@ -42,7 +47,7 @@ int fj_heads_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size
 {
     if (check_dims(d, e, h, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_heads, {d, e, h, use_cluster(cc, h), BLOCK}};
+    *v = (fj_variant){&fj_program_heads, {d, e, h, use_cluster(cc, h), (int)block_for(d, e)}};
     return 0;
 }
 
@@ -50,7 +55,7 @@ int fj_heads_legacy_variant(int d, int e, int h, fj_variant *v, char *why, size_
 {
     if (check_dims(d, e, h, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_heads_legacy, {d, e, h, BLOCK}};
+    *v = (fj_variant){&fj_program_heads_legacy, {d, e, h, LEGACY_BLOCK}};
     return 0;
 }
 
@@ -113,8 +118,8 @@ FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_h
     head_ptrs p = params_of(a);
     CUdeviceptr x = a->x, logits = a->logits;
     void *args[] = {&p, &x, &xs, &logits, &ls};
-    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)a->h, 1, BLOCK, 0, stream, args,
-                     op);
+    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)a->h, 1, block_for(a->d, a->e), 0,
+                     stream, args, op);
 }
 
 static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CUstream stream,
@@ -147,11 +152,12 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CU
     int dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
     void *args[] = {&p, &g, &x, &xs, &dlogits, &dls, &dx, &dxs, &dx_acc, &batch};
     if (legacy)
-        return fj_launch(rt, k->fn[0], 1, 1, 1, BLOCK, 0, stream, args, op);
+        return fj_launch(rt, k->fn[0], 1, 1, 1, LEGACY_BLOCK, 0, stream, args, op);
+    unsigned block = block_for(a->d, a->e);
     if (use_cluster(rt->cc, a->h))
-        return fj_launch_cluster(rt, k->fn[1], (unsigned)a->batch, (unsigned)a->h, BLOCK,
+        return fj_launch_cluster(rt, k->fn[1], (unsigned)a->batch, (unsigned)a->h, block,
                                  (unsigned)a->h, stream, args, op);
-    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, 0, stream, args, op);
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, block, 0, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,
