@@ -64,11 +64,17 @@ CUdeviceptr t_row(const tensor *t, int row)
     return t->dev + (CUdeviceptr)((size_t)row * t->stride * sizeof(float));
 }
 
+int t_verbose(void)
+{
+    const char *v = getenv("FOXJIT_TEST_VERBOSE");
+    return v && *v && strcmp(v, "0");
+}
+
 void t_check(const char *what, tensor *got, const double *want, double rtol)
 {
     t_download(got);
     size_t n = (size_t)got->rows * got->width;
-    double amax = 0;
+    double amax = 0, worst = 0;
     for (size_t i = 0; i < n; i++)
         amax = fmax(amax, fabs(want[i]));
     for (int r = 0; r < got->rows; r++)
@@ -79,7 +85,10 @@ void t_check(const char *what, tensor *got, const double *want, double rtol)
                 fail_msg("%s: row %d, column %d (of %d x %d): got %.9g, want %.9g (error %.3g, "
                          "allowed %.3g; max |want| %.3g)", what, r, c, got->rows, got->width, g,
                          w, err, allowed, amax);
+            worst = fmax(worst, err / allowed);
         }
+    if (t_verbose())
+        printf("  %-70s worst error %.3f of allowed\n", what, worst);
 }
 
 static void same_rows(const char *what, const tensor *a, int ra, const tensor *b, int rb)

@@ -39,6 +39,8 @@ CUdeviceptr t_row(const tensor *t, int row);
  * |got - want| <= rtol * (|want| + max |want|). Fails naming what, the
  * row, the column and both values. */
 void t_check(const char *what, tensor *got, const double *want, double rtol);
+/* FOXJIT_TEST_VERBOSE=1: checks print their worst error / allowed ratio. */
+int t_verbose(void);
 /* Bitwise comparison of two downloaded tensors of one shape. */
 void t_check_same(const char *what, tensor *a, tensor *b);
 /* Bitwise comparison of row `row` of a with row 0 of b. */

@@ -91,7 +91,7 @@ static float *fetch(CUdeviceptr p, size_t n)
 static void check_close(const char *what, const float *got, const double *want, size_t n,
                         double rtol)
 {
-    double amax = 0;
+    double amax = 0, worst = 0;
     for (size_t i = 0; i < n; i++)
         amax = fmax(amax, fabs(want[i]));
     for (size_t i = 0; i < n; i++) {
@@ -99,7 +99,11 @@ static void check_close(const char *what, const float *got, const double *want, 
         if (!(err <= allowed + 1e-30))
             fail_msg("%s[%zu of %zu]: got %.9g, want %.9g (error %.3g, allowed %.3g)", what, i,
                      n, (double)got[i], want[i], err, allowed);
+        worst = fmax(worst, err / (allowed + 1e-30));
     }
+    const char *v = getenv("FOXJIT_TEST_VERBOSE");
+    if (v && *v && strcmp(v, "0"))
+        printf("  %-70s worst error %.3f of allowed\n", what, worst);
 }
 
 static void check_against_model(kloop_dims dims, uint64_t seed)
