@@ -14,8 +14,16 @@ static foxjit_status load_status = FOXJIT_OK;
 static char load_message[512];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
-                                CUdriverProcAddressQueryResult *);
+#define FJ_STR2(x) #x
+#define FJ_STR(x) FJ_STR2(x)
+
+/* Entry points a machine may lack without harm: the context creation used
+ * only by tests, and cuEventElapsedTime_v2 (drivers before 12.8 have only
+ * the first version, with the same signature). */
+static int is_optional(const char *name)
+{
+    return !strcmp(name, "cuCtxCreate") || !strcmp(name, "cuCtxDestroy");
+}
 
 static void load_driver(void)
 {
@@ -32,39 +40,25 @@ static void load_driver(void)
     }
     snprintf(cuda.library, sizeof cuda.library, "%s", name);
 
-    __typeof__(cuDriverGetVersion) *get_version =
-        (__typeof__(cuDriverGetVersion) *)dlsym(lib, "cuDriverGetVersion");
-    get_proc_fn get_proc = (get_proc_fn)dlsym(lib, "cuGetProcAddress_v2");
-    if (!get_version || !get_proc) {
-        load_status = FOXJIT_ERROR_DRIVER_NOT_FOUND;
-        snprintf(load_message, sizeof load_message,
-                 "%s is older than the CUDA 12 driver fox-jit needs (no cuGetProcAddress_v2); "
-                 "update the NVIDIA driver", name);
-        dlclose(lib);
-        return;
-    }
-    get_version(&cuda.driver_version);
-    /* Ask for each entry point's ABI as of the older of the driver and the
-     * headers we were built with. */
-    int abi = cuda.driver_version < CUDA_VERSION ? cuda.driver_version : CUDA_VERSION;
-
+    /* Each entry point is bound by the exact versioned symbol cuda.h maps its
+     * name to (cuMemAlloc -> cuMemAlloc_v2, cuCtxCreate -> cuCtxCreate_v4),
+     * so the function always has the prototype we call it with.
+     * cuGetProcAddress is not used: for some names (cuStreamGetCtx) it
+     * returns a newer version with another signature than the header's. */
 #define FJ_CUDA_RESOLVE(fn)                                                                \
-    do {                                                                                   \
-        void *p = NULL;                                                                    \
-        CUdriverProcAddressQueryResult q;                                                  \
-        if (get_proc(#fn, &p, abi, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||     \
-            !p) {                                                                          \
-            load_status = FOXJIT_ERROR_DRIVER_NOT_FOUND;                                   \
-            snprintf(load_message, sizeof load_message,                                    \
-                     "the CUDA driver %d.%d in %s lacks %s; update the NVIDIA driver",     \
-                     cuda.driver_version / 1000, cuda.driver_version % 1000 / 10, name,    \
-                     #fn);                                                                 \
-            return;                                                                        \
-        }                                                                                  \
-        cuda.fn = (__typeof__(fn) *)p;                                                     \
-    } while (0);
+    cuda.fn = (__typeof__(fn) *)dlsym(lib, FJ_STR(fn));                                    \
+    if (!cuda.fn && !strcmp(#fn, "cuEventElapsedTime"))                                    \
+        cuda.fn = (__typeof__(fn) *)dlsym(lib, "cuEventElapsedTime");                      \
+    if (!cuda.fn && !is_optional(#fn)) {                                                   \
+        load_status = FOXJIT_ERROR_DRIVER_NOT_FOUND;                                       \
+        snprintf(load_message, sizeof load_message,                                        \
+                 "the CUDA driver in %s lacks %s (%s); fox-jit needs a CUDA 12.5 or newer " \
+                 "driver: update the NVIDIA driver", name, #fn, FJ_STR(fn));               \
+        return;                                                                            \
+    }
     FJ_CUDA_FUNCTIONS(FJ_CUDA_RESOLVE)
 #undef FJ_CUDA_RESOLVE
+    cuda.cuDriverGetVersion(&cuda.driver_version);
 
     CUresult r = cuda.cuInit(0);
     if (r != CUDA_SUCCESS) {

@@ -28,6 +28,7 @@
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) \
     X(cuEventElapsedTime)
 
+/* cuCtxCreate and cuCtxDestroy may be NULL (only tests use them). */
 typedef struct fj_cuda {
 #define FJ_CUDA_MEMBER(name) __typeof__(name) *name;
     FJ_CUDA_FUNCTIONS(FJ_CUDA_MEMBER)

@@ -3,9 +3,10 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
-                                CUdriverProcAddressQueryResult *);
+#define FT_STR2(x) #x
+#define FT_STR(x) FT_STR2(x)
 
 int ft_cuda_load(ft_cuda *cu, char *why, size_t why_len)
 {
@@ -17,32 +18,23 @@ int ft_cuda_load(ft_cuda *cu, char *why, size_t why_len)
                  "set FOXJIT_CUDA_LIBRARY to the path of libcuda.so.1", name, dlerror());
         return -1;
     }
-    __typeof__(cuDriverGetVersion) *version =
-        (__typeof__(cuDriverGetVersion) *)dlsym(lib, "cuDriverGetVersion");
-    get_proc_fn get_proc = (get_proc_fn)dlsym(lib, "cuGetProcAddress_v2");
-    if (!version || !get_proc) {
-        snprintf(why, why_len, "%s is older than the CUDA 12 driver fox-train needs; update "
-                 "the NVIDIA driver", name);
-        return -1;
-    }
-    version(&cu->driver_version);
-    /* Each entry point with the ABI of the older of the driver and the
-     * headers we were built against (cuMemAlloc -> its _v2, and so on). */
-    int abi = cu->driver_version < CUDA_VERSION ? cu->driver_version : CUDA_VERSION;
+    /* Each entry point by the exact versioned symbol cuda.h maps its name to
+     * (cuMemAlloc -> cuMemAlloc_v2), so it has the prototype we call it with;
+     * cuGetProcAddress can hand back a newer version with another signature.
+     * cuEventElapsedTime_v2 (12.8) falls back to the first version, which has
+     * the same signature. */
 #define FT_CUDA_RESOLVE(fn)                                                                \
-    {                                                                                      \
-        void *p = NULL;                                                                    \
-        CUdriverProcAddressQueryResult q;                                                  \
-        if (get_proc(#fn, &p, abi, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||     \
-            !p) {                                                                          \
-            snprintf(why, why_len, "the CUDA driver in %s (version %d) lacks %s; update "  \
-                     "the NVIDIA driver", name, cu->driver_version, #fn);                  \
-            return -1;                                                                     \
-        }                                                                                  \
-        cu->fn = (__typeof__(fn) *)p;                                                      \
+    cu->fn = (__typeof__(fn) *)dlsym(lib, FT_STR(fn));                                     \
+    if (!cu->fn && !strcmp(#fn, "cuEventElapsedTime"))                                     \
+        cu->fn = (__typeof__(fn) *)dlsym(lib, "cuEventElapsedTime");                       \
+    if (!cu->fn) {                                                                         \
+        snprintf(why, why_len, "the CUDA driver in %s lacks %s (%s); update the NVIDIA "    \
+                 "driver", name, #fn, FT_STR(fn));                                         \
+        return -1;                                                                         \
     }
     FT_CUDA_FUNCTIONS(FT_CUDA_RESOLVE)
 #undef FT_CUDA_RESOLVE
+    cu->cuDriverGetVersion(&cu->driver_version);
     CUresult r = cu->cuInit(0);
     if (r != CUDA_SUCCESS) {
         char buf[160];
