@@ -894,8 +894,12 @@ static void test_wrong_context(void **state)
     (void)state;
     CUcontext other;
     CUstream foreign;
+    /* cuCtxCreate pushes the new context on this thread's stack: pop it,
+     * or setting the current context to NULL later would uncover gh.ctx. */
+    CUcontext popped;
     GH_CU(gh.cu->cuCtxCreate(&other, NULL, 0, gh.device));
     GH_CU(gh.cu->cuStreamCreate(&foreign, CU_STREAM_NON_BLOCKING));
+    GH_CU(gh.cu->cuCtxPopCurrent(&popped));
     GH_CU(gh.cu->cuCtxSetCurrent(gh.ctx));
     long before = refused_calls;
     for (size_t i = 0; i < OP_COUNT; i++) {

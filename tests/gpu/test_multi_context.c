@@ -389,7 +389,9 @@ static void test_threads_per_context_match_single_thread(void **state)
         } else {
             GH_CU(gh.cu->cuCtxCreate(&w[i].ctx, NULL, 0, w[i].device));
             w[i].own_ctx = 1;
-            GH_CU(gh.cu->cuCtxSetCurrent(gh.ctx)); /* cuCtxCreate made it current */
+            CUcontext popped; /* cuCtxCreate pushed it on this thread's stack */
+            GH_CU(gh.cu->cuCtxPopCurrent(&popped));
+            GH_CU(gh.cu->cuCtxSetCurrent(gh.ctx));
         }
     }
     printf("  %d threads on %d GPU(s), %s\n", nthreads, ndev,
