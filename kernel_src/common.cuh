@@ -70,18 +70,3 @@ FJ_DEVICE float fj_cluster_load(const float *local, unsigned rank)
     return v;
 }
 #endif
-
-// Programmatic dependent launch (sm_90+). A kernel launched with the
-// programmatic-serialization attribute may start while the kernel before it
-// in the stream is finishing; fj_pdl_enter() first waits until that kernel
-// has completed and its memory is visible (so nothing is read or written
-// early), then lets the next kernel in the stream be scheduled. Called first
-// thing in a kernel it makes the launch latency overlap the previous kernel's
-// tail and nothing else; without the attribute both instructions are no-ops.
-FJ_DEVICE void fj_pdl_enter()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}

@@ -38,7 +38,6 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 heads_forward(fj_head_params p, const float *__restrict__ x, long long x_stride,
               float *__restrict__ logits, long long logits_stride)
 {
-    fj_pdl_enter();  // PDL: wait for the previous kernel (common.cuh)
     __shared__ fj_head_smem sm;
     const int b = blockIdx.x, hh = blockIdx.y;
     const float *xb = fj_row(x, b, x_stride);
@@ -75,7 +74,6 @@ heads_backward(fj_head_params p, fj_head_grads g, const float *__restrict__ x, l
                const float *__restrict__ dlogits, long long dlogits_stride,
                float *__restrict__ dx, long long dx_stride, int dx_accumulate)
 {
-    fj_pdl_enter();  // PDL: wait for the previous kernel (common.cuh)
     __shared__ fj_head_smem sm;
     const int b = blockIdx.x;
     const float *xb = fj_row(x, b, x_stride);

@@ -23,7 +23,6 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 vsn_forward(const float *__restrict__ W, const float *__restrict__ bias,
             const float *__restrict__ x, float *__restrict__ y, int T)
 {
-    fj_pdl_enter();  // PDL: wait for the previous kernel (common.cuh)
     __shared__ float xs[FWD_ROWS * F];
     __shared__ float ws[FWD_ROWS * F];
     const int b = blockIdx.y, t0 = blockIdx.x * FWD_ROWS;
@@ -49,7 +48,6 @@ vsn_backward(const float *__restrict__ W, const float *__restrict__ bias,
              float *__restrict__ dx, int dx_accumulate,
              float *__restrict__ dw, float *__restrict__ dbias, int T)
 {
-    fj_pdl_enter();  // PDL: wait for the previous kernel (common.cuh)
     __shared__ float xs[BWD_ROWS * F];
     __shared__ float dys[BWD_ROWS * F];
     __shared__ float ws[BWD_ROWS * F];

@@ -177,72 +177,37 @@ foxjit_status fj_launch(const foxjit_runtime *rt, CUfunction f, unsigned gx, uns
     return FOXJIT_OK;
 }
 
-/* cuLaunchKernelEx with an optional (1, cluster_y, 1) cluster and, on
- * sm_90+, programmatic dependent launch (the kernel must begin with
- * fj_pdl_enter(), kernel_src/common.cuh). */
-static foxjit_status launch_ex(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
-                               unsigned gz, unsigned bx, unsigned smem, unsigned cluster_y,
-                               int pdl, CUstream stream, void **args, const char *what)
-{
-    CUlaunchAttribute attr[2];
-    unsigned n = 0;
-    memset(attr, 0, sizeof attr);
-    if (cluster_y > 1) {
-        attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr[n].value.clusterDim.x = 1;
-        attr[n].value.clusterDim.y = cluster_y;
-        attr[n].value.clusterDim.z = 1;
-        n++;
-    }
-    if (pdl && rt->cc >= 90) {
-        attr[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr[n].value.programmaticStreamSerializationAllowed = 1;
-        n++;
-    }
-    if (n == 0)
-        return fj_launch(rt, f, gx, gy, gz, bx, smem, stream, args, what);
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = gx;
-    cfg.gridDimY = gy;
-    cfg.gridDimZ = gz;
-    cfg.blockDimX = bx;
-    cfg.blockDimY = 1;
-    cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = smem;
-    cfg.hStream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = n;
-    CUresult r = rt->cu->cuLaunchKernelEx(&cfg, f, args, NULL);
-    if (r != CUDA_SUCCESS) {
-        char buf[200];
-        return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u x %u, block %u, %u bytes "
-                       "shared, cluster 1 x %u%s) failed: %s", what, gx, gy, gz, bx, smem,
-                       cluster_y ? cluster_y : 1, pdl ? ", dependent launch" : "",
-                       fj_cuda_error_text(r, buf, sizeof buf));
-    }
-    return FOXJIT_OK;
-}
-
 foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
                                 unsigned bx, unsigned cluster_y, CUstream stream, void **args,
                                 const char *what)
 {
-    return launch_ex(rt, f, gx, gy, 1, bx, 0, cluster_y, 0, stream, args, what);
-}
-
-foxjit_status fj_launch_pdl(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
-                            unsigned gz, unsigned bx, unsigned smem, CUstream stream, void **args,
-                            const char *what)
-{
-    return launch_ex(rt, f, gx, gy, gz, bx, smem, 0, 1, stream, args, what);
-}
-
-foxjit_status fj_launch_cluster_pdl(const foxjit_runtime *rt, CUfunction f, unsigned gx,
-                                    unsigned gy, unsigned bx, unsigned cluster_y, CUstream stream,
-                                    void **args, const char *what)
-{
-    return launch_ex(rt, f, gx, gy, 1, bx, 0, cluster_y, 1, stream, args, what);
+    if (cluster_y <= 1)
+        return fj_launch(rt, f, gx, gy, 1, bx, 0, stream, args, what);
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = 1;
+    attr.value.clusterDim.y = cluster_y;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = gx;
+    cfg.gridDimY = gy;
+    cfg.gridDimZ = 1;
+    cfg.blockDimX = bx;
+    cfg.blockDimY = 1;
+    cfg.blockDimZ = 1;
+    cfg.hStream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CUresult r = rt->cu->cuLaunchKernelEx(&cfg, f, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        char buf[200];
+        return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u, block %u, cluster 1 x %u) "
+                       "failed: %s", what, gx, gy, bx, cluster_y,
+                       fj_cuda_error_text(r, buf, sizeof buf));
+    }
+    return FOXJIT_OK;
 }
 
 foxjit_status fj_check_ptr(const char *op, const char *name, CUdeviceptr p)

@@ -39,16 +39,6 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned
                                 unsigned bx, unsigned cluster_y, CUstream stream, void **args,
                                 const char *what);
 
-/* The same two with programmatic dependent launch on sm_90+ (plain on older
- * GPUs): for kernels that begin with fj_pdl_enter() (kernel_src/common.cuh),
- * whose launch then overlaps the tail of the kernel before them. */
-foxjit_status fj_launch_pdl(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
-                            unsigned gz, unsigned bx, unsigned smem, CUstream stream, void **args,
-                            const char *what);
-foxjit_status fj_launch_cluster_pdl(const foxjit_runtime *rt, CUfunction f, unsigned gx,
-                                    unsigned gy, unsigned bx, unsigned cluster_y, CUstream stream,
-                                    void **args, const char *what);
-
 /* Checks shared by the ops' argument validation. Each returns FOXJIT_OK or
  * records a message naming the op and the argument. */
 foxjit_status fj_check_ptr(const char *op, const char *name, CUdeviceptr p);

@@ -78,8 +78,8 @@ FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
     CUdeviceptr q = a->q, hs = a->hs, pooled = a->pooled;
     int t = a->t;
     void *args[] = {&q, &hs, &pooled, &t};
-    return fj_launch_pdl(rt, k->fn[0], (unsigned)a->batch, 1, 1, BLOCK,
-                         (unsigned)(a->t * sizeof(float)), stream, args, op);
+    return fj_launch(rt, k->fn[0], (unsigned)a->batch, 1, 1, BLOCK,
+                     (unsigned)(a->t * sizeof(float)), stream, args, op);
 }
 
 static foxjit_status backward(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
@@ -101,7 +101,7 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_attn_pool_args *a
     unsigned smem = (unsigned)(2 * a->t * sizeof(float));
     if (legacy)
         return fj_launch(rt, k->fn[0], 1, 1, 1, BLOCK, smem, stream, args, op);
-    return fj_launch_pdl(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, args, op);
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,

@@ -143,8 +143,8 @@ FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc
                 h = a->h, dt = a->dt, u = a->u, h_out = a->h_out;
     void *args[] = {&w_in, &w_rec, &bias, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
                     &h_out, &s.h_out};
-    return fj_launch_pdl(rt, k->fn[0], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
-                         (unsigned)fwd_block(a->n_hid), 0, stream, args, op);
+    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
+                     (unsigned)fwd_block(a->n_hid), 0, stream, args, op);
 }
 
 /* The backward kernels of both forms take the same arguments (the legacy
@@ -168,8 +168,8 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_cfc_args *a, CUst
                     &dw_in, &dw_rec, &dbias, &dtau, &batch};
     if (legacy)
         return fj_launch(rt, k->fn[0], 1, 1, 1, LEGACY_BLOCK, 0, stream, args, op);
-    return fj_launch_pdl(rt, k->fn[1], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
-                         BWD_BLOCK, 0, stream, args, op);
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
+                     BWD_BLOCK, 0, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a,

@@ -118,8 +118,8 @@ FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_h
     head_ptrs p = params_of(a);
     CUdeviceptr x = a->x, logits = a->logits;
     void *args[] = {&p, &x, &xs, &logits, &ls};
-    return fj_launch_pdl(rt, k->fn[0], (unsigned)a->batch, (unsigned)a->h, 1,
-                         block_for(a->d, a->e), 0, stream, args, op);
+    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)a->h, 1, block_for(a->d, a->e), 0,
+                     stream, args, op);
 }
 
 static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CUstream stream,
@@ -155,9 +155,9 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CU
         return fj_launch(rt, k->fn[0], 1, 1, 1, LEGACY_BLOCK, 0, stream, args, op);
     unsigned block = block_for(a->d, a->e);
     if (use_cluster(rt->cc, a->h))
-        return fj_launch_cluster_pdl(rt, k->fn[1], (unsigned)a->batch, (unsigned)a->h, block,
-                                     (unsigned)a->h, stream, args, op);
-    return fj_launch_pdl(rt, k->fn[1], (unsigned)a->batch, 1, 1, block, 0, stream, args, op);
+        return fj_launch_cluster(rt, k->fn[1], (unsigned)a->batch, (unsigned)a->h, block,
+                                 (unsigned)a->h, stream, args, op);
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, block, 0, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,

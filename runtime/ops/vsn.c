@@ -104,8 +104,8 @@ FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn
     CUdeviceptr w = a->w, bias = a->bias, x = a->x, y = a->y;
     int t = a->t;
     void *args[] = {&w, &bias, &x, &y, &t};
-    return fj_launch_pdl(rt, k->fn[0], (unsigned)((a->t + FWD_ROWS - 1) / FWD_ROWS),
-                         (unsigned)a->batch, 1, BLOCK, 0, stream, args, op);
+    return fj_launch(rt, k->fn[0], (unsigned)((a->t + FWD_ROWS - 1) / FWD_ROWS),
+                     (unsigned)a->batch, 1, BLOCK, 0, stream, args, op);
 }
 
 static foxjit_status backward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream stream,
@@ -127,8 +127,8 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUst
     void *args[] = {&w, &bias, &x, &dy, &dx, &dx_acc, &dw, &dbias, &t, &batch};
     if (legacy)
         return fj_launch(rt, k->fn[0], 1, 1, 1, BLOCK, 0, stream, args, op);
-    return fj_launch_pdl(rt, k->fn[1], (unsigned)fj_vsn_bwd_blocks(a->f), (unsigned)a->batch,
-                         1, BLOCK, 0, stream, args, op);
+    return fj_launch(rt, k->fn[1], (unsigned)fj_vsn_bwd_blocks(a->f), (unsigned)a->batch, 1,
+                     BLOCK, 0, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *a,
