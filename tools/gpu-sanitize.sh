@@ -100,6 +100,9 @@ run_one() {
         --target-processes all --print-limit 50 $cmd" > "$log" 2>&1
     rc=$?
     errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
+    # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
+    [ -n "$errors" ] || errors=$(sed -n 's/.*RACECHECK SUMMARY: .*(\([0-9]*\) errors.*/\1/p' \
+        "$log" | tail -1)
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         verdict="TIMEOUT after ${limit} s"
     elif [ -z "$errors" ]; then

@@ -5,6 +5,13 @@
 
 #include "status.h"
 
+/* Floats of slack after the softmax arrays in dynamic shared memory: NVCC
+ * widens the unrolled reads of alpha[0, T) into 16-byte loads that can run up
+ * to 3 floats past T (compute-sanitizer memcheck reported "Invalid __shared__
+ * read of size 16" at T = 17, D = 256 on the H200). The slack keeps those
+ * reads inside the block's allocation; the values read there are never used. */
+#define FJ_ATTN_SMEM_PAD 8
+
 const fj_program fj_program_attn_pool = {
     .name = "attn_pool",
     .source = "attn_pool.cu",
@@ -79,7 +86,8 @@ FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
     int t = a->t;
     void *args[] = {&q, &hs, &pooled, &t};
     return fj_launch(rt, k->fn[0], (unsigned)a->batch, 1, 1, BLOCK,
-                     (unsigned)(a->t * sizeof(float)), stream, args, op);
+                     (unsigned)((a->t + FJ_ATTN_SMEM_PAD) * sizeof(float)), stream, args,
+                     op);
 }
 
 static foxjit_status backward(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
@@ -98,7 +106,7 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_attn_pool_args *a
     CUdeviceptr q = a->q, hs = a->hs, dpooled = a->dpooled, dhs = a->dhs, dq = a->dq;
     int acc = a->dhs_accumulate ? 1 : 0, t = a->t, batch = a->batch;
     void *args[] = {&q, &hs, &dpooled, &dhs, &acc, &dq, &t, &batch};
-    unsigned smem = (unsigned)(2 * a->t * sizeof(float));
+    unsigned smem = (unsigned)((2 * a->t + FJ_ATTN_SMEM_PAD) * sizeof(float));
     if (legacy)
         return fj_launch(rt, k->fn[0], 1, 1, 1, BLOCK, smem, stream, args, op);
     return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, args, op);
