@@ -19,6 +19,11 @@
  *    rows; 0 means "dense"). Device pointers must be 4-byte aligned.
  *  - A runtime is bound to the CUcontext that was current when it was
  *    created; ops must be called with that context current.
+ *  - Results are bitwise reproducible for the same inputs, shape, GPU arch
+ *    and pointer alignment class (address mod 16): kernels pick vector widths
+ *    by alignment, which changes the order of float additions.
+ *  - A workspace belongs to one call at a time: two calls in flight at once
+ *    (e.g. on two streams) need two workspaces.
  *  - Kernels compile on first use (NVRTC) and are cached on disk. Call the
  *    *_prepare() functions before CUDA Graph capture: an op launched into a
  *    capturing stream whose kernel is not loaded fails with
