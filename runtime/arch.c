@@ -12,12 +12,10 @@ int fj_arch_parse(const char *text)
     if (!text)
         return -1;
     const char *p = text;
-    int ptx_prefix = 0;
     if (!strncmp(p, "sm_", 3))
         p += 3;
     else if (!strncmp(p, "compute_", 8))
-        p += 8, ptx_prefix = 1;
-    (void)ptx_prefix;
+        p += 8;
     if (!isdigit((unsigned char)p[0]))
         return -1;
     char *end;

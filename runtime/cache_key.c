@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "foxjit/foxjit.h"
@@ -24,17 +25,17 @@ static pthread_once_t sources_once = PTHREAD_ONCE_INIT;
 
 static void hash_sources(void)
 {
-    XXH3_state_t *s = XXH3_createState();
-    XXH3_128bits_reset(s);
+    XXH3_state_t s;
+    XXH3_INITSTATE(&s);
+    XXH3_128bits_reset(&s);
     for (size_t i = 0; i < fj_embedded_file_count; i++) {
         const fj_embedded_file *f = &fj_embedded_files[i];
         uint64_t size = f->size;
-        XXH3_128bits_update(s, f->name, strlen(f->name) + 1);
-        XXH3_128bits_update(s, &size, sizeof size);
-        XXH3_128bits_update(s, f->text, f->size);
+        XXH3_128bits_update(&s, f->name, strlen(f->name) + 1);
+        XXH3_128bits_update(&s, &size, sizeof size);
+        XXH3_128bits_update(&s, f->text, f->size);
     }
-    XXH128_hash_t h = XXH3_128bits_digest(s);
-    XXH3_freeState(s);
+    XXH128_hash_t h = XXH3_128bits_digest(&s);
     XXH128_canonical_t c;
     XXH128_canonicalFromHash(&c, h);
     for (int i = 0; i < 16; i++)

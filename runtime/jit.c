@@ -142,7 +142,7 @@ foxjit_status fj_jit_image(const fj_toolchain *tc, fj_disk_cache *cache, fj_coun
         *out = image;
     } else {
         free(node->failure_message);
-        node->failure_message = strdup(fj_last_error());
+        node->failure_message = strdup(foxjit_last_error());
         node->failure = st;
         node->state = NODE_FAILED;
     }

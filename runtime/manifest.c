@@ -106,3 +106,32 @@ int fj_manifest_parse(const char *text, fj_manifest_item **items, size_t *count,
     *count = n;
     return 0;
 }
+
+int fj_manifest_expand(const fj_manifest_item *items, size_t count, int cc, fj_variant *out,
+                       size_t max, size_t *n, char *why, size_t why_len)
+{
+    for (size_t i = 0; i < count; i++) {
+        fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
+        char op_why[256] = "";
+        int k = items[i].op->variants(items[i].values, cc, v, FJ_MANIFEST_MAX_VARIANTS, op_why,
+                                      sizeof op_why);
+        if (k < 0) {
+            snprintf(why, why_len, "line %d (%s): %s", items[i].line, items[i].op->name, op_why);
+            return -1;
+        }
+        for (int j = 0; j < k; j++) {
+            int dup = 0;
+            for (size_t m = 0; m < *n && !dup; m++)
+                dup = fj_variant_equal(&out[m], &v[j]);
+            if (dup)
+                continue;
+            if (*n == max) {
+                snprintf(why, why_len, "line %d (%s): more than %zu kernel variants",
+                         items[i].line, items[i].op->name, max);
+                return -1;
+            }
+            out[(*n)++] = v[j];
+        }
+    }
+    return 0;
+}

@@ -42,6 +42,13 @@ typedef struct fj_manifest_item {
 int fj_manifest_parse(const char *text, fj_manifest_item **items, size_t *count, char *why,
                       size_t why_len);
 
+/* Appends the variants every item uses on compute capability cc to
+ * out[*n .. max), skipping variants already in out[0 .. *n). Returns 0, or -1
+ * with "line N (op): why" for values an op does not support or when out is
+ * full. */
+int fj_manifest_expand(const fj_manifest_item *items, size_t count, int cc, fj_variant *out,
+                       size_t max, size_t *n, char *why, size_t why_len);
+
 /* The trainer shapes of kernels.md (the default for warm and the compile
  * tests). */
 extern const char fj_default_manifest[];

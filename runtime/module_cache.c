@@ -97,7 +97,7 @@ static foxjit_status load_variant(foxjit_runtime *rt, const fj_variant *v, fj_lo
      * recompile it once (which also replaces the disk entry). */
     char desc[256];
     fj_variant_describe(v, desc, sizeof desc);
-    fj_warn("cached image of %s did not load (%s); recompiling it", desc, fj_last_error());
+    fj_warn("cached image of %s did not load (%s); recompiling it", desc, foxjit_last_error());
     fj_count(&rt->counters, corrupt_entries, 1);
     st = fj_jit_image(rt->tc, rt->cache, &rt->counters, v, &rt->target, 1, &img, &source);
     if (st != FOXJIT_OK)

@@ -94,7 +94,7 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
         fj_cache_config cfg = {p.cache_dir, p.readonly_cache_dirs, p.cache_max_bytes};
         st = fj_disk_cache_open(&cfg, &rt->counters, &rt->cache);
         if (st != FOXJIT_OK) {
-            fj_warn("%s; kernels will be kept in memory only", fj_last_error());
+            fj_warn("%s; kernels will be kept in memory only", foxjit_last_error());
             fj_clear_error();
             rt->cache = NULL;
         }

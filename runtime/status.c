@@ -43,11 +43,6 @@ void fj_clear_error(void)
     error_text[0] = '\0';
 }
 
-const char *fj_last_error(void)
-{
-    return error_text;
-}
-
 FOXJIT_API const char *foxjit_last_error(void)
 {
     return error_text;

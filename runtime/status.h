@@ -14,6 +14,5 @@ void fj_fail_append(const char *text);
 /* Clears the calling thread's message (start of every public call). */
 void fj_clear_error(void);
 
-const char *fj_last_error(void);
 
 #endif

@@ -33,22 +33,10 @@ static size_t manifest_variants(int cc, fj_variant *out, size_t max)
 {
     fj_manifest_item *items;
     size_t count, n = 0;
-    char why[256];
+    char why[512];
     assert_int_equal(fj_manifest_parse(fj_default_manifest, &items, &count, why, sizeof why), 0);
-    for (size_t i = 0; i < count; i++) {
-        fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
-        int k = items[i].op->variants(items[i].values, cc, v, FJ_MANIFEST_MAX_VARIANTS, why,
-                                      sizeof why);
-        if (k < 0)
-            fail_msg("default manifest line %d: %s", items[i].line, why);
-        for (int j = 0; j < k; j++) {
-            int dup = 0;
-            for (size_t m = 0; m < n && !dup; m++)
-                dup = fj_variant_equal(&out[m], &v[j]);
-            if (!dup && n < max)
-                out[n++] = v[j];
-        }
-    }
+    if (fj_manifest_expand(items, count, cc, out, max, &n, why, sizeof why))
+        fail_msg("default manifest %s", why);
     free(items);
     return n;
 }

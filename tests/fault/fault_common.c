@@ -57,8 +57,8 @@ double ft_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The keys `fox-jit warm` stores for the manifest: the same expansion as
- * cmd_warm.c (variants per arch, duplicates dropped). */
+/* The keys `fox-jit warm` stores for the manifest: the same expansion
+ * (fj_manifest_expand per arch), one key each. */
 static int compute_keys(void)
 {
     const fj_toolchain *tc;
@@ -81,20 +81,24 @@ static int compute_keys(void)
             free(items);
             return -1;
         }
-        for (size_t i = 0; i < n; i++) {
-            fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
-            int k = items[i].op->variants(items[i].values, t.cc, v, FJ_MANIFEST_MAX_VARIANTS,
-                                          why, sizeof why);
-            for (int j = 0; j < k && ft.key_count < FT_MAX_KEYS; j++) {
-                fj_key key;
-                fj_key_build(&v[j], &t, tc, &key);
-                int dup = 0;
-                for (int m = 0; m < ft.key_count && !dup; m++)
-                    dup = !strcmp(ft.keys[m].hex, key.hex);
-                if (!dup) {
-                    ft.key_arch[ft.key_count] = archs[a];
-                    ft.keys[ft.key_count++] = key;
-                }
+        static fj_variant v[1024];
+        size_t nv = 0;
+        if (fj_manifest_expand(items, n, t.cc, v, sizeof v / sizeof v[0], &nv, why,
+                               sizeof why)) {
+            fprintf(stderr, "manifest %s\n", why);
+            free(items);
+            return -1;
+        }
+        /* Distinct variants can share a key; keep one per key. */
+        for (size_t j = 0; j < nv && ft.key_count < FT_MAX_KEYS; j++) {
+            fj_key key;
+            fj_key_build(&v[j], &t, tc, &key);
+            int dup = 0;
+            for (int m = 0; m < ft.key_count && !dup; m++)
+                dup = !strcmp(ft.keys[m].hex, key.hex);
+            if (!dup) {
+                ft.key_arch[ft.key_count] = archs[a];
+                ft.keys[ft.key_count++] = key;
             }
         }
     }

@@ -65,12 +65,48 @@ static void test_comments_and_blank_lines(void **state)
     free(items);
 }
 
+static void test_expand_dedupes_and_names_bad_lines(void **state)
+{
+    (void)state;
+    fj_manifest_item *items;
+    size_t n;
+    char why[512];
+    const char *text = "column_sum rows=8192 cols=42\ncolumn_sum rows=8192 cols=42\n"
+                       "column_sum rows=4096 cols=42\n";
+    assert_int_equal(fj_manifest_parse(text, &items, &n, why, sizeof why), 0);
+    fj_variant v[16];
+    size_t nv = 0;
+    assert_int_equal(fj_manifest_expand(items, 1, 90, v, 16, &nv, why, sizeof why), 0);
+    size_t one_line = nv;
+    assert_true(one_line >= 1);
+    /* The same shape again and a shape using the same kernels add nothing. */
+    assert_int_equal(fj_manifest_expand(items, n, 90, v, 16, &nv, why, sizeof why), 0);
+    assert_int_equal(nv, one_line);
+    for (size_t i = 0; i < nv; i++)
+        for (size_t j = i + 1; j < nv; j++)
+            assert_false(fj_variant_equal(&v[i], &v[j]));
+    /* A full output array is an error, not a silent cut. */
+    nv = 0;
+    assert_int_equal(fj_manifest_expand(items, n, 90, v, 0, &nv, why, sizeof why), -1);
+    assert_non_null(strstr(why, "line 1 (column_sum)"));
+    free(items);
+    /* Values an op refuses are reported with their line. */
+    assert_int_equal(fj_manifest_parse("# x\ncolumn_sum rows=0 cols=3\n", &items, &n, why,
+                                       sizeof why), 0);
+    nv = 0;
+    assert_int_equal(fj_manifest_expand(items, n, 90, v, 16, &nv, why, sizeof why), -1);
+    assert_non_null(strstr(why, "line 2 (column_sum)"));
+    assert_non_null(strstr(why, "[1, 2^31-1]"));
+    free(items);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_manifest_parses),
         cmocka_unit_test(test_errors_name_the_line),
         cmocka_unit_test(test_comments_and_blank_lines),
+        cmocka_unit_test(test_expand_dedupes_and_names_bad_lines),
     };
     return cmocka_run_group_tests_name("manifest", tests, NULL, NULL);
 }

@@ -78,7 +78,7 @@ static void *worker(void *arg)
         j->ms = (now_s() - t0) * 1000.0;
         if (st != FOXJIT_OK) {
             j->status = 3;
-            j->error = strdup(fj_last_error());
+            j->error = strdup(foxjit_last_error());
         } else {
             j->status = src == FJ_IMAGE_COMPILED ? 1 : 2;
         }
@@ -100,39 +100,29 @@ static void *worker(void *arg)
     }
 }
 
-/* Appends the variants of every manifest line for target t. */
+/* Appends a job per variant the manifest uses on target t. */
 static int expand(const fj_manifest_item *items, size_t n, const fj_target *t, warm_job **jobs,
                   size_t *count, size_t *cap)
 {
-    for (size_t i = 0; i < n; i++) {
-        fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
-        char why[256];
-        int k = items[i].op->variants(items[i].values, t->cc, v, FJ_MANIFEST_MAX_VARIANTS, why,
-                                      sizeof why);
-        if (k < 0) {
-            fprintf(stderr, "fox-jit warm: manifest line %d (%s): %s\n", items[i].line,
-                    items[i].op->name, why);
-            return -1;
+    static fj_variant v[1024];
+    size_t nv = 0;
+    char why[512];
+    if (fj_manifest_expand(items, n, t->cc, v, sizeof v / sizeof v[0], &nv, why, sizeof why)) {
+        fprintf(stderr, "fox-jit warm: manifest %s\n", why);
+        return -1;
+    }
+    for (size_t a = 0; a < nv; a++) {
+        if (*count == *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            warm_job *grown = realloc(*jobs, *cap * sizeof **jobs);
+            if (!grown)
+                return -1;
+            *jobs = grown;
         }
-        for (int a = 0; a < k; a++) {
-            int dup = 0;
-            for (size_t m = 0; m < *count && !dup; m++)
-                dup = (*jobs)[m].target.cc == t->cc && (*jobs)[m].target.ptx == t->ptx &&
-                      fj_variant_equal(&(*jobs)[m].variant, &v[a]);
-            if (dup)
-                continue;
-            if (*count == *cap) {
-                *cap = *cap ? *cap * 2 : 64;
-                warm_job *grown = realloc(*jobs, *cap * sizeof **jobs);
-                if (!grown)
-                    return -1;
-                *jobs = grown;
-            }
-            warm_job *j = &(*jobs)[(*count)++];
-            memset(j, 0, sizeof *j);
-            j->variant = v[a];
-            j->target = *t;
-        }
+        warm_job *j = &(*jobs)[(*count)++];
+        memset(j, 0, sizeof *j);
+        j->variant = v[a];
+        j->target = *t;
     }
     return 0;
 }
