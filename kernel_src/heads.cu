@@ -1,7 +1,7 @@
 // Multi-horizon GRN heads, forward and backward (kernels.md section 4).
 //
-// Forward: grid (B, H), one block per (batch row, head), each writes one
-// logit.
+// Forward: grid (B, H, steps), one block per (batch row, head, time step),
+// each writes one logit. Steps are independent, so they all run at once.
 // Backward: the backward of head h of row b only touches head h's slice of
 // the per-batch scratch, so blocks are again (b, h). dx[b] is summed over
 // the H heads:
@@ -10,6 +10,10 @@
 //             distributed shared memory and writes dx[b].
 //   CLUSTER=0: grid (B, 1) and each block runs the H heads in order,
 //             adding their dx in the same order (same bits).
+// A backward over several time steps runs them in one launch from the last
+// to the first: the scratch gradients of (row, head) are one accumulator
+// shared by every step, so the steps of a block run in turn, in the same
+// order as one call per step from the last would.
 // Compile-time dims: HEADS_D, HEADS_E, HEADS_H; launch shape: CLUSTER, BLOCK.
 #ifndef CLUSTER
 #error "CLUSTER must be defined"
@@ -35,18 +39,19 @@ FJ_DEVICE float fj_heads_remote_dx(const float *local, unsigned rank)
 #endif
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
-heads_forward(fj_head_params p, const float *__restrict__ x, long long x_stride,
-              float *__restrict__ logits, long long logits_stride)
+heads_forward(fj_head_params p, const float *__restrict__ x, long long x_stride, long long x_step,
+              float *__restrict__ logits, long long logits_stride, long long logits_step)
 {
     __shared__ fj_head_smem sm;
     const int b = blockIdx.x, hh = blockIdx.y;
-    const float *xb = fj_row(x, b, x_stride);
+    const long long step = blockIdx.z;
+    const float *xb = fj_row(x + step * x_step, b, x_stride);
     for (int d = threadIdx.x; d < D; d += BLOCK)
         sm.x[d] = __ldg(xb + d);
     __syncthreads();
     fj_head_forward(p, hh, sm);
     if (threadIdx.x == 0)
-        fj_row(logits, b, logits_stride)[hh] = fj_head_logit(sm);
+        fj_row(logits + step * logits_step, b, logits_stride)[hh] = fj_head_logit(sm);
 }
 
 // Scratch tensors are [B, H, ...]; row b's base is g + b * (H * size).
@@ -71,54 +76,57 @@ FJ_DEVICE void fj_store_dx(float *o, float v, int accumulate) { *o = accumulate 
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 heads_backward(fj_head_params p, fj_head_grads g, const float *__restrict__ x, long long x_stride,
-               const float *__restrict__ dlogits, long long dlogits_stride,
-               float *__restrict__ dx, long long dx_stride, int dx_accumulate)
+               long long x_step, const float *__restrict__ dlogits, long long dlogits_stride,
+               long long dlogits_step, float *__restrict__ dx, long long dx_stride,
+               long long dx_step, int dx_accumulate, int steps)
 {
     __shared__ fj_head_smem sm;
     const int b = blockIdx.x;
-    const float *xb = fj_row(x, b, x_stride);
-    const float *dzb = fj_row(dlogits, b, dlogits_stride);
     const fj_head_grads gb = fj_head_grads_row(g, b);
-    for (int d = threadIdx.x; d < D; d += BLOCK)
-        sm.x[d] = __ldg(xb + d);
-    __syncthreads();
+    for (long long step = steps - 1; step >= 0; step--) {
+        const float *xb = fj_row(x + step * x_step, b, x_stride);
+        const float *dzb = fj_row(dlogits + step * dlogits_step, b, dlogits_stride);
+        float *o = dx ? fj_row(dx + step * dx_step, b, dx_stride) : nullptr;
+        // The previous step's readers of sm are past its last barrier.
+        for (int d = threadIdx.x; d < D; d += BLOCK)
+            sm.x[d] = __ldg(xb + d);
+        __syncthreads();
 #if CLUSTER && defined(__CUDA_ARCH__)  // (nvcc's host pass takes the #else)
-    // Cluster (1, H, 1) over grid (B, H): the block's rank is its head.
-    const int hh = blockIdx.y;
-    fj_head_forward(p, hh, sm);
-    fj_head_backward(p, gb, hh, __ldg(dzb + hh), sm);
-    fj_cluster_sync();
-    if (fj_cluster_rank() == 0 && dx) {
-        float *o = fj_row(dx, b, dx_stride);
-        for (int d = threadIdx.x; d < D; d += BLOCK) {
-            float v = sm.dx[d];
-            for (int r = 1; r < H; r++)
-                v += fj_heads_remote_dx(sm.dx + d, (unsigned)r);
-            fj_store_dx(o + d, v, dx_accumulate);
-        }
-    }
-    fj_cluster_sync();  // keep every head's shared memory alive until rank 0 has read it
-#else
-    float acc[fj_cdiv(D, BLOCK)];
-    for (int hh = 0; hh < H; hh++) {
+        // Cluster (1, H, 1) over grid (B, H): the block's rank is its head.
+        const int hh = blockIdx.y;
         fj_head_forward(p, hh, sm);
         fj_head_backward(p, gb, hh, __ldg(dzb + hh), sm);
-#pragma unroll
-        for (int r = 0; r < fj_cdiv(D, BLOCK); r++) {
-            const int d = threadIdx.x + r * BLOCK;
-            if (d < D)
-                acc[r] = hh ? acc[r] + sm.dx[d] : sm.dx[d];
+        fj_cluster_sync();
+        if (fj_cluster_rank() == 0 && o) {
+            for (int d = threadIdx.x; d < D; d += BLOCK) {
+                float v = sm.dx[d];
+                for (int r = 1; r < H; r++)
+                    v += fj_heads_remote_dx(sm.dx + d, (unsigned)r);
+                fj_store_dx(o + d, v, dx_accumulate);
+            }
         }
-        __syncthreads();  // the next head rewrites sm
-    }
-    if (dx) {
-        float *o = fj_row(dx, b, dx_stride);
+        fj_cluster_sync();  // keep every head's shared memory alive until rank 0 has read it
+#else
+        float acc[fj_cdiv(D, BLOCK)];
+        for (int hh = 0; hh < H; hh++) {
+            fj_head_forward(p, hh, sm);
+            fj_head_backward(p, gb, hh, __ldg(dzb + hh), sm);
 #pragma unroll
-        for (int r = 0; r < fj_cdiv(D, BLOCK); r++) {
-            const int d = threadIdx.x + r * BLOCK;
-            if (d < D)
-                fj_store_dx(o + d, acc[r], dx_accumulate);
+            for (int r = 0; r < fj_cdiv(D, BLOCK); r++) {
+                const int d = threadIdx.x + r * BLOCK;
+                if (d < D)
+                    acc[r] = hh ? acc[r] + sm.dx[d] : sm.dx[d];
+            }
+            __syncthreads();  // the next head rewrites sm
         }
-    }
+        if (o) {
+#pragma unroll
+            for (int r = 0; r < fj_cdiv(D, BLOCK); r++) {
+                const int d = threadIdx.x + r * BLOCK;
+                if (d < D)
+                    fj_store_dx(o + d, acc[r], dx_accumulate);
+            }
+        }
 #endif
+    }
 }

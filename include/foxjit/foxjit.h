@@ -246,7 +246,10 @@ FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cf
 FOXJIT_API foxjit_status foxjit_cfc_prepare(foxjit_runtime *rt, int n_in, int n_hid);
 
 /* Multi-horizon GRN heads. The backward recomputes the forward
- * intermediates from x, so the forward saves nothing but the logits. */
+ * intermediates from x, so the forward saves nothing but the logits. A
+ * sequence model calls each once for all its time steps (steps below): the
+ * heads do not feed the recurrence, so the forward can follow the whole
+ * recurrent forward and the backward precede the recurrent backward. */
 typedef struct foxjit_heads_args {
     int batch, d, e, h;       /* input dim D, hidden E, heads H */
     CUdeviceptr w1, b1;       /* [H, E, D], [H, E] */
@@ -261,6 +264,15 @@ typedef struct foxjit_heads_args {
     int dx_accumulate;
     /* backward scratch, each with a leading [batch] dimension, += */
     CUdeviceptr dw1, db1, dw2, db2, dw_gate, db_gate, dw_main, db_main, dw_skip, db_skip;
+    /* Several time steps in one call (0 or 1 = one step, the fields below
+     * unused). Step s of x, logits, dlogits and dx starts s * *_step_stride
+     * floats after the base pointer (0 = steps packed one after another,
+     * batch * row stride apart). The steps of an output must not overlap.
+     * The forward runs every step at once; the backward runs them from the
+     * last to the first, adding each step's gradients to the scratch in that
+     * order, which gives the bits of one call per step from the last. */
+    int steps;
+    int64_t x_step_stride, logits_step_stride, dlogits_step_stride, dx_step_stride;
 } foxjit_heads_args;
 
 FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *args,

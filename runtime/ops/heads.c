@@ -1,9 +1,10 @@
 /* Multi-horizon GRN heads (kernels.md section 4): argument checks, launch
  * shape, launch. Kernels: kernel_src/heads.cu, kernel_src/heads_legacy.cu.
  *
- * Forward: grid (B, H). Backward on sm_90+: grid (B, H) in clusters of the
- * H heads of a row, which add their dx through distributed shared memory;
- * before sm_90: grid (B, 1), each block runs the H heads in turn. */
+ * Forward: grid (B, H, steps). Backward on sm_90+: grid (B, H) in clusters
+ * of the H heads of a row, which add their dx through distributed shared
+ * memory; before sm_90: grid (B, 1), each block runs the H heads in turn.
+ * A backward over several steps loops over them inside the kernel. */
 #include "perception.h"
 
 #include "status.h"
@@ -80,6 +81,47 @@ static foxjit_status check_common(const char *op, const foxjit_heads_args *a, lo
     return FOXJIT_OK;
 }
 
+/* The steps of a call: 0 and 1 both mean one. */
+static foxjit_status steps_of(const char *op, const foxjit_heads_args *a, int *steps)
+{
+    if (a->steps < 0)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: steps is %d; pass 0 or 1 for one "
+                       "time step, or the number of steps", op, a->steps);
+    *steps = a->steps ? a->steps : 1;
+    return *steps > 1 ? fj_perc_dim(op, "steps", *steps, FJ_PERC_MAX_T) : FOXJIT_OK;
+}
+
+/* The step stride of a [steps][batch rows of `width` floats, `row` apart]
+ * tensor: 0 = packed (batch * row). An output's steps must be disjoint:
+ * either the steps are whole blocks of rows one after another, or each row
+ * holds its steps side by side. */
+static foxjit_status step_stride(const char *op, const char *name, int64_t given, int steps,
+                                 int batch, long long row, int width, int output,
+                                 long long *out)
+{
+    if (steps <= 1) {
+        *out = 0;
+        return FOXJIT_OK;
+    }
+    if (given < 0)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s is %lld; step strides count "
+                       "floats between time steps and must be >= 0 (0 = packed)", op, name,
+                       (long long)given);
+    if (given > FJ_PERC_MAX_STRIDE)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s is %lld, past the limit of 2^40", op,
+                       name, (long long)given);
+    long long s = given ? given : (long long)batch * row;
+    int steps_after_rows = s >= row * (batch - 1) + width;
+    int steps_within_rows = s >= width && row >= s * (steps - 1) + width;
+    if (output && !steps_after_rows && !steps_within_rows)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s is %lld with a row stride of %lld, "
+                       "%d rows of %d floats and %d steps, so the steps of this output would "
+                       "overlap; give every step its own floats", op, name, s, row, batch,
+                       width, steps);
+    *out = s;
+    return FOXJIT_OK;
+}
+
 static head_ptrs params_of(const foxjit_heads_args *a)
 {
     return (head_ptrs){{a->w1, a->b1, a->w2, a->b2, a->w_gate, a->b_gate, a->w_main,
@@ -106,20 +148,26 @@ FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_h
                                               CUstream stream)
 {
     const char *op = "foxjit_heads_forward";
-    long long xs, ls;
+    long long xs, ls, xss, lss;
+    int steps = 1;
     const fj_loaded *k;
     foxjit_status st;
     if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs)) ||
+        (st = steps_of(op, a, &steps)) ||
         (st = fj_check_ptr(op, "logits", a->logits)) ||
         (st = fj_perc_stride(op, "logits_stride", a->logits_stride, a->h, &ls)) ||
+        (st = step_stride(op, "x_step_stride", a->x_step_stride, steps, a->batch, xs, a->d, 0,
+                          &xss)) ||
+        (st = step_stride(op, "logits_step_stride", a->logits_step_stride, steps, a->batch, ls,
+                          a->h, 1, &lss)) ||
         (st = fj_perc_distinct(op, "logits", a->logits, "x", a->x)) ||
         (st = load(rt, op, a, 0, stream, &k)))
         return st;
     head_ptrs p = params_of(a);
     CUdeviceptr x = a->x, logits = a->logits;
-    void *args[] = {&p, &x, &xs, &logits, &ls};
-    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)a->h, 1, block_for(a->d, a->e), 0,
-                     stream, args, op);
+    void *args[] = {&p, &x, &xs, &xss, &logits, &ls, &lss};
+    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)a->h, (unsigned)steps,
+                     block_for(a->d, a->e), 0, stream, args, op);
 }
 
 static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CUstream stream,
@@ -131,11 +179,16 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CU
     head_ptrs g = {{a ? a->dw1 : 0, a ? a->db1 : 0, a ? a->dw2 : 0, a ? a->db2 : 0,
                     a ? a->dw_gate : 0, a ? a->db_gate : 0, a ? a->dw_main : 0,
                     a ? a->db_main : 0, a ? a->dw_skip : 0, a ? a->db_skip : 0}};
-    long long xs, dls, dxs;
+    long long xs, dls, dxs, xss, dlss, dxss;
+    int steps = 1;
     const fj_loaded *k;
     foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs)))
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs)) ||
+        (st = steps_of(op, a, &steps)))
         return st;
+    if (legacy && steps > 1)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: the legacy baseline takes one time step "
+                       "per call (steps is %d)", op, steps);
     for (int i = 0; i < 10; i++)
         if ((st = fj_check_ptr(op, names[i], g.p[i])))
             return st;
@@ -143,6 +196,12 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CU
         (st = fj_perc_stride(op, "dlogits_stride", a->dlogits_stride, a->h, &dls)) ||
         (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
         (st = fj_perc_stride(op, "dx_stride", a->dx_stride, a->d, &dxs)) ||
+        (st = step_stride(op, "x_step_stride", a->x_step_stride, steps, a->batch, xs, a->d, 0,
+                          &xss)) ||
+        (st = step_stride(op, "dlogits_step_stride", a->dlogits_step_stride, steps, a->batch,
+                          dls, a->h, 0, &dlss)) ||
+        (st = step_stride(op, "dx_step_stride", a->dx_step_stride, steps, a->batch, dxs, a->d,
+                          a->dx != 0, &dxss)) ||
         (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)) ||
         (st = fj_perc_distinct(op, "dx", a->dx, "dlogits", a->dlogits)) ||
         (st = load(rt, op, a, legacy, stream, &k)))
@@ -150,9 +209,12 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CU
     head_ptrs p = params_of(a);
     CUdeviceptr x = a->x, dlogits = a->dlogits, dx = a->dx;
     int dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
-    void *args[] = {&p, &g, &x, &xs, &dlogits, &dls, &dx, &dxs, &dx_acc, &batch};
-    if (legacy)
+    if (legacy) {
+        void *args[] = {&p, &g, &x, &xs, &dlogits, &dls, &dx, &dxs, &dx_acc, &batch};
         return fj_launch(rt, k->fn[0], 1, 1, 1, LEGACY_BLOCK, 0, stream, args, op);
+    }
+    void *args[] = {&p, &g, &x, &xs, &xss, &dlogits, &dls, &dlss, &dx, &dxs, &dxss, &dx_acc,
+                    &steps};
     unsigned block = block_for(a->d, a->e);
     if (use_cluster(rt->cc, a->h))
         return fj_launch_cluster(rt, k->fn[1], (unsigned)a->batch, (unsigned)a->h, block,

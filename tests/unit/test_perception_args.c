@@ -115,6 +115,37 @@ static void test_heads_args(void **state)
     expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "same buffer");
     a = good_heads(), a.dw2 += 1;
     expect(fj_heads_backward_legacy(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "aligned");
+    /* Several steps per call. */
+    a = good_heads(), a.steps = -2;
+    expect(foxjit_heads_forward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "steps is -2");
+    a = good_heads(), a.steps = 5000;
+    expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_UNSUPPORTED, "steps is 5000");
+    a = good_heads(), a.steps = 4, a.x_step_stride = -1;
+    expect(foxjit_heads_forward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "x_step_stride is -1");
+    /* Logits rows 5 floats apart and steps 1 float apart: steps overlap. */
+    a = good_heads(), a.steps = 4, a.logits_step_stride = 1;
+    expect(foxjit_heads_forward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "overlap");
+    /* Rows 20 floats apart holding 4 steps of 5 side by side: disjoint, so
+     * the step checks pass and the next check (in place) is the one that
+     * fails. */
+    a = good_heads(), a.steps = 4, a.logits_stride = 20, a.logits_step_stride = 5;
+    a.logits = a.x;
+    expect(foxjit_heads_forward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "same buffer");
+    /* 4 steps of 5 floats, 6 apart, need 3 * 6 + 5 = 23 > 20 floats a row. */
+    a = good_heads(), a.steps = 4, a.logits_stride = 20, a.logits_step_stride = 6;
+    expect(foxjit_heads_forward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "overlap");
+    /* The inputs may overlap between steps (x rows shared by every step). */
+    a = good_heads(), a.steps = 4, a.x_step_stride = 1, a.dx = a.x;
+    expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "same buffer");
+    a = good_heads(), a.steps = 4, a.dx_step_stride = 3;
+    expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dx_step_stride");
+    a = good_heads(), a.steps = 2;
+    expect(fj_heads_backward_legacy(fake_rt, &a, NULL), FOXJIT_ERROR_UNSUPPORTED,
+           "one time step");
     expect(foxjit_heads_prepare(fake_rt, 128, 64, 0), FOXJIT_ERROR_INVALID_ARGUMENT, "h");
     expect(foxjit_heads_prepare(fake_rt, 128, 257, 5), FOXJIT_ERROR_UNSUPPORTED, "e");
 }

@@ -199,6 +199,14 @@ static void heads_unload(heads_d *h)
         free(h->t[i]);
 }
 
+static int heads_steps(const foxjit_heads_args *a) { return a->steps > 1 ? a->steps : 1; }
+
+/* A step stride in floats: 0 = packed after the batch rows. */
+static int64_t step_of(int64_t given, int batch, int64_t row_stride, int width)
+{
+    return given ? given : batch * eff(row_stride, width);
+}
+
 static foxjit_status e_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *a,
                                      CUstream s)
 {
@@ -207,11 +215,15 @@ static foxjit_status e_heads_forward(foxjit_runtime *rt, const foxjit_heads_args
     heads_d h;
     heads_load(a, &h);
     double x[512], z[16];
-    for (int b = 0; b < a->batch; b++) {
-        row_to_d(HP(a->x) + b * eff(a->x_stride, a->d), x, a->d);
-        pr_heads_forward(&h.p, x, z);
-        store(HP(a->logits) + b * eff(a->logits_stride, a->h), z, a->h, 0);
-    }
+    for (int st = 0; st < heads_steps(a); st++)
+        for (int b = 0; b < a->batch; b++) {
+            row_to_d(HP(a->x) + st * step_of(a->x_step_stride, a->batch, a->x_stride, a->d) +
+                         b * eff(a->x_stride, a->d), x, a->d);
+            pr_heads_forward(&h.p, x, z);
+            store(HP(a->logits) +
+                      st * step_of(a->logits_step_stride, a->batch, a->logits_stride, a->h) +
+                      b * eff(a->logits_stride, a->h), z, a->h, 0);
+        }
     heads_unload(&h);
     return FOXJIT_OK;
 }
@@ -231,16 +243,22 @@ static foxjit_status e_heads_backward(foxjit_runtime *rt, const foxjit_heads_arg
     for (int i = 0; i < 10; i++)
         g[i] = malloc(n[i] * 8);
     double x[512], dz[16], dx[512];
+    /* The steps from the last, as the library runs them. */
+    for (int st = heads_steps(a) - 1; st >= 0; st--)
     for (int b = 0; b < a->batch; b++) {
-        row_to_d(HP(a->x) + b * eff(a->x_stride, a->d), x, a->d);
-        row_to_d(HP(a->dlogits) + b * eff(a->dlogits_stride, a->h), dz, a->h);
+        row_to_d(HP(a->x) + st * step_of(a->x_step_stride, a->batch, a->x_stride, a->d) +
+                     b * eff(a->x_stride, a->d), x, a->d);
+        row_to_d(HP(a->dlogits) +
+                     st * step_of(a->dlogits_step_stride, a->batch, a->dlogits_stride, a->h) +
+                     b * eff(a->dlogits_stride, a->h), dz, a->h);
         for (int i = 0; i < 10; i++)
             memset(g[i], 0, n[i] * 8);
         memset(dx, 0, sizeof dx);
         pr_heads_grads gr = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]};
         pr_heads_backward(&h.p, x, dz, dx, &gr);
         if (a->dx)
-            store(HP(a->dx) + b * eff(a->dx_stride, a->d), dx, a->d, a->dx_accumulate);
+            store(HP(a->dx) + st * step_of(a->dx_step_stride, a->batch, a->dx_stride, a->d) +
+                      b * eff(a->dx_stride, a->d), dx, a->d, a->dx_accumulate);
         for (int i = 0; i < 10; i++)
             store(HP(dst[i]) + b * n[i], g[i], n[i], 1);
     }

@@ -87,63 +87,97 @@ static double enqueue_us(bench_ctx *b, kloop_bench *k)
     return t[N / 2];
 }
 
-/* The per-op rows: each kind of call the step makes, timed alone (a batch
- * of back-to-back calls; the graph figure is close to the kernel's own
- * time), next to its legacy form. Returns the step's kernel time in us:
- * sum over ops of calls x graph time per call. */
+/* One per-op row: `calls` calls of op at `index` per step, the new form
+ * timed alone (a batch of back-to-back calls; the graph figure is close to
+ * the kernel's own time); for a backward, next to its legacy form at
+ * `legacy_index`, times `legacy_calls` (the legacy calls it replaces).
+ * Returns the row's kernel time per step (calls x graph time), or -1. */
+static double op_row(bench_ctx *b, kloop_bench *k, const char *shape, const char *name,
+                     int index, int calls, int legacy_index, int legacy_calls)
+{
+    const kloop_op op = k->op;
+    bench_row row = {.group = "kloop", .name = name};
+    snprintf(row.shape, sizeof row.shape, "%s", shape);
+    k->form = KLOOP_NEW;
+    k->index = index;
+    row.us = bench_time_us(b, run_once, k, 10);
+    row.graph_us = bench_time_graph_us(b, run_once, k, 10);
+    if (row.us <= 0 || row.graph_us <= 0)
+        return -1;
+    int backward = op == KLOOP_OP_HEADS_BWD || op == KLOOP_OP_ATTN_BWD ||
+                   op == KLOOP_OP_CFC_BWD || op == KLOOP_OP_VSN_BWD;
+    static char notes[2 * KLOOP_OP_COUNT][80];
+    static int next_note;
+    char *note = notes[next_note++ % (2 * KLOOP_OP_COUNT)];
+    snprintf(note, sizeof notes[0], "%d per step", calls);
+    if (backward) {
+        int save = b->samples;
+        if (k->m.dims.batch > 32 && b->samples > 5)
+            b->samples = 5;  /* the single-block kernels are slow */
+        k->form = KLOOP_LEGACY;
+        k->index = legacy_index;
+        row.base1_name = "legacy";
+        row.base1_us = legacy_calls * bench_time_us(b, run_once, k, 2);
+        row.base1_graph_us = legacy_calls * bench_time_graph_us(b, run_once, k, 2);
+        b->samples = save;
+        k->form = KLOOP_NEW;
+        if (legacy_calls > 1)
+            snprintf(note, sizeof notes[0], "%d per step; legacy: %d calls of one step", calls,
+                     legacy_calls);
+    }
+    row.note = note;
+    bench_emit(b, &row);
+    return calls * row.graph_us;
+}
+
+/* The per-op rows, each kind of call the step makes. Returns the step's
+ * kernel time in us: sum over ops of calls x graph time per call. */
 static double op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
 {
+    const int K = k->m.dims.k;
     double kernel_us = 0;
     for (int op = KLOOP_OP_VSN_FWD; op < KLOOP_OP_COUNT; op++) {
         k->op = (kloop_op)op;
-        k->index = op == KLOOP_OP_CFC_FWD || op == KLOOP_OP_CFC_BWD ||
-                           op == KLOOP_OP_HEADS_FWD || op == KLOOP_OP_HEADS_BWD
-                       ? k->m.dims.k / 2
-                       : 0;
-        int calls = kloop_op_calls(&k->m.dims, KLOOP_NEW, k->op);
-        bench_row row = {.group = "kloop", .name = kloop_op_name(k->op)};
-        snprintf(row.shape, sizeof row.shape, "%s", shape);
-        k->form = KLOOP_NEW;
+        const char *name = kloop_op_name(k->op);
+        double us;
         if (op == KLOOP_OP_REDUCE) {
             /* One figure for all 17 reducers (their shapes differ). */
+            bench_row row = {.group = "kloop", .name = "reduce_axis0 x17"};
+            snprintf(row.shape, sizeof row.shape, "%s", shape);
             double sum = 0, sum_g = 0;
+            k->form = KLOOP_NEW;
             for (int i = 0; i < KL_PARAM_COUNT; i++) {
                 k->index = i;
-                double us = bench_time_us(b, run_once, k, 5);
+                double e = bench_time_us(b, run_once, k, 5);
                 double g = bench_time_graph_us(b, run_once, k, 5);
-                if (us <= 0 || g <= 0)
+                if (e <= 0 || g <= 0)
                     return -1;
-                sum += us, sum_g += g;
+                sum += e, sum_g += g;
             }
-            row.name = "reduce_axis0 x17";
             row.us = sum, row.graph_us = sum_g;
             kernel_us += sum_g;
             row.note = "all 17 reducers of a step";
             bench_emit(b, &row);
             continue;
         }
-        row.us = bench_time_us(b, run_once, k, 10);
-        row.graph_us = bench_time_graph_us(b, run_once, k, 10);
-        if (row.us <= 0 || row.graph_us <= 0)
-            return -1;
-        kernel_us += calls * row.graph_us;
-        int backward = op == KLOOP_OP_HEADS_BWD || op == KLOOP_OP_ATTN_BWD ||
-                       op == KLOOP_OP_CFC_BWD || op == KLOOP_OP_VSN_BWD;
-        if (backward) {
-            int save = b->samples;
-            if (k->m.dims.batch > 32 && b->samples > 5)
-                b->samples = 5;  /* the single-block kernels are slow */
-            k->form = KLOOP_LEGACY;
-            row.base1_name = "legacy";
-            row.base1_us = bench_time_us(b, run_once, k, 2);
-            row.base1_graph_us = bench_time_graph_us(b, run_once, k, 2);
-            b->samples = save;
-            k->form = KLOOP_NEW;
+        if (op == KLOOP_OP_HEADS_FWD || op == KLOOP_OP_HEADS_BWD) {
+            /* The K steps in one call, and the pooled state's call. */
+            char all[48], pooled[48];
+            snprintf(all, sizeof all, "%s (%d steps)", name, K);
+            snprintf(pooled, sizeof pooled, "%s (pooled)", name);
+            double a = op_row(b, k, shape, all, KLOOP_ALL_STEPS, 1, K / 2, K);
+            double p = op_row(b, k, shape, pooled, K, 1, K, 1);
+            if (a < 0 || p < 0)
+                return -1;
+            kernel_us += a + p;
+            continue;
         }
-        static char notes[KLOOP_OP_COUNT][48];
-        snprintf(notes[op], sizeof notes[op], "%d per step", calls);
-        row.note = notes[op];
-        bench_emit(b, &row);
+        int index = op == KLOOP_OP_CFC_FWD || op == KLOOP_OP_CFC_BWD ? K / 2 : 0;
+        us = op_row(b, k, shape, name, index, kloop_op_calls(&k->m.dims, KLOOP_NEW, k->op),
+                    index, 1);
+        if (us < 0)
+            return -1;
+        kernel_us += us;
     }
     k->op = KLOOP_OP_COUNT;
     return kernel_us;

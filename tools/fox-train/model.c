@@ -200,6 +200,21 @@ static CUdeviceptr logits_block(const ft_model *m, CUdeviceptr base, int t)
     return base + (CUdeviceptr)((int64_t)t * m->dims.batch * m->dims.h) * F4;
 }
 
+/* The heads of bars 0 .. K-1 in one call: x = hs[:, t], logits z[t],
+ * backward dx added into dhs[:, t]. */
+static foxjit_heads_args heads_all_bars(const ft_model *m)
+{
+    const ft_dims *d = &m->dims;
+    const int64_t row = (int64_t)d->k * d->d, bh = (int64_t)d->batch * d->h;
+    foxjit_heads_args h = heads_args(m);
+    h.steps = d->k;
+    h.x = m->hs, h.x_stride = row, h.x_step_stride = d->d;
+    h.logits = m->z, h.logits_step_stride = bh;
+    h.dlogits = m->dz, h.dlogits_step_stride = bh;
+    h.dx = m->dhs, h.dx_stride = row, h.dx_step_stride = d->d, h.dx_accumulate = 1;
+    return h;
+}
+
 foxjit_status ft_model_forward(ft_model *m, CUstream s)
 {
     const foxjit_api *a = m->api;
@@ -209,19 +224,19 @@ foxjit_status ft_model_forward(ft_model *m, CUstream s)
                            .bias = m->param[FT_VSN_BIAS], .x = m->x, .y = m->y};
     if ((st = lib(m, a->vsn_forward(m->rt, &vsn, s), "vsn_forward")))
         return st;
-    foxjit_heads_args h = heads_args(m);
     for (int t = 0; t < d->k; t++) {
         foxjit_cfc_args c = cfc_args(m, t);
-        h.x = c.h_out, h.x_stride = (int64_t)d->k * d->d;
-        h.logits = logits_block(m, m->z, t), h.logits_stride = 0;
-        if ((st = lib(m, a->cfc_forward(m->rt, &c, s), "cfc_forward")) ||
-            (st = lib(m, a->heads_forward(m->rt, &h, s), "heads_forward")))
+        if ((st = lib(m, a->cfc_forward(m->rt, &c, s), "cfc_forward")))
             return st;
     }
+    /* The heads of every bar in one call: they do not feed the recurrence. */
+    foxjit_heads_args h = heads_all_bars(m);
     foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
                                .q = m->param[FT_ATTN_Q], .hs = m->hs, .pooled = m->pooled};
-    if ((st = lib(m, a->attn_pool_forward(m->rt, &p, s), "attn_pool_forward")))
+    if ((st = lib(m, a->heads_forward(m->rt, &h, s), "heads_forward")) ||
+        (st = lib(m, a->attn_pool_forward(m->rt, &p, s), "attn_pool_forward")))
         return st;
+    h = heads_args(m);
     h.x = m->pooled, h.x_stride = 0;
     h.logits = logits_block(m, m->z, d->k);
     return lib(m, a->heads_forward(m->rt, &h, s), "heads_forward (pooled)");
@@ -259,17 +274,16 @@ foxjit_status ft_model_backward(ft_model *m, CUstream s)
     foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
                                .q = m->param[FT_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
                                .dhs = m->dhs, .dhs_accumulate = 0, .dq = m->scratch[FT_ATTN_Q]};
-    if ((st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")))
+    /* Then the heads of every bar add their dx into dhs[t], all in one call;
+     * then cfc(t), from the last bar, adds its dh into dhs[t-1] and consumes
+     * dhs[t]. */
+    h = heads_all_bars(m);
+    if ((st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")) ||
+        (st = lib(m, a->heads_backward(m->rt, &h, s), "heads_backward")))
         return st;
     for (int t = d->k - 1; t >= 0; t--) {
         foxjit_cfc_args c = cfc_args(m, t);
-        /* The head at bar t adds its dx into dhs[t]; cfc(t+1) has already
-         * added its dh; then cfc(t) consumes dhs[t]. */
-        h.x = c.h_out, h.x_stride = (int64_t)d->k * d->d;
-        h.dlogits = logits_block(m, m->dz, t);
-        h.dx = c.dh_out, h.dx_stride = (int64_t)d->k * d->d, h.dx_accumulate = 1;
-        if ((st = lib(m, a->heads_backward(m->rt, &h, s), "heads_backward")) ||
-            (st = lib(m, a->cfc_backward(m->rt, &c, s), "cfc_backward")))
+        if ((st = lib(m, a->cfc_backward(m->rt, &c, s), "cfc_backward")))
             return st;
     }
     foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
@@ -322,10 +336,10 @@ foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s)
 
 int ft_model_launches_per_step(const ft_dims *d)
 {
-    /* memset; forward vsn + K (cfc + heads) + pool + heads; 2 bce; backward
-     * heads + pool + K (heads + cfc) + vsn; 17 reducers; increment + 17 adamw. */
-    return 1 + (1 + 2 * d->k + 2) + 2 + (2 + 2 * d->k + 1) + FT_PARAM_COUNT +
-           (1 + FT_PARAM_COUNT);
+    /* memset; forward vsn + K cfc + heads (all bars) + pool + heads; 2 bce;
+     * backward heads + pool + heads (all bars) + K cfc + vsn; 17 reducers;
+     * increment + 17 adamw. */
+    return 1 + (1 + d->k + 3) + 2 + (3 + d->k + 1) + FT_PARAM_COUNT + (1 + FT_PARAM_COUNT);
 }
 
 /* ---- state to and from the host ------------------------------------------- */

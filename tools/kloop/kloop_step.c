@@ -181,6 +181,21 @@ static foxjit_heads_args heads_at(const kloop_model *m, const CUdeviceptr *g, in
     return h;
 }
 
+/* Heads on the K states hs[:, 0..K) in one call. Backward: dx adds into
+ * dhs (after the attention backward has overwritten it). */
+static foxjit_heads_args heads_all_steps(const kloop_model *m, const CUdeviceptr *g)
+{
+    const kloop_dims *d = &m->dims;
+    const int64_t K = d->k, D = d->d, BH = (int64_t)d->batch * d->h;
+    foxjit_heads_args h = heads_args(m, g);
+    h.steps = d->k;
+    h.x = m->hs, h.x_stride = K * D, h.x_step_stride = D;
+    h.logits = m->z, h.logits_step_stride = BH;
+    h.dlogits = m->dz, h.dlogits_step_stride = BH;
+    h.dx = m->dhs, h.dx_stride = K * D, h.dx_step_stride = D, h.dx_accumulate = 1;
+    return h;
+}
+
 /* CfC arguments of step t (forward and backward fields both filled). */
 static foxjit_cfc_args cfc_args(const kloop_model *m, const CUdeviceptr *g, int t)
 {
@@ -218,7 +233,8 @@ int kloop_op_calls(const kloop_dims *d, kloop_form form, kloop_op op)
 {
     switch (op) {
     case KLOOP_OP_CFC_FWD: case KLOOP_OP_CFC_BWD: return d->k;
-    case KLOOP_OP_HEADS_FWD: case KLOOP_OP_HEADS_BWD: return d->k + 1;
+    case KLOOP_OP_HEADS_FWD: return 2;
+    case KLOOP_OP_HEADS_BWD: return form == KLOOP_NEW ? 2 : d->k + 1;
     case KLOOP_OP_REDUCE: return form == KLOOP_NEW ? KL_PARAM_COUNT : 0;
     case KLOOP_OP_COUNT: return 0;
     default: return 1;
@@ -251,12 +267,12 @@ foxjit_status kloop_run_op(foxjit_runtime *rt, const kloop_model *m, kloop_form 
         c = cfc_args(m, g, index);
         return foxjit_cfc_forward(rt, &c, stream);
     case KLOOP_OP_HEADS_FWD:
-        h = heads_at(m, g, index);
+        h = index == KLOOP_ALL_STEPS ? heads_all_steps(m, g) : heads_at(m, g, index);
         return foxjit_heads_forward(rt, &h, stream);
     case KLOOP_OP_ATTN_FWD:
         return foxjit_attn_pool_forward(rt, &a, stream);
     case KLOOP_OP_HEADS_BWD:
-        h = heads_at(m, g, index);
+        h = index == KLOOP_ALL_STEPS ? heads_all_steps(m, g) : heads_at(m, g, index);
         return legacy ? fj_heads_backward_legacy(rt, &h, stream)
                       : foxjit_heads_backward(rt, &h, stream);
     case KLOOP_OP_ATTN_BWD:
@@ -287,10 +303,10 @@ foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, CUstream s
     if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_VSN_FWD, 0, stream)))
         return st;
     for (int t = 0; t < K; t++)
-        if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_CFC_FWD, t, stream)) ||
-            (st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_HEADS_FWD, t, stream)))
+        if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_CFC_FWD, t, stream)))
             return st;
-    if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_ATTN_FWD, 0, stream)))
+    if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_HEADS_FWD, KLOOP_ALL_STEPS, stream)) ||
+        (st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_ATTN_FWD, 0, stream)))
         return st;
     return kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_HEADS_FWD, K, stream);
 }
@@ -306,8 +322,14 @@ foxjit_status kloop_backward(foxjit_runtime *rt, const kloop_model *m, kloop_for
     if ((st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, K, stream)) ||
         (st = kloop_run_op(rt, m, form, KLOOP_OP_ATTN_BWD, 0, stream)))
         return st;
+    /* New form: every step's heads add their dx at once, then the
+     * recurrence runs alone. Legacy: one heads call per step, in the loop. */
+    if (form == KLOOP_NEW &&
+        (st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, KLOOP_ALL_STEPS, stream)))
+        return st;
     for (int t = K - 1; t >= 0; t--)
-        if ((st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, t, stream)) ||
+        if ((form == KLOOP_LEGACY &&
+             (st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, t, stream))) ||
             (st = kloop_run_op(rt, m, form, KLOOP_OP_CFC_BWD, t, stream)))
             return st;
     return kloop_run_op(rt, m, form, KLOOP_OP_VSN_BWD, 0, stream);

@@ -86,14 +86,19 @@ foxjit_status kloop_step(foxjit_runtime *rt, const kloop_model *m, kloop_form fo
 int kloop_kernels_per_step(const kloop_dims *d, kloop_form form);
 int kloop_memsets_per_step(kloop_form form);
 
-/* The step's calls one at a time (benchmarks time each kind). */
+/* The step's calls one at a time (benchmarks time each kind). The new form
+ * runs the heads of the K steps as one call (they do not feed the
+ * recurrence): forward after the recurrent forward, backward before the
+ * recurrent backward; the legacy form makes one heads backward per step. */
+#define KLOOP_ALL_STEPS (-1)
 typedef enum kloop_op {
     KLOOP_OP_ZERO,       /* the memset */
     KLOOP_OP_VSN_FWD,
     KLOOP_OP_CFC_FWD,    /* index: step t in [0, K) */
-    KLOOP_OP_HEADS_FWD,  /* index: step t in [0, K), or K for the pooled state */
+    KLOOP_OP_HEADS_FWD,  /* index: step t in [0, K), K for the pooled state, or
+                            KLOOP_ALL_STEPS: the K steps in one call */
     KLOOP_OP_ATTN_FWD,
-    KLOOP_OP_HEADS_BWD,  /* index as HEADS_FWD */
+    KLOOP_OP_HEADS_BWD,  /* index as HEADS_FWD (KLOOP_ALL_STEPS: new form only) */
     KLOOP_OP_ATTN_BWD,
     KLOOP_OP_CFC_BWD,    /* index: step t */
     KLOOP_OP_VSN_BWD,
