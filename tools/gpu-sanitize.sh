@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs every GPU test binary of a build under compute-sanitizer's four
 # checkers (memcheck with leak checking, racecheck, initcheck, synccheck) on
-# the local GPU and prints one line per checker and binary. Used on the lent
+# the local GPU and prints one line per checker and binary (with its time and
+# whether the test ran full or quick, see FOXJIT_SANITIZE_QUICK). Used on the lent
 # H200 with a build made elsewhere, like tools/gpu-check.sh:
 #   tools/gpu-sanitize.sh BUILD_DIR OUT_DIR [TOOL...]
 # TOOL is any of memcheck racecheck initcheck synccheck (default: all four).
@@ -10,6 +11,14 @@
 #                            read from BUILD_DIR/meson-info with its arguments)
 #   FOXJIT_SANITIZE_JOBS     checker runs at once on the GPU (default 4)
 #   FOXJIT_SANITIZE_TIMEOUT  seconds one run may take (default 540)
+#   FOXJIT_SANITIZE_QUICK    which checkers run the tests in their quick mode
+#                            (FOXJIT_TEST_QUICK=1: every case and kernel variant,
+#                            smaller batches and sequences, fewer repetitions; see
+#                            docs/reliability.md): 1 (default) = racecheck only,
+#                            which instruments every shared-memory access and is
+#                            far the slowest; all = every checker; 0 = none; or a
+#                            list of checkers ("racecheck initcheck"). The other
+#                            runs get FOXJIT_TEST_QUICK=0 (the full tests).
 #   COMPUTE_SANITIZER        the compute-sanitizer to use
 # Writes OUT_DIR/sanitize-summary.txt (the lines below) and
 # OUT_DIR/sanitize-logs.tar.gz (the full output of every run; one archive so
@@ -90,13 +99,26 @@ flags_for() {
     esac
 }
 
+# 1 when this checker runs the tests in quick mode (FOXJIT_SANITIZE_QUICK).
+quick_for() {
+    case ${FOXJIT_SANITIZE_QUICK:-1} in
+        1) [ "$1" = racecheck ] ;;
+        0|none) false ;;
+        all) true ;;
+        *) case " ${FOXJIT_SANITIZE_QUICK//,/ } " in *" $1 "*) true ;; *) false ;; esac ;;
+    esac && echo 1 || echo 0
+}
+
 # One checker over one test command; prints its summary line.
 run_one() {
-    local tool=$1 cmd=$2 name log t0 rc errors verdict
+    local tool=$1 cmd=$2 name log t0 rc errors verdict quick mode
     name=$(eval "set -- $cmd"; basename "$1")
     log="$logs/$tool-$name.log"
+    quick=$(quick_for "$tool")
+    mode=full; [ "$quick" = 1 ] && mode=quick
     t0=$(date +%s.%N)
-    eval "timeout --kill-after=30 \"\$limit\" \"\$cs\" $(flags_for "$tool") --error-exitcode 86 \
+    eval "FOXJIT_TEST_QUICK=\$quick timeout --kill-after=30 \"\$limit\" \"\$cs\" \
+        $(flags_for "$tool") --error-exitcode 86 \
         --target-processes all --print-limit 50 $cmd" > "$log" 2>&1
     rc=$?
     errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
@@ -116,8 +138,8 @@ run_one() {
     else
         verdict="clean"
     fi
-    printf '%-10s %-22s rc=%-3d errors=%-5s %7.1f s  %s\n' "$tool" "$name" "$rc" \
-        "${errors:--}" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$verdict"
+    printf '%-10s %-22s rc=%-3d errors=%-5s %7.1f s  %-5s %s\n' "$tool" "$name" "$rc" \
+        "${errors:--}" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$mode" "$verdict"
 }
 
 summary="$OUT/sanitize-summary.txt"

@@ -15,6 +15,16 @@ static int require_gpu(void)
     return v && !strcmp(v, "1");
 }
 
+int gh_quick(void)
+{
+    static int quick = -1;
+    if (quick < 0) {
+        const char *v = getenv("FOXJIT_TEST_QUICK");
+        quick = v && *v && strcmp(v, "0") ? 1 : 0;
+    }
+    return quick;
+}
+
 static int skip_or_fail(const char *suite, const char *why)
 {
     if (require_gpu()) {
@@ -54,6 +64,9 @@ int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count)
     gh.cu->cuDeviceGetName(name, sizeof name, gh.device);
     printf("%s: running on %s (%s), seed %llu\n", suite, name, foxjit_runtime_arch(gh.rt),
            (unsigned long long)gh_seed());
+    if (gh_quick())
+        printf("%s: quick mode (FOXJIT_TEST_QUICK=1): every case and kernel variant, smaller "
+               "shapes, fewer repetitions\n", suite);
     int failed = _cmocka_run_group_tests(suite, tests, count, NULL, NULL);
     foxjit_runtime_destroy(&gh.rt);
     gh.cu->cuStreamDestroy(gh.stream);

@@ -29,6 +29,15 @@ extern gh_env gh;
  * message when there is no GPU and FOXJIT_REQUIRE_GPU is not 1. */
 int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count);
 
+/* FOXJIT_TEST_QUICK=1 (anything but empty or "0"): the reduced-size mode
+ * that tools/gpu-sanitize.sh sets for racecheck. Tests keep every kernel
+ * variant, code path and case, and still check every result, on smaller
+ * batches and sequence lengths with fewer repetitions and random trials.
+ * gh_main prints one line when it is on. */
+int gh_quick(void);
+/* full in a normal run, quick in quick mode. */
+#define GH_QUICK(full, quick) (gh_quick() ? (quick) : (full))
+
 CUdeviceptr gh_alloc(size_t bytes);
 void gh_free(CUdeviceptr p);
 void gh_upload(CUdeviceptr dst, const void *src, size_t bytes);

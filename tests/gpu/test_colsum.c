@@ -16,6 +16,18 @@ static const shape shapes[] = {
     {8192, 3}, {8192, 42}, {8192, 128}, {8192, 256}, {32, 40960},
     {1, 1},    {1000, 77}, {3, 100000}, {8192, 64}, {513, 65},
 };
+/* FOXJIT_TEST_QUICK=1: shape i with fewer rows (or columns) and the same plan
+ * as shapes[i] at every alignment tested: kernel variant, vector width and
+ * cluster split (test_quick_shapes_keep_the_plans checks this). */
+static const shape quick_shapes[] = {
+    {1024, 3}, {1024, 42}, {2048, 128}, {2048, 256}, {8, 40960},
+    {1, 1},    {129, 77},  {3, 34000},  {2048, 64},  {513, 65},
+};
+_Static_assert(sizeof quick_shapes == sizeof shapes, "one quick shape per shape");
+#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+#define SHAPE(i) (gh_quick() ? &quick_shapes[i] : &shapes[i])
+/* Rows of the DQN-step graph test (the same plans as 8192 for its dims). */
+enum { GRAPH_ROWS_FULL = 8192, GRAPH_ROWS_QUICK = 2048 };
 
 static void reference(const float *x, int64_t rows, int64_t cols, double *sum, double *abs_sum)
 {
@@ -81,25 +93,26 @@ static void check_shape(const shape *s, int kind, int offset)
 static void test_against_reference(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (size_t i = 0; i < N_SHAPES; i++)
         for (int kind = 0; kind < 4; kind++)
-            check_shape(&shapes[i], kind, 0);
+            check_shape(SHAPE(i), kind, 0);
 }
 
 static void test_unaligned_inputs(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        check_shape(&shapes[i], 0, 1);
-        check_shape(&shapes[i], 1, 2);
+    for (size_t i = 0; i < N_SHAPES; i++) {
+        check_shape(SHAPE(i), 0, 1);
+        check_shape(SHAPE(i), 1, 2);
     }
 }
 
 static void test_bitwise_deterministic(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const shape *s = &shapes[i];
+    const int runs = GH_QUICK(10, 2);
+    for (size_t i = 0; i < N_SHAPES; i++) {
+        const shape *s = SHAPE(i);
         size_t n = (size_t)(s->rows * s->cols);
         uint64_t seed = gh_seed() ^ i;
         float *x = malloc(n * sizeof *x);
@@ -108,7 +121,7 @@ static void test_bitwise_deterministic(void **state)
         gh_fill_uniform(x, n, &seed, -3.0f, 3.0f);
         CUdeviceptr dx = gh_alloc(n * sizeof(float)), dout = gh_alloc((size_t)s->cols * 4);
         gh_upload(dx, x, n * sizeof(float));
-        for (int run = 0; run < 10; run++) {
+        for (int run = 0; run < runs; run++) {
             gh_poison(dout, (size_t)s->cols);
             GH_CHECK(foxjit_reduce_axis0(gh.rt, dx, s->rows, s->cols, dout, gh.stream));
             gh_download(run ? again : first, dout, (size_t)s->cols * sizeof(float));
@@ -121,10 +134,36 @@ static void test_bitwise_deterministic(void **state)
     }
 }
 
+/* Quick mode must exercise what the full run does: on this GPU, each quick
+ * shape gets the kernel variant and cluster split of its full shape at every
+ * alignment the tests use (16, 8 and 4 bytes), as do the graph test's. */
+static void test_quick_shapes_keep_the_plans(void **state)
+{
+    (void)state;
+    static const int64_t graph_dims[] = {3, 42, 128, 256};
+    const unsigned aligns[] = {16, 8, 4};
+    for (size_t i = 0; i < N_SHAPES + 4; i++) {
+        int64_t gd = i < N_SHAPES ? 0 : graph_dims[i - N_SHAPES];
+        shape full = i < N_SHAPES ? shapes[i] : (shape){GRAPH_ROWS_FULL, gd};
+        shape quick = i < N_SHAPES ? quick_shapes[i] : (shape){GRAPH_ROWS_QUICK, gd};
+        for (size_t a = 0; a < 3; a++) {
+            fj_colsum_plan pf, pq;
+            fj_colsum_plan_for(full.rows, full.cols, gh.rt->cc, aligns[a], &pf);
+            fj_colsum_plan_for(quick.rows, quick.cols, gh.rt->cc, aligns[a], &pq);
+            if (!fj_variant_equal(&pf.variant, &pq.variant) || pf.split != pq.split ||
+                pf.block != pq.block || pf.rows_mode != pq.rows_mode)
+                fail_msg("quick shape %lldx%lld does not take the plan of %lldx%lld at "
+                         "alignment %u (split %u vs %u, block %u vs %u)", (long long)quick.rows,
+                         (long long)quick.cols, (long long)full.rows, (long long)full.cols,
+                         aligns[a], pq.split, pf.split, pq.block, pf.block);
+        }
+    }
+}
+
 static void test_legacy_baselines_agree(void **state)
 {
     (void)state;
-    const shape s = {8192, 42};
+    const shape s = {GH_QUICK(8192, 1024), 42};  /* quick: still 4 two-phase chunks */
     size_t n = (size_t)(s.rows * s.cols);
     uint64_t seed = gh_seed() + 99;
     float *x = malloc(n * 4), *got = malloc((size_t)s.cols * 4);
@@ -147,15 +186,17 @@ static void test_legacy_baselines_agree(void **state)
 }
 
 /* 28 bias_grad_reduce calls (the DQN step) captured into one graph and
- * replayed give the same bits as eager launches. */
+ * replayed give the same bits as eager launches. Quick mode: 8 calls (each
+ * dim twice) of 2048 rows, replayed twice. */
 static void test_graph_capture_matches_eager(void **state)
 {
     (void)state;
-    enum { CALLS = 28 };
+    enum { MAX_CALLS = 28 };
     static const int64_t dims[] = {3, 42, 128, 256};
-    const int64_t B = 8192;
-    CUdeviceptr dx[CALLS], db[CALLS];
-    float *eager[CALLS];
+    const int64_t B = GH_QUICK(GRAPH_ROWS_FULL, GRAPH_ROWS_QUICK);
+    const int CALLS = GH_QUICK(MAX_CALLS, 8), REPS = GH_QUICK(3, 2);
+    CUdeviceptr dx[MAX_CALLS], db[MAX_CALLS];
+    float *eager[MAX_CALLS];
     uint64_t seed = gh_seed() + 7;
     for (int i = 0; i < CALLS; i++) {
         int64_t d = dims[i % 4];
@@ -182,7 +223,7 @@ static void test_graph_capture_matches_eager(void **state)
         GH_CHECK(foxjit_bias_grad_reduce(gh.rt, dx[i], B, dims[i % 4], db[i], gh.stream));
     GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
     GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < REPS; rep++) {
         for (int i = 0; i < CALLS; i++)
             GH_CU(gh.cu->cuMemsetD32Async(db[i], 0, (size_t)dims[i % 4], gh.stream));
         GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
@@ -264,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_unaligned_inputs),
         cmocka_unit_test(test_bitwise_deterministic),
+        cmocka_unit_test(test_quick_shapes_keep_the_plans),
         cmocka_unit_test(test_legacy_baselines_agree),
         cmocka_unit_test(test_graph_capture_matches_eager),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),

@@ -146,13 +146,21 @@ static void check_against_model(kloop_dims dims, uint64_t seed)
     step_free(&d);
 }
 
+/* The trainer's model. Kernel variants depend only on F, D, E and H, so quick
+ * mode (FOXJIT_TEST_QUICK=1) keeps those and runs B = 4 rows of K = 4 steps
+ * (the legacy backwards loop over B in one block; every step loops over K). */
+static kloop_dims trainer_dims(void)
+{
+    return (kloop_dims){.batch = GH_QUICK(32, 4), .k = GH_QUICK(64, 4), .f = 40, .d = 128,
+                        .e = 64, .h = 5};
+}
+
 static void test_step_matches_float64_model(void **state)
 {
     (void)state;
     check_against_model((kloop_dims){.batch = 1, .k = 1, .f = 1, .d = 1, .e = 1, .h = 1}, 11);
     check_against_model((kloop_dims){.batch = 3, .k = 5, .f = 7, .d = 16, .e = 8, .h = 3}, 12);
-    check_against_model((kloop_dims){.batch = 32, .k = 64, .f = 40, .d = 128, .e = 64, .h = 5},
-                        13);
+    check_against_model(trainer_dims(), 13);
 }
 
 /* Every buffer a step writes, as (pointer, floats) pairs. */
@@ -219,11 +227,12 @@ static void same_outputs(const char *what, const span *s, size_t n, float **firs
 
 /* The step eagerly twice (each form), then the new form captured once in a
  * CUDA graph and replayed three times: every run gives the bits of the
- * first, and the graph holds exactly the step's kernels and memset. */
+ * first, and the graph holds exactly the step's kernels and memset. Quick
+ * mode: the smaller trainer_dims(), two replays. */
 static void test_graph_replay_matches_eager(void **state)
 {
     (void)state;
-    const kloop_dims dims = {.batch = 32, .k = 64, .f = 40, .d = 128, .e = 64, .h = 5};
+    const kloop_dims dims = trainer_dims();
     step_data d;
     step_make(&d, dims, gh_seed() + 21);
     GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_NEW));
@@ -259,7 +268,7 @@ static void test_graph_replay_matches_eager(void **state)
             fail_msg("the captured step has %zu nodes, want %zu (kernels + memsets)", nodes,
                      want_nodes);
         GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
-        for (int rep = 0; rep < 3; rep++) {
+        for (int rep = 0; rep < GH_QUICK(3, 2); rep++) {
             /* Poison every output, scratch included: the graph zeroes and rewrites them. */
             poison_outputs(outs, n);
             GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));

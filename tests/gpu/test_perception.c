@@ -41,6 +41,28 @@ static const attn_case attn_cases[] = {
 };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* FOXJIT_TEST_QUICK=1 (quick mode, for racecheck): every case above still
+ * runs, with the same dims (kernel variants depend only on them) and at most
+ * QUICK_BATCH rows; VSN and attention pooling take the T of the tables below,
+ * which keep the paths of the full T: several backward row chunks (VSN),
+ * a partial forward block, T past the block size and T = 4096 (pooling).
+ * The trainer-size tests run B = QUICK_BATCH instead of 32, and the
+ * bitwise-repeat test two runs instead of five. */
+#define QUICK_BATCH 4
+static const vsn_case vsn_quick[] = {
+    {1, 1, 1}, {3, 5, 7}, {4, 64, 40}, {2, 13, 256}, {3, 33, 65}, {1, 300, 8}, {2, 23, 130},
+};
+static const attn_case attn_quick[] = {
+    {1, 1, 1}, {3, 5, 7}, {4, 64, 128}, {1, 4096, 256}, {2, 300, 33}, {1, 17, 256},
+};
+_Static_assert(COUNT(vsn_quick) == COUNT(vsn_cases), "one quick VSN case per case");
+_Static_assert(COUNT(attn_quick) == COUNT(attn_cases), "one quick pooling case per case");
+
+/* A case's batch in this mode. */
+static int batch_of(int batch) { return gh_quick() && batch > QUICK_BATCH ? QUICK_BATCH : batch; }
+/* The batch of the trainer-size tests (32 in a full run). */
+static int trainer_batch(void) { return batch_of(32); }
+
 static uint64_t seed_for(int op, size_t shape, int variant)
 {
     return gh_seed() * 1000003u + (uint64_t)op * 7919u + shape * 104729u + (uint64_t)variant;
@@ -162,9 +184,12 @@ static void cfc_check_case(const cfc_case *c, size_t idx, int acc)
 static void test_cfc_against_reference(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < COUNT(cfc_cases); i++)
+    for (size_t i = 0; i < COUNT(cfc_cases); i++) {
+        cfc_case c = cfc_cases[i];
+        c.batch = batch_of(c.batch);
         for (int acc = 0; acc < 2; acc++)
-            cfc_check_case(&cfc_cases[i], i, acc);
+            cfc_check_case(&c, i, acc);
+    }
 }
 
 /* ---- heads ---------------------------------------------------------------------- */
@@ -230,9 +255,12 @@ static void heads_check_case(const heads_case *c, size_t idx, int acc)
 static void test_heads_against_reference(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < COUNT(heads_cases); i++)
+    for (size_t i = 0; i < COUNT(heads_cases); i++) {
+        heads_case c = heads_cases[i];
+        c.batch = batch_of(c.batch);
         for (int acc = 0; acc < 2; acc++)
-            heads_check_case(&heads_cases[i], i, acc);
+            heads_check_case(&c, i, acc);
+    }
 }
 
 /* ---- VSN ------------------------------------------------------------------------ */
@@ -292,7 +320,7 @@ static void test_vsn_against_reference(void **state)
     (void)state;
     for (size_t i = 0; i < COUNT(vsn_cases); i++)
         for (int acc = 0; acc < 2; acc++)
-            vsn_check_case(&vsn_cases[i], i, acc);
+            vsn_check_case(gh_quick() ? &vsn_quick[i] : &vsn_cases[i], i, acc);
 }
 
 /* ---- attention pooling ------------------------------------------------------------- */
@@ -346,26 +374,32 @@ static void test_attn_pool_against_reference(void **state)
     (void)state;
     for (size_t i = 0; i < COUNT(attn_cases); i++)
         for (int acc = 0; acc < 2; acc++)
-            attn_check_case(&attn_cases[i], i, acc);
+            attn_check_case(gh_quick() ? &attn_quick[i] : &attn_cases[i], i, acc);
 }
 
 /* ---- a row of a batch equals a batch of one ---------------------------------------- */
 
-static const int probe_rows[] = {0, 13, 31};
+/* Probe r of a batch: rows 0, 13 and 31 of B = 32 (0, 1 and 3 of B = 4). */
+enum { N_PROBES = 3 };
+static int probe_row(int batch, int r)
+{
+    const int rows[N_PROBES] = {0, 13 * batch / 32, batch - 1};
+    return rows[r];
+}
 
 static void test_rows_match_batch_of_one(void **state)
 {
     (void)state;
     char what[96];
     {   /* CfC, trainer dims, strided views as in the K-loop */
-        const cfc_case c = {32, 40, 128, 1, 0};
+        const cfc_case c = {trainer_batch(), 40, 128, 1, 0};
         cfc_data d;
         cfc_make(&d, &c, seed_for(5, 0, 0), 0);
         foxjit_cfc_args a = cfc_args(&d, 0);
         GH_CHECK(foxjit_cfc_forward(gh.rt, &a, gh.stream));
         GH_CHECK(foxjit_cfc_backward(gh.rt, &a, gh.stream));
-        for (size_t r = 0; r < COUNT(probe_rows); r++) {
-            int b = probe_rows[r];
+        for (int r = 0; r < N_PROBES; r++) {
+            int b = probe_row(c.batch, r);
             tensor u = t_new(1, 128, 0), h_out = t_new(1, 128, 0), dh = t_new(1, 128, 0),
                    dx = t_new(1, 40, 0), g[4];
             const int sizes[4] = {128 * 40, 128 * 128, 128, 128};
@@ -380,16 +414,17 @@ static void test_rows_match_batch_of_one(void **state)
             one.dw_in = g[0].dev, one.dw_rec = g[1].dev, one.dbias = g[2].dev, one.dtau = g[3].dev;
             GH_CHECK(foxjit_cfc_forward(gh.rt, &one, gh.stream));
             GH_CHECK(foxjit_cfc_backward(gh.rt, &one, gh.stream));
-            snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: h_out", b);
+            snprintf(what, sizeof what, "cfc B=%d row %d vs B=1: h_out", c.batch, b);
             t_check_same_row(what, &d.h_out, b, &h_out);
-            snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: u", b);
+            snprintf(what, sizeof what, "cfc B=%d row %d vs B=1: u", c.batch, b);
             t_check_same_row(what, &d.u, b, &u);
-            snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: dh", b);
+            snprintf(what, sizeof what, "cfc B=%d row %d vs B=1: dh", c.batch, b);
             t_check_same_row(what, &d.dh, b, &dh);
-            snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: dx", b);
+            snprintf(what, sizeof what, "cfc B=%d row %d vs B=1: dx", c.batch, b);
             t_check_same_row(what, &d.dx, b, &dx);
             for (int i = 0; i < 4; i++) {
-                snprintf(what, sizeof what, "cfc B=32 row %d vs B=1: scratch %d", b, i);
+                snprintf(what, sizeof what, "cfc B=%d row %d vs B=1: scratch %d", c.batch, b,
+                         i);
                 t_check_same_row(what, &d.g[i], b, &g[i]);
                 t_free(&g[i]);
             }
@@ -398,14 +433,14 @@ static void test_rows_match_batch_of_one(void **state)
         cfc_free(&d);
     }
     {   /* heads */
-        const heads_case c = {32, 128, 64, 5, 1};
+        const heads_case c = {trainer_batch(), 128, 64, 5, 1};
         heads_data d;
         heads_make(&d, &c, seed_for(5, 1, 0), 0);
         foxjit_heads_args a = heads_args(&d, 0);
         GH_CHECK(foxjit_heads_forward(gh.rt, &a, gh.stream));
         GH_CHECK(foxjit_heads_backward(gh.rt, &a, gh.stream));
-        for (size_t r = 0; r < COUNT(probe_rows); r++) {
-            int b = probe_rows[r];
+        for (int r = 0; r < N_PROBES; r++) {
+            int b = probe_row(c.batch, r);
             tensor logits = t_new(1, 5, 0), dx = t_new(1, 128, 0), g[10];
             foxjit_heads_args one = a;
             one.batch = 1;
@@ -420,12 +455,13 @@ static void test_rows_match_batch_of_one(void **state)
             }
             GH_CHECK(foxjit_heads_forward(gh.rt, &one, gh.stream));
             GH_CHECK(foxjit_heads_backward(gh.rt, &one, gh.stream));
-            snprintf(what, sizeof what, "heads B=32 row %d vs B=1: logits", b);
+            snprintf(what, sizeof what, "heads B=%d row %d vs B=1: logits", c.batch, b);
             t_check_same_row(what, &d.logits, b, &logits);
-            snprintf(what, sizeof what, "heads B=32 row %d vs B=1: dx", b);
+            snprintf(what, sizeof what, "heads B=%d row %d vs B=1: dx", c.batch, b);
             t_check_same_row(what, &d.dx, b, &dx);
             for (int i = 0; i < 10; i++) {
-                snprintf(what, sizeof what, "heads B=32 row %d vs B=1: %s", b, heads_gname[i]);
+                snprintf(what, sizeof what, "heads B=%d row %d vs B=1: %s", c.batch, b,
+                         heads_gname[i]);
                 t_check_same_row(what, &d.g[i], b, &g[i]);
                 t_free(&g[i]);
             }
@@ -434,14 +470,14 @@ static void test_rows_match_batch_of_one(void **state)
         heads_free(&d);
     }
     {   /* VSN */
-        const vsn_case c = {32, 64, 40};
+        const vsn_case c = {trainer_batch(), 64, 40};
         vsn_data d;
         vsn_make(&d, &c, seed_for(5, 2, 0), 0);
         foxjit_vsn_args a = vsn_args(&d, 0);
         GH_CHECK(foxjit_vsn_forward(gh.rt, &a, gh.stream));
         GH_CHECK(foxjit_vsn_backward(gh.rt, &a, gh.stream));
-        for (size_t r = 0; r < COUNT(probe_rows); r++) {
-            int b = probe_rows[r];
+        for (int r = 0; r < N_PROBES; r++) {
+            int b = probe_row(c.batch, r);
             tensor y = t_new(1, 64 * 40, 0), dx = t_new(1, 64 * 40, 0);
             tensor g[2] = {t_zero(1, 40 * 40), t_zero(1, 40)};
             foxjit_vsn_args one = a;
@@ -450,27 +486,27 @@ static void test_rows_match_batch_of_one(void **state)
             one.y = y.dev, one.dx = dx.dev, one.dw = g[0].dev, one.dbias = g[1].dev;
             GH_CHECK(foxjit_vsn_forward(gh.rt, &one, gh.stream));
             GH_CHECK(foxjit_vsn_backward(gh.rt, &one, gh.stream));
-            snprintf(what, sizeof what, "vsn B=32 row %d vs B=1: y", b);
+            snprintf(what, sizeof what, "vsn B=%d row %d vs B=1: y", c.batch, b);
             t_check_same_row(what, &d.y, b, &y);
-            snprintf(what, sizeof what, "vsn B=32 row %d vs B=1: dx", b);
+            snprintf(what, sizeof what, "vsn B=%d row %d vs B=1: dx", c.batch, b);
             t_check_same_row(what, &d.dx, b, &dx);
-            snprintf(what, sizeof what, "vsn B=32 row %d vs B=1: dw", b);
+            snprintf(what, sizeof what, "vsn B=%d row %d vs B=1: dw", c.batch, b);
             t_check_same_row(what, &d.g[0], b, &g[0]);
-            snprintf(what, sizeof what, "vsn B=32 row %d vs B=1: dbias", b);
+            snprintf(what, sizeof what, "vsn B=%d row %d vs B=1: dbias", c.batch, b);
             t_check_same_row(what, &d.g[1], b, &g[1]);
             t_free(&y), t_free(&dx), t_free(&g[0]), t_free(&g[1]);
         }
         vsn_free(&d);
     }
     {   /* attention pooling */
-        const attn_case c = {32, 64, 128};
+        const attn_case c = {trainer_batch(), 64, 128};
         attn_data d;
         attn_make(&d, &c, seed_for(5, 3, 0), 0);
         foxjit_attn_pool_args a = attn_args(&d, 0);
         GH_CHECK(foxjit_attn_pool_forward(gh.rt, &a, gh.stream));
         GH_CHECK(foxjit_attn_pool_backward(gh.rt, &a, gh.stream));
-        for (size_t r = 0; r < COUNT(probe_rows); r++) {
-            int b = probe_rows[r];
+        for (int r = 0; r < N_PROBES; r++) {
+            int b = probe_row(c.batch, r);
             tensor pooled = t_new(1, 128, 0), dhs = t_new(1, 64 * 128, 0), dq = t_zero(1, 128);
             foxjit_attn_pool_args one = a;
             one.batch = 1;
@@ -478,11 +514,11 @@ static void test_rows_match_batch_of_one(void **state)
             one.pooled = pooled.dev, one.dhs = dhs.dev, one.dq = dq.dev;
             GH_CHECK(foxjit_attn_pool_forward(gh.rt, &one, gh.stream));
             GH_CHECK(foxjit_attn_pool_backward(gh.rt, &one, gh.stream));
-            snprintf(what, sizeof what, "attn_pool B=32 row %d vs B=1: pooled", b);
+            snprintf(what, sizeof what, "attn_pool B=%d row %d vs B=1: pooled", c.batch, b);
             t_check_same_row(what, &d.pooled, b, &pooled);
-            snprintf(what, sizeof what, "attn_pool B=32 row %d vs B=1: dhs", b);
+            snprintf(what, sizeof what, "attn_pool B=%d row %d vs B=1: dhs", c.batch, b);
             t_check_same_row(what, &d.dhs, b, &dhs);
-            snprintf(what, sizeof what, "attn_pool B=32 row %d vs B=1: dq", b);
+            snprintf(what, sizeof what, "attn_pool B=%d row %d vs B=1: dq", c.batch, b);
             t_check_same_row(what, &d.g[0], b, &dq);
             t_free(&pooled), t_free(&dhs), t_free(&dq);
         }
@@ -531,7 +567,9 @@ static void test_legacy_agrees(void **state)
 {
     (void)state;
     char what[96];
-    const cfc_case cc[] = {{32, 40, 128, 1, 0}, {32, 128, 128, 0, 0}, {7, 13, 45, 1, 0}};
+    /* Quick mode: at most QUICK_BATCH rows (the legacy kernels loop over them in one block). */
+    const int tb = trainer_batch();
+    const cfc_case cc[] = {{tb, 40, 128, 1, 0}, {tb, 128, 128, 0, 0}, {batch_of(7), 13, 45, 1, 0}};
     for (size_t k = 0; k < COUNT(cc); k++) {
         cfc_data d;
         cfc_make(&d, &cc[k], seed_for(6, k, 0), 0);
@@ -555,7 +593,7 @@ static void test_legacy_agrees(void **state)
         free(dh), free(dx);
         cfc_free(&d);
     }
-    const heads_case hc[] = {{32, 128, 64, 5, 1}, {6, 19, 11, 3, 0}};
+    const heads_case hc[] = {{tb, 128, 64, 5, 1}, {batch_of(6), 19, 11, 3, 0}};
     for (size_t k = 0; k < COUNT(hc); k++) {
         heads_data d;
         heads_make(&d, &hc[k], seed_for(6, 10 + k, 0), 0);
@@ -574,7 +612,7 @@ static void test_legacy_agrees(void **state)
         free(dx);
         heads_free(&d);
     }
-    const vsn_case vc[] = {{32, 64, 40}, {3, 41, 130}};
+    const vsn_case vc[] = {{tb, 64, 40}, {3, 41, 130}};
     for (size_t k = 0; k < COUNT(vc); k++) {
         vsn_data d;
         vsn_make(&d, &vc[k], seed_for(6, 20 + k, 0), 0);
@@ -592,7 +630,7 @@ static void test_legacy_agrees(void **state)
         free(dx);
         vsn_free(&d);
     }
-    const attn_case ac[] = {{32, 64, 128}, {5, 130, 77}};
+    const attn_case ac[] = {{tb, 64, 128}, {batch_of(5), 130, 77}};
     for (size_t k = 0; k < COUNT(ac); k++) {
         attn_data d;
         attn_make(&d, &ac[k], seed_for(6, 30 + k, 0), 0);
@@ -641,8 +679,9 @@ static void test_scratch_accumulates(void **state)
 {
     (void)state;
     enum { CALLS = 3 };
+    const int B = trainer_batch();
     {
-        const cfc_case c = {32, 40, 128, 1, 0};
+        const cfc_case c = {B, 40, 128, 1, 0};
         cfc_data d;
         cfc_make(&d, &c, seed_for(7, 0, 0), 0);
         foxjit_cfc_args a = cfc_args(&d, 0);
@@ -650,9 +689,9 @@ static void test_scratch_accumulates(void **state)
         for (int k = 0; k < CALLS; k++)
             GH_CHECK(foxjit_cfc_backward(gh.rt, &a, gh.stream));
         const size_t sizes[4] = {128 * 40, 128 * 128, 128, 128};
-        double *dh = dalloc(32 * 128), *dx = dalloc(32 * 40), *g[4];
+        double *dh = dalloc((size_t)B * 128), *dx = dalloc((size_t)B * 40), *g[4];
         for (int i = 0; i < 4; i++)
-            g[i] = dalloc(32 * sizes[i]);
+            g[i] = dalloc((size_t)B * sizes[i]);
         cfc_ref_backward(&d, dh, dx, g);
         t_check("cfc dh after repeated overwrite calls", &d.dh, dh, RTOL);
         static const char *names[4] = {"cfc dw_in", "cfc dw_rec", "cfc dbias", "cfc dtau"};
@@ -664,15 +703,15 @@ static void test_scratch_accumulates(void **state)
         cfc_free(&d);
     }
     {
-        const heads_case c = {32, 128, 64, 5, 0};
+        const heads_case c = {B, 128, 64, 5, 0};
         heads_data d;
         heads_make(&d, &c, seed_for(7, 1, 0), 0);
         foxjit_heads_args a = heads_args(&d, 0);
         for (int k = 0; k < CALLS; k++)
             GH_CHECK(foxjit_heads_backward(gh.rt, &a, gh.stream));
-        double *dx = dalloc(32 * 128), *g[10];
+        double *dx = dalloc((size_t)B * 128), *g[10];
         for (int i = 0; i < 10; i++)
-            g[i] = dalloc(32 * heads_param_size(&c, i));
+            g[i] = dalloc((size_t)B * heads_param_size(&c, i));
         heads_ref_backward(&d, dx, g);
         for (int i = 0; i < 10; i++)
             check_accumulated(heads_gname[i], &d.g[i], g[i], CALLS);
@@ -682,13 +721,14 @@ static void test_scratch_accumulates(void **state)
         heads_free(&d);
     }
     {
-        const vsn_case c = {32, 64, 40};
+        const vsn_case c = {B, 64, 40};
         vsn_data d;
         vsn_make(&d, &c, seed_for(7, 2, 0), 0);
         foxjit_vsn_args a = vsn_args(&d, 0);
         for (int k = 0; k < CALLS; k++)
             GH_CHECK(foxjit_vsn_backward(gh.rt, &a, gh.stream));
-        double *dx = dalloc(32 * 64 * 40), *g[2] = {dalloc(32 * 1600), dalloc(32 * 40)};
+        double *dx = dalloc((size_t)B * 64 * 40),
+               *g[2] = {dalloc((size_t)B * 1600), dalloc((size_t)B * 40)};
         vsn_ref_backward(&d, dx, g);
         check_accumulated("vsn dw", &d.g[0], g[0], CALLS);
         check_accumulated("vsn dbias", &d.g[1], g[1], CALLS);
@@ -696,13 +736,13 @@ static void test_scratch_accumulates(void **state)
         vsn_free(&d);
     }
     {
-        const attn_case c = {32, 64, 128};
+        const attn_case c = {B, 64, 128};
         attn_data d;
         attn_make(&d, &c, seed_for(7, 3, 0), 0);
         foxjit_attn_pool_args a = attn_args(&d, 0);
         for (int k = 0; k < CALLS; k++)
             GH_CHECK(foxjit_attn_pool_backward(gh.rt, &a, gh.stream));
-        double *dhs = dalloc(32 * 64 * 128), *g[1] = {dalloc(32 * 128)};
+        double *dhs = dalloc((size_t)B * 64 * 128), *g[1] = {dalloc((size_t)B * 128)};
         attn_ref_backward(&d, dhs, g);
         check_accumulated("attn dq", &d.g[0], g[0], CALLS);
         free(dhs), free(g[0]);
@@ -740,11 +780,11 @@ static void zero(tensor *t)
 static void test_bitwise_repeatable(void **state)
 {
     (void)state;
-    enum { RUNS = 5 };
-    const cfc_case cc = {32, 40, 128, 1, 0};
-    const heads_case hc = {32, 128, 64, 5, 1};
-    const vsn_case vc = {32, 64, 40};
-    const attn_case ac = {32, 64, 128};
+    const int RUNS = GH_QUICK(5, 2), B = trainer_batch();
+    const cfc_case cc = {B, 40, 128, 1, 0};
+    const heads_case hc = {B, 128, 64, 5, 1};
+    const vsn_case vc = {B, 64, 40};
+    const attn_case ac = {B, 64, 128};
     cfc_data c;
     heads_data h;
     vsn_data v;
