@@ -1,8 +1,8 @@
 // Column sums: out[c] (+)= sum_r x[r, c] for x [rows, cols] (kernels.md 1).
 //
 // Deterministic without float atomics. A block owns a set of columns and a
-// range of rows; it sums them in registers, then in shared memory with a
-// fixed tree. On sm_90 and newer the rows of a column set are split across
+// range of rows; it sums them in registers, then in shared memory in a fixed
+// order (fj_sum_columns: two barriers). On sm_90 and newer the rows of a column set are split across
 // the blocks of a thread-block cluster (gridDim.y blocks), whose partial
 // sums rank 0 adds in rank order through distributed shared memory: one
 // launch, no workspace. Older GPUs launch clusters of one.
@@ -106,6 +106,7 @@ colsum_rows(const float *__restrict__ x, long long rows, float *__restrict__ out
 {
     typedef typename fj_vec<VEC>::type vec_t;
     __shared__ float part[PASS];
+    __shared__ float wpart[BLOCK], res[COLS];
     const int t = threadIdx.x;
     long long rb, re;
     fj_split_range(rows, RP, blockIdx.y, gridDim.y, &rb, &re);
@@ -135,8 +136,8 @@ colsum_rows(const float *__restrict__ x, long long rows, float *__restrict__ out
     for (int j = 0; j < VEC; j++)
         if (t < S)
             part[VEC * t + j] = acc[j];
-    fj_tree_sum_groups(part, RP, COLS);
-    fj_cluster_finish(part, COLS, out, COLS, accumulate);
+    fj_sum_columns<COLS, BLOCK>(part, RP, res, wpart);
+    fj_cluster_finish(res, COLS, out, COLS, accumulate);
 }
 
 #else
@@ -155,6 +156,7 @@ colsum_tiles(const float *__restrict__ x, long long rows, long long cols_arg,
 {
     typedef typename fj_vec<VEC>::type vec_t;
     __shared__ float part[R * TILE];
+    __shared__ float wpart[BLOCK], res[TILE];
     const long long cols = COLS ? COLS : cols_arg;
     const int lane = threadIdx.x % LANES, ph = threadIdx.x / LANES;
     const long long c0 = (long long)blockIdx.x * TILE;
@@ -178,8 +180,8 @@ colsum_tiles(const float *__restrict__ x, long long rows, long long cols_arg,
         for (int j = 0; j < VEC; j++)
             part[ph * TILE + lane * VEC + j] = acc[j];
     }
-    fj_tree_sum_groups(part, R, TILE);
+    fj_sum_columns<TILE, BLOCK>(part, R, res, wpart);
     long long width = cols - c0 < TILE ? cols - c0 : TILE;
-    fj_cluster_finish(part, TILE, out + c0, (int)width, accumulate);
+    fj_cluster_finish(res, TILE, out + c0, (int)width, accumulate);
 }
 #endif

@@ -3,27 +3,62 @@
 
 #define FJ_DEVICE __device__ __forceinline__
 
-// Deterministic in-place tree sum of M groups of `width` floats in shared
-// memory, laid out v[m * width + c]. Leaves the sums in v[0 .. width).
-// Every block thread must call it (it synchronizes). The order of additions
-// depends only on M and width, so results are bitwise reproducible.
-FJ_DEVICE void fj_tree_sum_groups(float *v, int M, int width)
+// Column sums of M groups of kWidth floats in shared memory, v[m * kWidth +
+// c], into res[c] (shared, not overlapping v), with two barriers instead of
+// a tree's log2(M): every thread first adds the elements v[i], i = its index
+// mod kBlock, in order; then threads of one column combine, inside a warp by
+// a fixed xor tree, across warps in warp order. Other widths (neither a
+// divisor of 32 nor a multiple of 32 dividing kBlock): warp w sums columns
+// w, w + warps, ... (lane l: groups l, l + 32, ...). The order depends only
+// on M, kWidth and kBlock: bitwise reproducible. wpart: shared scratch of kBlock floats. Every thread of the
+// block must call it; res is ready for all threads on return.
+template <int kWidth, int kBlock>
+__device__ __forceinline__ void fj_sum_columns(const float *v, int M, float *res, float *wpart)
 {
+    constexpr int WARPS = kBlock / 32;
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
     __syncthreads();
-    if (M <= 1)
-        return;
-    int P = 1;
-    while (P * 2 < M)
-        P *= 2;
-    // Fold groups [P, M) onto [0, M - P).
-    for (int i = threadIdx.x; i < (M - P) * width; i += blockDim.x)
-        v[i] += v[i + P * width];
-    __syncthreads();
-    for (int s = P / 2; s > 0; s /= 2) {
-        for (int i = threadIdx.x; i < s * width; i += blockDim.x)
-            v[i] += v[i + s * width];
+    // A thread's column is fixed when kWidth divides 32, or is a multiple
+    // of 32 that divides kBlock.
+    constexpr bool FIXED = kWidth < 32 ? 32 % kWidth == 0 : kBlock % kWidth == 0;
+    if (FIXED) {
+        const int n = M * kWidth;
+        float s = 0.0f;
+        for (int i = t; i < n; i += kBlock)
+            s += v[i];
+        // Threads of column c: t % kWidth == c.
+        int g, c;
+        if (kWidth < 32) {
+#pragma unroll
+            for (int o = 16; o >= kWidth; o >>= 1)
+                s += __shfl_xor_sync(0xffffffffu, s, o);
+            g = warp, c = lane;
+        } else {
+            g = t / kWidth, c = t % kWidth;
+        }
+        constexpr int G = kWidth < 32 ? WARPS : kBlock / kWidth;
+        if (c < kWidth && (kWidth >= 32 || lane < kWidth))
+            wpart[g * kWidth + c] = s;
         __syncthreads();
+        for (int col = t; col < kWidth; col += kBlock) {
+            float r = wpart[col];
+            for (int k = 1; k < G; k++)
+                r += wpart[k * kWidth + col];
+            res[col] = r;
+        }
+    } else {
+        for (int col = warp; col < kWidth; col += WARPS) {
+            float s = 0.0f;
+            for (int m = lane; m < M; m += 32)
+                s += v[m * kWidth + col];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (lane == 0)
+                res[col] = s;
+        }
     }
+    __syncthreads();
 }
 
 template <typename T>

@@ -83,6 +83,11 @@ heads_backward(fj_head_params p, fj_head_grads g, const float *__restrict__ x, l
     __shared__ fj_head_smem sm;
     const int b = blockIdx.x;
     const fj_head_grads gb = fj_head_grads_row(g, b);
+#if CLUSTER && defined(__CUDA_ARCH__)
+    // One head per block: its gradients stay in registers over the steps.
+    fj_head_step_sink sink;
+    sink.begin(gb, blockIdx.y);
+#endif
     for (long long step = steps - 1; step >= 0; step--) {
         const float *xb = fj_row(x + step * x_step, b, x_stride);
         const float *dzb = fj_row(dlogits + step * dlogits_step, b, dlogits_stride);
@@ -95,7 +100,7 @@ heads_backward(fj_head_params p, fj_head_grads g, const float *__restrict__ x, l
         // Cluster (1, H, 1) over grid (B, H): the block's rank is its head.
         const int hh = blockIdx.y;
         fj_head_forward(p, hh, sm);
-        fj_head_backward(p, gb, hh, __ldg(dzb + hh), sm);
+        fj_head_backward(p, sink, hh, __ldg(dzb + hh), sm);
         fj_cluster_sync();
         if (fj_cluster_rank() == 0 && o) {
             for (int d = threadIdx.x; d < D; d += BLOCK) {
@@ -109,8 +114,10 @@ heads_backward(fj_head_params p, fj_head_grads g, const float *__restrict__ x, l
 #else
         float acc[fj_cdiv(D, BLOCK)];
         for (int hh = 0; hh < H; hh++) {
+            fj_head_global_sink sink;
+            sink.begin(gb, hh);
             fj_head_forward(p, hh, sm);
-            fj_head_backward(p, gb, hh, __ldg(dzb + hh), sm);
+            fj_head_backward(p, sink, hh, __ldg(dzb + hh), sm);
 #pragma unroll
             for (int r = 0; r < fj_cdiv(D, BLOCK); r++) {
                 const int d = threadIdx.x + r * BLOCK;
@@ -129,4 +136,7 @@ heads_backward(fj_head_params p, fj_head_grads g, const float *__restrict__ x, l
         }
 #endif
     }
+#if CLUSTER && defined(__CUDA_ARCH__)
+    sink.end(gb, blockIdx.y);
+#endif
 }

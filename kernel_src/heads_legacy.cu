@@ -18,8 +18,10 @@ heads_backward_legacy(fj_head_params p, fj_head_grads g, const float *__restrict
             sm.x[d] = fj_row(x, b, x_stride)[d];
         __syncthreads();
         for (int hh = 0; hh < H; hh++) {
+            fj_head_global_sink sink;
+            sink.begin(g, hh);
             fj_head_forward(p, hh, sm);
-            fj_head_backward(p, g, hh, fj_row(dlogits, b, dlogits_stride)[hh], sm);
+            fj_head_backward(p, sink, hh, fj_row(dlogits, b, dlogits_stride)[hh], sm);
             for (int d = threadIdx.x; d < D; d += BLOCK)
                 acc[d] = hh ? acc[d] + sm.dx[d] : sm.dx[d];
             __syncthreads();

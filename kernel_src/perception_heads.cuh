@@ -84,56 +84,177 @@ FJ_DEVICE float fj_head_logit(const fj_head_smem &sm)
     return sm.s + fj_sigmoid(sm.gate_pre) * sm.m;
 }
 
-// Backward of head hh after fj_head_forward: adds the parameter gradients
-// to g (offset to this head's slice by the caller's base pointers: every g
-// pointer is the tensor's [H, ...] base) and leaves this head's dL/dx in
-// sm.dx. Synchronizes before returning.
-FJ_DEVICE void fj_head_backward(const fj_head_params &p, const fj_head_grads &g, int hh,
-                                float dz, fj_head_smem &sm)
+// Where the backward of head hh puts its parameter gradients. Slot r of a
+// tensor of N elements is element i = threadIdx.x + r * BLOCK (i < N): every
+// thread owns the same elements at every step.
+//   fj_head_global_sink adds each straight into the scratch (g pointers are
+//     the tensors' [H, ...] bases).
+//   fj_head_reg_sink keeps a block's head's gradients in registers across
+//     time steps: loaded from the scratch before the first step, stored
+//     after the last. The same values are added in the same order, so the
+//     bits are those of one global update per step, with one load and one
+//     store per element instead of one of each per step.
+constexpr int FJ_HW1 = fj_cdiv(E * D, BLOCK), FJ_HW2 = fj_cdiv(E * E, BLOCK);
+constexpr int FJ_HD = fj_cdiv(D, BLOCK), FJ_HE = fj_cdiv(E, BLOCK);
+// Registers the register sink needs per thread, and whether it fits.
+constexpr bool FJ_HEAD_REG_SINK = FJ_HW1 + FJ_HW2 + FJ_HD + 4 * FJ_HE <= 48;
+
+struct fj_head_global_sink {
+    fj_head_grads g;
+    int hh;
+    FJ_DEVICE void begin(const fj_head_grads &grads, int head) { g = grads, hh = head; }
+    FJ_DEVICE void end(const fj_head_grads &, int) {}
+    FJ_DEVICE void scalars(float dz, float dm, float dgp)
+    {
+        g.b_skip[hh] += dz;
+        g.b_main[hh] += dm;
+        g.b_gate[hh] += dgp;
+    }
+    FJ_DEVICE void skip(int, int d, float v) { g.w_skip[hh * D + d] += v; }
+    FJ_DEVICE void per_e(int, int e, float wm, float wg, float b2)
+    {
+        g.w_main[hh * E + e] += wm;
+        g.w_gate[hh * E + e] += wg;
+        g.b2[hh * E + e] += b2;
+    }
+    FJ_DEVICE void b1(int, int e, float v) { g.b1[hh * E + e] += v; }
+    FJ_DEVICE void w2(int, int i, float v) { g.w2[hh * E * E + i] += v; }
+    FJ_DEVICE void w1(int, int i, float v) { g.w1[hh * E * D + i] += v; }
+};
+
+struct fj_head_reg_sink {
+    float r_w1[FJ_HW1], r_w2[FJ_HW2], r_skip[FJ_HD], r_wm[FJ_HE], r_wg[FJ_HE], r_b2[FJ_HE],
+        r_b1[FJ_HE];
+    float r_s[3];  // b_skip, b_main, b_gate (thread 0)
+
+    // Visits every slot this thread owns: f(register, global element).
+    template <typename F>
+    FJ_DEVICE void each(const fj_head_grads &g, int hh, F f)
+    {
+        const int t = threadIdx.x;
+#pragma unroll
+        for (int r = 0; r < FJ_HW1; r++)
+            if (t + r * BLOCK < E * D)
+                f(r_w1[r], g.w1[hh * E * D + t + r * BLOCK]);
+#pragma unroll
+        for (int r = 0; r < FJ_HW2; r++)
+            if (t + r * BLOCK < E * E)
+                f(r_w2[r], g.w2[hh * E * E + t + r * BLOCK]);
+#pragma unroll
+        for (int r = 0; r < FJ_HD; r++)
+            if (t + r * BLOCK < D)
+                f(r_skip[r], g.w_skip[hh * D + t + r * BLOCK]);
+#pragma unroll
+        for (int r = 0; r < FJ_HE; r++) {
+            const int e = t + r * BLOCK;
+            if (e < E) {
+                f(r_wm[r], g.w_main[hh * E + e]);
+                f(r_wg[r], g.w_gate[hh * E + e]);
+                f(r_b2[r], g.b2[hh * E + e]);
+                f(r_b1[r], g.b1[hh * E + e]);
+            }
+        }
+        if (t == 0) {
+            f(r_s[0], g.b_skip[hh]);
+            f(r_s[1], g.b_main[hh]);
+            f(r_s[2], g.b_gate[hh]);
+        }
+    }
+    FJ_DEVICE void begin(const fj_head_grads &g, int hh)
+    {
+        each(g, hh, [](float &r, float &m) { r = m; });
+    }
+    FJ_DEVICE void end(const fj_head_grads &g, int hh)
+    {
+        each(g, hh, [](float &r, float &m) { m = r; });
+    }
+    FJ_DEVICE void scalars(float dz, float dm, float dgp)
+    {
+        r_s[0] += dz;
+        r_s[1] += dm;
+        r_s[2] += dgp;
+    }
+    FJ_DEVICE void skip(int r, int, float v) { r_skip[r] += v; }
+    FJ_DEVICE void per_e(int r, int, float vm, float vg, float vb2)
+    {
+        r_wm[r] += vm;
+        r_wg[r] += vg;
+        r_b2[r] += vb2;
+    }
+    FJ_DEVICE void b1(int r, int, float v) { r_b1[r] += v; }
+    FJ_DEVICE void w2(int r, int, float v) { r_w2[r] += v; }
+    FJ_DEVICE void w1(int r, int, float v) { r_w1[r] += v; }
+};
+
+template <bool kRegisters> struct fj_head_sink_of { typedef fj_head_global_sink type; };
+template <> struct fj_head_sink_of<true> { typedef fj_head_reg_sink type; };
+// The sink of a block that runs one head over many steps.
+typedef fj_head_sink_of<FJ_HEAD_REG_SINK>::type fj_head_step_sink;
+
+// Backward of head hh after fj_head_forward: hands the parameter gradients
+// to the sink and leaves this head's dL/dx in sm.dx. Synchronizes before
+// returning.
+template <typename Sink>
+FJ_DEVICE void fj_head_backward(const fj_head_params &p, Sink &sink, int hh, float dz,
+                                fj_head_smem &sm)
 {
     const int tid = threadIdx.x;
     // logit = s + sigmoid(gate_pre) * m
     const float gt = fj_sigmoid(sm.gate_pre);
     const float dm = dz * gt;
     const float dgp = dz * sm.m * gt * (1.0f - gt);
-    if (tid == 0) {
-        g.b_skip[hh] += dz;
-        g.b_main[hh] += dm;
-        g.b_gate[hh] += dgp;
+    if (tid == 0)
+        sink.scalars(dz, dm, dgp);
+#pragma unroll
+    for (int r = 0; r < FJ_HD; r++) {
+        const int d = tid + r * BLOCK;
+        if (d < D)
+            sink.skip(r, d, dz * sm.x[d]);
     }
-    for (int d = tid; d < D; d += BLOCK)
-        g.w_skip[hh * D + d] += dz * sm.x[d];
-    for (int e = tid; e < E; e += BLOCK) {
-        const float c = sm.c[e];
-        const float dc = dm * __ldg(p.w_main + hh * E + e) + dgp * __ldg(p.w_gate + hh * E + e);
-        sm.dc[e] = dc;
-        g.w_main[hh * E + e] += dm * c;
-        g.w_gate[hh * E + e] += dgp * c;
-        g.b2[hh * E + e] += dc;
+#pragma unroll
+    for (int r = 0; r < FJ_HE; r++) {
+        const int e = tid + r * BLOCK;
+        if (e < E) {
+            const float c = sm.c[e];
+            const float dc =
+                dm * __ldg(p.w_main + hh * E + e) + dgp * __ldg(p.w_gate + hh * E + e);
+            sm.dc[e] = dc;
+            sink.per_e(r, e, dm * c, dgp * c, dc);
+        }
     }
     __syncthreads();
     // c = W2 eta + b2:  dW2[e, k] += dc_e eta_k;  deta_k = sum_e W2[e, k] dc_e
-    float *gw2 = g.w2 + hh * E * E;
-    for (int i = tid; i < E * E; i += BLOCK) {
-        const int e = i / E, k = i - e * E;
-        gw2[i] += sm.dc[e] * sm.eta[k];
+#pragma unroll
+    for (int r = 0; r < FJ_HW2; r++) {
+        const int i = tid + r * BLOCK;
+        if (i < E * E) {
+            const int e = i / E, k = i - e * E;
+            sink.w2(r, i, sm.dc[e] * sm.eta[k]);
+        }
     }
     const float *w2 = p.w2 + hh * E * E;
     fj_col_dot<BLOCK, E>(E, [&](int e, int k) { return __ldg(w2 + e * E + k); }, sm.dc, sm.part,
                          sm.da);
     // eta = ELU(a):  da = deta * ELU'(a)
-    for (int e = tid; e < E; e += BLOCK) {
-        const float a = sm.a[e];
-        const float da = sm.da[e] * (a > 0.0f ? 1.0f : expf(a));
-        sm.da[e] = da;
-        g.b1[hh * E + e] += da;
+#pragma unroll
+    for (int r = 0; r < FJ_HE; r++) {
+        const int e = tid + r * BLOCK;
+        if (e < E) {
+            const float a = sm.a[e];
+            const float da = sm.da[e] * (a > 0.0f ? 1.0f : expf(a));
+            sm.da[e] = da;
+            sink.b1(r, e, da);
+        }
     }
     __syncthreads();
     // a = W1 x + b1:  dW1[e, d] += da_e x_d;  dx_d = sum_e W1[e, d] da_e (+ skip)
-    float *gw1 = g.w1 + hh * E * D;
-    for (int i = tid; i < E * D; i += BLOCK) {
-        const int e = i / D, d = i - e * D;
-        gw1[i] += sm.da[e] * sm.x[d];
+#pragma unroll
+    for (int r = 0; r < FJ_HW1; r++) {
+        const int i = tid + r * BLOCK;
+        if (i < E * D) {
+            const int e = i / D, d = i - e * D;
+            sink.w1(r, i, sm.da[e] * sm.x[d]);
+        }
     }
     const float *w1 = p.w1 + hh * E * D;
     fj_col_dot<BLOCK, D>(E, [&](int e, int d) { return __ldg(w1 + e * D + d); }, sm.da, sm.part,

@@ -387,6 +387,100 @@ static int probe_row(int batch, int r)
     return rows[r];
 }
 
+/* ---- heads over several time steps ------------------------------------------ */
+
+/* One heads call over S steps gives the bits of S one-step calls made from
+ * the last step to the first: logits, dx (accumulated from random values)
+ * and every scratch gradient. Steps sit side by side inside each row
+ * (x [B, S, D]: row stride S*D, step stride D), as a sequence model's
+ * states do; a second layout packs whole steps one after another. */
+static void heads_steps_case(const heads_case *c, int S, int packed, uint64_t seed)
+{
+    const int B = c->batch, D = c->d, H = c->h;
+    heads_case all = *c;
+    all.batch = B * S;  /* the [B*S] rows: x, dlogits and both outputs */
+    heads_data d;
+    heads_make(&d, &all, seed, 1);
+    uint64_t s2 = seed ^ 0x5eedu;
+    tensor logits2 = t_new(B * S, H, 0), dx2 = t_rand(B * S, D, 0, &s2, -1, 1);
+    tensor dx1 = t_new(B * S, D, 0);
+    /* Both dx start from the same values. */
+    t_download(&dx2);
+    memcpy(dx1.host, dx2.host, dx2.n * sizeof(float));
+    t_upload(&dx1);
+    tensor g1[10], g2[10];
+    for (int i = 0; i < 10; i++) {
+        g1[i] = t_zero(B, (int)heads_param_size(c, i));
+        g2[i] = t_zero(B, (int)heads_param_size(c, i));
+    }
+    foxjit_heads_args a = heads_args(&d, 0);
+    a.batch = B;
+    a.dx = dx1.dev, a.dx_accumulate = 1;
+    CUdeviceptr *g1p[10] = {&a.dw1, &a.db1, &a.dw2, &a.db2, &a.dw_gate,
+                            &a.db_gate, &a.dw_main, &a.db_main, &a.dw_skip, &a.db_skip};
+    for (int i = 0; i < 10; i++)
+        *g1p[i] = g1[i].dev;
+    /* Row and step strides of a [B*S, w] dense tensor read as [B][S] or
+     * [S][B] (packed: step stride 0 = B rows). */
+    const long long rs_d = packed ? D : (long long)S * D, rs_h = packed ? H : (long long)S * H;
+    const long long ss_d = packed ? 0 : D, ss_h = packed ? 0 : H;
+    a.x_stride = rs_d, a.dx_stride = rs_d, a.logits_stride = rs_h, a.dlogits_stride = rs_h;
+    a.x_step_stride = ss_d, a.dx_step_stride = ss_d;
+    a.logits_step_stride = ss_h, a.dlogits_step_stride = ss_h;
+    a.steps = S;
+    GH_CHECK(foxjit_heads_forward(gh.rt, &a, gh.stream));
+    GH_CHECK(foxjit_heads_backward(gh.rt, &a, gh.stream));
+
+    foxjit_heads_args one = a;
+    one.steps = 0;
+    one.logits = logits2.dev, one.dx = dx2.dev;
+    CUdeviceptr *g2p[10] = {&one.dw1, &one.db1, &one.dw2, &one.db2, &one.dw_gate,
+                            &one.db_gate, &one.dw_main, &one.db_main, &one.dw_skip,
+                            &one.db_skip};
+    for (int i = 0; i < 10; i++)
+        *g2p[i] = g2[i].dev;
+    for (int st = S - 1; st >= 0; st--) {
+        /* Step st's first row: row st of [B][S], row st*B of [S][B]. */
+        int r0 = packed ? st * B : st;
+        foxjit_heads_args o = one;
+        o.x = t_row(&d.x, r0), o.dlogits = t_row(&d.dlogits, r0);
+        o.logits = t_row(&logits2, r0), o.dx = t_row(&dx2, r0);
+        GH_CHECK(foxjit_heads_forward(gh.rt, &o, gh.stream));
+        GH_CHECK(foxjit_heads_backward(gh.rt, &o, gh.stream));
+    }
+    char what[160];
+    snprintf(what, sizeof what, "heads B=%d D=%d E=%d H=%d, %d steps%s vs one call per step: ",
+             B, D, c->e, H, S, packed ? " (packed)" : "");
+    size_t n = strlen(what);
+    snprintf(what + n, sizeof what - n, "logits");
+    t_check_same(what, &d.logits, &logits2);
+    snprintf(what + n, sizeof what - n, "dx");
+    t_check_same(what, &dx1, &dx2);
+    for (int i = 0; i < 10; i++) {
+        snprintf(what + n, sizeof what - n, "%s", heads_gname[i]);
+        t_check_same(what, &g1[i], &g2[i]);
+        t_free(&g1[i]), t_free(&g2[i]);
+    }
+    /* And the logits are right (not just equal): against float64. */
+    double *want = malloc((size_t)B * S * H * sizeof *want);
+    assert_non_null(want);
+    heads_ref_forward(&d, want);  /* row r of x -> row r of the logits */
+    snprintf(what + n, sizeof what - n, "logits vs float64");
+    t_check(what, &logits2, want, 1e-5);
+    free(want);
+    t_free(&logits2), t_free(&dx1), t_free(&dx2);
+    heads_free(&d);
+}
+
+static void test_heads_steps_match_one_call_per_step(void **state)
+{
+    (void)state;
+    const heads_case real = {4, 128, 64, 5, 0}, odd = {3, 19, 11, 3, 0};
+    heads_steps_case(&real, 7, 0, seed_for(9, 0, 0));
+    heads_steps_case(&odd, 5, 0, seed_for(9, 1, 0));
+    heads_steps_case(&odd, 4, 1, seed_for(9, 2, 0));
+}
+
 static void test_rows_match_batch_of_one(void **state)
 {
     (void)state;
@@ -893,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_heads_against_reference),
         cmocka_unit_test(test_vsn_against_reference),
         cmocka_unit_test(test_attn_pool_against_reference),
+        cmocka_unit_test(test_heads_steps_match_one_call_per_step),
         cmocka_unit_test(test_rows_match_batch_of_one),
         cmocka_unit_test(test_legacy_agrees),
         cmocka_unit_test(test_scratch_accumulates),

@@ -54,8 +54,6 @@ int bench_colsum_sweep(bench_ctx *b)
         for (int mode = 0; mode < 2; mode++) {
             if (mode == 0 && dims[d] > 64)
                 continue;
-            if (mode == 0 && dims[d] > 32)
-                continue;
             for (size_t bi = 0; bi < 3; bi++) {
                 unsigned blocks_used = blocks[bi];
                 fj_colsum_plan_for(8192, dims[d], 90, 16, &sw.plan);
