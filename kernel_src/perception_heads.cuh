@@ -186,6 +186,16 @@ struct fj_head_reg_sink {
     FJ_DEVICE void w1(int r, int, float v) { r_w1[r] += v; }
 };
 
+// Drops the gradients: for a backward that only wants dx and sm's terms.
+struct fj_head_null_sink {
+    FJ_DEVICE void scalars(float, float, float) {}
+    FJ_DEVICE void skip(int, int, float) {}
+    FJ_DEVICE void per_e(int, int, float, float, float) {}
+    FJ_DEVICE void b1(int, int, float) {}
+    FJ_DEVICE void w2(int, int, float) {}
+    FJ_DEVICE void w1(int, int, float) {}
+};
+
 template <bool kRegisters> struct fj_head_sink_of { typedef fj_head_global_sink type; };
 template <> struct fj_head_sink_of<true> { typedef fj_head_reg_sink type; };
 // The sink of a block that runs one head over many steps.

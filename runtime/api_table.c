@@ -7,7 +7,7 @@
 static const foxjit_api api_v1 = {
     .struct_size = sizeof(foxjit_api),
     .abi_major = FOXJIT_ABI_MAJOR,
-    .abi_minor = 0,
+    .abi_minor = 1,
 
     .version = foxjit_version,
     .status_string = foxjit_status_string,
@@ -47,6 +47,7 @@ static const foxjit_api api_v1 = {
     .adamw = foxjit_adamw,
     .increment_step = foxjit_increment_step,
     .training_prepare = foxjit_training_prepare,
+    .heads_workspace_size = foxjit_heads_workspace_size,
     /* FJ_API_TABLE_MORE: entries of ops that land later go here, in header order. */
 };
 

@@ -181,8 +181,15 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned
                                 unsigned bx, unsigned cluster_y, CUstream stream, void **args,
                                 const char *what)
 {
+    return fj_launch_cluster_3d(rt, f, gx, gy, 1, bx, cluster_y, stream, args, what);
+}
+
+foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, CUfunction f, unsigned gx,
+                                   unsigned gy, unsigned gz, unsigned bx, unsigned cluster_y,
+                                   CUstream stream, void **args, const char *what)
+{
     if (cluster_y <= 1)
-        return fj_launch(rt, f, gx, gy, 1, bx, 0, stream, args, what);
+        return fj_launch(rt, f, gx, gy, gz, bx, 0, stream, args, what);
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -193,7 +200,7 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = gx;
     cfg.gridDimY = gy;
-    cfg.gridDimZ = 1;
+    cfg.gridDimZ = gz;
     cfg.blockDimX = bx;
     cfg.blockDimY = 1;
     cfg.blockDimZ = 1;
@@ -203,8 +210,8 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned
     CUresult r = rt->cu->cuLaunchKernelEx(&cfg, f, args, NULL);
     if (r != CUDA_SUCCESS) {
         char buf[200];
-        return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u, block %u, cluster 1 x %u) "
-                       "failed: %s", what, gx, gy, bx, cluster_y,
+        return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u x %u, block %u, cluster 1 x "
+                       "%u) failed: %s", what, gx, gy, gz, bx, cluster_y,
                        fj_cuda_error_text(r, buf, sizeof buf));
     }
     return FOXJIT_OK;

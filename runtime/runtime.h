@@ -39,6 +39,11 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned
                                 unsigned bx, unsigned cluster_y, CUstream stream, void **args,
                                 const char *what);
 
+/* The same over a grid of gz layers (clusters never span layers). */
+foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, CUfunction f, unsigned gx,
+                                   unsigned gy, unsigned gz, unsigned bx, unsigned cluster_y,
+                                   CUstream stream, void **args, const char *what);
+
 /* Checks shared by the ops' argument validation. Each returns FOXJIT_OK or
  * records a message naming the op and the argument. */
 foxjit_status fj_check_ptr(const char *op, const char *name, CUdeviceptr p);

@@ -273,7 +273,19 @@ typedef struct foxjit_heads_args {
      * order, which gives the bits of one call per step from the last. */
     int steps;
     int64_t x_step_stride, logits_step_stride, dlogits_step_stride, dx_step_stride;
+    /* Backward over several steps: a device workspace of at least
+     * foxjit_heads_workspace_size() bytes (16-byte aligned, not shared with
+     * any other tensor of the call or a call running at the same time). With
+     * it every step runs at once and the steps' gradients are added after;
+     * without it (0) the steps run one after another in one kernel, many
+     * times slower. Same bits either way. The forward ignores it. */
+    CUdeviceptr work;
+    size_t work_bytes;
 } foxjit_heads_args;
+
+/* Bytes of the workspace a heads backward over `steps` steps needs (0 for
+ * one step or an invalid dim). */
+FOXJIT_API size_t foxjit_heads_workspace_size(int batch, int steps, int e, int h);
 
 FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *args,
                                               CUstream stream);
@@ -430,6 +442,8 @@ typedef struct foxjit_api {
     foxjit_status (*adamw)(foxjit_runtime *, const foxjit_adamw_args *, CUstream);
     foxjit_status (*increment_step)(foxjit_runtime *, CUdeviceptr, CUstream);
     foxjit_status (*training_prepare)(foxjit_runtime *);
+    /* abi_minor 1 */
+    size_t (*heads_workspace_size)(int batch, int steps, int e, int h);
     /* New entries go here, at the end only. */
 } foxjit_api;
 

@@ -4,7 +4,9 @@
  * Forward: grid (B, H, steps). Backward on sm_90+: grid (B, H) in clusters
  * of the H heads of a row, which add their dx through distributed shared
  * memory; before sm_90: grid (B, 1), each block runs the H heads in turn.
- * A backward over several steps loops over them inside the kernel. */
+ * A backward over several steps: with a workspace, grid (B, H, steps) for
+ * dx and each step's gradient terms, then grid (B, H) adds the terms over
+ * the steps; without one, the steps run in turn inside one kernel. */
 #include "perception.h"
 
 #include "status.h"
@@ -13,8 +15,22 @@ const fj_program fj_program_heads = {
     .name = "heads",
     .source = "heads.cu",
     .params = {"HEADS_D", "HEADS_E", "HEADS_H", "CLUSTER", "BLOCK", NULL},
-    .kernels = {"heads_forward", "heads_backward", NULL},
+    .kernels = {"heads_forward", "heads_backward", "heads_backward_rows", "heads_backward_sum",
+                NULL},
 };
+enum { K_FORWARD, K_BACKWARD, K_ROWS, K_SUM };
+
+/* Floats of one (step, row, head) in the workspace: eta, c, dc, da and four
+ * scalars (kernel_src/heads.cu, FJ_HEAD_TERMS). */
+static size_t terms_floats(int e) { return 4 * (size_t)e + 4; }
+
+FOXJIT_API size_t foxjit_heads_workspace_size(int batch, int steps, int e, int h)
+{
+    if (batch < 1 || batch > FJ_PERC_MAX_BATCH || steps < 2 || steps > FJ_PERC_MAX_T || e < 1 ||
+        e > FJ_PERC_MAX_E || h < 1 || h > FJ_PERC_MAX_H)
+        return 0;
+    return (size_t)steps * (size_t)batch * (size_t)h * terms_floats(e) * sizeof(float);
+}
 
 const fj_program fj_program_heads_legacy = {
     .name = "heads_legacy",
@@ -122,6 +138,22 @@ static foxjit_status step_stride(const char *op, const char *name, int64_t given
     return FOXJIT_OK;
 }
 
+/* The backward's workspace: 0 (steps one after another), or big enough. */
+static foxjit_status check_work(const char *op, const foxjit_heads_args *a, int steps)
+{
+    if (!a->work || steps <= 1)
+        return FOXJIT_OK;
+    if (a->work % 16)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: work (0x%llx) is not 16-byte aligned",
+                       op, (unsigned long long)a->work);
+    size_t need = foxjit_heads_workspace_size(a->batch, steps, a->e, a->h);
+    if (a->work_bytes < need)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: work_bytes is %zu; %d steps of %d rows "
+                       "need %zu (foxjit_heads_workspace_size), or pass work = 0 to run the steps "
+                       "one after another", op, a->work_bytes, steps, a->batch, need);
+    return FOXJIT_OK;
+}
+
 static head_ptrs params_of(const foxjit_heads_args *a)
 {
     return (head_ptrs){{a->w1, a->b1, a->w2, a->b2, a->w_gate, a->b_gate, a->w_main,
@@ -166,7 +198,7 @@ FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_h
     head_ptrs p = params_of(a);
     CUdeviceptr x = a->x, logits = a->logits;
     void *args[] = {&p, &x, &xs, &xss, &logits, &ls, &lss};
-    return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)a->h, (unsigned)steps,
+    return fj_launch(rt, k->fn[K_FORWARD], (unsigned)a->batch, (unsigned)a->h, (unsigned)steps,
                      block_for(a->d, a->e), 0, stream, args, op);
 }
 
@@ -202,6 +234,7 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CU
                           dls, a->h, 0, &dlss)) ||
         (st = step_stride(op, "dx_step_stride", a->dx_step_stride, steps, a->batch, dxs, a->d,
                           a->dx != 0, &dxss)) ||
+        (!legacy && (st = check_work(op, a, steps))) ||
         (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)) ||
         (st = fj_perc_distinct(op, "dx", a->dx, "dlogits", a->dlogits)) ||
         (st = load(rt, op, a, legacy, stream, &k)))
@@ -213,13 +246,27 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CU
         void *args[] = {&p, &g, &x, &xs, &dlogits, &dls, &dx, &dxs, &dx_acc, &batch};
         return fj_launch(rt, k->fn[0], 1, 1, 1, LEGACY_BLOCK, 0, stream, args, op);
     }
+    unsigned block = block_for(a->d, a->e);
+    const int cluster = use_cluster(rt->cc, a->h);
+    if (steps > 1 && a->work) {
+        /* Every (row, step, head) at once, then the sums over the steps. */
+        CUdeviceptr work = a->work;
+        void *rows_args[] = {&p, &x, &xs, &xss, &dlogits, &dls, &dlss, &dx, &dxs, &dxss,
+                             &dx_acc, &work};
+        void *sum_args[] = {&g, &x, &xs, &xss, &work, &steps};
+        if ((st = fj_launch_cluster_3d(rt, k->fn[K_ROWS], (unsigned)a->batch,
+                                       cluster ? (unsigned)a->h : 1, (unsigned)steps, block,
+                                       cluster ? (unsigned)a->h : 1, stream, rows_args, op)))
+            return st;
+        return fj_launch(rt, k->fn[K_SUM], (unsigned)a->batch, (unsigned)a->h, 1, block, 0, stream,
+                         sum_args, op);
+    }
     void *args[] = {&p, &g, &x, &xs, &xss, &dlogits, &dls, &dlss, &dx, &dxs, &dxss, &dx_acc,
                     &steps};
-    unsigned block = block_for(a->d, a->e);
-    if (use_cluster(rt->cc, a->h))
-        return fj_launch_cluster(rt, k->fn[1], (unsigned)a->batch, (unsigned)a->h, block,
+    if (cluster)
+        return fj_launch_cluster(rt, k->fn[K_BACKWARD], (unsigned)a->batch, (unsigned)a->h, block,
                                  (unsigned)a->h, stream, args, op);
-    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, block, 0, stream, args, op);
+    return fj_launch(rt, k->fn[K_BACKWARD], (unsigned)a->batch, 1, 1, block, 0, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,

@@ -58,10 +58,15 @@ static void test_kernel_choice(void **state)
     assert_ptr_equal(p.variant.program, &fj_program_colsum_rows);
     assert_int_equal(p.split, 1);
     assert_int_equal(p.block, 256);
-    /* Tall and wider: 32-column tiles. */
+    /* Tall and wider: tiles of 8 lanes x 4 floats = 32 columns. */
     fj_colsum_plan_for(8192, 256, 90, 16, &p);
     assert_ptr_equal(p.variant.program, &fj_program_colsum_tiles);
-    assert_int_equal(p.grid_x, 16);
+    assert_int_equal(p.grid_x, 8);
+    assert_int_equal(p.split, 8);
+    /* 42 columns, 8-byte aligned rows: 8 lanes x 2 floats = 16 columns. */
+    fj_colsum_plan_for(8192, 42, 90, 16, &p);
+    assert_ptr_equal(p.variant.program, &fj_program_colsum_tiles);
+    assert_int_equal(p.grid_x, 3);
     /* Short and wide: many tiles, no split. */
     fj_colsum_plan_for(32, 40960, 90, 16, &p);
     assert_int_equal(p.split, 1);

@@ -146,6 +146,16 @@ static void test_heads_args(void **state)
     a = good_heads(), a.steps = 2;
     expect(fj_heads_backward_legacy(fake_rt, &a, NULL), FOXJIT_ERROR_UNSUPPORTED,
            "one time step");
+    /* The workspace: size and alignment. */
+    assert_int_equal(foxjit_heads_workspace_size(32, 64, 64, 5), (size_t)64 * 32 * 5 * 260 * 4);
+    assert_int_equal(foxjit_heads_workspace_size(32, 1, 64, 5), 0);
+    assert_int_equal(foxjit_heads_workspace_size(0, 64, 64, 5), 0);
+    assert_int_equal(foxjit_heads_workspace_size(32, 64, 300, 5), 0);
+    a = good_heads(), a.steps = 64, a.work = P(30), a.work_bytes = 100;
+    expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "work_bytes is 100");
+    a = good_heads(), a.steps = 64, a.work = P(30) + 4, a.work_bytes = 1 << 30;
+    expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "16-byte");
     expect(foxjit_heads_prepare(fake_rt, 128, 64, 0), FOXJIT_ERROR_INVALID_ARGUMENT, "h");
     expect(foxjit_heads_prepare(fake_rt, 128, 257, 5), FOXJIT_ERROR_UNSUPPORTED, "e");
 }

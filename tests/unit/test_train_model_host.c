@@ -207,6 +207,11 @@ static int64_t step_of(int64_t given, int batch, int64_t row_stride, int width)
     return given ? given : batch * eff(row_stride, width);
 }
 
+static size_t e_heads_ws(int batch, int steps, int e, int h)
+{
+    return steps > 1 ? (size_t)steps * batch * h * (4 * (size_t)e + 4) * 4 : 0;
+}
+
 static foxjit_status e_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *a,
                                      CUstream s)
 {
@@ -466,6 +471,7 @@ static int setup(void **state)
     api.cfc_backward = e_cfc_backward;
     api.heads_forward = e_heads_forward;
     api.heads_backward = e_heads_backward;
+    api.heads_workspace_size = e_heads_ws;
     api.vsn_forward = e_vsn_forward;
     api.vsn_backward = e_vsn_backward;
     api.attn_pool_forward = e_attn_forward;

@@ -95,6 +95,8 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     m->dpooled = take(&c, B * D);
     m->loss = take(&c, 1);
     m->step = take(&c, 1);
+    m->heads_work_bytes = m->api->heads_workspace_size(d->batch, d->k, d->e, d->h);
+    m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
     return c.used;
 }
 
@@ -212,6 +214,7 @@ static foxjit_heads_args heads_all_bars(const ft_model *m)
     h.logits = m->z, h.logits_step_stride = bh;
     h.dlogits = m->dz, h.dlogits_step_stride = bh;
     h.dx = m->dhs, h.dx_stride = row, h.dx_step_stride = d->d, h.dx_accumulate = 1;
+    h.work = m->heads_work, h.work_bytes = m->heads_work_bytes;
     return h;
 }
 

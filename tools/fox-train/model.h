@@ -69,6 +69,8 @@ struct ft_model {
     CUdeviceptr batch_in;      /* the packed batch (data.h): x, dt, labels are views */
     CUdeviceptr x, dt, labels;
     CUdeviceptr y, hs, u, pooled, z, dz, dhs, dy, dpooled;
+    CUdeviceptr heads_work;    /* the heads backward's workspace over the K bars */
+    size_t heads_work_bytes;
     CUdeviceptr loss;          /* one float: this step's loss */
     CUdeviceptr step;          /* one int32: the step number AdamW reads */
     char why[1024];            /* what failed, after a call returned an error */

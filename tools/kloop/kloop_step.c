@@ -81,6 +81,8 @@ static size_t layout(const kloop_dims *d, kloop_model *m, CUdeviceptr base)
     m->dhs = take(&c, B * K * D);
     m->dy = take(&c, B * K * F);
     m->dpooled = take(&c, B * D);
+    m->heads_work_bytes = foxjit_heads_workspace_size(d->batch, d->k, d->e, d->h);
+    m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
     return c.used;
 }
 
@@ -193,6 +195,7 @@ static foxjit_heads_args heads_all_steps(const kloop_model *m, const CUdeviceptr
     h.logits = m->z, h.logits_step_stride = BH;
     h.dlogits = m->dz, h.dlogits_step_stride = BH;
     h.dx = m->dhs, h.dx_stride = K * D, h.dx_step_stride = D, h.dx_accumulate = 1;
+    h.work = m->heads_work, h.work_bytes = m->heads_work_bytes;
     return h;
 }
 

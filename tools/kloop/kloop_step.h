@@ -49,6 +49,8 @@ typedef struct kloop_model {
     CUdeviceptr z;                        /* logits [K+1, B, H]: K steps, then z_seq */
     CUdeviceptr dz;                       /* dL/dz [K+1, B, H]: the backward's input */
     CUdeviceptr dhs, dy, dpooled;         /* backward intermediates */
+    CUdeviceptr heads_work;               /* heads backward workspace over the K steps */
+    size_t heads_work_bytes;
     CUdeviceptr base;                     /* the one allocation */
     size_t bytes;
     CUdeviceptr scratch_base, grad_base;  /* contiguous: one memset clears each */
