@@ -27,9 +27,9 @@
 
 // Loads a thread keeps in flight (16 measured slower on the H200: registers).
 #define UNROLL 8
-// Largest cluster the host launches (16: a non-portable size sm_90 allows
-// once the kernel opts in; the runtime does at load).
-#define FJ_MAX_SPLIT 16
+// Largest cluster the host launches (the portable cluster size; 16 with the
+// non-portable opt-in measured slower for unsplit launches on the H200).
+#define FJ_MAX_SPLIT 8
 
 template <int V> struct fj_vec;
 template <> struct fj_vec<1> {

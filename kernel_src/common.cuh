@@ -7,8 +7,8 @@
 // c], into res[c] (shared, not overlapping v), with two barriers instead of
 // a tree's log2(M): every thread first adds the elements v[i], i = its index
 // mod kBlock, in order; then threads of one column combine, inside a warp by
-// a fixed xor tree, then their warps' partials by another (a warp per
-// column). Other widths (neither a
+// a fixed xor tree, then their G partials by another (a warp per column)
+// when G >= 16, else in order by one thread per column. Other widths (neither a
 // divisor of 32 nor a multiple of 32 dividing kBlock): warp w sums columns
 // w, w + warps, ... (lane l: groups l, l + 32, ...). The order depends only
 // on M, kWidth and kBlock: bitwise reproducible. wpart: shared scratch of kBlock floats. Every thread of the
@@ -41,14 +41,24 @@ __device__ __forceinline__ void fj_sum_columns(const float *v, int M, float *res
         if (c < kWidth && (kWidth >= 32 || lane < kWidth))
             wpart[g * kWidth + c] = s;
         __syncthreads();
-        // A warp per column adds its G partials (lane k: partial k).
-        for (int col = warp; col < kWidth; col += WARPS) {
-            float r = lane < G ? wpart[lane * kWidth + col] : 0.0f;
+        if (G >= 16) {
+            // A warp per column adds its G partials (lane k: partial k).
+            for (int col = warp; col < kWidth; col += WARPS) {
+                float r = lane < G ? wpart[lane * kWidth + col] : 0.0f;
 #pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                r += __shfl_xor_sync(0xffffffffu, r, o);
-            if (lane == 0)
+                for (int o = 16; o > 0; o >>= 1)
+                    r += __shfl_xor_sync(0xffffffffu, r, o);
+                if (lane == 0)
+                    res[col] = r;
+            }
+        } else {
+            // Few partials, many columns: a thread per column.
+            for (int col = t; col < kWidth; col += kBlock) {
+                float r = wpart[col];
+                for (int k = 1; k < G; k++)
+                    r += wpart[k * kWidth + col];
                 res[col] = r;
+            }
         }
     } else {
         for (int col = warp; col < kWidth; col += WARPS) {

@@ -76,11 +76,7 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
         if (dyn > 0)
             cu->cuFuncSetAttribute(out->fn[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                    dyn);
-        /* Clusters past the portable 8 blocks (sm_90 allows 16) are opt-in;
-         * an op only launches them after checking they fit. */
-        if (rt->cc >= 90)
-            cu->cuFuncSetAttribute(out->fn[k], CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                                   1);
+
     }
     fj_count(&rt->counters, modules_loaded, 1);
     return FOXJIT_OK;

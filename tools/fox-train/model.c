@@ -340,9 +340,10 @@ foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s)
 int ft_model_launches_per_step(const ft_dims *d)
 {
     /* memset; forward vsn + K cfc + heads (all bars) + pool + heads; 2 bce;
-     * backward heads + pool + heads (all bars) + K cfc + vsn; 17 reducers;
-     * increment + 17 adamw. */
-    return 1 + (1 + d->k + 3) + 2 + (3 + d->k + 1) + FT_PARAM_COUNT + (1 + FT_PARAM_COUNT);
+     * backward heads + pool + heads (all bars: two kernels with the
+     * workspace, K > 1) + K cfc + vsn; 17 reducers; increment + 17 adamw. */
+    return 1 + (1 + d->k + 3) + 2 + (3 + (d->k > 1) + d->k + 1) + FT_PARAM_COUNT +
+           (1 + FT_PARAM_COUNT);
 }
 
 /* ---- state to and from the host ------------------------------------------- */

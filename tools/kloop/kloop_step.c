@@ -363,6 +363,9 @@ int kloop_kernels_per_step(const kloop_dims *d, kloop_form form)
     int n = 0;
     for (int op = KLOOP_OP_VSN_FWD; op < KLOOP_OP_COUNT; op++)
         n += kloop_op_calls(d, form, (kloop_op)op);
+    /* The heads backward over the K steps is two kernels (with its workspace). */
+    if (form == KLOOP_NEW && d->k > 1)
+        n += 1;
     return n;
 }
 
