@@ -305,10 +305,17 @@ static void *rank_main(void *arg)
     if (ft_team_sync(&sh->team))
         goto out;
 out:
-    /* The communicator first: aborting it (after a failure) cancels an
-     * all-reduce still waiting for a rank that stopped. */
-    ft_rank_end_comm(r);
-    ft_stepper_free(&d->stepper);
+    /* After a failure the communicator goes first: aborting it cancels an
+     * all-reduce still waiting for a rank that stopped. Otherwise the
+     * captured step goes first: destroying a communicator that a live graph
+     * still holds a collective of hangs (NCCL 2.28, 2 x H200). */
+    if (ft_team_broken(&sh->team)) {
+        ft_rank_end_comm(r);
+        ft_stepper_free(&d->stepper);
+    } else {
+        ft_stepper_free(&d->stepper);
+        ft_rank_end_comm(r);
+    }
     ft_feed_close(&d->feed);
     if (d->ring)
         r->env.cu.cuMemFreeHost(d->ring);
