@@ -4,14 +4,16 @@
  * (kernels.md, "The reference perception model and its K-loop"):
  *
  *   zero     one memset of all per-batch gradient scratch
- *   forward  vsn_forward; for t in 0..K-1: cfc_forward(t), heads_forward(t);
- *            attn_pool_forward; heads_forward(pooled)
+ *   forward  vsn_forward; for t in 0..K-1: cfc_forward(t); heads_forward
+ *            over the K bars (one call); attn_pool_forward;
+ *            heads_forward(pooled)
  *   loss     bce over the K*B*H per-bar logits (overwrites loss, writes dz),
  *            bce over the B*H sequence logits (adds to loss, writes dz)
  *   backward heads_backward(pooled) -> dpooled; attn_pool_backward -> dhs
- *            (overwrite); for t in K-1..0: heads_backward(t) (dx added into
- *            dhs[t]), cfc_backward(t) (dh added into dhs[t-1], dy[t]
- *            written); vsn_backward
+ *            (overwrite); heads_backward over the K bars (one call, with
+ *            its workspace: dx added into dhs[t]); for t in K-1..0:
+ *            cfc_backward(t) (dh added into dhs[t-1], dy[t] written);
+ *            vsn_backward
  *   reduce   reduce_axis0 of each of the 17 scratch tensors -> gradients
  *   update   increment_step, then adamw on each of the 17 tensors
  *
