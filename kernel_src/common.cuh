@@ -16,6 +16,7 @@
 template <int kWidth, int kBlock>
 __device__ __forceinline__ void fj_sum_columns(const float *v, int M, float *res, float *wpart)
 {
+    static_assert(kBlock % 32 == 0 && kBlock <= 1024, "whole warps, at most 1024 threads");
     constexpr int WARPS = kBlock / 32;
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
     __syncthreads();
@@ -37,7 +38,8 @@ __device__ __forceinline__ void fj_sum_columns(const float *v, int M, float *res
         } else {
             g = t / kWidth, c = t % kWidth;
         }
-        constexpr int G = kWidth < 32 ? WARPS : kBlock / kWidth;  // <= 32
+        constexpr int G = kWidth < 32 ? WARPS : kBlock / kWidth;
+        static_assert(G <= 32, "a warp adds a column's partials");
         if (c < kWidth && (kWidth >= 32 || lane < kWidth))
             wpart[g * kWidth + c] = s;
         __syncthreads();

@@ -52,11 +52,13 @@ extern "C" {
 #endif
 
 #define FOXJIT_VERSION_MAJOR 0
-#define FOXJIT_VERSION_MINOR 1
+#define FOXJIT_VERSION_MINOR 2
 #define FOXJIT_VERSION_PATCH 0
 
-/* ABI version of the function table returned by foxjit_get_api(). */
-#define FOXJIT_ABI_MAJOR 1
+/* ABI version of the function table returned by foxjit_get_api(). 2 (library
+ * 0.2, soname libfoxjit.so.1): foxjit_heads_args grew (steps, step strides,
+ * workspace), so a caller built for 1 must not get this table. */
+#define FOXJIT_ABI_MAJOR 2
 
 typedef enum foxjit_status {
     FOXJIT_OK = 0,
@@ -81,7 +83,7 @@ FOXJIT_API const char *foxjit_status_string(foxjit_status status);
  * pointer stays valid until the next foxjit call on this thread. */
 FOXJIT_API const char *foxjit_last_error(void);
 
-/* "0.1.0" */
+/* "0.2.0" */
 FOXJIT_API const char *foxjit_version(void);
 
 /* ------------------------------------------------------------------------
@@ -267,7 +269,12 @@ typedef struct foxjit_heads_args {
     /* Several time steps in one call (0 or 1 = one step, the fields below
      * unused). Step s of x, logits, dlogits and dx starts s * *_step_stride
      * floats after the base pointer (0 = steps packed one after another,
-     * batch * row stride apart). The steps of an output must not overlap.
+     * batch * row stride apart). The steps of an output must not overlap:
+     * accepted are whole steps one after another (step stride >= (batch -
+     * 1) * row stride + width) or steps side by side in each row (row
+     * stride >= (steps - 1) * step stride + width). Outputs must not share
+     * floats with any step of an input (only equal base pointers are
+     * detected).
      * The forward runs every step at once; the backward runs them from the
      * last to the first, adding each step's gradients to the scratch in that
      * order, which gives the bits of one call per step from the last. */
@@ -442,7 +449,6 @@ typedef struct foxjit_api {
     foxjit_status (*adamw)(foxjit_runtime *, const foxjit_adamw_args *, CUstream);
     foxjit_status (*increment_step)(foxjit_runtime *, CUdeviceptr, CUstream);
     foxjit_status (*training_prepare)(foxjit_runtime *);
-    /* abi_minor 1 */
     size_t (*heads_workspace_size)(int batch, int steps, int e, int h);
     /* New entries go here, at the end only. */
 } foxjit_api;

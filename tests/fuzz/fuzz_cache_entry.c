@@ -24,7 +24,7 @@
 #include "cache_entry.h"
 
 static const char other_key[] =
-    "foxjit-key-1\nlibrary 0.1.0\nprogram colsum_rows\ntarget sm_90 cubin\n";
+    "foxjit-key-1\nlibrary 0.2.0\nprogram colsum_rows\ntarget sm_90 cubin\n";
 
 #define CHECK(cond)                                                          \
     do {                                                                     \

@@ -492,6 +492,15 @@ static void test_heads_steps_match_one_call_per_step(void **state)
     heads_steps_case(&odd, 5, 0, 1, seed_for(9, 2, 0));
     heads_steps_case(&odd, 4, 1, 1, seed_for(9, 3, 0));
     heads_steps_case(&odd, 4, 1, 0, seed_for(9, 4, 0));
+    /* One head: no cluster, so the kernels' loop over heads (as before
+     * sm_90), with and without the workspace. */
+    const heads_case one_head = {3, 40, 24, 1, 0};
+    heads_steps_case(&one_head, 6, 0, 1, seed_for(9, 5, 0));
+    heads_steps_case(&one_head, 6, 1, 0, seed_for(9, 6, 0));
+    /* The largest dims: too many gradients for registers (the sum kernel
+     * adds into the scratch directly) and 7 steps staged at a time. */
+    const heads_case widest = {2, 256, 256, 8, 0};
+    heads_steps_case(&widest, 9, 0, 1, seed_for(9, 7, 0));
 }
 
 static void test_rows_match_batch_of_one(void **state)

@@ -65,11 +65,11 @@ int ft_plugin_load(ft_plugin *p, const char *explicit_path, char *why, size_t wh
         snprintf(path, sizeof path, "%s/../../runtime/libfoxjit.so", dir);
         if (access(path, F_OK) == 0 && try_one(p, path, why, why_len) == 0)
             return 0;
-        snprintf(path, sizeof path, "%s/../lib/libfoxjit.so.0", dir);
+        snprintf(path, sizeof path, "%s/../lib/libfoxjit.so.1", dir);
         if (access(path, F_OK) == 0 && try_one(p, path, why, why_len) == 0)
             return 0;
     }
-    if (try_one(p, "libfoxjit.so.0", why, why_len) == 0 ||
+    if (try_one(p, "libfoxjit.so.1", why, why_len) == 0 ||
         try_one(p, "libfoxjit.so", why, why_len) == 0)
         return 0;
     size_t used = strlen(why);

@@ -16,8 +16,8 @@ typedef struct ft_plugin {
 
 /* Tries, in order: `explicit_path` (--library), $FOXJIT_LIBRARY, the build
  * tree (<exe>/../../runtime/libfoxjit.so), an install prefix
- * (<exe>/../lib/libfoxjit.so.0), then the dynamic loader's search
- * (libfoxjit.so.0, libfoxjit.so: LD_LIBRARY_PATH, ldconfig). When a path
+ * (<exe>/../lib/libfoxjit.so.1), then the dynamic loader's search
+ * (libfoxjit.so.1, libfoxjit.so: LD_LIBRARY_PATH, ldconfig). When a path
  * was given explicitly, only that one. Returns 0, or -1 with the reason in
  * why (every place tried). */
 int ft_plugin_load(ft_plugin *p, const char *explicit_path, char *why, size_t why_len);
