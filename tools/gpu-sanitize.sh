@@ -1,15 +1,24 @@
 #!/bin/bash
 # Runs every GPU test binary of a build under compute-sanitizer's four
 # checkers (memcheck with leak checking, racecheck, initcheck, synccheck) on
-# the local GPU and prints one line per checker and binary (with its time and
-# whether the test ran full or quick, see FOXJIT_SANITIZE_QUICK). Used on the lent
-# H200 with a build made elsewhere, like tools/gpu-check.sh:
+# the local GPUs and prints one line per checker and binary (with its time,
+# its GPU and whether the test ran full or quick, see FOXJIT_SANITIZE_QUICK).
+# Used on the lent H200s with a build made elsewhere, like tools/gpu-check.sh:
 #   tools/gpu-sanitize.sh BUILD_DIR OUT_DIR [TOOL...]
 # TOOL is any of memcheck racecheck initcheck synccheck (default: all four).
+# Several GPUs: the runs are spread over them round-robin, each pinned to one
+# with CUDA_VISIBLE_DEVICES (dev=N in its line), except gpu_multi_context and
+# gpu_trainer_multi_gpu, which want several GPUs and see all of them
+# (dev=all); NCCL_NVLS_ENABLE=0 keeps NVLink multicast off, as in
+# tools/gpu-multi.sh. With one GPU nothing is pinned.
 # Environment:
 #   FOXJIT_SANITIZE_TESTS    gpu tests to run, by name (default: the whole gpu suite,
 #                            read from BUILD_DIR/meson-info with its arguments)
-#   FOXJIT_SANITIZE_JOBS     checker runs at once on the GPU (default 4)
+#   FOXJIT_SANITIZE_GPUS     how many GPUs to spread the runs over, N: the first N
+#                            entries of CUDA_VISIBLE_DEVICES when it is set, else
+#                            devices 0..N-1 (default: all of them, counted by
+#                            CUDA_VISIBLE_DEVICES or nvidia-smi -L; 0 or 1 pins nothing)
+#   FOXJIT_SANITIZE_JOBS     checker runs at once (default 4 per GPU)
 #   FOXJIT_SANITIZE_TIMEOUT  seconds one run may take (default 540)
 #   FOXJIT_SANITIZE_QUICK    which checkers run the tests in their quick mode
 #                            (FOXJIT_TEST_QUICK=1: every case and kernel variant,
@@ -35,6 +44,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 export LD_LIBRARY_PATH="$here/.carry/lib:${LD_LIBRARY_PATH:-}"
 export FOXJIT_REQUIRE_GPU=1
 export FOXJIT_LOG=warn
+export NCCL_NVLS_ENABLE=0
 
 cs=${COMPUTE_SANITIZER:-}
 for c in "$cs" "$(command -v compute-sanitizer 2>/dev/null)" \
@@ -77,6 +87,30 @@ else
 fi
 [ ${#cmds[@]} -gt 0 ] || { echo "gpu-sanitize: no gpu test to run in $B" >&2; exit 2; }
 
+# The GPUs to spread the runs over (CUDA_VISIBLE_DEVICES values).
+devs=()
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    IFS=', ' read -r -a devs <<< "$CUDA_VISIBLE_DEVICES"
+else
+    n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    for ((i = 0; i < n; i++)); do devs+=("$i"); done
+fi
+if [ -n "${FOXJIT_SANITIZE_GPUS:-}" ]; then
+    case $FOXJIT_SANITIZE_GPUS in
+        *[!0-9]*) echo "gpu-sanitize: FOXJIT_SANITIZE_GPUS is '$FOXJIT_SANITIZE_GPUS';" \
+                       "give a number of GPUs" >&2; exit 2 ;;
+    esac
+    want=$((10#$FOXJIT_SANITIZE_GPUS))
+    if [ "$want" -le ${#devs[@]} ]; then
+        devs=("${devs[@]:0:want}")
+    else
+        devs=()
+        for ((i = 0; i < want; i++)); do devs+=("$i"); done
+    fi
+fi
+gpus=${#devs[@]}
+[ "$gpus" -ge 1 ] || gpus=1
+
 # One warm cache for every run, so the checkers time kernels, not NVRTC.
 export FOXJIT_TEST_CACHE_DIR=/tmp/foxjit-sanitize-cache
 export FOXJIT_CACHE_DIR=$FOXJIT_TEST_CACHE_DIR
@@ -84,7 +118,7 @@ rm -rf "$FOXJIT_TEST_CACHE_DIR"
 "$B/tools/fox-jit" warm --quiet > "$OUT/warm.txt" 2>&1 || echo "gpu-sanitize: warm failed (see warm.txt); tests will compile"
 
 logs=$(mktemp -d /tmp/foxjit-sanitize.XXXXXX)
-jobs=${FOXJIT_SANITIZE_JOBS:-4}
+jobs=${FOXJIT_SANITIZE_JOBS:-$((4 * gpus))}
 limit=${FOXJIT_SANITIZE_TIMEOUT:-540}
 "$cs" --version > "$logs/compute-sanitizer-version.txt" 2>&1
 nvidia-smi > "$logs/nvidia-smi.txt" 2>&1
@@ -109,17 +143,27 @@ quick_for() {
     esac && echo 1 || echo 0
 }
 
-# One checker over one test command; prints its summary line.
+# The test's name (its binary's) from its command.
+name_of() {
+    eval "set -- $1"
+    basename "$1"
+}
+
+# One checker over one test command, on GPU dev (a CUDA_VISIBLE_DEVICES
+# value) or on every GPU (dev "all"); prints its summary line.
 run_one() {
-    local tool=$1 cmd=$2 name log t0 rc errors verdict quick mode
-    name=$(eval "set -- $cmd"; basename "$1")
+    local tool=$1 cmd=$2 dev=$3 name log t0 rc errors verdict quick mode
+    name=$(name_of "$cmd")
     log="$logs/$tool-$name.log"
     quick=$(quick_for "$tool")
     mode=full; [ "$quick" = 1 ] && mode=quick
     t0=$(date +%s.%N)
-    eval "FOXJIT_TEST_QUICK=\$quick timeout --kill-after=30 \"\$limit\" \"\$cs\" \
-        $(flags_for "$tool") --error-exitcode 86 \
-        --target-processes all --print-limit 50 $cmd" > "$log" 2>&1
+    (
+        [ "$dev" = all ] || export CUDA_VISIBLE_DEVICES="$dev"
+        eval "FOXJIT_TEST_QUICK=\$quick timeout --kill-after=30 \"\$limit\" \"\$cs\" \
+            $(flags_for "$tool") --error-exitcode 86 \
+            --target-processes all --print-limit 50 $cmd"
+    ) > "$log" 2>&1
     rc=$?
     errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
     # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
@@ -138,17 +182,28 @@ run_one() {
     else
         verdict="clean"
     fi
-    printf '%-10s %-22s rc=%-3d errors=%-5s %7.1f s  %-5s %s\n' "$tool" "$name" "$rc" \
-        "${errors:--}" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$mode" "$verdict"
+    printf '%-10s %-22s rc=%-3d errors=%-5s %7.1f s  dev=%-3s %-5s %s\n' "$tool" "$name" \
+        "$rc" "${errors:--}" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$dev" "$mode" \
+        "$verdict"
 }
 
 summary="$OUT/sanitize-summary.txt"
 : > "$summary"
 running=0
+pinned=0
 for tool in "${tools[@]}"; do
     flags_for "$tool" > /dev/null || exit 2
     for c in "${cmds[@]}"; do
-        run_one "$tool" "$c" >> "$summary" &
+        # Round-robin over the GPUs; the multi-GPU tests see all of them.
+        dev=all
+        case $(name_of "$c") in
+            gpu_multi_context|gpu_trainer_multi_gpu) ;;
+            *) if [ "$gpus" -gt 1 ]; then
+                   dev=${devs[pinned % gpus]}
+                   pinned=$((pinned + 1))
+               fi ;;
+        esac
+        run_one "$tool" "$c" "$dev" >> "$summary" &
         running=$((running + 1))
         if [ $running -ge "$jobs" ]; then
             wait -n

@@ -14,13 +14,24 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "ops/colsum.h"
 
+/* Full sizes (the arrays below hold them); quick mode (FOXJIT_TEST_QUICK=1)
+ * runs fewer rows, pairs and repeats on fewer threads (see the variables
+ * after the arrays). */
 #define N_SORT 100003
 #define ROWS 8192
 #define COLS 42
 #define N_BCE 10240
 #define REPEATS 20
 #define MAX_THREADS 8
+/* Quick: 20011 pairs are still 4 onesweep tiles (the last partial) and 2
+ * histogram blocks; 1024 x 42 takes the column-sum plan of 8192 x 42
+ * (checked in make_inputs, as in test_colsum.c). */
+#define QUICK_N_SORT 20011
+#define QUICK_ROWS 1024
+#define QUICK_REPEATS 2
+#define QUICK_THREADS 2
 
 /* Perception ops at the trainer's dims (kernels.md), a small batch. */
 #define PB 4
@@ -120,6 +131,8 @@ static pc_layout pl;
 
 static inputs in;
 static outputs want;
+/* The sizes of this run: the full ones, or quick mode's (set by make_inputs). */
+static int n_sort = N_SORT, rows = ROWS, n_repeats = REPEATS;
 
 typedef struct worker {
     int index;
@@ -227,29 +240,30 @@ static void run_ops(worker *w, foxjit_runtime *rt, CUstream stream, outputs *o, 
     CUdeviceptr x = 0, out = 0, fresh_x = 0, fresh_out = 0, k = 0, v = 0, ko = 0, vo = 0,
                 ws = 0, r = 0, rank = 0, rws = 0, z = 0, y = 0, loss = 0, dz = 0;
     size_t sort_ws = 0, rank_ws = 0;
-    W_CHECK(w, foxjit_radix_sort_pairs_workspace_size(rt, N_SORT, 0, 32, &sort_ws));
-    W_CHECK(w, foxjit_rank_normalize_workspace_size(rt, N_SORT, FOXJIT_TIES_MAX, &rank_ws));
-    W_CU(w, cu->cuMemAlloc(&x, sizeof in.x));
+    const size_t sort_bytes = (size_t)n_sort * 4, x_bytes = (size_t)rows * COLS * 4;
+    W_CHECK(w, foxjit_radix_sort_pairs_workspace_size(rt, n_sort, 0, 32, &sort_ws));
+    W_CHECK(w, foxjit_rank_normalize_workspace_size(rt, n_sort, FOXJIT_TIES_MAX, &rank_ws));
+    W_CU(w, cu->cuMemAlloc(&x, x_bytes));
     W_CU(w, cu->cuMemAlloc(&out, COLS * 4));
     W_CU(w, cu->cuMemAlloc(&fresh_x, 777 * 13 * 4));
     W_CU(w, cu->cuMemAlloc(&fresh_out, 13 * 4));
-    W_CU(w, cu->cuMemAlloc(&k, N_SORT * 4));
-    W_CU(w, cu->cuMemAlloc(&v, N_SORT * 4));
-    W_CU(w, cu->cuMemAlloc(&ko, N_SORT * 4));
-    W_CU(w, cu->cuMemAlloc(&vo, N_SORT * 4));
+    W_CU(w, cu->cuMemAlloc(&k, sort_bytes));
+    W_CU(w, cu->cuMemAlloc(&v, sort_bytes));
+    W_CU(w, cu->cuMemAlloc(&ko, sort_bytes));
+    W_CU(w, cu->cuMemAlloc(&vo, sort_bytes));
     W_CU(w, cu->cuMemAlloc(&ws, sort_ws));
-    W_CU(w, cu->cuMemAlloc(&r, N_SORT * 4));
-    W_CU(w, cu->cuMemAlloc(&rank, N_SORT * 4));
+    W_CU(w, cu->cuMemAlloc(&r, sort_bytes));
+    W_CU(w, cu->cuMemAlloc(&rank, sort_bytes));
     W_CU(w, cu->cuMemAlloc(&rws, rank_ws));
     W_CU(w, cu->cuMemAlloc(&z, N_BCE * 4));
     W_CU(w, cu->cuMemAlloc(&y, N_BCE * 4));
     W_CU(w, cu->cuMemAlloc(&loss, 4));
     W_CU(w, cu->cuMemAlloc(&dz, N_BCE * 4));
-    W_CU(w, cu->cuMemcpyHtoD(x, in.x, sizeof in.x));
+    W_CU(w, cu->cuMemcpyHtoD(x, in.x, x_bytes));
     W_CU(w, cu->cuMemcpyHtoD(fresh_x, in.x, 777 * 13 * 4));
-    W_CU(w, cu->cuMemcpyHtoD(k, in.keys, sizeof in.keys));
-    W_CU(w, cu->cuMemcpyHtoD(v, in.vals, sizeof in.vals));
-    W_CU(w, cu->cuMemcpyHtoD(r, in.rewards, sizeof in.rewards));
+    W_CU(w, cu->cuMemcpyHtoD(k, in.keys, sort_bytes));
+    W_CU(w, cu->cuMemcpyHtoD(v, in.vals, sort_bytes));
+    W_CU(w, cu->cuMemcpyHtoD(r, in.rewards, sort_bytes));
     W_CU(w, cu->cuMemcpyHtoD(z, in.z, sizeof in.z));
     W_CU(w, cu->cuMemcpyHtoD(y, in.y, sizeof in.y));
     W_CU(w, cu->cuCtxSynchronize());
@@ -258,9 +272,9 @@ static void run_ops(worker *w, foxjit_runtime *rt, CUstream stream, outputs *o, 
     if (do_fresh)
         W_CHECK(w, foxjit_column_sum(rt, fresh_x, 777, 13, fresh_out, 0, stream));
     for (int i = 0; i < repeats; i++) {
-        W_CHECK(w, foxjit_reduce_axis0(rt, x, ROWS, COLS, out, stream));
-        W_CHECK(w, foxjit_radix_sort_pairs(rt, k, v, ko, vo, N_SORT, 0, 32, ws, sort_ws, stream));
-        W_CHECK(w, foxjit_rank_normalize(rt, r, N_SORT, 1.5f, 0.25f, FOXJIT_TIES_MAX, rank, rws,
+        W_CHECK(w, foxjit_reduce_axis0(rt, x, rows, COLS, out, stream));
+        W_CHECK(w, foxjit_radix_sort_pairs(rt, k, v, ko, vo, n_sort, 0, 32, ws, sort_ws, stream));
+        W_CHECK(w, foxjit_rank_normalize(rt, r, n_sort, 1.5f, 0.25f, FOXJIT_TIES_MAX, rank, rws,
                                          rank_ws, stream));
         W_CHECK(w, foxjit_bce_with_logits(rt, z, y, N_BCE, loss, 0, dz, stream));
     }
@@ -268,9 +282,9 @@ static void run_ops(worker *w, foxjit_runtime *rt, CUstream stream, outputs *o, 
     W_CU(w, cu->cuMemcpyDtoH(o->colsum, out, sizeof o->colsum));
     if (do_fresh)
         W_CU(w, cu->cuMemcpyDtoH(o->fresh, fresh_out, sizeof o->fresh));
-    W_CU(w, cu->cuMemcpyDtoH(o->keys, ko, sizeof o->keys));
-    W_CU(w, cu->cuMemcpyDtoH(o->vals, vo, sizeof o->vals));
-    W_CU(w, cu->cuMemcpyDtoH(o->rank, rank, sizeof o->rank));
+    W_CU(w, cu->cuMemcpyDtoH(o->keys, ko, sort_bytes));
+    W_CU(w, cu->cuMemcpyDtoH(o->vals, vo, sort_bytes));
+    W_CU(w, cu->cuMemcpyDtoH(o->rank, rank, sort_bytes));
     W_CU(w, cu->cuMemcpyDtoH(&o->loss, loss, 4));
     W_CU(w, cu->cuMemcpyDtoH(o->dz, dz, sizeof o->dz));
     run_perception(w, rt, stream, o, repeats);
@@ -301,7 +315,7 @@ static void *worker_main(void *arg)
         pthread_barrier_wait(w->start);
         return NULL;
     }
-    run_ops(w, rt, stream, &w->got, REPEATS, 1, w->start);
+    run_ops(w, rt, stream, &w->got, n_repeats, 1, w->start);
     foxjit_runtime_get_counters(rt, &w->counters);
     foxjit_runtime_destroy(&rt);
     cu->cuStreamDestroy(stream);
@@ -331,12 +345,30 @@ static void make_perception_inputs(uint64_t *s)
         p[pl.hw2 + i] *= 0.125f;
 }
 
+/* Quick mode's sizes, once their column-sum plan is known to be the full
+ * size's (the buffers are cuMemAlloc'd: 16-byte aligned). */
+static void choose_sizes(void)
+{
+    if (!gh_quick())
+        return;
+    fj_colsum_plan pf, pq;
+    fj_colsum_plan_for(ROWS, COLS, gh.rt->cc, 16, &pf);
+    fj_colsum_plan_for(QUICK_ROWS, COLS, gh.rt->cc, 16, &pq);
+    if (!fj_variant_equal(&pf.variant, &pq.variant) || pf.split != pq.split ||
+        pf.block != pq.block || pf.rows_mode != pq.rows_mode)
+        fail_msg("quick mode: %d x %d does not take the column-sum plan of %d x %d (split %u "
+                 "vs %u, block %u vs %u)", QUICK_ROWS, COLS, ROWS, COLS, pq.split, pf.split,
+                 pq.block, pf.block);
+    n_sort = QUICK_N_SORT, rows = QUICK_ROWS, n_repeats = QUICK_REPEATS;
+}
+
 static void make_inputs(void)
 {
     uint64_t s = gh_seed() * 31 + 5;
+    choose_sizes();
     make_perception_inputs(&s);
-    gh_fill_uniform(in.x, ROWS * COLS, &s, -1, 1);
-    for (int i = 0; i < N_SORT; i++) {
+    gh_fill_uniform(in.x, (size_t)rows * COLS, &s, -1, 1);
+    for (int i = 0; i < n_sort; i++) {
         in.keys[i] = (uint32_t)gh_next(&s);
         in.vals[i] = (uint32_t)i;
         in.rewards[i] = gh_uniform(&s, -3, 3);
@@ -348,10 +380,11 @@ static void make_inputs(void)
 
 static int differs(const outputs *a, const outputs *b)
 {
+    const size_t sort_bytes = (size_t)n_sort * 4;
     return memcmp(a->colsum, b->colsum, sizeof a->colsum) ||
            memcmp(a->fresh, b->fresh, sizeof a->fresh) ||
-           memcmp(a->keys, b->keys, sizeof a->keys) || memcmp(a->vals, b->vals, sizeof a->vals) ||
-           memcmp(a->rank, b->rank, sizeof a->rank) || memcmp(&a->loss, &b->loss, 4) ||
+           memcmp(a->keys, b->keys, sort_bytes) || memcmp(a->vals, b->vals, sort_bytes) ||
+           memcmp(a->rank, b->rank, sort_bytes) || memcmp(&a->loss, &b->loss, 4) ||
            memcmp(a->dz, b->dz, sizeof a->dz) ||
            memcmp(a->percep, b->percep, pl.out_floats * sizeof(float));
 }
@@ -375,7 +408,9 @@ static void test_threads_per_context_match_single_thread(void **state)
 
     int ndev = 0;
     GH_CU(gh.cu->cuDeviceGetCount(&ndev));
-    int nthreads = ndev >= 2 ? (ndev > MAX_THREADS ? MAX_THREADS : ndev) : 4;
+    /* Quick: 2 threads, on 2 GPUs when there are several. */
+    const int most = gh_quick() ? QUICK_THREADS : MAX_THREADS;
+    int nthreads = ndev >= 2 ? (ndev > most ? most : ndev) : GH_QUICK(4, QUICK_THREADS);
     static worker w[MAX_THREADS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)nthreads);

@@ -132,6 +132,35 @@ static void reference(const problem *p, foxjit_tie_mode ties, float *out, unsign
     free(s);
 }
 
+/* ---- sizes -------------------------------------------------------------------- */
+
+/* A size of the full test, or in quick mode (FOXJIT_TEST_QUICK=1) a smaller
+ * one that takes the same path through the op, checked here: one onesweep
+ * tile or several, a partial last tile or none, one histogram block or
+ * several (and the histogram grid below its cap), the same for the tiles of
+ * rank_max_final and the legacy kernel's blocks. The 4 radix passes do not
+ * depend on n. */
+static size_t sized(size_t full, size_t quick)
+{
+    if (!gh_quick())
+        return full;
+    fj_radix_layout f, q;
+    fj_rank_layout_for((int64_t)full, &fj_radix_default_tuning, &f);
+    fj_rank_layout_for((int64_t)quick, &fj_radix_default_tuning, &q);
+    const size_t tile = (size_t)fj_radix_default_tuning.block * fj_radix_default_tuning.items;
+    const size_t final_tile = FJ_RANK_FINAL_TILE, block = FJ_RANK_FINAL_BLOCK;
+    if ((f.tiles > 1) != (q.tiles > 1) || (full % tile == 0) != (quick % tile == 0) ||
+        (f.hist_blocks > 1) != (q.hist_blocks > 1) ||
+        (f.hist_blocks < FJ_RADIX_HIST_MAX_BLOCKS) != (q.hist_blocks < FJ_RADIX_HIST_MAX_BLOCKS) ||
+        (full > final_tile) != (quick > final_tile) ||
+        (full % final_tile == 0) != (quick % final_tile == 0) ||
+        (full % block == 0) != (quick % block == 0))
+        fail_msg("quick size %zu does not take the path of %zu (onesweep tiles %u vs %u, "
+                 "histogram blocks %u vs %u)", quick, full, q.tiles, f.tiles, q.hist_blocks,
+                 f.hist_blocks);
+    return quick;
+}
+
 /* ---- running the op ----------------------------------------------------------- */
 
 /* Fills the workspace with words that look like published look-back
@@ -199,14 +228,18 @@ static void check_against_reference(size_t n, kind what, foxjit_tie_mode ties)
     free(p.r), free(got), free(want), free(rank);
 }
 
+/* Quick mode: 20011 (4 onesweep tiles, the last partial) and 40960 (7 tiles,
+ * every rank_max_final tile full, like 4096000). */
 static const size_t sizes[] = {1, 2, 255, 256, 257, 4096, 100003, 4096000};
+static const size_t quick_sizes[] = {1, 2, 255, 256, 257, 4096, 20011, 40960};
+_Static_assert(sizeof quick_sizes == sizeof sizes, "one quick size per size");
 
 static void test_max_ties_against_reference(void **state)
 {
     (void)state;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int w = 0; w < KIND_COUNT; w++)
-            check_against_reference(sizes[s], (kind)w, FOXJIT_TIES_MAX);
+            check_against_reference(sized(sizes[s], quick_sizes[s]), (kind)w, FOXJIT_TIES_MAX);
 }
 
 /* Ordinal ranks are the positions of a stable ascending sort of |s| (ties
@@ -216,7 +249,8 @@ static void test_ordinal_ties_against_reference(void **state)
     (void)state;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int w = 0; w < KIND_COUNT; w++)
-            check_against_reference(sizes[s], (kind)w, FOXJIT_TIES_ORDINAL);
+            check_against_reference(sized(sizes[s], quick_sizes[s]), (kind)w,
+                                    FOXJIT_TIES_ORDINAL);
 }
 
 /* Max ties give exactly the bits of the legacy quadratic kernel. */
@@ -224,9 +258,11 @@ static void test_max_ties_equal_legacy(void **state)
 {
     (void)state;
     static const size_t ns[] = {1, 3, 1000, 4097, 8833, 65536};
+    static const size_t quick_ns[] = {1, 3, 1000, 4097, 8833, 32768};
+    _Static_assert(sizeof quick_ns == sizeof ns, "one quick size per size");
     for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
         for (int w = 0; w < KIND_COUNT; w++) {
-            const size_t n = ns[s];
+            const size_t n = sized(ns[s], quick_ns[s]);
             problem p = make_problem(n, (kind)w, gh_seed() + n * 13 + (uint64_t)w);
             float *got = malloc(n * 4), *legacy = malloc(n * 4);
             assert_true(got && legacy);
@@ -251,7 +287,7 @@ static void test_permutation_invariance(void **state)
     (void)state;
     const kind kinds[] = {QUANTIZED, SPECIALS, UNIFORM};
     for (size_t w = 0; w < sizeof kinds / sizeof kinds[0]; w++) {
-        const size_t n = 100003;
+        const size_t n = sized(100003, 20011);
         uint64_t seed = gh_seed() + 77 + w;
         problem p = make_problem(n, kinds[w], seed);
         size_t *perm = malloc(n * sizeof *perm);
@@ -282,7 +318,7 @@ static void test_bitwise_identical_runs(void **state)
     (void)state;
     for (int t = 0; t < 2; t++) {
         const foxjit_tie_mode ties = t ? FOXJIT_TIES_ORDINAL : FOXJIT_TIES_MAX;
-        const size_t n = 4096000;
+        const size_t n = sized(4096000, 40960);
         problem p = make_problem(n, QUANTIZED, gh_seed() + 3);
         size_t ws_bytes;
         GH_CHECK(foxjit_rank_normalize_workspace_size(gh.rt, (int64_t)n, ties, &ws_bytes));
@@ -291,7 +327,7 @@ static void test_bitwise_identical_runs(void **state)
         dirty(ws, ws_bytes);
         float *first = malloc(n * 4), *again = malloc(n * 4);
         assert_true(first && again);
-        for (int run = 0; run < 5; run++) {
+        for (int run = 0; run < GH_QUICK(5, 2); run++) {
             gh_poison(out, n);
             GH_CHECK(foxjit_rank_normalize(gh.rt, r, (int64_t)n, p.std_ema, p.mean_ema, ties, out,
                                            ws, ws_bytes, gh.stream));
@@ -311,7 +347,7 @@ static void test_in_place_and_unaligned_workspace(void **state)
     (void)state;
     for (int t = 0; t < 2; t++) {
         const foxjit_tie_mode ties = t ? FOXJIT_TIES_ORDINAL : FOXJIT_TIES_MAX;
-        const size_t n = 100003;
+        const size_t n = sized(100003, 20011);
         problem p = make_problem(n, QUANTIZED, gh_seed() + 21);
         float *got = malloc(n * 4), *want = malloc(n * 4);
         unsigned *rank = malloc(n * 4);
@@ -362,7 +398,7 @@ static void test_small_workspace_writes_nothing(void **state)
 static void test_graph_capture(void **state)
 {
     (void)state;
-    const size_t n = 1000003;
+    const size_t n = sized(1000003, 20011);
     problem p = make_problem(n, UNIFORM, gh_seed() + 9);
     size_t ws_bytes;
     GH_CHECK(foxjit_rank_normalize_workspace_size(gh.rt, (int64_t)n, FOXJIT_TIES_MAX, &ws_bytes));
@@ -389,7 +425,7 @@ static void test_graph_capture(void **state)
     if (st != FOXJIT_OK)
         fail_msg("rank_normalize during capture: %s", foxjit_last_error());
     GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < GH_QUICK(3, 2); rep++) {
         gh_poison(out, 2 * n);
         dirty(ws, ws_bytes);
         GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));

@@ -11,6 +11,13 @@
  * graph-replayed training giving bitwise identical loss curves and
  * parameters over 50 steps, and a resumed run continuing bit for bit.
  *
+ * Quick mode (FOXJIT_TEST_QUICK=1) keeps every run and check, at the same
+ * batch and K (so the same kernels, reducer plans and cluster splits), with
+ * fewer steps and a smaller held-out set (the counts below). The curves are
+ * deterministic (seed 1), so a quick run is the start of the full one: the
+ * gate's loss goes under 0.1 at step 18 on the host emulation of
+ * tests/unit/test_train_model_host.c (float64 ops), well inside 40 steps.
+ *
  * argv[1]: the fox-train binary, argv[2]: the built libfoxjit.so. */
 #include <math.h>
 #include <stdio.h>
@@ -192,6 +199,24 @@ static void test_gradient_matches_finite_differences(void **state)
 
 /* ---- fox-train as a program ------------------------------------------------------ */
 
+/* Step counts and sizes of the fox-train runs: full, quick. */
+#define GATE_STEPS GH_QUICK(200, 40)
+#define GATE_HELDOUT GH_QUICK(256, 64)        /* sequences: 8 or 2 batches of 32 */
+#define BITWISE_STEPS GH_QUICK(50, 5)         /* eager vs graph, and data parallel */
+#define RESUME_STEPS GH_QUICK(50, 8)
+#define RESUME_FIRST GH_QUICK(20, 3)          /* one epoch of RESUME_TRAIN */
+#define RESUME_TRAIN GH_QUICK(640, 96)        /* 20 or 3 batches of 32 */
+
+/* v as an argument string (valid for the next 15 calls). */
+static const char *arg_int(int v)
+{
+    static char buf[16][16];
+    static int next;
+    char *p = buf[next++ % 16];
+    snprintf(p, sizeof buf[0], "%d", v);
+    return p;
+}
+
 /* Runs fox-train with the trainer's common arguments plus the given ones
  * (NULL-terminated); its output goes to <tmpdir>/<tag>.log, whose tail is
  * printed. Returns the exit status. */
@@ -303,32 +328,34 @@ static void assert_same_file(const char *what, const char *pa, const char *pb)
 static void test_acceptance_gate(void **state)
 {
     (void)state;
+    const int steps = GATE_STEPS;
     assert_int_equal(run_trainer("gate", "--signal", "constant", "--batch", "32", "--steps",
-                                 "200", "--heldout-size", "256", "--csv", path_in("gate.csv"),
-                                 NULL), 0);
+                                 arg_int(steps), "--heldout-size", arg_int(GATE_HELDOUT),
+                                 "--csv", path_in("gate.csv"), NULL), 0);
     curve c;
     read_curve(path_in("gate.csv"), &c);
-    assert_int_equal(c.n, 200);
+    assert_int_equal(c.n, steps);
     int first_under = 0;
     for (int i = 0; i < c.n && !first_under; i++)
         if (c.loss[i] < 0.1f)
             first_under = c.step[i];
     static const int show[] = {1, 10, 25, 50, 100, 150, 200};
     printf("  loss:");
-    for (size_t i = 0; i < sizeof show / sizeof show[0]; i++)
+    for (size_t i = 0; i < sizeof show / sizeof show[0] && show[i] <= steps; i++)
         printf(" step %d %.5f;", show[i], (double)c.loss[show[i] - 1]);
     printf("\n  first step under 0.1: %d\n", first_under);
     if (!(c.loss[0] >= 0.1f))
         fail_msg("the loss starts at %.5f, already under the gate", (double)c.loss[0]);
     if (!first_under)
-        fail_msg("the loss never went under 0.1 in 200 steps (last %.5f)",
+        fail_msg("the loss never went under 0.1 in %d steps (last %.5f)", steps,
                  (double)c.loss[c.n - 1]);
 }
 
 static void test_eager_and_graph_bitwise(void **state)
 {
     (void)state;
-    const char *common[] = {"--batch", "32", "--steps", "50", "--heldout-size", "0"};
+    const int steps = BITWISE_STEPS;
+    const char *common[] = {"--batch", "32", "--steps", arg_int(steps), "--heldout-size", "0"};
     assert_int_equal(run_trainer("eager", common[0], common[1], common[2], common[3], common[4],
                                  common[5], "--csv", path_in("eager.csv"), "--checkpoint",
                                  path_in("eager.ckpt"), NULL), 0);
@@ -338,35 +365,42 @@ static void test_eager_and_graph_bitwise(void **state)
     curve e, g;
     read_curve(path_in("eager.csv"), &e);
     read_curve(path_in("graph.csv"), &g);
-    assert_int_equal(e.n, 50);
-    assert_same_curve("eager vs graph-replayed", &e, 0, &g, 0, 50);
-    assert_same_file("parameters and AdamW state after 50 steps", path_in("eager.ckpt"),
-                     path_in("graph.ckpt"));
+    assert_int_equal(e.n, steps);
+    assert_same_curve("eager vs graph-replayed", &e, 0, &g, 0, steps);
+    char what[96];
+    snprintf(what, sizeof what, "parameters and AdamW state after %d steps", steps);
+    assert_same_file(what, path_in("eager.ckpt"), path_in("graph.ckpt"));
 }
 
 static void test_resume_bitwise(void **state)
 {
     (void)state;
     /* One run of 50 steps; one of 20 with a checkpoint, resumed to 50 (the
-     * resumed part replayed from a graph: it must not matter either). */
-    assert_int_equal(run_trainer("whole", "--steps", "50", "--heldout-size", "0",
-                                 "--train-size", "640", "--csv", path_in("whole.csv"),
+     * resumed part replayed from a graph: it must not matter either). Quick:
+     * 8 steps, 3, resumed to 8. */
+    const int steps = RESUME_STEPS, first = RESUME_FIRST;
+    const char *train_size = arg_int(RESUME_TRAIN);
+    assert_int_equal(run_trainer("whole", "--steps", arg_int(steps), "--heldout-size", "0",
+                                 "--train-size", train_size, "--csv", path_in("whole.csv"),
                                  "--checkpoint", path_in("whole.ckpt"), NULL), 0);
-    assert_int_equal(run_trainer("first", "--steps", "20", "--heldout-size", "0",
-                                 "--train-size", "640", "--checkpoint", path_in("first.ckpt"),
-                                 NULL), 0);
-    assert_int_equal(run_trainer("resumed", "--resume", path_in("first.ckpt"), "--steps", "50",
-                                 "--graph", "--csv", path_in("resumed.csv"), "--checkpoint",
-                                 path_in("resumed.ckpt"), NULL), 0);
+    assert_int_equal(run_trainer("first", "--steps", arg_int(first), "--heldout-size", "0",
+                                 "--train-size", train_size, "--checkpoint",
+                                 path_in("first.ckpt"), NULL), 0);
+    assert_int_equal(run_trainer("resumed", "--resume", path_in("first.ckpt"), "--steps",
+                                 arg_int(steps), "--graph", "--csv", path_in("resumed.csv"),
+                                 "--checkpoint", path_in("resumed.ckpt"), NULL), 0);
     curve w, r;
     read_curve(path_in("whole.csv"), &w);
     read_curve(path_in("resumed.csv"), &r);
-    assert_int_equal(r.n, 30);
-    assert_int_equal(r.step[0], 21);
-    /* 640 sequences are 20 batches: the resumed part crosses an epoch. */
-    assert_same_curve("resumed vs uninterrupted, steps 21..50", &w, 20, &r, 0, 30);
-    assert_same_file("state at step 50, resumed vs uninterrupted", path_in("whole.ckpt"),
-                     path_in("resumed.ckpt"));
+    assert_int_equal(r.n, steps - first);
+    assert_int_equal(r.step[0], first + 1);
+    /* 640 sequences are 20 batches (quick: 96, 3 batches): the first run
+     * ends with the first epoch, the resumed part crosses another. */
+    char what[96];
+    snprintf(what, sizeof what, "resumed vs uninterrupted, steps %d..%d", first + 1, steps);
+    assert_same_curve(what, &w, first, &r, 0, steps - first);
+    snprintf(what, sizeof what, "state at step %d, resumed vs uninterrupted", steps);
+    assert_same_file(what, path_in("whole.ckpt"), path_in("resumed.ckpt"));
     /* A setting that contradicts the checkpoint is refused. */
     assert_int_equal(run_trainer("conflict", "--resume", path_in("first.ckpt"), "--lr", "0.5",
                                  NULL), 2);

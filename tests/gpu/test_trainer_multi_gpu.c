@@ -23,6 +23,11 @@
  * then the program says so and exits 77 (skip), also under
  * FOXJIT_REQUIRE_GPU=1 (that asks for a GPU, and there is one).
  *
+ * Quick mode (FOXJIT_TEST_QUICK=1): the same runs and checks at the same
+ * batches, over BITWISE_STEPS (5) steps instead of 50, and benches of one
+ * timed step per sample (fox-train's warm-up and sample counts stay) at
+ * batches 32 and 64 instead of 32 and 256.
+ *
  * argv[1]: the fox-train binary, argv[2]: the built libfoxjit.so.
  * The run helpers are test_trainer.c's, included (its own tests are not
  * run here). */
@@ -63,7 +68,8 @@ static void test_one_rank_is_bitwise_one_gpu(void **state)
         assert_int_equal(run_trainer("no-nccl", "--nccl", "--steps", "1", NULL), 5);
         return;
     }
-    const char *c[] = {"--batch", "64", "--steps", "50", "--heldout-size", "0"};
+    const int steps = BITWISE_STEPS;
+    const char *c[] = {"--batch", "64", "--steps", arg_int(steps), "--heldout-size", "0"};
     assert_int_equal(run_trainer("one", c[0], c[1], c[2], c[3], c[4], c[5], "--csv",
                                  path_in("one.csv"), "--checkpoint", path_in("one.ckpt"), NULL),
                      0);
@@ -77,13 +83,15 @@ static void test_one_rank_is_bitwise_one_gpu(void **state)
     read_curve(path_in("one.csv"), &one);
     read_curve(path_in("nccl1e.csv"), &e);
     read_curve(path_in("nccl1g.csv"), &g);
-    assert_int_equal(one.n, 50);
-    assert_same_curve("one rank through NCCL (eager) vs one GPU", &one, 0, &e, 0, 50);
-    assert_same_curve("one rank through NCCL (graph) vs one GPU", &one, 0, &g, 0, 50);
-    assert_same_file("state after 50 steps, one rank through NCCL vs one GPU",
-                     path_in("one.ckpt"), path_in("nccl1e.ckpt"));
-    assert_same_file("state after 50 steps, graph-replayed with NCCL vs one GPU",
-                     path_in("one.ckpt"), path_in("nccl1g.ckpt"));
+    assert_int_equal(one.n, steps);
+    assert_same_curve("one rank through NCCL (eager) vs one GPU", &one, 0, &e, 0, steps);
+    assert_same_curve("one rank through NCCL (graph) vs one GPU", &one, 0, &g, 0, steps);
+    char what[96];
+    snprintf(what, sizeof what, "state after %d steps, one rank through NCCL vs one GPU", steps);
+    assert_same_file(what, path_in("one.ckpt"), path_in("nccl1e.ckpt"));
+    snprintf(what, sizeof what, "state after %d steps, graph-replayed with NCCL vs one GPU",
+             steps);
+    assert_same_file(what, path_in("one.ckpt"), path_in("nccl1g.ckpt"));
 }
 
 static void test_bench_one_rank(void **state)
@@ -94,8 +102,9 @@ static void test_bench_one_rank(void **state)
         return;
     }
     assert_int_equal(run_trainer("bench1", "--bench", "--gpus", "1", "--nccl",
-                                 "--bench-batches", "64", "--bench-steps", "10", "--json",
-                                 path_in("bench1.json"), NULL), 0);
+                                 "--bench-batches", "64", "--bench-steps",
+                                 arg_int(GH_QUICK(10, 1)), "--json", path_in("bench1.json"),
+                                 NULL), 0);
     FILE *f = fopen(path_in("bench1.json"), "r");
     assert_non_null(f);
     char buf[4096];
@@ -148,7 +157,8 @@ static void test_two_gpus_follow_one(void **state)
                "and %s\n", n, n == 1 ? "" : "s", nccl_ok ? "NCCL" : "no NCCL");
         skip();
     }
-    const char *c[] = {"--batch", "64", "--steps", "50", "--heldout-size", "0"};
+    const int steps = BITWISE_STEPS;
+    const char *c[] = {"--batch", "64", "--steps", arg_int(steps), "--heldout-size", "0"};
     /* The one-GPU curve (made by the test above when NCCL is here). */
     if (access(path_in("one.csv"), R_OK))
         assert_int_equal(run_trainer("one", c[0], c[1], c[2], c[3], c[4], c[5], "--csv",
@@ -164,12 +174,13 @@ static void test_two_gpus_follow_one(void **state)
     read_curve(path_in("one.csv"), &one);
     read_curve(path_in("two-e.csv"), &e);
     read_curve(path_in("two-g.csv"), &g);
-    assert_int_equal(e.n, 50);
+    assert_int_equal(e.n, steps);
     assert_close_curve("2 GPUs x 32 (eager) vs 1 GPU x 64", &one, &e);
     assert_close_curve("2 GPUs x 32 (graph) vs 1 GPU x 64", &one, &g);
-    assert_same_curve("2 GPUs, eager vs graph-replayed", &e, 0, &g, 0, 50);
-    assert_same_file("2 GPUs, state after 50 steps, eager vs graph-replayed",
-                     path_in("two-e.ckpt"), path_in("two-g.ckpt"));
+    assert_same_curve("2 GPUs, eager vs graph-replayed", &e, 0, &g, 0, steps);
+    char what[96];
+    snprintf(what, sizeof what, "2 GPUs, state after %d steps, eager vs graph-replayed", steps);
+    assert_same_file(what, path_in("two-e.ckpt"), path_in("two-g.ckpt"));
     /* AdamW divides m by sqrt(v): a gradient off by a constant factor (a sum
      * where the average belongs) would train almost the same. The first
      * moment after one step from zero is 0.1 * gradient, in the checkpoint:
@@ -201,7 +212,8 @@ static void test_two_gpus_follow_one(void **state)
     free(p1), free(m1), free(v1), free(p2), free(m2), free(v2);
     /* Scaling figures (not judged here: a benchmark, not a timed test). */
     assert_int_equal(run_trainer("bench2", "--bench", "--gpus", "2", "--bench-batches",
-                                 "32,256", "--bench-steps", "20", NULL), 0);
+                                 GH_QUICK("32,256", "32,64"), "--bench-steps",
+                                 arg_int(GH_QUICK(20, 1)), NULL), 0);
 }
 
 int main(int argc, char **argv)
