@@ -25,7 +25,7 @@
 #                            smaller batches and sequences, fewer repetitions; see
 #                            docs/reliability.md): 1 (default) = racecheck only,
 #                            which instruments every shared-memory access and is
-#                            far the slowest; all = every checker; 0 = none; or a
+#                            far the slowest; all = every checker; 0 or none = none; or a
 #                            list of checkers ("racecheck initcheck"). The other
 #                            runs get FOXJIT_TEST_QUICK=0 (the full tests).
 #   COMPUTE_SANITIZER        the compute-sanitizer to use
@@ -87,9 +87,12 @@ else
 fi
 [ ${#cmds[@]} -gt 0 ] || { echo "gpu-sanitize: no gpu test to run in $B" >&2; exit 2; }
 
-# The GPUs to spread the runs over (CUDA_VISIBLE_DEVICES values).
+# The GPUs to spread the runs over (CUDA_VISIBLE_DEVICES values), numbered
+# as nvidia-smi does (PCI order).
+export CUDA_DEVICE_ORDER=PCI_BUS_ID
 devs=()
-if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then
+    # Set, even empty (= no GPU): the caller's choice is kept.
     IFS=', ' read -r -a devs <<< "$CUDA_VISIBLE_DEVICES"
 else
     n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -101,15 +104,29 @@ if [ -n "${FOXJIT_SANITIZE_GPUS:-}" ]; then
                        "give a number of GPUs" >&2; exit 2 ;;
     esac
     want=$((10#$FOXJIT_SANITIZE_GPUS))
-    if [ "$want" -le ${#devs[@]} ]; then
-        devs=("${devs[@]:0:want}")
-    else
-        devs=()
-        for ((i = 0; i < want; i++)); do devs+=("$i"); done
+    if [ "$want" -gt ${#devs[@]} ]; then
+        echo "gpu-sanitize: FOXJIT_SANITIZE_GPUS is $want but only ${#devs[@]} GPU(s) are" \
+             "visible (${devs[*]:-none})" >&2
+        exit 2
     fi
+    devs=("${devs[@]:0:want}")
 fi
 gpus=${#devs[@]}
 [ "$gpus" -ge 1 ] || gpus=1
+# Runs that may use every GPU (dev "all") see only the chosen ones.
+[ ${#devs[@]} -gt 0 ] && CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${devs[*]}") && export CUDA_VISIBLE_DEVICES
+
+# FOXJIT_SANITIZE_QUICK words must name checkers (a typo would run full).
+case ${FOXJIT_SANITIZE_QUICK:-1} in
+    1|0|none|all) ;;
+    *) for w in ${FOXJIT_SANITIZE_QUICK//,/ }; do
+           case $w in memcheck|racecheck|initcheck|synccheck) ;;
+               *) echo "gpu-sanitize: FOXJIT_SANITIZE_QUICK: '$w' is not a checker" \
+                       "(memcheck racecheck initcheck synccheck; or 1, all, 0, none)" >&2
+                  exit 2 ;;
+           esac
+       done ;;
+esac
 
 # One warm cache for every run, so the checkers time kernels, not NVRTC.
 export FOXJIT_TEST_CACHE_DIR=/tmp/foxjit-sanitize-cache

@@ -15,6 +15,8 @@ typedef struct shape {
 static const shape shapes[] = {
     {8192, 3}, {8192, 42}, {8192, 128}, {8192, 256}, {32, 40960},
     {1, 1},    {1000, 77}, {3, 100000}, {8192, 64}, {513, 65},
+    /* Whole rows split over a cluster; wide tiles split over a cluster. */
+    {8192, 20}, {32, 5120},
 };
 /* FOXJIT_TEST_QUICK=1: shape i with fewer rows (or columns) and the same plan
  * as shapes[i] at every alignment tested: kernel variant, vector width and
@@ -22,6 +24,7 @@ static const shape shapes[] = {
 static const shape quick_shapes[] = {
     {1024, 3}, {1024, 42}, {2048, 128}, {2048, 256}, {8, 40960},
     {1, 1},    {129, 77},  {3, 34000},  {2048, 64},  {513, 65},
+    {2048, 20}, {32, 5120},
 };
 _Static_assert(sizeof quick_shapes == sizeof shapes, "one quick shape per shape");
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
@@ -163,7 +166,7 @@ static void test_quick_shapes_keep_the_plans(void **state)
 static void test_legacy_baselines_agree(void **state)
 {
     (void)state;
-    const shape s = {GH_QUICK(8192, 1024), 42};  /* quick: still 4 two-phase chunks */
+    const shape s = {GH_QUICK(8192, 1024), 42};  /* quick: 4 two-phase chunks (full: 32) */
     size_t n = (size_t)(s.rows * s.cols);
     uint64_t seed = gh_seed() + 99;
     float *x = malloc(n * 4), *got = malloc((size_t)s.cols * 4);

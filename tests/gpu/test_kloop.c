@@ -148,7 +148,10 @@ static void check_against_model(kloop_dims dims, uint64_t seed)
 
 /* The trainer's model. Kernel variants depend only on F, D, E and H, so quick
  * mode (FOXJIT_TEST_QUICK=1) keeps those and runs B = 4 rows of K = 4 steps
- * (the legacy backwards loop over B in one block; every step loops over K). */
+ * (the legacy backwards loop over B in one block). At B = 4 the reducers run
+ * without clusters and the heads sum kernel stages all 4 steps at once; the
+ * split reducers and several step chunks are covered by gpu_colsum (32 x
+ * 5120) and gpu_perception (11 steps). */
 static kloop_dims trainer_dims(void)
 {
     return (kloop_dims){.batch = GH_QUICK(32, 4), .k = GH_QUICK(64, 4), .f = 40, .d = 128,

@@ -26,8 +26,8 @@
 #define REPEATS 20
 #define MAX_THREADS 8
 /* Quick: 20011 pairs are still 4 onesweep tiles (the last partial) and 2
- * histogram blocks; 1024 x 42 takes the column-sum plan of 8192 x 42
- * (checked in make_inputs, as in test_colsum.c). */
+ * histogram blocks (as test_rank.c checks for its quick sizes); 1024 x 42
+ * takes the column-sum plan of 8192 x 42 (checked in make_inputs). */
 #define QUICK_N_SORT 20011
 #define QUICK_ROWS 1024
 #define QUICK_REPEATS 2
