@@ -1,6 +1,6 @@
 #!/bin/sh
 # Set-up command 2: install what is missing, build, and run every test suite
-# (unit, compile, fault, gpu). Without a GPU the gpu suite is reported as
+# (unit, compile, fault, scripts, gpu). Without a GPU the gpu suite is reported as
 # skipped; FOXJIT_REQUIRE_GPU=1 makes that a failure. Extra arguments go to
 # `meson test` (e.g. --suite unit).
 #

@@ -106,10 +106,8 @@ static double op_row(bench_ctx *b, kloop_bench *k, const char *shape, const char
         return -1;
     int backward = op == KLOOP_OP_HEADS_BWD || op == KLOOP_OP_ATTN_BWD ||
                    op == KLOOP_OP_CFC_BWD || op == KLOOP_OP_VSN_BWD;
-    static char notes[2 * KLOOP_OP_COUNT][80];
-    static int next_note;
-    char *note = notes[next_note++ % (2 * KLOOP_OP_COUNT)];
-    snprintf(note, sizeof notes[0], "%d per step", calls);
+    char note[80];  /* bench_emit prints the row before this returns */
+    snprintf(note, sizeof note, "%d per step", calls);
     if (backward) {
         int save = b->samples;
         if (k->m.dims.batch > 32 && b->samples > 5)
@@ -122,7 +120,7 @@ static double op_row(bench_ctx *b, kloop_bench *k, const char *shape, const char
         b->samples = save;
         k->form = KLOOP_NEW;
         if (legacy_calls > 1)
-            snprintf(note, sizeof notes[0], "%d per step; legacy: %d calls of one step", calls,
+            snprintf(note, sizeof note, "%d per step; legacy: %d calls of one step", calls,
                      legacy_calls);
     }
     row.note = note;
