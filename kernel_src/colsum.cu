@@ -29,7 +29,10 @@
 #define UNROLL 8
 // Largest cluster the host launches (the portable cluster size; 16 with the
 // non-portable opt-in measured slower for unsplit launches on the H200).
+// `fox-jit bench colsum_sweep` compiles 16 to time it.
+#ifndef FJ_MAX_SPLIT
 #define FJ_MAX_SPLIT 8
+#endif
 
 template <int V> struct fj_vec;
 template <> struct fj_vec<1> {

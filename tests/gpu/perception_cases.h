@@ -39,6 +39,10 @@ CUdeviceptr t_row(const tensor *t, int row);
  * |got - want| <= rtol * (|want| + max |want|). Fails naming what, the
  * row, the column and both values. */
 void t_check(const char *what, tensor *got, const double *want, double rtol);
+/* t_check, each element also allowed residue[i] (NULL: none): the float32
+ * rounding residue of a value that is 0 by cancellation. */
+void t_check_bounded(const char *what, tensor *got, const double *want, double rtol,
+                     const double *residue);
 /* FOXJIT_TEST_VERBOSE=1: checks print their worst error / allowed ratio. */
 int t_verbose(void);
 /* Bitwise comparison of two downloaded tensors of one shape. */

@@ -76,6 +76,7 @@ void bench_fill_random(bench_ctx *b, CUdeviceptr p, size_t n_floats, unsigned se
 #define BENCH_GROUPS(X) \
     X(jit, "JIT cost: runtime creation to all column-sum kernels loaded from a warm cache") \
     X(colsum, "column sums (bias_grad_reduce, reduce_axis0) vs serial, two-phase and copy") \
+    X(launch, "host cost of one call: raw cuLaunchKernel vs the fox-jit op, and the driver calls it makes") \
     X(colsum_sweep, "developer sweep of column-sum block sizes and cluster splits (not in all)") \
     X(rank, "reward rank normalization and its radix sort vs the CUB pipeline, cub SortPairs, the quadratic kernel and copy") \
     X(rank_sweep, "developer sweep of onesweep tile shapes for the sort and the rank op (not in all)") \

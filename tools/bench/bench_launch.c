@@ -1,0 +1,145 @@
+/* Host cost of one call (fox-jit bench launch): how long the CPU spends
+ * enqueueing a column sum through fox-jit, next to a raw cuLaunchKernel of
+ * the same kernel and the driver calls fox-jit makes on every call. An eager
+ * op cannot run faster than this, whatever its kernel. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "bench.h"
+#include "module_cache.h"
+#include "ops/colsum.h"
+#include "runtime.h"
+
+#define CALLS 200 /* calls per timed sample */
+
+typedef struct launch_bench {
+    CUdeviceptr x, out;
+    long long rows, cols;
+    int acc;
+    fj_colsum_plan plan;
+    const fj_loaded *k;
+} launch_bench;
+
+typedef int (*host_fn)(bench_ctx *b, launch_bench *l);
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int get_current(bench_ctx *b, launch_bench *l)
+{
+    (void)l;
+    CUcontext c;
+    return b->cu->cuCtxGetCurrent(&c) != CUDA_SUCCESS;
+}
+
+static int stream_ctx(bench_ctx *b, launch_bench *l)
+{
+    (void)l;
+    CUcontext c;
+    return b->cu->cuStreamGetCtx(b->stream, &c) != CUDA_SUCCESS;
+}
+
+static int raw_launch(bench_ctx *b, launch_bench *l)
+{
+    if (l->plan.rows_mode) {
+        void *args[] = {&l->x, &l->rows, &l->out, &l->acc};
+        return fj_launch_cluster(b->rt, l->k->fn[0], l->plan.grid_x, l->plan.split,
+                                 l->plan.block, l->plan.split, b->stream, args, "raw") != 0;
+    }
+    void *args[] = {&l->x, &l->rows, &l->cols, &l->out, &l->acc};
+    return fj_launch_cluster(b->rt, l->k->fn[0], l->plan.grid_x, l->plan.split, l->plan.block,
+                             l->plan.split, b->stream, args, "raw") != 0;
+}
+
+static int op_call(bench_ctx *b, launch_bench *l)
+{
+    return foxjit_bias_grad_reduce(b->rt, l->x, l->rows, l->cols, l->out, b->stream) != FOXJIT_OK;
+}
+
+static int op_call_timed(bench_ctx *b, void *ud, int iter)
+{
+    (void)iter;
+    return op_call(b, ud);
+}
+
+/* Median host microseconds per call over samples of CALLS calls, the
+ * stream drained before each sample so the launch queue never fills. */
+static double host_us(bench_ctx *b, host_fn fn, launch_bench *l)
+{
+    int n = b->samples;
+    double *t = calloc((size_t)n, sizeof *t);
+    if (!t)
+        return -1;
+    for (int s = -b->warmup; s < n; s++) {
+        if (b->cu->cuStreamSynchronize(b->stream) != CUDA_SUCCESS) {
+            free(t);
+            return -1;
+        }
+        double t0 = now_us();
+        for (int i = 0; i < CALLS; i++)
+            if (fn(b, l)) {
+                fprintf(stderr, "bench launch: %s\n", foxjit_last_error());
+                free(t);
+                return -1;
+            }
+        double dt = now_us() - t0;
+        if (s >= 0)
+            t[s] = dt / CALLS;
+    }
+    b->cu->cuStreamSynchronize(b->stream);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    double median = t[n / 2];
+    free(t);
+    return median;
+}
+
+int bench_launch(bench_ctx *b)
+{
+    static const long long shapes[][2] = {{32, 128}, {8192, 3}, {8192, 42}, {8192, 256}};
+    printf("\nhost cost of one call, us (median of %d samples of %d calls; CPU clock)\n",
+           b->samples, CALLS);
+    printf("%-11s %-16s %10s %10s %10s %12s\n", "shape", "kernel", "raw launch", "fox-jit op",
+           "op - raw", "eager GPU us");
+    launch_bench l = {.acc = 1};
+    double cur = host_us(b, get_current, &l), sctx = host_us(b, stream_ctx, &l);
+    int failed = cur < 0 || sctx < 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !failed; i++) {
+        l.rows = shapes[i][0];
+        l.cols = shapes[i][1];
+        size_t n = (size_t)(l.rows * l.cols);
+        l.x = bench_alloc(b, n * sizeof(float));
+        l.out = bench_alloc(b, (size_t)l.cols * sizeof(float));
+        bench_fill_random(b, l.x, n, 7);
+        fj_colsum_plan_for(l.rows, l.cols, b->rt->cc, 16, &l.plan);
+        if (fj_module_get(b->rt, &l.plan.variant, NULL, 0, &l.k) != FOXJIT_OK) {
+            fprintf(stderr, "bench launch: %s\n", foxjit_last_error());
+            failed = 1;
+        } else {
+            double raw = host_us(b, raw_launch, &l), op = host_us(b, op_call, &l);
+            double eager = bench_time_us(b, op_call_timed, &l, 20);
+            char shape[32], kern[32];
+            snprintf(shape, sizeof shape, "%lldx%lld", l.rows, l.cols);
+            snprintf(kern, sizeof kern, "%s %ux%u%s", l.plan.rows_mode ? "rows" : "tiles",
+                     l.plan.grid_x, l.plan.split, l.plan.split > 1 ? " clu" : "");
+            printf("%-11s %-16s %10.2f %10.2f %10.2f %12.2f\n", shape, kern, raw, op, op - raw,
+                   eager);
+            failed |= raw < 0 || op < 0;
+        }
+        bench_free(b, l.x);
+        bench_free(b, l.out);
+    }
+    printf("driver calls each op makes: cuCtxGetCurrent %.3f us, cuStreamGetCtx %.3f us\n", cur,
+           sctx);
+    return failed;
+}
