@@ -61,32 +61,48 @@ FJ_DEVICE void fj_split_range(long long rows, long long unit, int s, int n, long
     *end = fj_min(ue * unit, rows);
 }
 
-// Adds the cluster's partial sums (each block's part[0 .. width)) in rank
-// order and writes them from rank 0. Without clusters, block 0 of a cluster
-// of one just writes its own.
-FJ_DEVICE void fj_cluster_finish(float *part, int width, float *out, int out_count,
+// Cluster protocol (sm_90+, clusters of more than one block): every block
+// arrives at the cluster barrier as it starts (fj_cluster_started), so by
+// the time it has its partial sums the wait is free and every block of the
+// cluster is known to be running. Blocks 1..n-1 then push their partials into
+// rank 0's `gather` rows, and after a second barrier (release / acquire)
+// rank 0 adds them in rank order. No remote loads, and no block's shared
+// memory is touched by another after that barrier, so nobody waits for a
+// third one to exit.
+FJ_DEVICE void fj_cluster_started()
+{
+#if __CUDA_ARCH__ >= 900
+    if (fj_cluster_size() > 1)
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+
+// Adds the cluster's partial sums (each block's part[0 .. out_count)) in
+// rank order and writes them from rank 0. gather: (FJ_MAX_SPLIT - 1) rows of
+// W floats in shared memory. Without clusters, block 0 of a cluster of one
+// just writes its own.
+template <int W>
+FJ_DEVICE void fj_cluster_finish(const float *part, float *gather, float *out, int out_count,
                                  int accumulate)
 {
 #if __CUDA_ARCH__ >= 900
     unsigned n = fj_cluster_size();
     if (n > 1) {
-        fj_cluster_sync();
-        if (fj_cluster_rank() == 0) {
-            for (int c = threadIdx.x; c < out_count; c += blockDim.x) {
-                // Gather first (all loads in flight), then add in rank order.
-                float v[FJ_MAX_SPLIT];
-#pragma unroll
-                for (unsigned r = 1; r < FJ_MAX_SPLIT; r++)
-                    v[r] = r < n ? fj_cluster_load(part + c, r) : 0.0f;
-                float s = part[c];
-#pragma unroll
-                for (unsigned r = 1; r < FJ_MAX_SPLIT; r++)
-                    if (r < n)
-                        s += v[r];
-                out[c] = accumulate ? out[c] + s : s;
-            }
+        unsigned rank = fj_cluster_rank();
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // all blocks running
+        if (rank != 0)
+            for (int c = threadIdx.x; c < out_count; c += blockDim.x)
+                fj_cluster_store(gather + (rank - 1) * W + c, 0, part[c]);
+        asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+        if (rank != 0)
+            return;
+        for (int c = threadIdx.x; c < out_count; c += blockDim.x) {
+            float s = part[c];
+            for (unsigned r = 1; r < n; r++)
+                s += gather[(r - 1) * W + c];
+            out[c] = accumulate ? out[c] + s : s;
         }
-        fj_cluster_sync();  // keep every block's shared memory alive until read
         return;
     }
 #endif
@@ -110,7 +126,8 @@ colsum_rows(const float *__restrict__ x, long long rows, float *__restrict__ out
 {
     typedef typename fj_vec<VEC>::type vec_t;
     __shared__ float part[PASS];
-    __shared__ float wpart[BLOCK], res[COLS];
+    __shared__ float wpart[BLOCK], res[COLS], gather[(FJ_MAX_SPLIT - 1) * COLS];
+    fj_cluster_started();
     const int t = threadIdx.x;
     long long rb, re;
     fj_split_range(rows, RP, blockIdx.y, gridDim.y, &rb, &re);
@@ -141,7 +158,7 @@ colsum_rows(const float *__restrict__ x, long long rows, float *__restrict__ out
         if (t < S)
             part[VEC * t + j] = acc[j];
     fj_sum_columns<COLS, BLOCK>(part, RP, res, wpart);
-    fj_cluster_finish(res, COLS, out, COLS, accumulate);
+    fj_cluster_finish<COLS>(res, gather, out, COLS, accumulate);
 }
 
 #else
@@ -160,7 +177,8 @@ colsum_tiles(const float *__restrict__ x, long long rows, long long cols_arg,
 {
     typedef typename fj_vec<VEC>::type vec_t;
     __shared__ float part[R * TILE];
-    __shared__ float wpart[BLOCK], res[TILE];
+    __shared__ float wpart[BLOCK], res[TILE], gather[(FJ_MAX_SPLIT - 1) * TILE];
+    fj_cluster_started();
     const long long cols = COLS ? COLS : cols_arg;
     const int lane = threadIdx.x % LANES, ph = threadIdx.x / LANES;
     const long long c0 = (long long)blockIdx.x * TILE;
@@ -186,6 +204,6 @@ colsum_tiles(const float *__restrict__ x, long long rows, long long cols_arg,
     }
     fj_sum_columns<TILE, BLOCK>(part, R, res, wpart);
     long long width = cols - c0 < TILE ? cols - c0 : TILE;
-    fj_cluster_finish(res, TILE, out + c0, (int)width, accumulate);
+    fj_cluster_finish<TILE>(res, gather, out + c0, (int)width, accumulate);
 }
 #endif

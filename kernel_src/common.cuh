@@ -106,6 +106,17 @@ FJ_DEVICE void fj_cluster_sync()
                  "barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
+// Writes v to the shared memory of block `rank` of this cluster, at the
+// same offset as `local` in this block.
+FJ_DEVICE void fj_cluster_store(float *local, unsigned rank, float v)
+{
+    unsigned long long generic = (unsigned long long)local, shared;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
+    unsigned remote;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
+}
+
 // Reads a float from the shared memory of block `rank` of this cluster, at
 // the same offset as `local` in this block. Not volatile: callers order it
 // after fj_cluster_sync(), and several such loads may then be in flight at

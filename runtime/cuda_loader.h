@@ -15,7 +15,7 @@
     X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) \
     X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxCreate) X(cuCtxDestroy) \
     X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
-    X(cuFuncSetAttribute) X(cuFuncGetAttribute) \
+    X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters) \
     X(cuLaunchKernel) X(cuLaunchKernelEx) \
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing) \
     X(cuStreamGetCtx) X(cuStreamBeginCapture) X(cuStreamEndCapture) \

@@ -78,6 +78,16 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
                                    dyn);
 
     }
+    if (v->program->cluster_param) {
+        int i = 0;
+        while (v->program->params[i] && strcmp(v->program->params[i], v->program->cluster_param))
+            i++;
+        if (v->program->params[i] && v->values[i] > 8)
+            for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k]; k++)
+                /* Refused by GPUs without large clusters: the op checks before using one. */
+                cu->cuFuncSetAttribute(out->fn[k],
+                                       CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+    }
     fj_count(&rt->counters, modules_loaded, 1);
     return FOXJIT_OK;
 }

@@ -28,6 +28,11 @@ typedef struct fj_program {
     const char *params[FJ_MAX_PARAMS + 1];   /* NULL-terminated */
     const char *kernels[FJ_MAX_KERNELS + 1]; /* extern "C" names, NULL-terminated */
     int uses_cccl;                           /* needs -I<CCCL> (CUB block primitives) */
+    /* Name of the parameter holding the largest cluster the variant is
+     * launched with, or NULL. Above 8 (the portable limit) its kernels get
+     * the non-portable cluster opt-in at load; other variants never do,
+     * since the opt-in slowed their plain launches (measured on the H200). */
+    const char *cluster_param;
 } fj_program;
 
 typedef struct fj_variant {

@@ -2,20 +2,26 @@
  * launch. Kernels: kernel_src/colsum.cu, kernel_src/colsum_legacy.cu. */
 #include "colsum.h"
 
+#include <stdatomic.h>
+#include <string.h>
+
+#include "log.h"
 #include "status.h"
 
 const fj_program fj_program_colsum_rows = {
     .name = "colsum_rows",
     .source = "colsum.cu",
-    .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", NULL},
+    .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
     .kernels = {"colsum_rows", NULL},
+    .cluster_param = "FJ_MAX_SPLIT",
 };
 
 const fj_program fj_program_colsum_tiles = {
     .name = "colsum_tiles",
     .source = "colsum.cu",
-    .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "LANES", NULL},
+    .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "LANES", "FJ_MAX_SPLIT", NULL},
     .kernels = {"colsum_tiles", NULL},
+    .cluster_param = "FJ_MAX_SPLIT",
 };
 
 const fj_program fj_program_colsum_legacy = {
@@ -31,8 +37,8 @@ const fj_variant fj_colsum_legacy_variant = {&fj_program_colsum_legacy, {0}};
 #define ROWS_MODE_MAX_COLS 32
 /* Largest cols compiled in as a constant in tile mode. */
 #define TILE_CONST_MAX_COLS 256
-/* Cluster size limit that every sm_90+ GPU supports (portable size). */
-#define MAX_SPLIT 8
+/* The cluster size every sm_90+ GPU supports (the portable limit). */
+#define PORTABLE_SPLIT 8
 /* Aim for about this many blocks so every SM has loads in flight. */
 #define TARGET_BLOCKS 264
 
@@ -51,64 +57,147 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
-void fj_colsum_plan_for(int64_t rows, int64_t cols, int cc, unsigned align, fj_colsum_plan *p)
+unsigned fj_colsum_split_limit(int cc)
+{
+    return cc >= 90 ? 16 : 1;
+}
+
+/* Geometry measured on the H200 (fox-jit bench colsum_sweep, B = 8192,
+ * graph-replayed). The fixed cost of a launch grows with the block size
+ * and, once, with a cluster; what pays for it is the number of SMs that
+ * share the rows. So tall inputs use small blocks (256 threads) in clusters
+ * of 16 over narrow tiles: 42 columns in 6 tiles of 8 x 16 blocks took
+ * 3.63 us, against 4.59 us for 3 tiles of 16 x 8 blocks of 1024 threads;
+ * 128 columns 4.81 against 5.94; 256 columns 5.50 against 6.43. With the
+ * portable limit of 8, blocks of 512 were best (3.92, 5.05, 5.97). */
+void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
+                        fj_colsum_plan *p)
 {
     p->rows_mode = cols <= ROWS_MODE_MAX_COLS;
     unsigned vec = vec_for(align, cols, p->rows_mode);
+    /* Small inputs (up to 128 KiB) are latency-bound: one block of 256
+     * threads, unless a cluster of 16 is at hand (8192 x 3: 2.87 us in 16
+     * blocks, 3.11 us in one; 8 blocks are no faster than one). */
+    int small = rows * cols <= (32 << 10);
     int64_t units, tiles;
+    unsigned lanes = 0;
+    /* Clusters of 16 only where they were measured faster: whole rows and
+     * tall tiles. */
+    int split16_measured = 1;
     if (p->rows_mode) {
-        /* Big enough blocks to keep many loads in flight; rows per pass as
-         * in colsum.cu (S active threads). */
-        /* Small inputs (up to 128 KiB) are latency-bound: one block of 256
-         * threads with no cluster is fastest (measured on the H200). */
-        int small = rows * cols <= (32 << 10);
-        p->block = small || rows < 1024 ? 256 : 1024;
-        p->variant = (fj_variant){&fj_program_colsum_rows,
-                                  {1, (int)cols, (int)vec, (int)p->block}};
+        p->block = max_split > PORTABLE_SPLIT || small || rows < 1024 ? 256 : 1024;
         int step = (int)cols / gcd((int)cols, (int)vec);
         int s = ((int)p->block / step) * step;
         int64_t rows_per_pass = (int64_t)vec * s / cols;
         units = ceil_div(rows, rows_per_pass);
         tiles = 1;
     } else {
-        /* Tall inputs: tiles of 8 lanes x vec columns (16-32 columns) so
-         * that many clusters share the rows; wide ones: 32 lanes of vec
-         * floats. */
-        /* Measured on the H200 (fox-jit bench colsum_sweep, B = 8192): 8
-         * lanes beat 4 and 16 at 42, 128 and 256 columns (vec 2 and 4). */
-        unsigned lanes = cols >= 4096 ? 32 : vec >= 2 ? 8 : 16;
-        /* Tall inputs: a whole SM per block with every load in flight at
-         * once (a block's share of rows fits in one pass per thread); short
-         * ones: smaller blocks, more of them. */
-        p->block = rows >= 1024 ? 1024 : 256;
-        int const_cols = cols <= TILE_CONST_MAX_COLS ? (int)cols : 0;
-        p->variant = (fj_variant){&fj_program_colsum_tiles,
-                                  {0, const_cols, (int)vec, (int)p->block, (int)lanes}};
+        if (cols >= 4096) {
+            lanes = 32;  /* wide: 32 lanes of vec floats */
+            p->block = rows >= 1024 ? 1024 : 256;
+            split16_measured = 0;
+        } else if (rows >= 1024 && max_split > 1) {
+            /* Tall, split over clusters: tiles of 8 columns (16 with float4
+             * loads), many of them. */
+            lanes = vec == 1 ? 8 : 4;
+            p->block = max_split > PORTABLE_SPLIT ? 256 : 512;
+        } else {
+            /* No clusters (before sm_90) or short inputs: 8 lanes x vec. */
+            lanes = vec >= 2 ? 8 : 16;
+            p->block = rows >= 1024 ? 1024 : 256;
+            split16_measured = 0;
+        }
         tiles = ceil_div(cols, (int64_t)lanes * vec);
         units = ceil_div(rows, p->block / lanes);
     }
     p->grid_x = (unsigned)tiles;
     p->split = 1;
-    if (cc >= 90 && !(p->rows_mode && rows * cols <= (32 << 10))) {
+    if (!split16_measured && max_split > PORTABLE_SPLIT)
+        max_split = PORTABLE_SPLIT;
+    if (max_split > 1 && !(p->rows_mode && small && max_split <= PORTABLE_SPLIT)) {
         int64_t want = ceil_div(TARGET_BLOCKS, tiles);
-        if (want > MAX_SPLIT)
-            want = MAX_SPLIT;
+        if (want > max_split)
+            want = max_split;
         if (want > units)
             want = units;
+        if (p->rows_mode && small && want < (int64_t)max_split)
+            want = 1;  /* a small input in part of a cluster: one block is as fast */
         p->split = want < 1 ? 1 : (unsigned)want;
     }
+    /* Kernels launched in clusters past the portable limit are their own
+     * variants (they alone get the non-portable opt-in). */
+    int split_max = p->split > PORTABLE_SPLIT ? 16 : PORTABLE_SPLIT;
+    if (p->rows_mode)
+        p->variant = (fj_variant){&fj_program_colsum_rows,
+                                  {1, (int)cols, (int)vec, (int)p->block, split_max}};
+    else
+        p->variant = (fj_variant){&fj_program_colsum_tiles,
+                                  {0, cols <= TILE_CONST_MAX_COLS ? (int)cols : 0, (int)vec,
+                                   (int)p->block, (int)lanes, split_max}};
 }
 
 int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[2])
 {
     fj_colsum_plan a, b;
-    fj_colsum_plan_for(rows, cols, cc, 16, &a);
-    fj_colsum_plan_for(rows, cols, cc, 4, &b);
+    fj_colsum_plan_for(rows, cols, fj_colsum_split_limit(cc), 16, &a);
+    fj_colsum_plan_for(rows, cols, fj_colsum_split_limit(cc), 4, &b);
     out[0] = a.variant;
     if (fj_variant_equal(&a.variant, &b.variant))
         return 1;
     out[1] = b.variant;
     return 2;
+}
+
+/* Whether this GPU runs clusters of 16 of a loaded split-16 kernel (every
+ * H100 and H200 does; the opt-in is refused elsewhere). */
+static int runs_split16(foxjit_runtime *rt, CUfunction f, const fj_colsum_plan *p)
+{
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = 1;
+    attr.value.clusterDim.y = p->split;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = p->grid_x;
+    cfg.gridDimY = p->split;
+    cfg.gridDimZ = 1;
+    cfg.blockDimX = p->block;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    return rt->cu->cuOccupancyMaxActiveClusters(&clusters, f, &cfg) == CUDA_SUCCESS &&
+           clusters > 0;
+}
+
+unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt)
+{
+    int known = atomic_load_explicit(&rt->colsum_max_split, memory_order_relaxed);
+    return known ? (unsigned)known : fj_colsum_split_limit(rt->cc);
+}
+
+/* The plan for this runtime's GPU and its loaded kernel. The first plan
+ * with a cluster of 16 checks that the GPU runs it, and falls back to the
+ * portable limit for good if not. */
+foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols, unsigned align,
+                                  CUstream stream, int check_capture, fj_colsum_plan *plan,
+                                  const fj_loaded **k)
+{
+    fj_colsum_plan_for(rows, cols, fj_colsum_runtime_split_limit(rt), align, plan);
+    foxjit_status st = fj_module_get(rt, &plan->variant, stream, check_capture, k);
+    if (st != FOXJIT_OK || plan->split <= PORTABLE_SPLIT ||
+        atomic_load_explicit(&rt->colsum_max_split, memory_order_acquire) == 16)
+        return st;
+    if (runs_split16(rt, (*k)->fn[0], plan)) {
+        atomic_store_explicit(&rt->colsum_max_split, 16, memory_order_release);
+        return FOXJIT_OK;
+    }
+    fj_info("clusters of 16 blocks are not available on this GPU; column sums use 8");
+    atomic_store_explicit(&rt->colsum_max_split, PORTABLE_SPLIT, memory_order_release);
+    fj_colsum_plan_for(rows, cols, PORTABLE_SPLIT, align, plan);
+    return fj_module_get(rt, &plan->variant, stream, check_capture, k);
 }
 
 static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols)
@@ -143,9 +232,9 @@ static foxjit_status column_sum(const char *op, foxjit_runtime *rt, CUdeviceptr 
         (st = fj_enter(rt, stream)) != FOXJIT_OK)
         return st;
     fj_colsum_plan plan;
-    fj_colsum_plan_for(rows, cols, rt->cc, alignment_of(x), &plan);
     const fj_loaded *k;
-    if ((st = fj_module_get(rt, &plan.variant, stream, 1, &k)) != FOXJIT_OK)
+    if ((st = fj_colsum_plan_load(rt, rows, cols, alignment_of(x), stream, 1, &plan, &k)) !=
+        FOXJIT_OK)
         return st;
     long long r = rows, c = cols;
     int acc = accumulate ? 1 : 0;
@@ -196,11 +285,13 @@ FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t r
     if ((st = check_shape("foxjit_column_sum_prepare", rows, cols)) != FOXJIT_OK ||
         (st = fj_enter(rt, NULL)) != FOXJIT_OK)
         return st;
-    fj_variant v[2];
-    int n = fj_colsum_variants(rows, cols, rt->cc, v);
-    for (int i = 0; i < n; i++) {
+    /* Both alignment classes: the kernels a call of this shape may use. */
+    static const unsigned aligns[] = {16, 4};
+    for (int i = 0; i < 2; i++) {
+        fj_colsum_plan plan;
         const fj_loaded *k;
-        if ((st = fj_module_get(rt, &v[i], NULL, 0, &k)) != FOXJIT_OK)
+        if ((st = fj_colsum_plan_load(rt, rows, cols, aligns[i], NULL, 0, &plan, &k)) !=
+            FOXJIT_OK)
             return st;
     }
     return FOXJIT_OK;

@@ -16,9 +16,22 @@ typedef struct fj_colsum_plan {
     int rows_mode;
 } fj_colsum_plan;
 
-/* The kernel, geometry and cluster split for x[rows, cols] on compute
- * capability cc; align is x's alignment in bytes (16 for cudaMalloc'd). */
-void fj_colsum_plan_for(int64_t rows, int64_t cols, int cc, unsigned align, fj_colsum_plan *p);
+/* The kernel, geometry and cluster split for x[rows, cols] with clusters of
+ * at most max_split blocks (1: none); align is x's alignment in bytes (16
+ * for cudaMalloc'd). */
+void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
+                        fj_colsum_plan *p);
+
+/* The cluster limit assumed for compute capability cc (16 on sm_90+: H100,
+ * H200; 1 before), and the one a runtime uses (lowered to 8 once if its GPU
+ * refuses 16). */
+unsigned fj_colsum_split_limit(int cc);
+unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt);
+
+/* Plans a call on rt's GPU and gets its kernel (fj_module_get). */
+foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols, unsigned align,
+                                  CUstream stream, int check_capture, fj_colsum_plan *plan,
+                                  const fj_loaded **k);
 
 /* The variants a shape can use (both alignment classes), for prepare and
  * `fox-jit warm`. Returns the count (at most 2). */

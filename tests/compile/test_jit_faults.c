@@ -74,7 +74,7 @@ static int teardown(void **state)
 static fj_variant fresh_variant(void)
 {
     fj_colsum_plan p;
-    fj_colsum_plan_for(8192, next_cols++, 90, 4, &p);
+    fj_colsum_plan_for(8192, next_cols++, fj_colsum_split_limit(90), 4, &p);
     return p.variant;
 }
 

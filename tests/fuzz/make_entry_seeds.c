@@ -31,7 +31,7 @@ int main(int argc, char **argv)
         return 2;
     }
     fj_colsum_plan p;
-    fj_colsum_plan_for(8192, 42, 90, 16, &p);
+    fj_colsum_plan_for(8192, 42, fj_colsum_split_limit(90), 16, &p);
     fj_target t = {90, 0, "sm_90"};
     fj_key key;
     fj_key_build(&p.variant, &t, NULL, &key);

@@ -352,8 +352,8 @@ static void choose_sizes(void)
     if (!gh_quick())
         return;
     fj_colsum_plan pf, pq;
-    fj_colsum_plan_for(ROWS, COLS, gh.rt->cc, 16, &pf);
-    fj_colsum_plan_for(QUICK_ROWS, COLS, gh.rt->cc, 16, &pq);
+    fj_colsum_plan_for(ROWS, COLS, fj_colsum_runtime_split_limit(gh.rt), 16, &pf);
+    fj_colsum_plan_for(QUICK_ROWS, COLS, fj_colsum_runtime_split_limit(gh.rt), 16, &pq);
     if (!fj_variant_equal(&pf.variant, &pq.variant) || pf.split != pq.split ||
         pf.block != pq.block || pf.rows_mode != pq.rows_mode)
         fail_msg("quick mode: %d x %d does not take the column-sum plan of %d x %d (split %u "

@@ -32,32 +32,17 @@ static int launch(bench_ctx *b, void *ud, int iter)
                              s->plan.split, b->stream, args, "sweep") != 0;
 }
 
-/* The same programs compiled for clusters of 16 (the non-portable size,
- * opted into per kernel): timed here only. */
-static const fj_program sweep_rows16 = {
-    .name = "colsum_rows_split16",
-    .source = "colsum.cu",
-    .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
-    .kernels = {"colsum_rows", NULL},
-};
-static const fj_program sweep_tiles16 = {
-    .name = "colsum_tiles_split16",
-    .source = "colsum.cu",
-    .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "LANES", "FJ_MAX_SPLIT", NULL},
-    .kernels = {"colsum_tiles", NULL},
-};
-
 #define NSPLIT 5
 static const unsigned splits[NSPLIT] = {1, 2, 4, 8, 16};
 
-/* One table row: the plan's kernel at every split (16 through the split-16
- * program). */
+/* One table row: the plan's kernel at every split (16: the variant built
+ * for clusters of 16, with the non-portable opt-in). */
 static int sweep_row(bench_ctx *b, sweep *sw, const char *mode)
 {
     fj_variant base = sw->plan.variant;
+    int np = fj_program_param_count(base.program) - 1;  /* FJ_MAX_SPLIT comes last */
+    base.values[np] = 8;
     fj_variant v16 = base;
-    int np = fj_program_param_count(base.program);
-    v16.program = sw->plan.rows_mode ? &sweep_rows16 : &sweep_tiles16;
     v16.values[np] = 16;
     printf("%-6lld %-6s %5d %5d %5u", sw->cols, mode, base.values[2],
            sw->plan.rows_mode ? 0 : base.values[4], sw->plan.block);
@@ -68,8 +53,6 @@ static int sweep_row(bench_ctx *b, sweep *sw, const char *mode)
             printf("%s\n", foxjit_last_error());
             return 1;
         }
-        if (splits[s] == 16)
-            b->cu->cuFuncSetAttribute(sw->k->fn[0], CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
         double us = bench_time_graph_us(b, launch, sw, 20);
         if (us > 0)
             printf("  %7.2f", us);
@@ -87,7 +70,7 @@ int bench_colsum_sweep(bench_ctx *b)
     static const long long dims[] = {3, 42, 128, 256};
     static const unsigned blocks[] = {256, 512, 1024};
     printf("\ncolumn-sum sweep, B = 8192, graph-replayed us per call (rows mode: vec 4; tiles: "
-           "1024 threads, tile 8/16/32 columns; split 16: non-portable clusters)\n");
+           "tile 8/16/32 columns; split 16: non-portable clusters)\n");
     printf("%-6s %-6s %5s %5s %5s", "cols", "mode", "vec", "lanes", "block");
     for (int s = 0; s < NSPLIT; s++)
         printf("  split=%-2u", splits[s]);
@@ -105,34 +88,36 @@ int bench_colsum_sweep(bench_ctx *b)
         for (int mode = 0; mode < 2 && !failed; mode++) {
             if (mode == 0 && dims[d] > 64)
                 continue;
-            for (size_t bi = 0; bi < 3 && !failed; bi++) {
-                fj_colsum_plan_for(8192, dims[d], 90, 16, &sw.plan);
+            for (size_t bi = 0; bi < (mode ? 9u : 3u) && !failed; bi++) {
+                fj_colsum_plan_for(8192, dims[d], fj_colsum_split_limit(90), 16, &sw.plan);
                 if (mode == 0) {
                     unsigned vec = 4;  /* whole rows: any cols, 16-byte aligned input */
                     sw.plan.rows_mode = 1;
                     sw.plan.grid_x = 1;
                     sw.plan.block = blocks[bi];
                     sw.plan.variant = (fj_variant){&fj_program_colsum_rows,
-                                                   {1, (int)dims[d], (int)vec, (int)blocks[bi]}};
+                                                   {1, (int)dims[d], (int)vec, (int)blocks[bi], 8}};
                 } else {
+                    /* Tiles of 8, 16 or 32 columns, blocks of 256, 512, 1024. */
                     unsigned vec = dims[d] % 4 ? (dims[d] % 2 ? 1 : 2) : 4;
-                    unsigned lanes = (bi == 0 ? 8 : bi == 1 ? 16 : 32) / vec;
+                    unsigned lanes = (8u << (bi / 3)) / vec, block = blocks[bi % 3];
                     sw.plan.rows_mode = 0;
-                    sw.plan.block = 1024;
+                    sw.plan.block = block;
                     sw.plan.grid_x = (unsigned)((dims[d] + lanes * vec - 1) / (lanes * vec));
                     sw.plan.variant = (fj_variant){&fj_program_colsum_tiles,
-                                                   {0, (int)dims[d], (int)vec, 1024, (int)lanes}};
+                                                   {0, (int)dims[d], (int)vec, (int)block,
+                                                    (int)lanes, 8}};
                 }
                 failed |= sweep_row(b, &sw, mode ? "tiles" : "rows");
             }
         }
         /* The plan fox-jit uses, then the same launch over 64 rows: the
          * fixed cost of the geometry (launch, cluster, block reduction). */
-        fj_colsum_plan_for(8192, dims[d], 90, 16, &sw.plan);
+        fj_colsum_plan_for(8192, dims[d], fj_colsum_split_limit(90), 16, &sw.plan);
         if (!failed)
             failed |= sweep_row(b, &sw, "plan");
         sw.rows = 64;
-        fj_colsum_plan_for(8192, dims[d], 90, 16, &sw.plan);
+        fj_colsum_plan_for(8192, dims[d], fj_colsum_split_limit(90), 16, &sw.plan);
         if (!failed)
             failed |= sweep_row(b, &sw, "floor");
         for (int i = 0; i < sw.nrot; i++)

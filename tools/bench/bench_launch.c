@@ -121,8 +121,8 @@ int bench_launch(bench_ctx *b)
         l.x = bench_alloc(b, n * sizeof(float));
         l.out = bench_alloc(b, (size_t)l.cols * sizeof(float));
         bench_fill_random(b, l.x, n, 7);
-        fj_colsum_plan_for(l.rows, l.cols, b->rt->cc, 16, &l.plan);
-        if (fj_module_get(b->rt, &l.plan.variant, NULL, 0, &l.k) != FOXJIT_OK) {
+        if (fj_colsum_plan_load(b->rt, l.rows, l.cols, 16, NULL, 0, &l.plan, &l.k) !=
+            FOXJIT_OK) {
             fprintf(stderr, "bench launch: %s\n", foxjit_last_error());
             failed = 1;
         } else {
