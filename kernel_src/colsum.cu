@@ -2,10 +2,12 @@
 //
 // Deterministic without float atomics. A block owns a set of columns and a
 // range of rows; it sums them in registers, then in shared memory in a fixed
-// order (fj_sum_columns: two barriers). On sm_90 and newer the rows of a column set are split across
-// the blocks of a thread-block cluster (gridDim.y blocks), whose partial
-// sums rank 0 adds in rank order through distributed shared memory: one
-// launch, no workspace. Older GPUs launch clusters of one.
+// order (fj_sum_columns: two barriers). On sm_90 and newer the rows of a
+// column set are split across the blocks of a thread-block cluster
+// (gridDim.y blocks, up to FJ_MAX_SPLIT: 8, or 16 with the non-portable
+// opt-in), which push their partial sums into rank 0's shared memory for it
+// to add in rank order: one launch, no workspace. Older GPUs launch
+// clusters of one.
 //
 // Two programs share this file:
 //   colsum_rows  (ROWS_MODE=1): cols = COLS <= 64 and a block reads whole
