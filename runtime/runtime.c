@@ -1,6 +1,7 @@
 #include "runtime.h"
 
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,7 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
         }
     }
     fj_module_table_init(&rt->modules);
+    atomic_init(&rt->colsum_max_split, 0);
     fj_debug("runtime for sm_%d (%d SMs), target %s, cache %s", rt->cc, rt->sm_count,
              rt->target.name, rt->cache ? fj_disk_cache_dir(rt->cache) : "(memory only)");
     *out = rt;
