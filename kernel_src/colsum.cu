@@ -29,9 +29,9 @@
 
 // Loads a thread keeps in flight (16 measured slower on the H200: registers).
 #define UNROLL 8
-// Largest cluster the host launches (the portable cluster size; 16 with the
-// non-portable opt-in measured slower for unsplit launches on the H200).
-// `fox-jit bench colsum_sweep` compiles 16 to time it.
+// Largest cluster this variant is launched with: the portable 8, or 16
+// (variants of their own that get the non-portable opt-in at load; see
+// fj_colsum_plan_for in runtime/ops/colsum.c).
 #ifndef FJ_MAX_SPLIT
 #define FJ_MAX_SPLIT 8
 #endif
@@ -89,6 +89,8 @@ FJ_DEVICE void fj_cluster_finish(const float *part, float *gather, float *out, i
 {
 #if __CUDA_ARCH__ >= 900
     unsigned n = fj_cluster_size();
+    if (n > FJ_MAX_SPLIT)
+        __trap();  // gather has FJ_MAX_SPLIT - 1 rows: the host never launches this
     if (n > 1) {
         unsigned rank = fj_cluster_rank();
         asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // all blocks running

@@ -15,7 +15,7 @@ static int column_sum_variants(const int64_t *v, int cc, fj_variant *out, int ma
         snprintf(why, why_len, "rows and cols must be in [1, 2^31-1]");
         return -1;
     }
-    fj_variant tmp[2];
+    fj_variant tmp[3];
     int n = fj_colsum_variants(v[0], v[1], cc, tmp);
     for (int i = 0; i < n && i < max; i++)
         out[i] = tmp[i];

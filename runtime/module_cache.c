@@ -9,6 +9,9 @@
 #include "runtime.h"
 #include "status.h"
 
+/* Cluster size every sm_90+ GPU runs without the non-portable opt-in. */
+#define FJ_PORTABLE_CLUSTER 8
+
 enum { SLOT_EMPTY = 0, SLOT_LOADING = 1, SLOT_READY = 2, SLOT_FAILED = 3 };
 
 void fj_module_table_init(fj_module_table *t)
@@ -82,7 +85,10 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
         int i = 0;
         while (v->program->params[i] && strcmp(v->program->params[i], v->program->cluster_param))
             i++;
-        if (v->program->params[i] && v->values[i] > 8)
+        if (!v->program->params[i])
+            fj_warn("program %s: cluster_param %s is not one of its parameters", v->program->name,
+                    v->program->cluster_param);
+        else if (v->values[i] > FJ_PORTABLE_CLUSTER)
             for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k]; k++)
                 /* Refused by GPUs without large clusters: the op checks before using one. */
                 cu->cuFuncSetAttribute(out->fn[k],

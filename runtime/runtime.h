@@ -22,8 +22,9 @@ struct foxjit_runtime {
     fj_disk_cache *cache;   /* NULL: memory only */
     fj_counters counters;
     fj_module_table modules;
-    /* Column sums' largest cluster on this GPU (0: not yet checked; 1 before
-     * sm_90; 16 where the non-portable size runs, else 8). */
+    /* Column sums' largest cluster on this GPU: 0 until the first column
+     * sum or prepare settles it; then 1 before sm_90, 16 where the
+     * non-portable size runs, else 8. */
     _Atomic int colsum_max_split;
 };
 

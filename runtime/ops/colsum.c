@@ -136,67 +136,83 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
                                    (int)p->block, (int)lanes, split_max}};
 }
 
-int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[2])
+int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3])
 {
-    fj_colsum_plan a, b;
-    fj_colsum_plan_for(rows, cols, fj_colsum_split_limit(cc), 16, &a);
-    fj_colsum_plan_for(rows, cols, fj_colsum_split_limit(cc), 4, &b);
-    out[0] = a.variant;
-    if (fj_variant_equal(&a.variant, &b.variant))
-        return 1;
-    out[1] = b.variant;
-    return 2;
-}
-
-/* Whether this GPU runs clusters of 16 of a loaded split-16 kernel (every
- * H100 and H200 does; the opt-in is refused elsewhere). */
-static int runs_split16(foxjit_runtime *rt, CUfunction f, const fj_colsum_plan *p)
-{
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = 1;
-    attr.value.clusterDim.y = p->split;
-    attr.value.clusterDim.z = 1;
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = p->grid_x;
-    cfg.gridDimY = p->split;
-    cfg.gridDimZ = 1;
-    cfg.blockDimX = p->block;
-    cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    int clusters = 0;
-    return rt->cu->cuOccupancyMaxActiveClusters(&clusters, f, &cfg) == CUDA_SUCCESS &&
-           clusters > 0;
+    /* Each alignment class a pointer may have (16, 8, 4 bytes). */
+    static const unsigned aligns[] = {16, 8, 4};
+    int n = 0;
+    for (int a = 0; a < 3; a++) {
+        fj_colsum_plan p;
+        fj_colsum_plan_for(rows, cols, fj_colsum_split_limit(cc), aligns[a], &p);
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            seen |= fj_variant_equal(&out[i], &p.variant);
+        if (!seen)
+            out[n++] = p.variant;
+    }
+    return n;
 }
 
 unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt)
 {
-    int known = atomic_load_explicit(&rt->colsum_max_split, memory_order_relaxed);
+    int known = atomic_load_explicit(&rt->colsum_max_split, memory_order_acquire);
     return known ? (unsigned)known : fj_colsum_split_limit(rt->cc);
 }
 
-/* The plan for this runtime's GPU and its loaded kernel. The first plan
- * with a cluster of 16 checks that the GPU runs it, and falls back to the
- * portable limit for good if not. */
+/* Settles the runtime's cluster limit once, before its first plan, so that
+ * no plan changes under a caller: on sm_90+ the GPU is asked whether a
+ * cluster of 16 of the reference kernel (8192 x 3's) fits. Every H100 and
+ * H200 says yes; a GPU that refuses gets the portable 8 for good. */
+static foxjit_status settle_split_limit(foxjit_runtime *rt, CUstream stream, int check_capture)
+{
+    if (atomic_load_explicit(&rt->colsum_max_split, memory_order_acquire))
+        return FOXJIT_OK;
+    unsigned limit = fj_colsum_split_limit(rt->cc);
+    if (limit > PORTABLE_SPLIT) {
+        fj_colsum_plan ref;
+        fj_colsum_plan_for(8192, 3, limit, 16, &ref);
+        const fj_loaded *k;
+        foxjit_status st = fj_module_get(rt, &ref.variant, stream, check_capture, &k);
+        if (st != FOXJIT_OK)
+            return st;
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = 1;
+        attr.value.clusterDim.y = limit;
+        attr.value.clusterDim.z = 1;
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = 1;
+        cfg.gridDimY = limit;
+        cfg.gridDimZ = 1;
+        cfg.blockDimX = ref.block;
+        cfg.blockDimY = cfg.blockDimZ = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        int clusters = 0;
+        CUresult r = rt->cu->cuOccupancyMaxActiveClusters(&clusters, k->fn[0], &cfg);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_CLUSTER_SIZE &&
+            r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE)
+            return fj_cuda_fail(r, "cuOccupancyMaxActiveClusters (clusters of 16)");
+        if (r != CUDA_SUCCESS || clusters < 1) {
+            fj_info("this GPU does not run clusters of 16 blocks; column sums use clusters of "
+                    "%d", PORTABLE_SPLIT);
+            limit = PORTABLE_SPLIT;
+        }
+    }
+    atomic_store_explicit(&rt->colsum_max_split, (int)limit, memory_order_release);
+    return FOXJIT_OK;
+}
+
 foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols, unsigned align,
                                   CUstream stream, int check_capture, fj_colsum_plan *plan,
                                   const fj_loaded **k)
 {
-    fj_colsum_plan_for(rows, cols, fj_colsum_runtime_split_limit(rt), align, plan);
-    foxjit_status st = fj_module_get(rt, &plan->variant, stream, check_capture, k);
-    if (st != FOXJIT_OK || plan->split <= PORTABLE_SPLIT ||
-        atomic_load_explicit(&rt->colsum_max_split, memory_order_acquire) == 16)
+    foxjit_status st = settle_split_limit(rt, stream, check_capture);
+    if (st != FOXJIT_OK)
         return st;
-    if (runs_split16(rt, (*k)->fn[0], plan)) {
-        atomic_store_explicit(&rt->colsum_max_split, 16, memory_order_release);
-        return FOXJIT_OK;
-    }
-    fj_info("clusters of 16 blocks are not available on this GPU; column sums use 8");
-    atomic_store_explicit(&rt->colsum_max_split, PORTABLE_SPLIT, memory_order_release);
-    fj_colsum_plan_for(rows, cols, PORTABLE_SPLIT, align, plan);
+    fj_colsum_plan_for(rows, cols, fj_colsum_runtime_split_limit(rt), align, plan);
     return fj_module_get(rt, &plan->variant, stream, check_capture, k);
 }
 
@@ -285,9 +301,9 @@ FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t r
     if ((st = check_shape("foxjit_column_sum_prepare", rows, cols)) != FOXJIT_OK ||
         (st = fj_enter(rt, NULL)) != FOXJIT_OK)
         return st;
-    /* Both alignment classes: the kernels a call of this shape may use. */
-    static const unsigned aligns[] = {16, 4};
-    for (int i = 0; i < 2; i++) {
+    /* Every alignment class: the kernels a call of this shape may use. */
+    static const unsigned aligns[] = {16, 8, 4};
+    for (int i = 0; i < 3; i++) {
         fj_colsum_plan plan;
         const fj_loaded *k;
         if ((st = fj_colsum_plan_load(rt, rows, cols, aligns[i], NULL, 0, &plan, &k)) !=

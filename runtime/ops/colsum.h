@@ -23,19 +23,20 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
                         fj_colsum_plan *p);
 
 /* The cluster limit assumed for compute capability cc (16 on sm_90+: H100,
- * H200; 1 before), and the one a runtime uses (lowered to 8 once if its GPU
- * refuses 16). */
+ * H200; 1 before), and the one a runtime uses (settled at its first column
+ * sum or prepare: 8 if its GPU refuses 16). */
 unsigned fj_colsum_split_limit(int cc);
 unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt);
 
-/* Plans a call on rt's GPU and gets its kernel (fj_module_get). */
+/* Plans a call on rt's GPU and gets its kernel (fj_module_get); the first
+ * call settles the runtime's cluster limit. */
 foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols, unsigned align,
                                   CUstream stream, int check_capture, fj_colsum_plan *plan,
                                   const fj_loaded **k);
 
-/* The variants a shape can use (both alignment classes), for prepare and
- * `fox-jit warm`. Returns the count (at most 2). */
-int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[2]);
+/* The variants a shape can use (the three alignment classes: 16, 8 and 4
+ * bytes), for `fox-jit warm`. Returns the count (at most 3). */
+int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3]);
 
 /* Baselines (bench, tests): one thread per column over all rows; and the
  * seed's two-phase kernels with a workspace of

@@ -113,11 +113,51 @@ static void test_kernel_choice(void **state)
     fj_colsum_plan_for(1, 1, 16, 16, &p);
     assert_int_equal(p.split, 1);
     /* Unaligned inputs get a scalar variant; aligned ones a vector one. */
-    fj_variant v[2];
-    assert_int_equal(fj_colsum_variants(8192, 128, 90, v), 2);
+    fj_variant v[3];
+    assert_int_equal(fj_colsum_variants(8192, 128, 90, v), 3);  /* float4, float2, float */
     assert_false(fj_variant_equal(&v[0], &v[1]));
     /* Odd widths have only the scalar variant in tile mode. */
     assert_int_equal(fj_colsum_variants(1000, 77, 90, v), 1);
+}
+
+/* Invariants of every plan over many shapes, cluster limits and
+ * alignments: a cluster within the limit (none without clusters), the
+ * variant built for its cluster size, and `fox-jit warm`'s variants
+ * covering what a call asks for. */
+static void test_plan_invariants(void **state)
+{
+    (void)state;
+    static const int64_t rows[] = {1, 2, 31, 255, 256, 1000, 1023, 1024, 2048, 5440, 8191,
+                                   8192, 65536, 1000003, 2147483647};
+    static const int64_t cols[] = {1, 2, 3, 4, 20, 31, 32, 33, 42, 64, 65, 77, 128, 256,
+                                   257, 300, 512, 1024, 4095, 4096, 5120, 40960, 100000};
+    static const unsigned limits[] = {16, 8, 1};
+    static const unsigned aligns[] = {16, 8, 4};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+            if (rows[r] > FJ_COLSUM_MAX_ELEMENTS / cols[c])
+                continue;
+            for (size_t l = 0; l < 3; l++)
+                for (size_t a = 0; a < 3; a++) {
+                    fj_colsum_plan p;
+                    fj_colsum_plan_for(rows[r], cols[c], limits[l], aligns[a], &p);
+                    assert_true(p.split >= 1 && p.split <= limits[l]);
+                    assert_true(p.grid_x >= 1);
+                    assert_true(p.block == 256 || p.block == 512 || p.block == 1024);
+                    assert_int_equal(p.rows_mode, cols[c] <= 32);
+                    assert_int_equal(max_split_param(&p), p.split > 8 ? 16 : 8);
+                }
+            fj_variant v[3];
+            int n90 = fj_colsum_variants(rows[r], cols[c], 90, v);
+            for (size_t a = 0; a < 3; a++) {
+                fj_colsum_plan p;
+                fj_colsum_plan_for(rows[r], cols[c], fj_colsum_split_limit(90), aligns[a], &p);
+                int found = 0;
+                for (int i = 0; i < n90; i++)
+                    found |= fj_variant_equal(&v[i], &p.variant);
+                assert_true(found);
+            }
+        }
 }
 
 int main(void)
@@ -125,6 +165,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_plan_invariants),
     };
     return cmocka_run_group_tests_name("colsum_args", tests, NULL, NULL);
 }

@@ -113,11 +113,16 @@ int bench_colsum_sweep(bench_ctx *b)
         }
         /* The plan fox-jit uses, then the same launch over 64 rows: the
          * fixed cost of the geometry (launch, cluster, block reduction). */
-        fj_colsum_plan_for(8192, dims[d], fj_colsum_split_limit(90), 16, &sw.plan);
+        if (fj_colsum_plan_load(b->rt, 8192, dims[d], 16, NULL, 0, &sw.plan, &sw.k) !=
+            FOXJIT_OK) {
+            printf("%s\n", foxjit_last_error());
+            failed = 1;
+        }
+        fj_colsum_plan plan = sw.plan;
         if (!failed)
             failed |= sweep_row(b, &sw, "plan");
         sw.rows = 64;
-        fj_colsum_plan_for(8192, dims[d], fj_colsum_split_limit(90), 16, &sw.plan);
+        sw.plan = plan;
         if (!failed)
             failed |= sweep_row(b, &sw, "floor");
         for (int i = 0; i < sw.nrot; i++)
