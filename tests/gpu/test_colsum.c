@@ -280,6 +280,75 @@ static void test_unprepared_capture_fails_cleanly(void **state)
     gh_free(dx), gh_free(db);
 }
 
+/* prepare loads the kernels of every alignment class a pointer may have:
+ * on a fresh runtime, calls at 16-, 8- and 4-byte aligned x (float4, float2
+ * and float loads, in whole-row and in tile mode) are captured after one
+ * prepare per shape, and replay the bits of the same calls made eagerly. */
+static void check_prepare_covers_alignments(int64_t R, int64_t C)
+{
+    enum { N = 3 };
+    const int offsets[N] = {0, 2, 1};  /* floats: 16-, 8- and 4-byte aligned */
+    foxjit_runtime_params p;
+    foxjit_runtime_default_params(&p);
+    foxjit_runtime *fresh;
+    GH_CHECK(foxjit_runtime_create(&p, &fresh));
+    GH_CHECK(foxjit_column_sum_prepare(fresh, R, C));
+    uint64_t seed = gh_seed() + 99 + (uint64_t)C;
+    size_t n = (size_t)(R * C + 4);
+    float *x = malloc(n * sizeof *x), *replayed = malloc((size_t)(N * C) * sizeof *x),
+          *eager = malloc((size_t)C * sizeof *x);
+    assert_non_null(x && replayed && eager);
+    gh_fill_uniform(x, n, &seed, -1, 1);
+    CUdeviceptr dx = gh_alloc(n * 4), db[N];
+    gh_upload(dx, x, n * 4);
+    for (int i = 0; i < N; i++) {
+        db[i] = gh_alloc((size_t)C * 4);
+        gh_poison(db[i], (size_t)C);
+    }
+    /* Capture first: an eager call would load a missing kernel itself. */
+    CUgraph graph;
+    CUgraphExec exec;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    foxjit_status st[N];
+    char why[N][256];
+    for (int i = 0; i < N; i++) {
+        st[i] = foxjit_column_sum(fresh, dx + (CUdeviceptr)offsets[i] * 4, R, C, db[i], 0,
+                                  gh.stream);
+        snprintf(why[i], sizeof why[i], "%s", foxjit_last_error());
+    }
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    for (int i = 0; i < N; i++)
+        if (st[i] != FOXJIT_OK)
+            fail_msg("%lldx%lld: capture at x + %d floats after prepare: %s", (long long)R,
+                     (long long)C, offsets[i], why[i]);
+    GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+    GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+    for (int i = 0; i < N; i++)
+        gh_download(replayed + i * C, db[i], (size_t)C * 4);
+    for (int i = 0; i < N; i++) {
+        GH_CHECK(foxjit_column_sum(fresh, dx + (CUdeviceptr)offsets[i] * 4, R, C, db[i], 0,
+                                   gh.stream));
+        gh_download(eager, db[i], (size_t)C * 4);
+        if (memcmp(replayed + i * C, eager, (size_t)C * 4))
+            fail_msg("%lldx%lld: replay at x + %d floats differs from eager", (long long)R,
+                     (long long)C, offsets[i]);
+    }
+    gh.cu->cuGraphExecDestroy(exec);
+    gh.cu->cuGraphDestroy(graph);
+    for (int i = 0; i < N; i++)
+        gh_free(db[i]);
+    gh_free(dx);
+    free(x), free(replayed), free(eager);
+    foxjit_runtime_destroy(&fresh);
+}
+
+static void test_prepare_covers_every_alignment(void **state)
+{
+    (void)state;
+    check_prepare_covers_alignments(8192, 20);   /* whole rows */
+    check_prepare_covers_alignments(8192, 128);  /* tiles */
+}
+
 static void test_bad_arguments_launch_nothing(void **state)
 {
     (void)state;
@@ -314,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_legacy_baselines_agree),
         cmocka_unit_test(test_graph_capture_matches_eager),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
+        cmocka_unit_test(test_prepare_covers_every_alignment),
         cmocka_unit_test(test_bad_arguments_launch_nothing),
     };
     return gh_main("gpu/colsum", tests, sizeof tests / sizeof tests[0]);
