@@ -186,6 +186,26 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned
     return fj_launch_cluster_3d(rt, f, gx, gy, 1, bx, cluster_y, stream, args, what);
 }
 
+void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx, unsigned gy,
+                       unsigned gz, unsigned bx, unsigned cluster_y, CUstream stream)
+{
+    memset(attr, 0, sizeof *attr);
+    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr->value.clusterDim.x = 1;
+    attr->value.clusterDim.y = cluster_y;
+    attr->value.clusterDim.z = 1;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->gridDimX = gx;
+    cfg->gridDimY = gy;
+    cfg->gridDimZ = gz;
+    cfg->blockDimX = bx;
+    cfg->blockDimY = 1;
+    cfg->blockDimZ = 1;
+    cfg->hStream = stream;
+    cfg->attrs = attr;
+    cfg->numAttrs = 1;
+}
+
 foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, CUfunction f, unsigned gx,
                                    unsigned gy, unsigned gz, unsigned bx, unsigned cluster_y,
                                    CUstream stream, void **args, const char *what)
@@ -193,22 +213,8 @@ foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, CUfunction f, unsig
     if (cluster_y <= 1)
         return fj_launch(rt, f, gx, gy, gz, bx, 0, stream, args, what);
     CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = 1;
-    attr.value.clusterDim.y = cluster_y;
-    attr.value.clusterDim.z = 1;
     CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = gx;
-    cfg.gridDimY = gy;
-    cfg.gridDimZ = gz;
-    cfg.blockDimX = bx;
-    cfg.blockDimY = 1;
-    cfg.blockDimZ = 1;
-    cfg.hStream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    fj_cluster_config(&cfg, &attr, gx, gy, gz, bx, cluster_y, stream);
     CUresult r = rt->cu->cuLaunchKernelEx(&cfg, f, args, NULL);
     if (r != CUDA_SUCCESS) {
         char buf[200];

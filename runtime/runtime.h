@@ -43,6 +43,11 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned
                                 unsigned bx, unsigned cluster_y, CUstream stream, void **args,
                                 const char *what);
 
+/* The cuLaunchKernelEx configuration of a grid (gx, gy, gz) of blocks of bx
+ * threads in clusters of (1, cluster_y, 1); cfg points at attr. */
+void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx, unsigned gy,
+                       unsigned gz, unsigned bx, unsigned cluster_y, CUstream stream);
+
 /* The same over a grid of gz layers (clusters never span layers). */
 foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, CUfunction f, unsigned gx,
                                    unsigned gy, unsigned gz, unsigned bx, unsigned cluster_y,

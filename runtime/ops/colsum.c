@@ -3,7 +3,6 @@
 #include "colsum.h"
 
 #include <stdatomic.h>
-#include <string.h>
 
 #include "log.h"
 #include "status.h"
@@ -114,14 +113,16 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
     p->split = 1;
     if (!split16_measured && max_split > PORTABLE_SPLIT)
         max_split = PORTABLE_SPLIT;
-    if (max_split > 1 && !(p->rows_mode && small && max_split <= PORTABLE_SPLIT)) {
+    if (max_split > 1) {
         int64_t want = ceil_div(TARGET_BLOCKS, tiles);
         if (want > max_split)
             want = max_split;
         if (want > units)
             want = units;
-        if (p->rows_mode && small && want < (int64_t)max_split)
-            want = 1;  /* a small input in part of a cluster: one block is as fast */
+        /* A small input: one block is as fast as a cluster of 8 or part of
+         * one; only a whole cluster of 16 is faster. */
+        if (p->rows_mode && small && (max_split <= PORTABLE_SPLIT || want < (int64_t)max_split))
+            want = 1;
         p->split = want < 1 ? 1 : (unsigned)want;
     }
     /* Kernels launched in clusters past the portable limit are their own
@@ -176,20 +177,8 @@ static foxjit_status settle_split_limit(foxjit_runtime *rt, CUstream stream, int
         if (st != FOXJIT_OK)
             return st;
         CUlaunchAttribute attr;
-        memset(&attr, 0, sizeof attr);
-        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim.x = 1;
-        attr.value.clusterDim.y = limit;
-        attr.value.clusterDim.z = 1;
         CUlaunchConfig cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.gridDimX = 1;
-        cfg.gridDimY = limit;
-        cfg.gridDimZ = 1;
-        cfg.blockDimX = ref.block;
-        cfg.blockDimY = cfg.blockDimZ = 1;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
+        fj_cluster_config(&cfg, &attr, 1, limit, 1, ref.block, limit, NULL);
         int clusters = 0;
         CUresult r = rt->cu->cuOccupancyMaxActiveClusters(&clusters, k->fn[0], &cfg);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_CLUSTER_SIZE &&
@@ -214,6 +203,17 @@ foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols
         return st;
     fj_colsum_plan_for(rows, cols, fj_colsum_runtime_split_limit(rt), align, plan);
     return fj_module_get(rt, &plan->variant, stream, check_capture, k);
+}
+
+foxjit_status fj_colsum_launch(const foxjit_runtime *rt, const fj_colsum_plan *p, CUfunction f,
+                               CUdeviceptr x, int64_t rows, int64_t cols, CUdeviceptr out,
+                               int accumulate, CUstream stream, const char *what)
+{
+    long long r = rows, c = cols;
+    int acc = accumulate ? 1 : 0;
+    void *rows_args[] = {&x, &r, &out, &acc}, *tiles_args[] = {&x, &r, &c, &out, &acc};
+    return fj_launch_cluster(rt, f, p->grid_x, p->split, p->block, p->split, stream,
+                             p->rows_mode ? rows_args : tiles_args, what);
 }
 
 static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols)
@@ -252,16 +252,7 @@ static foxjit_status column_sum(const char *op, foxjit_runtime *rt, CUdeviceptr 
     if ((st = fj_colsum_plan_load(rt, rows, cols, alignment_of(x), stream, 1, &plan, &k)) !=
         FOXJIT_OK)
         return st;
-    long long r = rows, c = cols;
-    int acc = accumulate ? 1 : 0;
-    if (plan.rows_mode) {
-        void *args[] = {&x, &r, &out, &acc};
-        return fj_launch_cluster(rt, k->fn[0], plan.grid_x, plan.split, plan.block, plan.split,
-                                 stream, args, op);
-    }
-    void *args[] = {&x, &r, &c, &out, &acc};
-    return fj_launch_cluster(rt, k->fn[0], plan.grid_x, plan.split, plan.block, plan.split,
-                             stream, args, op);
+    return fj_colsum_launch(rt, &plan, k->fn[0], x, rows, cols, out, accumulate, stream, op);
 }
 
 FOXJIT_API foxjit_status foxjit_column_sum(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,

@@ -28,6 +28,12 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
 unsigned fj_colsum_split_limit(int cc);
 unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt);
 
+/* Launches a planned call with its kernel f (the argument lists of the rows
+ * and tiles kernels). */
+foxjit_status fj_colsum_launch(const foxjit_runtime *rt, const fj_colsum_plan *p, CUfunction f,
+                               CUdeviceptr x, int64_t rows, int64_t cols, CUdeviceptr out,
+                               int accumulate, CUstream stream, const char *what);
+
 /* Plans a call on rt's GPU and gets its kernel (fj_module_get); the first
  * call settles the runtime's cluster limit. */
 foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols, unsigned align,

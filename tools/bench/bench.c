@@ -4,11 +4,25 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+double bench_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 double bench_time_us(bench_ctx *b, bench_fn fn, void *ud, int batch)
@@ -38,10 +52,8 @@ double bench_time_us(bench_ctx *b, bench_fn fn, void *ud, int batch)
     cu->cuEventDestroy(start);
     cu->cuEventDestroy(stop);
     double median = -1;
-    if (ok) {
-        qsort(t, (size_t)b->samples, sizeof *t, cmp_double);
-        median = t[b->samples / 2];
-    }
+    if (ok)
+        median = bench_median(t, b->samples);
     free(t);
     return median;
 }
@@ -81,10 +93,8 @@ double bench_time_graph_us(bench_ctx *b, bench_fn fn, void *ud, int batch)
     cu->cuGraphExecDestroy(exec);
     cu->cuGraphDestroy(graph);
     double median = -1;
-    if (ok) {
-        qsort(t, (size_t)b->samples, sizeof *t, cmp_double);
-        median = t[b->samples / 2];
-    }
+    if (ok)
+        median = bench_median(t, b->samples);
     free(t);
     return median;
 }

@@ -40,6 +40,11 @@ double bench_time_us(bench_ctx *b, bench_fn fn, void *ud, int batch);
  * replayed: GPU time without the CPU's launch cost. */
 double bench_time_graph_us(bench_ctx *b, bench_fn fn, void *ud, int batch);
 
+/* The median of v[0 .. n) (sorts v), and a monotonic CPU clock in
+ * microseconds (host-side timings). */
+double bench_median(double *v, int n);
+double bench_now_us(void);
+
 /* Time of a device-to-device copy of `bytes` (the roofline), rotating over
  * buffers larger than L2 together; eager and graph-replayed. */
 void bench_copy_us(bench_ctx *b, size_t bytes, double *eager_us, double *graph_us);

@@ -21,15 +21,8 @@ static int launch(bench_ctx *b, void *ud, int iter)
 {
     sweep *s = ud;
     CUdeviceptr x = s->x[iter % s->nrot];
-    int acc = 1;
-    if (s->plan.rows_mode) {
-        void *args[] = {&x, &s->rows, &s->out, &acc};
-        return fj_launch_cluster(b->rt, s->k->fn[0], s->plan.grid_x, s->plan.split,
-                                 s->plan.block, s->plan.split, b->stream, args, "sweep") != 0;
-    }
-    void *args[] = {&x, &s->rows, &s->cols, &s->out, &acc};
-    return fj_launch_cluster(b->rt, s->k->fn[0], s->plan.grid_x, s->plan.split, s->plan.block,
-                             s->plan.split, b->stream, args, "sweep") != 0;
+    return fj_colsum_launch(b->rt, &s->plan, s->k->fn[0], x, s->rows, s->cols, s->out, 1,
+                            b->stream, "sweep") != FOXJIT_OK;
 }
 
 #define NSPLIT 5

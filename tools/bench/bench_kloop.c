@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench.h"
 #include "kloop_step.h"
@@ -57,19 +56,6 @@ static void fill_model(bench_ctx *b, kloop_model *m)
     bench_fill_random(b, m->dz, (size_t)(d->k + 1) * d->batch * d->h, 102);
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median CPU time to enqueue one step (the GPU drained before each). */
 static double enqueue_us(bench_ctx *b, kloop_bench *k)
 {
@@ -77,14 +63,13 @@ static double enqueue_us(bench_ctx *b, kloop_bench *k)
     double t[N];
     for (int i = 0; i < N; i++) {
         b->cu->cuStreamSynchronize(b->stream);
-        double t0 = now_us();
+        double t0 = bench_now_us();
         if (run_once(b, k, 0))
             return -1;
-        t[i] = now_us() - t0;
+        t[i] = bench_now_us() - t0;
     }
     b->cu->cuStreamSynchronize(b->stream);
-    qsort(t, N, sizeof t[0], cmp_double);
-    return t[N / 2];
+    return bench_median(t, N);
 }
 
 /* One per-op row: `calls` calls of op at `index` per step, the new form

@@ -4,7 +4,6 @@
  * op cannot run faster than this, whatever its kernel. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "bench.h"
 #include "module_cache.h"
@@ -23,19 +22,6 @@ typedef struct launch_bench {
 
 typedef int (*host_fn)(bench_ctx *b, launch_bench *l);
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int get_current(bench_ctx *b, launch_bench *l)
 {
     (void)l;
@@ -52,14 +38,8 @@ static int stream_ctx(bench_ctx *b, launch_bench *l)
 
 static int raw_launch(bench_ctx *b, launch_bench *l)
 {
-    if (l->plan.rows_mode) {
-        void *args[] = {&l->x, &l->rows, &l->out, &l->acc};
-        return fj_launch_cluster(b->rt, l->k->fn[0], l->plan.grid_x, l->plan.split,
-                                 l->plan.block, l->plan.split, b->stream, args, "raw") != 0;
-    }
-    void *args[] = {&l->x, &l->rows, &l->cols, &l->out, &l->acc};
-    return fj_launch_cluster(b->rt, l->k->fn[0], l->plan.grid_x, l->plan.split, l->plan.block,
-                             l->plan.split, b->stream, args, "raw") != 0;
+    return fj_colsum_launch(b->rt, &l->plan, l->k->fn[0], l->x, l->rows, l->cols, l->out, l->acc,
+                            b->stream, "raw") != FOXJIT_OK;
 }
 
 static int op_call(bench_ctx *b, launch_bench *l)
@@ -86,20 +66,19 @@ static double host_us(bench_ctx *b, host_fn fn, launch_bench *l)
             free(t);
             return -1;
         }
-        double t0 = now_us();
+        double t0 = bench_now_us();
         for (int i = 0; i < CALLS; i++)
             if (fn(b, l)) {
                 fprintf(stderr, "bench launch: %s\n", foxjit_last_error());
                 free(t);
                 return -1;
             }
-        double dt = now_us() - t0;
+        double dt = bench_now_us() - t0;
         if (s >= 0)
             t[s] = dt / CALLS;
     }
     b->cu->cuStreamSynchronize(b->stream);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    double median = t[n / 2];
+    double median = bench_median(t, n);
     free(t);
     return median;
 }
