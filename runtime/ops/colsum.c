@@ -182,8 +182,14 @@ static foxjit_status settle_split_limit(foxjit_runtime *rt, CUstream stream, int
         int clusters = 0;
         CUresult r = rt->cu->cuOccupancyMaxActiveClusters(&clusters, k->fn[0], &cfg);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_CLUSTER_SIZE &&
-            r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE)
-            return fj_cuda_fail(r, "cuOccupancyMaxActiveClusters (clusters of 16)");
+            r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE) {
+            char buf[200];
+            return fj_fail(FOXJIT_ERROR_CUDA, "checking whether this GPU runs clusters of 16 "
+                           "blocks (cuOccupancyMaxActiveClusters) failed: %s; nothing was "
+                           "launched. The context may be in an error state from earlier work: "
+                           "check it with cuCtxSynchronize, or recreate it",
+                           fj_cuda_error_text(r, buf, sizeof buf));
+        }
         if (r != CUDA_SUCCESS || clusters < 1) {
             fj_info("this GPU does not run clusters of 16 blocks; column sums use clusters of "
                     "%d", PORTABLE_SPLIT);
