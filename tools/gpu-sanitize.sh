@@ -14,6 +14,15 @@
 # Environment:
 #   FOXJIT_SANITIZE_TESTS    gpu tests to run, by name (default: the whole gpu suite,
 #                            read from BUILD_DIR/meson-info with its arguments)
+#   FOXJIT_SANITIZE_SPLIT    which test programs run one checker run per test
+#                            function (FOXJIT_TEST_ONLY=name; the line says
+#                            program:function): all (default), none, or names.
+#                            Short runs spread over the GPUs and jobs, and a slow
+#                            function gets the whole time limit to itself.
+#   FOXJIT_SANITIZE_SKIP_KERNELS  kernels left unchecked, by name substring
+#                            (--kernel-name-exclude kns=...; default "nccl": NCCL's
+#                            own kernels, which are not ours and wait on the other
+#                            GPU's); empty = check every kernel
 #   FOXJIT_SANITIZE_GPUS     how many GPUs to spread the runs over, N: the first N
 #                            entries of CUDA_VISIBLE_DEVICES when it is set, else
 #                            devices 0..N-1 (default: all of them, counted by
@@ -28,10 +37,13 @@
 #                            far the slowest; all = every checker; 0 or none = none; or a
 #                            list of checkers ("racecheck initcheck"). The other
 #                            runs get FOXJIT_TEST_QUICK=0 (the full tests).
+#   FOXJIT_SANITIZE_WARM     0: skip warming the shared cache first (the tests
+#                            then compile what they use; for the script's own test)
 #   COMPUTE_SANITIZER        the compute-sanitizer to use
 # Writes OUT_DIR/sanitize-summary.txt (the lines below) and
-# OUT_DIR/sanitize-logs.tar.gz (the full output of every run; one archive so
-# it comes back from the device machine). Exit status 0 only when every run
+# OUT_DIR/sanitize-logs.tar.gz (the full output of every run, each line
+# stamped with the seconds since its run began; one archive so it comes
+# back from the device machine). Exit status 0 only when every run
 # ended with "ERROR SUMMARY: 0 errors" and the test passed (or skipped with
 # status 77, e.g. a multi-GPU test on one GPU).
 set -u
@@ -128,11 +140,39 @@ case ${FOXJIT_SANITIZE_QUICK:-1} in
        done ;;
 esac
 
+split=${FOXJIT_SANITIZE_SPLIT-all}
+case $split in
+    all|none|0|'') ;;
+    *) for w in ${split//,/ }; do
+           case $w in gpu_*[!A-Za-z0-9_]*|gpu_) bad=1 ;; gpu_*) bad= ;; *) bad=1 ;; esac
+           if [ -n "$bad" ]; then
+               echo "gpu-sanitize: FOXJIT_SANITIZE_SPLIT: '$w' is not a gpu test name" \
+                    "(all, none, or names such as gpu_perception)" >&2
+               exit 2
+           fi
+       done ;;
+esac
+
+# NCCL's kernels left unchecked (when this compute-sanitizer can).
+skip_kernels=${FOXJIT_SANITIZE_SKIP_KERNELS-nccl}
+exclude=()
+if [ -n "$skip_kernels" ]; then
+    if "$cs" --help 2>&1 | grep -q -- '--kernel-name-exclude'; then
+        for k in ${skip_kernels//,/ }; do exclude+=(--kernel-name-exclude "kns=$k"); done
+    else
+        echo "gpu-sanitize: this compute-sanitizer has no --kernel-name-exclude;" \
+             "FOXJIT_SANITIZE_SKIP_KERNELS ($skip_kernels) ignored" >&2
+    fi
+fi
+
 # One warm cache for every run, so the checkers time kernels, not NVRTC.
 export FOXJIT_TEST_CACHE_DIR=/tmp/foxjit-sanitize-cache
 export FOXJIT_CACHE_DIR=$FOXJIT_TEST_CACHE_DIR
 rm -rf "$FOXJIT_TEST_CACHE_DIR"
-"$B/tools/fox-jit" warm --quiet > "$OUT/warm.txt" 2>&1 || echo "gpu-sanitize: warm failed (see warm.txt); tests will compile"
+if [ "${FOXJIT_SANITIZE_WARM:-1}" != 0 ]; then
+    "$B/tools/fox-jit" warm --quiet > "$OUT/warm.txt" 2>&1 ||
+        echo "gpu-sanitize: warm failed (see warm.txt); tests will compile"
+fi
 
 logs=$(mktemp -d /tmp/foxjit-sanitize.XXXXXX)
 jobs=${FOXJIT_SANITIZE_JOBS:-$((4 * gpus))}
@@ -166,22 +206,41 @@ name_of() {
     basename "$1"
 }
 
-# One checker over one test command, on GPU dev (a CUDA_VISIBLE_DEVICES
-# value) or on every GPU (dev "all"); prints its summary line.
+# The test functions of a test command (FOXJIT_TEST_LIST=1), one a line;
+# nothing when the program cannot list them (then it runs whole).
+functions_of() {
+    local out
+    out=$(eval "FOXJIT_TEST_LIST=1 timeout 30 $1" 2>/dev/null) || return 0
+    # Only names: a program that ignored FOXJIT_TEST_LIST would have run its tests.
+    grep -qvE '^test_[A-Za-z0-9_]+$' <<< "$out" && return 0
+    printf '%s\n' "$out"
+}
+
+# Prefixes each line with the seconds since the run began.
+stamp() {
+    local line
+    SECONDS=0
+    while IFS= read -r line; do printf '[%4d s] %s\n' "$SECONDS" "$line"; done
+}
+
+# One checker over one test command (only test function fn when given), on
+# GPU dev (a CUDA_VISIBLE_DEVICES value) or on every GPU (dev "all");
+# prints its summary line.
 run_one() {
-    local tool=$1 cmd=$2 dev=$3 name log t0 rc errors verdict quick mode
-    name=$(name_of "$cmd")
-    log="$logs/$tool-$name.log"
+    local tool=$1 cmd=$2 dev=$3 fn=$4 name log t0 rc errors verdict quick mode
+    name=$(name_of "$cmd")${fn:+:$fn}
+    log="$logs/$tool-${name//:/--}.log"
     quick=$(quick_for "$tool")
     mode=full; [ "$quick" = 1 ] && mode=quick
     t0=$(date +%s.%N)
     (
         [ "$dev" = all ] || export CUDA_VISIBLE_DEVICES="$dev"
+        export FOXJIT_TEST_ONLY="$fn"
         eval "FOXJIT_TEST_QUICK=\$quick timeout --kill-after=30 \"\$limit\" \"\$cs\" \
-            $(flags_for "$tool") --error-exitcode 86 \
+            $(flags_for "$tool") \"\${exclude[@]}\" --error-exitcode 86 \
             --target-processes all --print-limit 50 $cmd"
-    ) > "$log" 2>&1
-    rc=$?
+    ) 2>&1 | stamp > "$log"
+    rc=${PIPESTATUS[0]}
     errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
     # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
     [ -n "$errors" ] || errors=$(sed -n 's/.*RACECHECK SUMMARY: .*(\([0-9]*\) errors.*/\1/p' \
@@ -199,34 +258,71 @@ run_one() {
     else
         verdict="clean"
     fi
-    printf '%-10s %-22s rc=%-3d errors=%-5s %7.1f s  dev=%-3s %-5s %s\n' "$tool" "$name" \
+    printf '%-10s %-52s rc=%-3d errors=%-5s %7.1f s  dev=%-3s %-5s %s\n' "$tool" "$name" \
         "$rc" "${errors:--}" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$dev" "$mode" \
         "$verdict"
 }
+
+# 1 when the test program's functions get a run each (FOXJIT_SANITIZE_SPLIT).
+split_for() {
+    case $split in
+        all) true ;;
+        none|0|'') false ;;
+        *) case " ${split//,/ } " in *" $1 "*) true ;; *) false ;; esac ;;
+    esac
+}
+
+# The runs, slowest kinds first so the long ones start at once: racecheck,
+# then initcheck, memcheck, synccheck; within a checker the trainer and
+# perception programs first. Each is "rank|tool|command index|function".
+weight_tool() {
+    case $1 in racecheck) echo 1 ;; initcheck) echo 2 ;; memcheck) echo 3 ;; *) echo 4 ;; esac
+}
+weight_test() {
+    case $1 in gpu_trainer*|gpu_perception) echo 1 ;; gpu_kloop|gpu_radix_sort|gpu_rank) echo 2 ;;
+        *) echo 3 ;; esac
+}
+fns=()
+for i in "${!cmds[@]}"; do
+    fns[i]=
+    split_for "$(name_of "${cmds[i]}")" && fns[i]=$(functions_of "${cmds[i]}")
+done
+runs=()
+for tool in "${tools[@]}"; do
+    flags_for "$tool" > /dev/null || exit 2
+    for i in "${!cmds[@]}"; do
+        w="$(weight_tool "$tool")$(weight_test "$(name_of "${cmds[i]}")")"
+        if [ -n "${fns[i]}" ]; then
+            while IFS= read -r f; do runs+=("$w|$tool|$i|$f"); done <<< "${fns[i]}"
+        else
+            runs+=("$w|$tool|$i|")
+        fi
+    done
+done
+mapfile -t runs < <(printf '%s\n' "${runs[@]}" | sort -s -t'|' -k1,1)
 
 summary="$OUT/sanitize-summary.txt"
 : > "$summary"
 running=0
 pinned=0
-for tool in "${tools[@]}"; do
-    flags_for "$tool" > /dev/null || exit 2
-    for c in "${cmds[@]}"; do
-        # Round-robin over the GPUs; the multi-GPU tests see all of them.
-        dev=all
-        case $(name_of "$c") in
-            gpu_multi_context|gpu_trainer_multi_gpu) ;;
-            *) if [ "$gpus" -gt 1 ]; then
-                   dev=${devs[pinned % gpus]}
-                   pinned=$((pinned + 1))
-               fi ;;
-        esac
-        run_one "$tool" "$c" "$dev" >> "$summary" &
-        running=$((running + 1))
-        if [ $running -ge "$jobs" ]; then
-            wait -n
-            running=$((running - 1))
-        fi
-    done
+for r in "${runs[@]}"; do
+    IFS='|' read -r _ tool i fn <<< "$r"
+    c=${cmds[i]}
+    # Round-robin over the GPUs; the multi-GPU tests see all of them.
+    dev=all
+    case $(name_of "$c") in
+        gpu_multi_context|gpu_trainer_multi_gpu) ;;
+        *) if [ "$gpus" -gt 1 ]; then
+               dev=${devs[pinned % gpus]}
+               pinned=$((pinned + 1))
+           fi ;;
+    esac
+    run_one "$tool" "$c" "$dev" "$fn" >> "$summary" &
+    running=$((running + 1))
+    if [ $running -ge "$jobs" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
 done
 wait
 sort -o "$summary" "$summary"

@@ -36,7 +36,59 @@ static int skip_or_fail(const char *suite, const char *why)
     return 77;
 }
 
-int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count)
+/* FOXJIT_TEST_LIST=1 prints the test names, one a line, and runs nothing
+ * (no GPU needed); FOXJIT_TEST_ONLY="name ..." runs only those tests, in
+ * the program's order. tools/gpu-sanitize.sh uses both to give each test
+ * of a slow program its own checker run. Returns the number kept, or -1
+ * (with a message) when a name is not a test of this program, so a typo
+ * cannot pass by running nothing. */
+static int select_tests(const char *suite, const struct CMUnitTest *tests, size_t count,
+                        struct CMUnitTest *kept)
+{
+    const char *only = getenv("FOXJIT_TEST_ONLY");
+    if (!only || !*only) {
+        memcpy(kept, tests, count * sizeof *tests);
+        return (int)count;
+    }
+    unsigned char *want = calloc(count, 1);
+    if (!want) {
+        fprintf(stderr, "%s: out of memory\n", suite);
+        return -1;
+    }
+    int bad = 0;
+    for (const char *p = only; *p;) {
+        size_t len = strcspn(p, " ,");
+        if (len) {
+            size_t i = 0;
+            while (i < count && !(strlen(tests[i].name) == len && !strncmp(tests[i].name, p, len)))
+                i++;
+            if (i == count) {
+                fprintf(stderr, "%s: FOXJIT_TEST_ONLY names '%.*s', which is not one of its "
+                        "tests (FOXJIT_TEST_LIST=1 lists them)\n", suite, (int)len, p);
+                bad = 1;
+            } else {
+                want[i] = 1;
+            }
+        }
+        p += len;
+        p += strspn(p, " ,");
+    }
+    int n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (want[i])
+            kept[n++] = tests[i];
+    free(want);
+    if (bad)
+        return -1;
+    if (n == 0) {
+        fprintf(stderr, "%s: FOXJIT_TEST_ONLY names no test\n", suite);
+        return -1;
+    }
+    printf("%s: running %d of %zu tests (FOXJIT_TEST_ONLY)\n", suite, n, count);
+    return n;
+}
+
+static int run_selected(const char *suite, const struct CMUnitTest *tests, size_t count)
 {
     if (fj_cuda_get(&gh.cu) != FOXJIT_OK)
         return skip_or_fail(suite, foxjit_last_error());
@@ -78,6 +130,29 @@ int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count)
             fprintf(stderr, "%s: could not remove %s\n", suite, gh.cache_dir);
     }
     return failed ? 1 : 0;
+}
+
+int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count)
+{
+    const char *list = getenv("FOXJIT_TEST_LIST");
+    if (list && !strcmp(list, "1")) {
+        for (size_t i = 0; i < count; i++)
+            printf("%s\n", tests[i].name);
+        return 0;
+    }
+    struct CMUnitTest *kept = malloc(count * sizeof *kept);
+    if (!kept) {
+        fprintf(stderr, "%s: out of memory\n", suite);
+        return 1;
+    }
+    int selected = select_tests(suite, tests, count, kept);
+    if (selected < 0) {
+        free(kept);
+        return 1;
+    }
+    int rc = run_selected(suite, kept, (size_t)selected);
+    free(kept);
+    return rc;
 }
 
 CUdeviceptr gh_alloc(size_t bytes)

@@ -26,7 +26,9 @@ typedef struct gh_env {
 extern gh_env gh;
 
 /* Runs the cmocka group with the GPU set up, or returns 77 (skip) with a
- * message when there is no GPU and FOXJIT_REQUIRE_GPU is not 1. */
+ * message when there is no GPU and FOXJIT_REQUIRE_GPU is not 1.
+ * FOXJIT_TEST_LIST=1 prints the test names instead (no GPU needed), and
+ * FOXJIT_TEST_ONLY="name ..." runs only those (an unknown name fails). */
 int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count);
 
 /* FOXJIT_TEST_QUICK=1 (anything but empty or "0"): the reduced-size mode

@@ -28,4 +28,6 @@ expect_refusal "only 2 GPU(s) are visible" CUDA_VISIBLE_DEVICES=0,1 FOXJIT_SANIT
 expect_refusal "only 0 GPU(s) are visible" CUDA_VISIBLE_DEVICES= FOXJIT_SANITIZE_GPUS=1
 expect_refusal "'racechek' is not a checker" FOXJIT_SANITIZE_QUICK=racechek
 expect_refusal "'yes' is not a checker" FOXJIT_SANITIZE_QUICK=racecheck,yes
+expect_refusal "'perception' is not a gpu test name" FOXJIT_SANITIZE_SPLIT="gpu_kloop perception"
+expect_refusal "'gpu_rank;' is not a gpu test name" FOXJIT_SANITIZE_SPLIT="gpu_rank;"
 exit $failed

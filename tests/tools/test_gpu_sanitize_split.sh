@@ -1,0 +1,58 @@
+#!/bin/bash
+# unit (no GPU): tools/gpu-sanitize.sh gives each test function of a split
+# program its own checker run (FOXJIT_SANITIZE_SPLIT), names it
+# program:function in the summary, stamps its log, passes the kernel
+# exclusion on, and runs a program whole when it is not split. A fake
+# compute-sanitizer runs the command it is given; without a GPU the test
+# programs fail under FOXJIT_REQUIRE_GPU=1, so the run must end not clean.
+#   test_gpu_sanitize_split.sh SCRIPT BUILD_DIR
+set -u
+script=$1 build=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/cs" <<'FAKE'
+#!/bin/bash
+case ${1:-} in
+    --version) echo "fake compute-sanitizer"; exit 0 ;;
+    --help) echo "  --kernel-name-exclude arg"; exit 0 ;;
+esac
+echo "fake-cs args: $*"
+while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do shift 2; done
+"$@"
+rc=$?
+echo "========= ERROR SUMMARY: 0 errors"
+exit $rc
+FAKE
+chmod +x "$tmp/cs"
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+
+listed=$(FOXJIT_TEST_LIST=1 "$build/tests/gpu_kloop")
+n=$(grep -c . <<< "$listed")
+out=$(env COMPUTE_SANITIZER="$tmp/cs" CUDA_VISIBLE_DEVICES= FOXJIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1 \
+      FOXJIT_SANITIZE_TESTS="gpu_kloop gpu_colsum" FOXJIT_SANITIZE_SPLIT=gpu_kloop \
+      FOXJIT_SANITIZE_WARM=0 "$script" "$build" "$tmp/out" racecheck synccheck 2>&1)
+rc=$?
+[ $rc -ne 0 ] || fail "every run failed its test, yet exit 0: $out"
+sum="$tmp/out/sanitize-summary.txt"
+[ -f "$sum" ] || { echo "FAIL: no summary: $out"; exit 1; }
+for tool in racecheck synccheck; do
+    while IFS= read -r f; do
+        grep -qE "^$tool +gpu_kloop:$f " "$sum" || fail "no $tool line for gpu_kloop:$f"
+    done <<< "$listed"
+    got=$(grep -cE "^$tool +gpu_kloop:" "$sum")
+    [ "$got" -eq "$n" ] || fail "$tool: $got gpu_kloop runs, want one per test ($n)"
+    grep -qE "^$tool +gpu_colsum +rc=" "$sum" || fail "$tool: gpu_colsum not run whole"
+done
+grep -q "test failed" "$sum" || fail "a failed test is not reported: $(cat "$sum")"
+tail -1 "$sum" | grep -qE "^gpu-sanitize: 0 of $((2 * n + 2)) checker runs clean" ||
+    fail "last line: $(tail -1 "$sum")"
+mkdir "$tmp/logs" && tar -xzf "$tmp/out/sanitize-logs.tar.gz" -C "$tmp/logs"
+f1=$(head -1 <<< "$listed")
+log="$tmp/logs/racecheck-gpu_kloop--$f1.log"
+[ -f "$log" ] || fail "no log $log: $(ls "$tmp/logs")"
+grep -qE '^\[ *[0-9]+ s\] fake-cs args: --tool racecheck --kernel-name-exclude kns=nccl ' "$log" ||
+    fail "log not stamped, or the exclusion not passed: $(head -3 "$log")"
+grep -qF "running 1 of $n tests" "$log" || fail "the run was not limited to $f1: $(cat "$log")"
+[ $failed -eq 0 ] && echo "ok: $n + 1 runs per checker, named, stamped, failures reported"
+exit $failed
