@@ -2,7 +2,8 @@
 # unit (no GPU): tools/gpu-sanitize.sh gives each test function of a split
 # program its own checker run (FOXJIT_SANITIZE_SPLIT), names it
 # program:function in the summary, stamps its log, passes the kernel
-# exclusion on, and runs a program whole when it is not split. A fake
+# exclusion on, runs a program whole when it is not split, and sets CUDA
+# API errors raised inside libnccl.so apart from the counted reports. A fake
 # compute-sanitizer runs the command it is given; without a GPU the test
 # programs fail under FOXJIT_REQUIRE_GPU=1, so the run must end not clean.
 #   test_gpu_sanitize_split.sh SCRIPT BUILD_DIR
@@ -17,10 +18,25 @@ case ${1:-} in
     --help) echo "  --kernel-name-exclude arg"; exit 0 ;;
 esac
 echo "fake-cs args: $*"
+tool=$2
 while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do shift 2; done
 "$@"
 rc=$?
-echo "========= ERROR SUMMARY: 0 errors"
+# One CUDA API error record: raised inside libnccl.so under synccheck (not
+# counted), inside a fox-jit program under racecheck (counted).
+case $tool in
+    synccheck) where="pncclCommInitRank [0x885ea] in libnccl.so.2" ;;
+    *) where="ft_rank_comm_init in rank.c:39 [0xf6eb] in fox-train" ;;
+esac
+cat <<REC
+========= Program hit cudaErrorNoKernelImageForDevice (error 209) due to "no kernel image" on CUDA API call to cudaFuncGetAttributes.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame:  [0x4cb045] in libcuda.so.1
+=========         Host Frame: $where
+=========         Host Frame: rank_main in dp_train.c:273 [0xd42c] in fox-train
+========= 
+========= ERROR SUMMARY: 1 error
+REC
 exit $rc
 FAKE
 chmod +x "$tmp/cs"
@@ -30,7 +46,7 @@ fail() { echo "FAIL: $*"; failed=1; }
 listed=$(FOXJIT_TEST_LIST=1 "$build/tests/gpu_kloop")
 n=$(grep -c . <<< "$listed")
 out=$(env COMPUTE_SANITIZER="$tmp/cs" CUDA_VISIBLE_DEVICES= FOXJIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1 \
-      FOXJIT_SANITIZE_TESTS="gpu_kloop gpu_colsum" FOXJIT_SANITIZE_SPLIT=gpu_kloop \
+      FOXJIT_SANITIZE_TESTS="gpu_kloop gpu_colsum gpu_trainer" FOXJIT_SANITIZE_SPLIT=gpu_kloop \
       FOXJIT_SANITIZE_WARM=0 "$script" "$build" "$tmp/out" racecheck synccheck 2>&1)
 rc=$?
 [ $rc -ne 0 ] || fail "every run failed its test, yet exit 0: $out"
@@ -45,7 +61,13 @@ for tool in racecheck synccheck; do
     grep -qE "^$tool +gpu_colsum +rc=" "$sum" || fail "$tool: gpu_colsum not run whole"
 done
 grep -q "test failed" "$sum" || fail "a failed test is not reported: $(cat "$sum")"
-tail -1 "$sum" | grep -qE "^gpu-sanitize: 0 of $((2 * n + 2)) checker runs clean" ||
+# The API error raised in libnccl.so is shown apart and not counted; the
+# one raised in fox-train is a report.
+bad=$(grep -E "^synccheck " "$sum" | grep -vE "errors=0\+1nccl .*test failed \(status 1\) \(1 CUDA API errors raised and handled inside libnccl.so, not counted\)$")
+[ -z "$bad" ] || fail "synccheck lines do not set the libnccl.so error apart: $bad"
+bad=$(grep -E "^racecheck " "$sum" | grep -vE "errors=1 .* 1 REPORTS$")
+[ -z "$bad" ] || fail "racecheck lines do not count the fox-train API error: $bad"
+tail -1 "$sum" | grep -qE "^gpu-sanitize: 0 of $((2 * n + 4)) checker runs clean" ||
     fail "last line: $(tail -1 "$sum")"
 mkdir "$tmp/logs" && tar -xzf "$tmp/out/sanitize-logs.tar.gz" -C "$tmp/logs"
 f1=$(head -1 <<< "$listed")
@@ -54,5 +76,10 @@ log="$tmp/logs/racecheck-gpu_kloop--$f1.log"
 grep -qE '^\[ *[0-9]+ s\] fake-cs args: --tool racecheck --kernel-name-exclude kns=nccl ' "$log" ||
     fail "log not stamped, or the exclusion not passed: $(head -3 "$log")"
 grep -qF "running 1 of $n tests" "$log" || fail "the run was not limited to $f1: $(cat "$log")"
+# racecheck of the trainer checks its first launches only; the others all.
+grep -qE 'fake-cs args: --tool racecheck --launch-count 1000 ' "$tmp/logs/racecheck-gpu_trainer.log" ||
+    fail "racecheck of gpu_trainer without --launch-count: $(head -2 "$tmp/logs/racecheck-gpu_trainer.log")"
+grep -q -- '--launch-count' "$tmp/logs/synccheck-gpu_trainer.log" "$log" &&
+    fail "--launch-count given to another checker or program"
 [ $failed -eq 0 ] && echo "ok: $n + 1 runs per checker, named, stamped, failures reported"
 exit $failed
