@@ -39,7 +39,7 @@
 #                            runs get FOXJIT_TEST_QUICK=0 (the full tests).
 #   FOXJIT_SANITIZE_TRAINER_LAUNCHES  racecheck of gpu_trainer and
 #                            gpu_trainer_multi_gpu checks the first N kernel
-#                            launches of each process (default 1000: every kernel
+#                            launches of each process (default 400: every kernel
 #                            of the first training steps; 0 = all, hours)
 #   FOXJIT_SANITIZE_WARM     0: skip warming the shared cache first (the tests
 #                            then compile what they use; for the script's own test)
@@ -145,7 +145,7 @@ case ${FOXJIT_SANITIZE_QUICK:-1} in
 esac
 
 split=${FOXJIT_SANITIZE_SPLIT-all}
-trainer_launches=${FOXJIT_SANITIZE_TRAINER_LAUNCHES:-1000}
+trainer_launches=${FOXJIT_SANITIZE_TRAINER_LAUNCHES:-400}
 case $trainer_launches in
     *[!0-9]*) echo "gpu-sanitize: FOXJIT_SANITIZE_TRAINER_LAUNCHES is '$trainer_launches';" \
                    "give a number of launches (0 = all)" >&2; exit 2 ;;
@@ -255,7 +255,7 @@ nccl_api_errors() {
 flags_for_test() { # tool test-name
     # racecheck of the trainer programs: every fox-train process (and the
     # test itself) has its first $trainer_launches launches checked, which
-    # are every kernel of its first training steps (a step is 175 launches;
+    # are every kernel of its first two training steps (a step is 175 launches;
     # evaluation and AdamW included); the later steps launch the same
     # kernels on the same shapes and run unchecked. Checking all of them
     # takes hours (B = 32, K = 64: the heads alone are 10240 blocks a call).

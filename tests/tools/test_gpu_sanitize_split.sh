@@ -77,7 +77,7 @@ grep -qE '^\[ *[0-9]+ s\] fake-cs args: --tool racecheck --kernel-name-exclude k
     fail "log not stamped, or the exclusion not passed: $(head -3 "$log")"
 grep -qF "running 1 of $n tests" "$log" || fail "the run was not limited to $f1: $(cat "$log")"
 # racecheck of the trainer checks its first launches only; the others all.
-grep -qE 'fake-cs args: --tool racecheck --launch-count 1000 ' "$tmp/logs/racecheck-gpu_trainer.log" ||
+grep -qE 'fake-cs args: --tool racecheck --launch-count 400 ' "$tmp/logs/racecheck-gpu_trainer.log" ||
     fail "racecheck of gpu_trainer without --launch-count: $(head -2 "$tmp/logs/racecheck-gpu_trainer.log")"
 grep -q -- '--launch-count' "$tmp/logs/synccheck-gpu_trainer.log" "$log" &&
     fail "--launch-count given to another checker or program"
