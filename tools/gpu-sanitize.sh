@@ -255,10 +255,13 @@ nccl_api_errors() {
 flags_for_test() { # tool test-name
     # racecheck of the trainer programs: every fox-train process (and the
     # test itself) has its first $trainer_launches launches checked, which
-    # are every kernel of its first two training steps (a step is 175 launches;
-    # evaluation and AdamW included); the later steps launch the same
-    # kernels on the same shapes and run unchecked. Checking all of them
-    # takes hours (B = 32, K = 64: the heads alone are 10240 blocks a call).
+    # cover every kernel of its first two training steps (a step is 175
+    # launches, forward to AdamW); the later steps launch the same kernels
+    # on the same shapes and run unchecked, as does the held-out evaluation
+    # (the forward kernels again). Checking every launch would take hours
+    # (B = 32, K = 64: the heads alone are 10240 blocks a call). The
+    # kernels themselves are racechecked in full by gpu_perception,
+    # gpu_kloop and gpu_train_kernels.
     case $1:$2 in
         racecheck:gpu_trainer|racecheck:gpu_trainer_multi_gpu)
             [ "$trainer_launches" = 0 ] || echo "--launch-count $trainer_launches" ;;
