@@ -1,6 +1,7 @@
 /* Test data of the perception GPU tests (see perception_cases.h). */
 #include "perception_cases.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +220,33 @@ void cfc_ref_forward(const cfc_data *d, double *h_out, double *u)
     for (int b = 0; b < d->c.batch; b++)
         pr_cfc_forward(&p, d->x.ref + (size_t)b * I, cfc_h_row(d, b), d->dt.ref[b],
                        h_out + (size_t)b * N, u + (size_t)b * N);
+}
+
+void cfc_ref_forward_residue(const cfc_data *d, double *h_out_res, double *u_res)
+{
+    pr_cfc p = cfc_ref_params(d);
+    const int I = d->c.n_in, N = d->c.n_hid;
+    double *h_out = malloc((size_t)N * sizeof *h_out), *u = malloc((size_t)N * sizeof *u);
+    assert_non_null(h_out);
+    assert_non_null(u);
+    for (int b = 0; b < d->c.batch; b++) {
+        const double *x = d->x.ref + (size_t)b * I, *h = cfc_h_row(d, b);
+        pr_cfc_forward(&p, x, h, d->dt.ref[b], h_out, u);
+        for (int i = 0; i < N; i++) {
+            double terms = fabs(p.bias[i]);  /* sum of |terms| of the pre-activation */
+            for (int k = 0; k < I; k++)
+                terms += fabs(p.w_in[(size_t)i * I + k] * x[k]);
+            for (int j = 0; h && j < N; j++)
+                terms += fabs(p.w_rec[(size_t)i * N + j] * h[j]);
+            const double decay = exp(-d->dt.ref[b] / p.tau[i]), hi = h ? h[i] : 0.0;
+            const double ur = 4 * FLT_EPSILON * (1 - u[i] * u[i]) * terms;
+            u_res[(size_t)b * N + i] = ur;
+            h_out_res[(size_t)b * N + i] =
+                4 * FLT_EPSILON * (fabs(decay * hi) + fabs((1 - decay) * u[i])) + (1 - decay) * ur;
+        }
+    }
+    free(h_out);
+    free(u);
 }
 
 void cfc_ref_backward(const cfc_data *d, double *dh, double *dx, double *g[4])
