@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 gh_env gh;
+static void (*teardown)(void);
+
+void gh_set_teardown(void (*fn)(void)) { teardown = fn; }
 
 static int require_gpu(void)
 {
@@ -20,7 +23,7 @@ int gh_quick(void)
     static int quick = -1;
     if (quick < 0) {
         const char *v = getenv("FOXJIT_TEST_QUICK");
-        quick = v && *v && strcmp(v, "0") ? 1 : 0;
+        quick = v && *v && strcmp(v, "0") ? (strcmp(v, "2") ? 1 : 2) : 0;
     }
     return quick;
 }
@@ -117,9 +120,14 @@ static int run_selected(const char *suite, const struct CMUnitTest *tests, size_
     printf("%s: running on %s (%s), seed %llu\n", suite, name, foxjit_runtime_arch(gh.rt),
            (unsigned long long)gh_seed());
     if (gh_quick())
-        printf("%s: quick mode (FOXJIT_TEST_QUICK=1): every case and kernel variant, smaller "
-               "shapes, fewer repetitions\n", suite);
+        printf("%s: quick mode (FOXJIT_TEST_QUICK=%d): every case and kernel variant, smaller "
+               "shapes, fewer repetitions%s\n", suite, gh_quick(),
+               gh_quick() > 1 ? "; trainer runs of 1-3 steps (for racecheck)" : "");
     int failed = _cmocka_run_group_tests(suite, tests, count, NULL, NULL);
+    if (teardown) {
+        gh.cu->cuCtxSetCurrent(gh.ctx);
+        teardown();
+    }
     foxjit_runtime_destroy(&gh.rt);
     gh.cu->cuStreamDestroy(gh.stream);
     gh.cu->cuDevicePrimaryCtxRelease(gh.device);

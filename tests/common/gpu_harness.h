@@ -30,12 +30,18 @@ extern gh_env gh;
  * FOXJIT_TEST_LIST=1 prints the test names instead (no GPU needed), and
  * FOXJIT_TEST_ONLY="name ..." runs only those (an unknown name fails). */
 int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count);
+/* fn runs after the last test, before the context goes (resources the
+ * tests share and free only once). */
+void gh_set_teardown(void (*fn)(void));
 
-/* FOXJIT_TEST_QUICK=1 (anything but empty or "0"): the reduced-size mode
- * that tools/gpu-sanitize.sh sets for racecheck. Tests keep every kernel
- * variant, code path and case, and still check every result, on smaller
- * batches and sequence lengths with fewer repetitions and random trials.
- * gh_main prints one line when it is on. */
+/* FOXJIT_TEST_QUICK=1 (anything but empty, "0" or "2"): the reduced-size
+ * mode that tools/gpu-sanitize.sh sets for its checkers. Tests keep every
+ * kernel variant, code path and case, and still check every result, on
+ * smaller batches and sequence lengths with fewer repetitions and random
+ * trials. FOXJIT_TEST_QUICK=2 is quick mode with the fox-train runs of the
+ * trainer tests cut to 1-3 steps (racecheck takes about 30 s a step at the
+ * trainer's B = 32, K = 64); gh_quick() returns 0, 1 or 2. gh_main prints
+ * one line when it is on. */
 int gh_quick(void);
 /* full in a normal run, quick in quick mode. */
 #define GH_QUICK(full, quick) (gh_quick() ? (quick) : (full))

@@ -52,9 +52,9 @@ static CUdeviceptr buffer(size_t words, uint32_t bits)
 
 static CUdeviceptr input(size_t words) { return buffer(words, INPUT_BITS); }
 
-/* Frees every buffer: each op starts from its own, and each test leaves
- * none behind (it may run alone: FOXJIT_TEST_ONLY, under memcheck's leak
- * check). */
+/* The ops share buffers made on first use; freed once, after the last test
+ * that ran (gh_set_teardown), so a test run alone (FOXJIT_TEST_ONLY) under
+ * memcheck's leak check leaves nothing behind either. */
 static void free_buffers(void)
 {
     for (int i = 0; i < buffer_count; i++)
@@ -849,7 +849,6 @@ static const op_case ops[] = {
  * outputs. */
 static void start_op(const op_case *op)
 {
-    free_buffers();
     watch_count = 0;
     op->setup();
     RT = gh.rt;
@@ -876,7 +875,6 @@ static void test_bad_arguments(void **state)
         ops[i].refusals();
         check_watched(ops[i].name);
     }
-    free_buffers();
     printf("bad input: %ld refused calls, each with its documented status and a message; "
            "outputs untouched, 0 launches captured\n", refused_calls - before);
 }
@@ -949,7 +947,6 @@ static void test_wrong_context(void **state)
     GH_CU(gh.cu->cuCtxSetCurrent(gh.ctx));
     gh.cu->cuCtxDestroy(other);
     GH_CU(gh.cu->cuCtxSetCurrent(gh.ctx));
-    free_buffers();
     printf("bad input: %ld calls in the wrong context state refused, outputs untouched\n",
            refused_calls - before);
 }
@@ -995,7 +992,6 @@ static void test_capture_before_prepare(void **state)
         RT = gh.rt;
         foxjit_runtime_destroy(&fresh);
     }
-    free_buffers();
     printf("bad input: %ld captures before prepare refused, 0 launches\n",
            refused_calls - before);
 }
@@ -1006,7 +1002,6 @@ static void test_report(void **state)
     printf("bad input: %zu ops, %ld refused calls in all, none launched anything\n", OP_COUNT,
            refused_calls);
     printf("FOXJIT-COUNT bad_input_refusals %ld\n", refused_calls);
-    free_buffers();
 }
 
 int main(void)
@@ -1018,5 +1013,6 @@ int main(void)
         cmocka_unit_test(test_capture_before_prepare),
         cmocka_unit_test(test_report),
     };
+    gh_set_teardown(free_buffers);
     return gh_main("gpu/bad_input", tests, sizeof tests / sizeof tests[0]);
 }

@@ -30,5 +30,4 @@ expect_refusal "'racechek' is not a checker" FOXJIT_SANITIZE_QUICK=racechek
 expect_refusal "'yes' is not a checker" FOXJIT_SANITIZE_QUICK=racecheck,yes
 expect_refusal "'perception' is not a gpu test name" FOXJIT_SANITIZE_SPLIT="gpu_kloop perception"
 expect_refusal "'gpu_rank;' is not a gpu test name" FOXJIT_SANITIZE_SPLIT="gpu_rank;"
-expect_refusal "give a number of launches" FOXJIT_SANITIZE_TRAINER_LAUNCHES=-5
 exit $failed

@@ -76,10 +76,13 @@ log="$tmp/logs/racecheck-gpu_kloop--$f1.log"
 grep -qE '^\[ *[0-9]+ s\] fake-cs args: --tool racecheck --kernel-name-exclude kns=nccl ' "$log" ||
     fail "log not stamped, or the exclusion not passed: $(head -3 "$log")"
 grep -qF "running 1 of $n tests" "$log" || fail "the run was not limited to $f1: $(cat "$log")"
-# racecheck of the trainer checks its first launches only; the others all.
-grep -qE 'fake-cs args: --tool racecheck --launch-count 400 ' "$tmp/logs/racecheck-gpu_trainer.log" ||
-    fail "racecheck of gpu_trainer without --launch-count: $(head -2 "$tmp/logs/racecheck-gpu_trainer.log")"
-grep -q -- '--launch-count' "$tmp/logs/synccheck-gpu_trainer.log" "$log" &&
-    fail "--launch-count given to another checker or program"
+# racecheck runs quick (FOXJIT_SANITIZE_QUICK's default), the trainer's at
+# level 2; synccheck runs the full tests.
+grep -qE "^racecheck +gpu_trainer +rc=.* quick2 " "$sum" ||
+    fail "racecheck of gpu_trainer not at level 2: $(grep gpu_trainer "$sum")"
+bad=$(grep -E "^racecheck " "$sum" | grep -vE "^racecheck +gpu_trainer " | grep -vE " quick +[0-9]+ REPORTS")
+[ -z "$bad" ] || fail "other racecheck runs not at quick level 1: $bad"
+bad=$(grep -E "^synccheck " "$sum" | grep -vE " full +test failed")
+[ -z "$bad" ] || fail "synccheck runs not full: $bad"
 [ $failed -eq 0 ] && echo "ok: $n + 1 runs per checker, named, stamped, failures reported"
 exit $failed
