@@ -26,7 +26,9 @@
  * Quick mode (FOXJIT_TEST_QUICK=1): the same runs and checks at the same
  * batches, over BITWISE_STEPS (5) steps instead of 50, and benches of one
  * timed step per sample (fox-train's warm-up and sample counts stay) at
- * batches 32 and 64 instead of 32 and 256.
+ * batches 32 and 64 instead of 32 and 256. At the racecheck level
+ * (FOXJIT_TEST_QUICK=2, tools/gpu-sanitize.sh): 2 steps, global batch 32
+ * (2 x 16), and no bench runs (they time the steps the other runs check).
  *
  * argv[1]: the fox-train binary, argv[2]: the built libfoxjit.so.
  * The run helpers are test_trainer.c's, included (its own tests are not
@@ -38,6 +40,11 @@
 #include <dlfcn.h>
 
 #include "checkpoint.h"
+
+/* The global batch of the comparisons: 64 (2 GPUs x 32); at the racecheck
+ * level (FOXJIT_TEST_QUICK=2) 32 (2 x 16), as each step there takes about
+ * 30 s per 32 rows. */
+#define DP_BATCH RACE(64, 32)
 
 static int nccl_ok;           /* libnccl.so.2 loadable here */
 static int two_gpus_not_run;  /* why the program ends with 77 */
@@ -69,7 +76,8 @@ static void test_one_rank_is_bitwise_one_gpu(void **state)
         return;
     }
     const int steps = BITWISE_STEPS;
-    const char *c[] = {"--batch", "64", "--steps", arg_int(steps), "--heldout-size", "0"};
+    const char *c[] = {"--batch", arg_int(DP_BATCH), "--steps", arg_int(steps),
+                       "--heldout-size", "0"};
     assert_int_equal(run_trainer("one", c[0], c[1], c[2], c[3], c[4], c[5], "--csv",
                                  path_in("one.csv"), "--checkpoint", path_in("one.ckpt"), NULL),
                      0);
@@ -99,6 +107,11 @@ static void test_bench_one_rank(void **state)
     (void)state;
     if (!nccl_ok) {
         printf("  SKIP (part): no NCCL (%s)\n", nccl_why);
+        return;
+    }
+    if (gh_quick() > 1) {  /* 10 warm-up and timed steps, eager and graph: 10 minutes */
+        printf("  NOT RUN at the racecheck level (FOXJIT_TEST_QUICK=2): the bench times the "
+               "steps the other tests run\n");
         return;
     }
     assert_int_equal(run_trainer("bench1", "--bench", "--gpus", "1", "--nccl",
@@ -158,7 +171,11 @@ static void test_two_gpus_follow_one(void **state)
         skip();
     }
     const int steps = BITWISE_STEPS;
-    const char *c[] = {"--batch", "64", "--steps", arg_int(steps), "--heldout-size", "0"};
+    const char *c[] = {"--batch", arg_int(DP_BATCH), "--steps", arg_int(steps),
+                       "--heldout-size", "0"};
+    char name_e[64], name_g[64];
+    snprintf(name_e, sizeof name_e, "2 GPUs x %d (eager) vs 1 GPU x %d", DP_BATCH / 2, DP_BATCH);
+    snprintf(name_g, sizeof name_g, "2 GPUs x %d (graph) vs 1 GPU x %d", DP_BATCH / 2, DP_BATCH);
     /* The one-GPU curve (made by the test above when NCCL is here). */
     if (access(path_in("one.csv"), R_OK))
         assert_int_equal(run_trainer("one", c[0], c[1], c[2], c[3], c[4], c[5], "--csv",
@@ -175,8 +192,8 @@ static void test_two_gpus_follow_one(void **state)
     read_curve(path_in("two-e.csv"), &e);
     read_curve(path_in("two-g.csv"), &g);
     assert_int_equal(e.n, steps);
-    assert_close_curve("2 GPUs x 32 (eager) vs 1 GPU x 64", &one, &e);
-    assert_close_curve("2 GPUs x 32 (graph) vs 1 GPU x 64", &one, &g);
+    assert_close_curve(name_e, &one, &e);
+    assert_close_curve(name_g, &one, &g);
     assert_same_curve("2 GPUs, eager vs graph-replayed", &e, 0, &g, 0, steps);
     char what[96];
     snprintf(what, sizeof what, "2 GPUs, state after %d steps, eager vs graph-replayed", steps);
@@ -185,11 +202,12 @@ static void test_two_gpus_follow_one(void **state)
      * where the average belongs) would train almost the same. The first
      * moment after one step from zero is 0.1 * gradient, in the checkpoint:
      * the all-reduced gradient must be the global batch's. */
-    assert_int_equal(run_trainer("one-grad", "--batch", "64", "--steps", "1", "--heldout-size",
-                                 "0", "--checkpoint", path_in("one-grad.ckpt"), NULL), 0);
-    assert_int_equal(run_trainer("two-grad", "--batch", "64", "--steps", "1", "--heldout-size",
-                                 "0", "--gpus", "2", "--checkpoint", path_in("two-grad.ckpt"),
-                                 NULL), 0);
+    assert_int_equal(run_trainer("one-grad", "--batch", arg_int(DP_BATCH), "--steps", "1",
+                                 "--heldout-size", "0", "--checkpoint",
+                                 path_in("one-grad.ckpt"), NULL), 0);
+    assert_int_equal(run_trainer("two-grad", "--batch", arg_int(DP_BATCH), "--steps", "1",
+                                 "--heldout-size", "0", "--gpus", "2", "--checkpoint",
+                                 path_in("two-grad.ckpt"), NULL), 0);
     ft_ckpt_meta meta;
     float *p1, *m1, *v1, *p2, *m2, *v2;
     size_t n1, n2;
@@ -210,6 +228,10 @@ static void test_two_gpus_follow_one(void **state)
         fail_msg("2 GPUs: the all-reduced gradient is %.3g (relative L2) away from the global "
                  "batch's (a sum instead of the average would be 1 away)", rel);
     free(p1), free(m1), free(v1), free(p2), free(m2), free(v2);
+    if (gh_quick() > 1) {
+        printf("  bench NOT RUN at the racecheck level (FOXJIT_TEST_QUICK=2)\n");
+        return;
+    }
     /* Scaling figures (not judged here: a benchmark, not a timed test). */
     assert_int_equal(run_trainer("bench2", "--bench", "--gpus", "2", "--bench-batches",
                                  GH_QUICK("32,256", "32,64"), "--bench-steps",
