@@ -1,8 +1,10 @@
 #!/bin/bash
-# Runs every GPU test binary of a build under compute-sanitizer's four
-# checkers (memcheck with leak checking, racecheck, initcheck, synccheck) on
-# the local GPUs and prints one line per checker and binary (with its time,
-# its GPU and whether the test ran full or quick, see FOXJIT_SANITIZE_QUICK).
+# Runs every GPU test of a build under compute-sanitizer's four checkers
+# (memcheck with leak checking, racecheck, initcheck, synccheck) on the local
+# GPUs, one run per checker and test function (FOXJIT_SANITIZE_SPLIT), and
+# prints one line per run (its reports, time, GPU, and whether the test ran
+# full or quick, see FOXJIT_SANITIZE_QUICK). tools/sanitize-verdict.sh reads
+# each log; docs/reliability.md says how.
 # Used on the lent H200s with a build made elsewhere, like tools/gpu-check.sh:
 #   tools/gpu-sanitize.sh BUILD_DIR OUT_DIR [TOOL...]
 # TOOL is any of memcheck racecheck initcheck synccheck (default: all four).
@@ -47,13 +49,22 @@
 # Writes OUT_DIR/sanitize-summary.txt (the lines below) and
 # OUT_DIR/sanitize-logs.tar.gz (the full output of every run, each line
 # stamped with the seconds since its run began; one archive so it comes
-# back from the device machine). Exit status 0 only when every run
-# ended with "ERROR SUMMARY: 0 errors" and the test passed (or skipped with
-# status 77, e.g. a multi-GPU test on one GPU).
+# back from the device machine). Exit status 0 only when every run is
+# "clean" (0 reports counted, the test ran and passed) or "skipped" (status
+# 77, e.g. a multi-GPU test on one GPU), and every run wrote its line.
 set -u
 B=$(cd "$1" && pwd); OUT=$2; shift 2
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(memcheck racecheck initcheck synccheck)
+for t in "${tools[@]}"; do
+    case $t in memcheck|racecheck|initcheck|synccheck) ;;
+        *) echo "gpu-sanitize: unknown checker '$t' (memcheck racecheck initcheck synccheck)" >&2
+           exit 2 ;;
+    esac
+done
+# Left set, it would make every test program list its names and pass.
+unset FOXJIT_TEST_LIST FOXJIT_TEST_ONLY
+. "$(dirname "$0")/sanitize-verdict.sh"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,21 +88,34 @@ fi
 # build paths mapped onto BUILD_DIR; without it, every tests/gpu_* binary.
 cmds=()
 if [ -f "$B/meson-info/intro-tests.json" ] && command -v python3 >/dev/null 2>&1; then
-    while IFS= read -r line; do cmds+=("$line"); done < <(python3 - "$B" <<'PY'
+    missing=()
+    while IFS= read -r line; do
+        case $line in '!'*) missing+=("${line#!}") ;; *) cmds+=("$line") ;; esac
+    done < <(python3 - "$B" <<'PY'
 import json, os, shlex, sys
 b = sys.argv[1]
 info = json.load(open(os.path.join(b, "meson-info", "meson-info.json")))
 old = info["directories"]["build"]
 want = os.environ.get("FOXJIT_SANITIZE_TESTS", "").split()
+found = set()
 for t in json.load(open(os.path.join(b, "meson-info", "intro-tests.json"))):
     if not any(s.endswith(":gpu") or s == "gpu" for s in t["suite"]):
         continue
     if want and t["name"] not in want:
         continue
+    found.add(t["name"])
     argv = [a.replace(old, b, 1) if a.startswith(old) else a for a in t["cmd"]]
     print(" ".join(shlex.quote(a) for a in argv))
+for w in want:
+    if w not in found:
+        print("!" + w)
 PY
 )
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "gpu-sanitize: FOXJIT_SANITIZE_TESTS names ${missing[*]}, not in this build's" \
+             "gpu suite" >&2
+        exit 2
+    fi
 else
     for t in "$B"/tests/gpu_*; do
         name=$(basename "$t")
@@ -135,7 +159,8 @@ gpus=${#devs[@]}
 # FOXJIT_SANITIZE_QUICK words must name checkers (a typo would run full).
 case ${FOXJIT_SANITIZE_QUICK:-1} in
     1|0|none|all) ;;
-    *) for w in ${FOXJIT_SANITIZE_QUICK//,/ }; do
+    *) read -r -a words <<< "${FOXJIT_SANITIZE_QUICK//,/ }"
+       for w in "${words[@]}"; do
            case $w in memcheck|racecheck|initcheck|synccheck) ;;
                *) echo "gpu-sanitize: FOXJIT_SANITIZE_QUICK: '$w' is not a checker" \
                        "(memcheck racecheck initcheck synccheck; or 1, all, 0, none)" >&2
@@ -147,7 +172,8 @@ esac
 split=${FOXJIT_SANITIZE_SPLIT-all}
 case $split in
     all|none|0|'') ;;
-    *) for w in ${split//,/ }; do
+    *) read -r -a words <<< "${split//,/ }"
+       for w in "${words[@]}"; do
            case $w in gpu_*[!A-Za-z0-9_]*|gpu_) bad=1 ;; gpu_*) bad= ;; *) bad=1 ;; esac
            if [ -n "$bad" ]; then
                echo "gpu-sanitize: FOXJIT_SANITIZE_SPLIT: '$w' is not a gpu test name" \
@@ -162,7 +188,8 @@ skip_kernels=${FOXJIT_SANITIZE_SKIP_KERNELS-nccl}
 exclude=()
 if [ -n "$skip_kernels" ]; then
     if "$cs" --help 2>&1 | grep -q -- '--kernel-name-exclude'; then
-        for k in ${skip_kernels//,/ }; do exclude+=(--kernel-name-exclude "kns=$k"); done
+        read -r -a words <<< "${skip_kernels//,/ }"
+        for k in "${words[@]}"; do exclude+=(--kernel-name-exclude "kns=$k"); done
     else
         echo "gpu-sanitize: this compute-sanitizer has no --kernel-name-exclude;" \
              "FOXJIT_SANITIZE_SKIP_KERNELS ($skip_kernels) ignored" >&2
@@ -224,26 +251,7 @@ functions_of() {
 stamp() {
     local line
     SECONDS=0
-    while IFS= read -r line; do printf '[%4d s] %s\n' "$SECONDS" "$line"; done
-}
-
-# How many of a log's reports are CUDA API errors that NCCL raised and
-# handled itself: the first host frame under the driver is in libnccl.so
-# (ncclCommInitRank probes kernels built for other GPUs and gets
-# cudaErrorNoKernelImageForDevice; it enables peer access that is already
-# on, then clears cudaErrorPeerAccessAlreadyEnabled). Not fox-jit's calls,
-# and not device-side reports; they are shown apart and not counted.
-# A report without a backtrace, or past the print limit, counts as ours.
-nccl_api_errors() {
-    awk '/Program hit [A-Za-z_]+ \(error [0-9]+\) .* on CUDA API call to/ {
-             rec = 1; decided = 0; next }
-         rec && !decided && /Host Frame:/ {
-             if ($0 ~ / in libcuda\.so/) next
-             decided = 1
-             if ($0 ~ / in libnccl\.so/) n++
-             next }
-         /========= *$/ { rec = 0 }
-         END { print n + 0 }' "$1"
+    while IFS= read -r line || [ -n "$line" ]; do printf '[%4d s] %s\n' "$SECONDS" "$line"; done
 }
 
 # The quick level of one checker on one test program: 0, 1, or 2 for
@@ -269,7 +277,7 @@ quick_level() { # tool test-name
 # GPU dev (a CUDA_VISIBLE_DEVICES value) or on every GPU (dev "all");
 # prints its summary line.
 run_one() {
-    local tool=$1 cmd=$2 dev=$3 fn=$4 name log t0 rc errors verdict quick mode nccl shown
+    local tool=$1 cmd=$2 dev=$3 fn=$4 name log t0 rc verdict quick mode shown
     name=$(name_of "$cmd")${fn:+:$fn}
     log="$logs/$tool-${name//:/--}.log"
     quick=$(quick_level "$tool" "$(name_of "$cmd")")
@@ -284,32 +292,9 @@ run_one() {
     # No --error-exitcode: the status stays the test's own (pass, fail, skip);
     # the reports are counted from the summary.
     rc=${PIPESTATUS[0]}
-    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
-    # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
-    [ -n "$errors" ] || errors=$(sed -n 's/.*RACECHECK SUMMARY: .*(\([0-9]*\) errors.*/\1/p' \
-        "$log" | tail -1)
-    nccl=0
-    if [ -n "$errors" ] && [ "$errors" != 0 ]; then
-        nccl=$(nccl_api_errors "$log")
-        [ "$nccl" -le "$errors" ] || nccl=$errors
-        errors=$((errors - nccl))
-    fi
-    shown=${errors:--}
-    [ "$nccl" = 0 ] || shown="$shown+${nccl}nccl"
-    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-        verdict="TIMEOUT after ${limit} s"
-    elif [ -z "$errors" ]; then
-        verdict="NO SUMMARY (see $tool-$name.log)"
-    elif [ "$errors" != 0 ]; then
-        verdict="$errors REPORTS"
-    elif [ $rc -eq 77 ]; then
-        verdict="skipped (the test needs what this machine lacks)"
-    elif [ $rc -ne 0 ]; then
-        verdict="test failed (status $rc)"
-    else
-        verdict="clean"
-    fi
-    printf '%-10s %-52s rc=%-3d errors=%-5s %7.1f s  dev=%-3s %-5s %s\n' "$tool" "$name" \
+    IFS='|' read -r shown verdict <<< "$(sanitize_verdict "$tool" "$log" "$rc" "$limit")"
+    case $verdict in clean|skipped*) ;; *) verdict="$verdict: $(basename "$log")" ;; esac
+    printf '%-10s %-52s rc=%-3d errors=%-5s %7.1f s  dev=%-3s %-6s %s\n' "$tool" "$name" \
         "$rc" "$shown" "$(awk "BEGIN{print $(date +%s.%N) - $t0}")" "$dev" "$mode" \
         "$verdict"
 }
@@ -385,6 +370,9 @@ sort -o "$summary" "$summary"
 clean=$(grep -c ' clean$' "$summary")
 skipped=$(grep -c ' skipped (' "$summary")
 total=$(wc -l < "$summary")
+if [ "$total" -ne ${#runs[@]} ]; then
+    echo "gpu-sanitize: $((${#runs[@]} - total)) of ${#runs[@]} runs wrote no line" >> "$summary"
+fi
 if grep -q 'errors=[0-9]*+[0-9]*nccl' "$summary"; then
     echo "gpu-sanitize: errors=N+Mnccl: M CUDA API errors that libnccl.so raised and handled" \
          "itself, not counted (docs/reliability.md)" >> "$summary"
@@ -393,4 +381,4 @@ echo "gpu-sanitize: $clean of $total checker runs clean, $skipped skipped, $((to
 tar -czf "$OUT/sanitize-logs.tar.gz" -C "$logs" .
 rm -rf "$logs"
 cat "$summary"
-[ $((clean + skipped)) -eq "$total" ]
+[ $((clean + skipped)) -eq "$total" ] && [ "$total" -eq ${#runs[@]} ]

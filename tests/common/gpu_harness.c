@@ -87,7 +87,10 @@ static int select_tests(const char *suite, const struct CMUnitTest *tests, size_
         fprintf(stderr, "%s: FOXJIT_TEST_ONLY names no test\n", suite);
         return -1;
     }
-    printf("%s: running %d of %zu tests (FOXJIT_TEST_ONLY)\n", suite, n, count);
+    printf("%s: running %d of %zu tests (FOXJIT_TEST_ONLY):", suite, n, count);
+    for (int i = 0; i < n; i++)
+        printf(" %s", kept[i].name);
+    printf("\n");
     return n;
 }
 
@@ -144,11 +147,14 @@ int gh_main(const char *suite, const struct CMUnitTest *tests, size_t count)
 {
     const char *list = getenv("FOXJIT_TEST_LIST");
     if (list && !strcmp(list, "1")) {
+        /* Names only, on stdout; a note on stderr, so that a FOXJIT_TEST_LIST
+         * left set by mistake does not pass for a test run unseen. */
+        fprintf(stderr, "%s: FOXJIT_TEST_LIST=1: listing the tests, running none\n", suite);
         for (size_t i = 0; i < count; i++)
             printf("%s\n", tests[i].name);
         return 0;
     }
-    struct CMUnitTest *kept = malloc(count * sizeof *kept);
+    struct CMUnitTest *kept = malloc((count ? count : 1) * sizeof *kept);
     if (!kept) {
         fprintf(stderr, "%s: out of memory\n", suite);
         return 1;

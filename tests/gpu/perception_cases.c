@@ -239,10 +239,17 @@ void cfc_ref_forward_residue(const cfc_data *d, double *h_out_res, double *u_res
             for (int j = 0; h && j < N; j++)
                 terms += fabs(p.w_rec[(size_t)i * N + j] * h[j]);
             const double decay = exp(-d->dt.ref[b] / p.tau[i]), hi = h ? h[i] : 0.0;
-            const double ur = 4 * FLT_EPSILON * (1 - u[i] * u[i]) * terms;
+            /* The pre-activation: a lane adds (I + N) / 32 products, then 5
+             * shuffles and the bias; tanh a few ulps more. */
+            const double depth = 8 + (I + N) / 32.0;
+            const double ur = depth * FLT_EPSILON * (1 - u[i] * u[i]) * terms +
+                              4 * FLT_EPSILON * fabs(u[i]);
             u_res[(size_t)b * N + i] = ur;
+            /* decay itself (a division and an exp) is off by a few ulps too,
+             * which moves h_out by about that much of decay (h - u). */
             h_out_res[(size_t)b * N + i] =
-                4 * FLT_EPSILON * (fabs(decay * hi) + fabs((1 - decay) * u[i])) + (1 - decay) * ur;
+                4 * FLT_EPSILON * (decay * (fabs(hi) + fabs(u[i])) + (1 - decay) * fabs(u[i])) +
+                (1 - decay) * ur;
         }
     }
     free(h_out);

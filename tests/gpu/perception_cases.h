@@ -77,10 +77,11 @@ foxjit_cfc_args cfc_args(const cfc_data *d, int legacy);
 /* Reference (dense outputs). The backward starts from the op's initial
  * values (the bases when accumulating) and adds, row by row. */
 void cfc_ref_forward(const cfc_data *d, double *h_out, double *u);
-/* Float32 rounding left where h_out or u cancel to near 0 (for
+/* An allowance for float32 rounding where h_out or u cancel to near 0 (for
  * t_check_bounded): a few ulps of the terms that were added, not of the
- * small result. h_out = decay h + (1 - decay) u can cancel, as can the
- * pre-activation under u = tanh(pre). */
+ * small result (an estimate of the usual worst case, not a strict bound).
+ * h_out = decay h + (1 - decay) u can cancel, as can the pre-activation
+ * under u = tanh(pre). */
 void cfc_ref_forward_residue(const cfc_data *d, double *h_out_res, double *u_res);
 void cfc_ref_backward(const cfc_data *d, double *dh, double *dx, double *g[4]);
 /* L = sum_i dh_out[b, i] h'[b, i] with the float64 forward (for finite

@@ -13,7 +13,9 @@ failed=0
 expect_refusal() { # needle env-assignments...
     local needle=$1 out rc
     shift
-    out=$(env COMPUTE_SANITIZER="$tmp/cs" "$@" "$script" "$build" "$tmp/out" 2>&1)
+    local checkers=()
+    case $1 in CHECKERS=*) checkers=("${1#CHECKERS=}"); shift ;; esac
+    out=$(env COMPUTE_SANITIZER="$tmp/cs" "$@" "$script" "$build" "$tmp/out" "${checkers[@]}" 2>&1)
     rc=$?
     if [ $rc -ne 2 ] || ! grep -qF -- "$needle" <<< "$out"; then
         echo "FAIL: $*: exit $rc, want 2 and a message with '$needle'; got: $out"
@@ -23,6 +25,8 @@ expect_refusal() { # needle env-assignments...
     fi
 }
 expect_refusal "give a number of GPUs" FOXJIT_SANITIZE_GPUS=two
+expect_refusal "unknown checker 'racechek'" CHECKERS=racechek
+expect_refusal "names gpu_nosuch, not in this build's gpu suite" FOXJIT_SANITIZE_TESTS="gpu_colsum gpu_nosuch"
 expect_refusal "only 2 GPU(s) are visible" CUDA_VISIBLE_DEVICES=0,1 FOXJIT_SANITIZE_GPUS=3
 # An empty CUDA_VISIBLE_DEVICES hides every GPU; it is not "unset".
 expect_refusal "only 0 GPU(s) are visible" CUDA_VISIBLE_DEVICES= FOXJIT_SANITIZE_GPUS=1
