@@ -16,7 +16,10 @@
 # With one GPU nothing is pinned.
 # Environment:
 #   FOXJIT_SANITIZE_TESTS    gpu tests to run, by name (default: the whole gpu suite,
-#                            read from BUILD_DIR/meson-info with its arguments)
+#                            read from BUILD_DIR/meson-info with its arguments);
+#                            program:function runs only that function of the
+#                            program (split whatever FOXJIT_SANITIZE_SPLIT says),
+#                            e.g. "gpu_colsum gpu_trainer:test_resume_bitwise"
 #   FOXJIT_SANITIZE_SPLIT    which test programs run one checker run per test
 #                            function (FOXJIT_TEST_ONLY=name; the line says
 #                            program:function): all (default), none, or names.
@@ -96,7 +99,7 @@ import json, os, shlex, sys
 b = sys.argv[1]
 info = json.load(open(os.path.join(b, "meson-info", "meson-info.json")))
 old = info["directories"]["build"]
-want = os.environ.get("FOXJIT_SANITIZE_TESTS", "").split()
+want = [w.split(":", 1)[0] for w in os.environ.get("FOXJIT_SANITIZE_TESTS", "").split()]
 found = set()
 for t in json.load(open(os.path.join(b, "meson-info", "intro-tests.json"))):
     if not any(s.endswith(":gpu") or s == "gpu" for s in t["suite"]):
@@ -120,7 +123,7 @@ else
     for t in "$B"/tests/gpu_*; do
         name=$(basename "$t")
         if [ -n "${FOXJIT_SANITIZE_TESTS:-}" ]; then
-            case " $FOXJIT_SANITIZE_TESTS " in *" $name "*) ;; *) continue ;; esac
+            case " $FOXJIT_SANITIZE_TESTS " in *" $name "*|*" $name:"*) ;; *) continue ;; esac
         fi
         [ -x "$t" ] && [ -f "$t" ] && cmds+=("$(printf '%q' "$t")")
     done
@@ -183,6 +186,62 @@ case $split in
        done ;;
 esac
 
+# The test's name (its binary's) from its command.
+name_of() {
+    eval "set -- $1"
+    basename "$1"
+}
+
+# The test functions of a test command (FOXJIT_TEST_LIST=1), one a line;
+# nothing when the program cannot list them (then it runs whole).
+functions_of() {
+    local out
+    out=$(eval "FOXJIT_TEST_LIST=1 timeout 30 $1" 2>/dev/null) || return 0
+    # Only names: a program that ignored FOXJIT_TEST_LIST would have run its tests.
+    grep -qvE '^test_[A-Za-z0-9_]+$' <<< "$out" && return 0
+    printf '%s\n' "$out"
+}
+
+# 1 when the test program's functions get a run each (FOXJIT_SANITIZE_SPLIT).
+split_for() {
+    case $split in
+        all) true ;;
+        none|0|'') false ;;
+        *) case " ${split//,/ } " in *" $1 "*) true ;; *) false ;; esac ;;
+    esac
+}
+
+# The functions FOXJIT_SANITIZE_TESTS picks out of one program (its
+# program:function words), one a line; nothing when it names the program
+# whole or not at all.
+picked_of() { # program
+    local w words
+    case " ${FOXJIT_SANITIZE_TESTS:-} " in *" $1 "*) return 0 ;; esac
+    read -r -a words <<< "${FOXJIT_SANITIZE_TESTS:-}"
+    for w in "${words[@]}"; do
+        case $w in "$1":*) printf '%s\n' "${w#*:}" ;; esac
+    done | awk '!seen[$0]++'
+}
+fns=()
+for i in "${!cmds[@]}"; do
+    fns[i]=
+    name=$(name_of "${cmds[i]}")
+    picked=$(picked_of "$name")
+    if [ -n "$picked" ]; then
+        all_fns=$(functions_of "${cmds[i]}")
+        while IFS= read -r f; do
+            if ! grep -qxF -- "$f" <<< "$all_fns"; then
+                echo "gpu-sanitize: FOXJIT_SANITIZE_TESTS names $name:$f, but $name has no" \
+                     "test function '$f' (FOXJIT_TEST_LIST=1 $name lists them)" >&2
+                exit 2
+            fi
+        done <<< "$picked"
+        fns[i]=$picked
+    elif split_for "$name"; then
+        fns[i]=$(functions_of "${cmds[i]}")
+    fi
+done
+
 # NCCL's kernels left unchecked (when this compute-sanitizer can).
 skip_kernels=${FOXJIT_SANITIZE_SKIP_KERNELS-nccl}
 exclude=()
@@ -228,22 +287,6 @@ quick_for() {
         all) true ;;
         *) case " ${FOXJIT_SANITIZE_QUICK//,/ } " in *" $1 "*) true ;; *) false ;; esac ;;
     esac && echo 1 || echo 0
-}
-
-# The test's name (its binary's) from its command.
-name_of() {
-    eval "set -- $1"
-    basename "$1"
-}
-
-# The test functions of a test command (FOXJIT_TEST_LIST=1), one a line;
-# nothing when the program cannot list them (then it runs whole).
-functions_of() {
-    local out
-    out=$(eval "FOXJIT_TEST_LIST=1 timeout 30 $1" 2>/dev/null) || return 0
-    # Only names: a program that ignored FOXJIT_TEST_LIST would have run its tests.
-    grep -qvE '^test_[A-Za-z0-9_]+$' <<< "$out" && return 0
-    printf '%s\n' "$out"
 }
 
 # Prefixes each line with the seconds since the run began.
@@ -298,15 +341,6 @@ run_one() {
         "$verdict"
 }
 
-# 1 when the test program's functions get a run each (FOXJIT_SANITIZE_SPLIT).
-split_for() {
-    case $split in
-        all) true ;;
-        none|0|'') false ;;
-        *) case " ${split//,/ } " in *" $1 "*) true ;; *) false ;; esac ;;
-    esac
-}
-
 # The runs, slowest kinds first so the long ones start at once: racecheck,
 # then initcheck, memcheck, synccheck; within a checker the trainer and
 # perception programs first. Each is "rank|tool|command index|function".
@@ -317,11 +351,6 @@ weight_test() {
     case $1 in gpu_trainer*|gpu_perception) echo 1 ;; gpu_kloop|gpu_radix_sort|gpu_rank) echo 2 ;;
         *) echo 3 ;; esac
 }
-fns=()
-for i in "${!cmds[@]}"; do
-    fns[i]=
-    split_for "$(name_of "${cmds[i]}")" && fns[i]=$(functions_of "${cmds[i]}")
-done
 runs=()
 for tool in "${tools[@]}"; do
     for i in "${!cmds[@]}"; do

@@ -104,5 +104,14 @@ log="$tmp/logs/racecheck-gpu_kloop--$f1.log"
 grep -qE '^\[ *[0-9]+ s\] fake-cs args: --tool racecheck --kernel-name-exclude kns=nccl .*CUDA_VISIBLE_DEVICES=[56]\)$' "$log" ||
     fail "log not stamped, or the exclusion or the GPU not passed: $(head -3 "$log")"
 grep -qF "running 1 of $n tests" "$log" || fail "the run was not limited to $f1: $(cat "$log")"
-[ $failed -eq 0 ] && echo "ok: $runs runs per checker, named, stamped, pinned, counted"
+# program:function in FOXJIT_SANITIZE_TESTS runs that function alone, even
+# with splitting off; a program named bare runs whole.
+f2=$(sed -n 2p <<< "$listed")
+env COMPUTE_SANITIZER="$tmp/cs" FOXJIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1 \
+    FOXJIT_SANITIZE_TESTS="gpu_kloop:$f2 gpu_colsum gpu_kloop:$f2" FOXJIT_SANITIZE_SPLIT=none \
+    FOXJIT_SANITIZE_WARM=0 "$script" "$build" "$tmp/pick" synccheck > /dev/null 2>&1
+got=$(grep -E "^synccheck " "$tmp/pick/sanitize-summary.txt" | awk '{print $2}' | paste -sd' ')
+[ "$got" = "gpu_colsum gpu_kloop:$f2" ] ||
+    fail "FOXJIT_SANITIZE_TESTS=\"gpu_kloop:$f2 gpu_colsum\" ran '$got'"
+[ $failed -eq 0 ] && echo "ok: $runs runs per checker, named, stamped, pinned, counted; functions picked"
 exit $failed
