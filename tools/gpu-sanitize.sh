@@ -87,6 +87,16 @@ if [ -z "$cs" ] || [ ! -x "$cs" ]; then
     exit 2
 fi
 
+# program:function words need both halves (a bare "gpu_x:" would run it whole).
+read -r -a words <<< "${FOXJIT_SANITIZE_TESTS:-}"
+for w in "${words[@]}"; do
+    case $w in *:|:*|*:*:*)
+        echo "gpu-sanitize: FOXJIT_SANITIZE_TESTS: '$w' is not program or program:function" \
+             "(e.g. gpu_trainer:test_resume_bitwise)" >&2
+        exit 2 ;;
+    esac
+done
+
 # The gpu suite's commands (with their arguments) from meson's test list,
 # build paths mapped onto BUILD_DIR; without it, every tests/gpu_* binary.
 cmds=()

@@ -29,6 +29,7 @@ expect_refusal "unknown checker 'racechek'" CHECKERS=racechek
 expect_refusal "names gpu_nosuch, not in this build's gpu suite" FOXJIT_SANITIZE_TESTS="gpu_colsum gpu_nosuch"
 expect_refusal "names gpu_nosuch, not in this build's gpu suite" FOXJIT_SANITIZE_TESTS="gpu_nosuch:test_a"
 expect_refusal "gpu_colsum has no test function 'test_nosuch'" FOXJIT_SANITIZE_TESTS="gpu_colsum:test_nosuch"
+expect_refusal "'gpu_colsum:' is not program or program:function" FOXJIT_SANITIZE_TESTS="gpu_colsum:"
 expect_refusal "only 2 GPU(s) are visible" CUDA_VISIBLE_DEVICES=0,1 FOXJIT_SANITIZE_GPUS=3
 # An empty CUDA_VISIBLE_DEVICES hides every GPU; it is not "unset".
 expect_refusal "only 0 GPU(s) are visible" CUDA_VISIBLE_DEVICES= FOXJIT_SANITIZE_GPUS=1
