@@ -106,29 +106,22 @@ FJ_DEVICE void fj_cluster_sync()
                  "barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
+// The shared::cluster address of block `rank`'s copy of `local` (a
+// variable in this block's shared memory), for ld/st.shared::cluster.
+FJ_DEVICE unsigned fj_cluster_addr(const void *local, unsigned rank)
+{
+    unsigned long long generic = (unsigned long long)local, shared;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
+    unsigned remote;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
+    return remote;
+}
+
 // Writes v to the shared memory of block `rank` of this cluster, at the
 // same offset as `local` in this block.
 FJ_DEVICE void fj_cluster_store(float *local, unsigned rank, float v)
 {
-    unsigned long long generic = (unsigned long long)local, shared;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
-    unsigned remote;
-    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
-    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
-}
-
-// Reads a float from the shared memory of block `rank` of this cluster, at
-// the same offset as `local` in this block. Not volatile: callers order it
-// after fj_cluster_sync(), and several such loads may then be in flight at
-// once instead of one round trip each.
-FJ_DEVICE float fj_cluster_load(const float *local, unsigned rank)
-{
-    unsigned long long generic = (unsigned long long)local, shared;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
-    unsigned remote;
-    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
-    float v;
-    asm("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote));
-    return v;
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(fj_cluster_addr(local, rank)), "f"(v)
+                 : "memory");
 }
 #endif

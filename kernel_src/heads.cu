@@ -26,13 +26,9 @@
 // clobber: it must stay after the cluster barrier that publishes the data.
 FJ_DEVICE float fj_heads_remote_dx(const float *local, unsigned rank)
 {
-    unsigned long long generic = (unsigned long long)local, shared;
-    asm volatile("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-                 : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
     float v;
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    asm volatile("ld.shared::cluster.f32 %0, [%1];"
+                 : "=f"(v) : "r"(fj_cluster_addr(local, rank)) : "memory");
     return v;
 }
 #elif CLUSTER && defined(__CUDA_ARCH__)

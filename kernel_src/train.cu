@@ -31,16 +31,12 @@ FJ_DEVICE double warp_sum(double v)
 }
 
 #if __CUDA_ARCH__ >= 900
-// A double from the shared memory of block `rank` of this cluster (the
-// float64 twin of fj_cluster_load in common.cuh).
+// A double from the shared memory of block `rank` of this cluster, at the
+// same offset as `local` in this block.
 FJ_DEVICE double cluster_load_f64(const double *local, unsigned rank)
 {
-    unsigned long long generic = (unsigned long long)local, shared;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(generic));
-    unsigned remote;
-    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)shared), "r"(rank));
     double v;
-    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote));
+    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(fj_cluster_addr(local, rank)));
     return v;
 }
 #endif

@@ -9,9 +9,6 @@
 #include "runtime.h"
 #include "status.h"
 
-/* Cluster size every sm_90+ GPU runs without the non-portable opt-in. */
-#define FJ_PORTABLE_CLUSTER 8
-
 enum { SLOT_EMPTY = 0, SLOT_LOADING = 1, SLOT_READY = 2, SLOT_FAILED = 3 };
 
 void fj_module_table_init(fj_module_table *t)
@@ -79,7 +76,6 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
         if (dyn > 0)
             cu->cuFuncSetAttribute(out->fn[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                    dyn);
-
     }
     if (v->program->cluster_param) {
         int i = 0;

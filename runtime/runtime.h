@@ -43,6 +43,12 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned
                                 unsigned bx, unsigned cluster_y, CUstream stream, void **args,
                                 const char *what);
 
+/* Thread-block cluster sizes (sm_90+): every such GPU runs clusters of up
+ * to 8 blocks; H100 and H200 also run 16 once a kernel opts in
+ * (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED). */
+#define FJ_PORTABLE_CLUSTER 8
+#define FJ_NON_PORTABLE_CLUSTER 16
+
 /* The cuLaunchKernelEx configuration of a grid (gx, gy, gz) of blocks of bx
  * threads in clusters of (1, cluster_y, 1); cfg points at attr. */
 void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx, unsigned gy,

@@ -36,8 +36,9 @@ const fj_variant fj_colsum_legacy_variant = {&fj_program_colsum_legacy, {0}};
 #define ROWS_MODE_MAX_COLS 32
 /* Largest cols compiled in as a constant in tile mode. */
 #define TILE_CONST_MAX_COLS 256
-/* The cluster size every sm_90+ GPU supports (the portable limit). */
-#define PORTABLE_SPLIT 8
+/* The alignment classes of an input pointer, in bytes: each can take its
+ * own kernel (vector width), so prepare and warm build all three. */
+static const unsigned align_classes[3] = {16, 8, 4};
 /* Aim for about this many blocks so every SM has loads in flight. */
 #define TARGET_BLOCKS 264
 
@@ -58,7 +59,7 @@ static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
 unsigned fj_colsum_split_limit(int cc)
 {
-    return cc >= 90 ? 16 : 1;
+    return cc >= 90 ? FJ_NON_PORTABLE_CLUSTER : 1;
 }
 
 /* Geometry measured on the H200 (fox-jit bench colsum_sweep, B = 8192,
@@ -84,7 +85,7 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
      * tall tiles. */
     int split16_measured = 1;
     if (p->rows_mode) {
-        p->block = max_split > PORTABLE_SPLIT || small || rows < 1024 ? 256 : 1024;
+        p->block = max_split > FJ_PORTABLE_CLUSTER || small || rows < 1024 ? 256 : 1024;
         int step = (int)cols / gcd((int)cols, (int)vec);
         int s = ((int)p->block / step) * step;
         int64_t rows_per_pass = (int64_t)vec * s / cols;
@@ -99,7 +100,7 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
             /* Tall, split over clusters: tiles of 8 columns (16 with float4
              * loads), many of them. */
             lanes = vec == 1 ? 8 : 4;
-            p->block = max_split > PORTABLE_SPLIT ? 256 : 512;
+            p->block = max_split > FJ_PORTABLE_CLUSTER ? 256 : 512;
         } else {
             /* No clusters (before sm_90) or short inputs: 8 lanes x vec. */
             lanes = vec >= 2 ? 8 : 16;
@@ -111,8 +112,8 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
     }
     p->grid_x = (unsigned)tiles;
     p->split = 1;
-    if (!split16_measured && max_split > PORTABLE_SPLIT)
-        max_split = PORTABLE_SPLIT;
+    if (!split16_measured && max_split > FJ_PORTABLE_CLUSTER)
+        max_split = FJ_PORTABLE_CLUSTER;
     if (max_split > 1) {
         int64_t want = ceil_div(TARGET_BLOCKS, tiles);
         if (want > max_split)
@@ -121,13 +122,15 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
             want = units;
         /* A small input: one block is as fast as a cluster of 8 or part of
          * one; only a whole cluster of 16 is faster. */
-        if (p->rows_mode && small && (max_split <= PORTABLE_SPLIT || want < (int64_t)max_split))
+        if (p->rows_mode && small &&
+            (max_split <= FJ_PORTABLE_CLUSTER || want < (int64_t)max_split))
             want = 1;
         p->split = want < 1 ? 1 : (unsigned)want;
     }
     /* Kernels launched in clusters past the portable limit are their own
      * variants (they alone get the non-portable opt-in). */
-    int split_max = p->split > PORTABLE_SPLIT ? 16 : PORTABLE_SPLIT;
+    int split_max = p->split > FJ_PORTABLE_CLUSTER ? FJ_NON_PORTABLE_CLUSTER
+                                                   : FJ_PORTABLE_CLUSTER;
     if (p->rows_mode)
         p->variant = (fj_variant){&fj_program_colsum_rows,
                                   {1, (int)cols, (int)vec, (int)p->block, split_max}};
@@ -139,12 +142,10 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
 
 int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3])
 {
-    /* Each alignment class a pointer may have (16, 8, 4 bytes). */
-    static const unsigned aligns[] = {16, 8, 4};
     int n = 0;
     for (int a = 0; a < 3; a++) {
         fj_colsum_plan p;
-        fj_colsum_plan_for(rows, cols, fj_colsum_split_limit(cc), aligns[a], &p);
+        fj_colsum_plan_for(rows, cols, fj_colsum_split_limit(cc), align_classes[a], &p);
         int seen = 0;
         for (int i = 0; i < n; i++)
             seen |= fj_variant_equal(&out[i], &p.variant);
@@ -169,7 +170,7 @@ static foxjit_status settle_split_limit(foxjit_runtime *rt, CUstream stream, int
     if (atomic_load_explicit(&rt->colsum_max_split, memory_order_acquire))
         return FOXJIT_OK;
     unsigned limit = fj_colsum_split_limit(rt->cc);
-    if (limit > PORTABLE_SPLIT) {
+    if (limit > FJ_PORTABLE_CLUSTER) {
         fj_colsum_plan ref;
         fj_colsum_plan_for(8192, 3, limit, 16, &ref);
         const fj_loaded *k;
@@ -192,8 +193,8 @@ static foxjit_status settle_split_limit(foxjit_runtime *rt, CUstream stream, int
         }
         if (r != CUDA_SUCCESS || clusters < 1) {
             fj_info("this GPU does not run clusters of 16 blocks; column sums use clusters of "
-                    "%d", PORTABLE_SPLIT);
-            limit = PORTABLE_SPLIT;
+                    "%d", FJ_PORTABLE_CLUSTER);
+            limit = FJ_PORTABLE_CLUSTER;
         }
     }
     atomic_store_explicit(&rt->colsum_max_split, (int)limit, memory_order_release);
@@ -299,11 +300,10 @@ FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t r
         (st = fj_enter(rt, NULL)) != FOXJIT_OK)
         return st;
     /* Every alignment class: the kernels a call of this shape may use. */
-    static const unsigned aligns[] = {16, 8, 4};
     for (int i = 0; i < 3; i++) {
         fj_colsum_plan plan;
         const fj_loaded *k;
-        if ((st = fj_colsum_plan_load(rt, rows, cols, aligns[i], NULL, 0, &plan, &k)) !=
+        if ((st = fj_colsum_plan_load(rt, rows, cols, align_classes[i], NULL, 0, &plan, &k)) !=
             FOXJIT_OK)
             return st;
     }

@@ -34,14 +34,14 @@ static int sweep_row(bench_ctx *b, sweep *sw, const char *mode)
 {
     fj_variant base = sw->plan.variant;
     int np = fj_program_param_count(base.program) - 1;  /* FJ_MAX_SPLIT comes last */
-    base.values[np] = 8;
+    base.values[np] = FJ_PORTABLE_CLUSTER;
     fj_variant v16 = base;
-    v16.values[np] = 16;
+    v16.values[np] = FJ_NON_PORTABLE_CLUSTER;
     printf("%-6lld %-6s %5d %5d %5u", sw->cols, mode, base.values[2],
            sw->plan.rows_mode ? 0 : base.values[4], sw->plan.block);
     for (int s = 0; s < NSPLIT; s++) {
         sw->plan.split = splits[s];
-        sw->plan.variant = splits[s] == 16 ? v16 : base;
+        sw->plan.variant = splits[s] > FJ_PORTABLE_CLUSTER ? v16 : base;
         if (fj_module_get(b->rt, &sw->plan.variant, NULL, 0, &sw->k) != FOXJIT_OK) {
             printf("%s\n", foxjit_last_error());
             return 1;
