@@ -7,7 +7,7 @@
 static const foxjit_api api_v1 = {
     .struct_size = sizeof(foxjit_api),
     .abi_major = FOXJIT_ABI_MAJOR,
-    .abi_minor = 0,
+    .abi_minor = 1,  /* 1: the whole-sequence ops */
 
     .version = foxjit_version,
     .status_string = foxjit_status_string,
@@ -48,6 +48,14 @@ static const foxjit_api api_v1 = {
     .increment_step = foxjit_increment_step,
     .training_prepare = foxjit_training_prepare,
     .heads_workspace_size = foxjit_heads_workspace_size,
+    .cfc_seq_workspace_size = foxjit_cfc_seq_workspace_size,
+    .cfc_seq_forward = foxjit_cfc_seq_forward,
+    .cfc_seq_backward = foxjit_cfc_seq_backward,
+    .cfc_seq_prepare = foxjit_cfc_seq_prepare,
+    .heads_seq_workspace_size = foxjit_heads_seq_workspace_size,
+    .heads_seq_forward = foxjit_heads_seq_forward,
+    .heads_seq_backward = foxjit_heads_seq_backward,
+    .heads_seq_prepare = foxjit_heads_seq_prepare,
     /* FJ_API_TABLE_MORE: entries of ops that land later go here, in header order. */
 };
 

@@ -90,6 +90,23 @@ static int cfc_legacy_variants(const int64_t *v, int cc, fj_variant *out, int ma
                              out, max);
 }
 
+static int cfc_seq_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                            size_t why_len)
+{
+    fj_variant x;
+    return perception_result(fj_cfc_seq_variant(dim(v[0]), dim(v[1]), cc, &x, why, why_len),
+                             &x, out, max);
+}
+
+static int heads_seq_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                              size_t why_len)
+{
+    fj_variant x;
+    return perception_result(
+        fj_heads_seq_variant(dim(v[0]), dim(v[1]), dim(v[2]), cc, &x, why, why_len), &x, out,
+        max);
+}
+
 static int heads_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                           size_t why_len)
 {
@@ -163,6 +180,10 @@ const fj_manifest_op fj_manifest_ops[] = {
     {"cfc_legacy", {"n_in", "n_hid", NULL}, "the single-block CfC backward (bench only)",
      cfc_legacy_variants},
     {"heads", {"d", "e", "h", NULL}, "GRN heads forward and backward", heads_variants},
+    {"cfc_seq", {"n_in", "n_hid", NULL}, "CfC over a whole sequence, forward and backward",
+     cfc_seq_variants},
+    {"heads_seq", {"d", "e", "h", NULL}, "GRN heads over batch x steps rows, both directions",
+     heads_seq_variants},
     {"heads_legacy", {"d", "e", "h", NULL}, "the single-block heads backward (bench only)",
      heads_legacy_variants},
     {"vsn", {"f", NULL}, "variable selection forward and backward", vsn_variants},
@@ -206,6 +227,9 @@ const char fj_default_manifest[] =
     "heads d=128 e=64 h=5\n"
     "vsn f=40\n"
     "attn_pool d=128\n"
+    "# the whole-sequence ops the trainer uses by default\n"
+    "cfc_seq n_in=40 n_hid=128\n"
+    "heads_seq d=128 e=64 h=5\n"
     "cfc_legacy n_in=40 n_hid=128\n"
     "cfc_legacy n_in=128 n_hid=128\n"
     "heads_legacy d=128 e=64 h=5\n"

@@ -15,8 +15,10 @@
     X(fj_program_rank_legacy) \
     X(fj_program_cfc) \
     X(fj_program_cfc_legacy) \
+    X(fj_program_cfc_seq) \
     X(fj_program_heads) \
     X(fj_program_heads_legacy) \
+    X(fj_program_heads_seq) \
     X(fj_program_vsn) \
     X(fj_program_vsn_legacy) \
     X(fj_program_attn_pool) \

@@ -354,6 +354,100 @@ typedef struct foxjit_perception_limits {
 FOXJIT_API void foxjit_get_perception_limits(foxjit_perception_limits *out);
 
 /* ------------------------------------------------------------------------
+ * Whole-sequence perception ops (docs/kernels.md, "Whole-sequence ops")
+ *
+ * The math of K calls of the per-step ops above, organized for the batch:
+ * the CfC recurrence runs all K steps in one launch (each batch row is
+ * independent), and the heads run over all batch x steps rows as tiled
+ * matrix products. Parameter gradients are summed over every (b, t) row in
+ * a fixed order straight into parameter-shaped tensors (no per-batch
+ * scratch, no foxjit_reduce_axis0), overwriting them or adding to them
+ * (grad_accumulate). Float32 FMA arithmetic (no tensor cores); results are
+ * bitwise repeatable for the same inputs and GPU, and within float32
+ * rounding of the per-step ops (the order of the sums differs).
+ * ------------------------------------------------------------------------ */
+
+/* CfC over a whole sequence of k steps. Every tensor is dense. */
+typedef struct foxjit_cfc_seq_args {
+    int batch, k, n_in, n_hid;
+    CUdeviceptr w_in;     /* [n_hid, n_in] */
+    CUdeviceptr w_rec;    /* [n_hid, n_hid] */
+    CUdeviceptr bias;     /* [n_hid] */
+    CUdeviceptr tau;      /* [n_hid], > 0 */
+    CUdeviceptr x;        /* [batch, k, n_in] */
+    CUdeviceptr dt;       /* [batch, k] */
+    CUdeviceptr h_init;   /* [batch, n_hid], the state before step 0; 0 = zeros */
+    CUdeviceptr h;        /* [batch, k, n_hid]: h_t; the forward writes it, the backward reads */
+    CUdeviceptr u;        /* [batch, k, n_hid]: tanh(pre_t); likewise */
+    /* backward */
+    CUdeviceptr dh;       /* [batch, k, n_hid]: dL/dh_t from outside the recurrence (read) */
+    CUdeviceptr dx;       /* [batch, k, n_in]; 0 = not needed */
+    int dx_accumulate;
+    CUdeviceptr dh_init;  /* [batch, n_hid]: dL/dh_init; 0 = not needed */
+    int dh_init_accumulate;
+    CUdeviceptr dw_in;    /* [n_hid, n_in] */
+    CUdeviceptr dw_rec;   /* [n_hid, n_hid] */
+    CUdeviceptr dbias;    /* [n_hid] */
+    CUdeviceptr dtau;     /* [n_hid] */
+    int grad_accumulate;  /* nonzero: the four parameter gradients +=, zero: = */
+    /* Backward workspace of foxjit_cfc_seq_workspace_size() bytes or more
+     * (256-byte aligned; one call at a time). The forward ignores it. */
+    CUdeviceptr work;
+    size_t work_bytes;
+} foxjit_cfc_seq_args;
+
+/* Bytes of workspace foxjit_cfc_seq_backward needs for these dims. */
+FOXJIT_API foxjit_status foxjit_cfc_seq_workspace_size(foxjit_runtime *rt, int batch, int k,
+                                                       int n_in, int n_hid, size_t *bytes);
+/* h and u for every step (kernels.md section 3 applied k times). */
+FOXJIT_API foxjit_status foxjit_cfc_seq_forward(foxjit_runtime *rt,
+                                                const foxjit_cfc_seq_args *args,
+                                                CUstream stream);
+/* From t = k-1 down to 0, carrying the recurrent gradient: dx, dh_init and
+ * the parameter gradients summed over all (b, t). */
+FOXJIT_API foxjit_status foxjit_cfc_seq_backward(foxjit_runtime *rt,
+                                                 const foxjit_cfc_seq_args *args,
+                                                 CUstream stream);
+/* Every kernel of both directions, for any batch and k. */
+FOXJIT_API foxjit_status foxjit_cfc_seq_prepare(foxjit_runtime *rt, int n_in, int n_hid);
+
+/* GRN heads over batch x steps rows. Row (b, s) of a tensor starts
+ * b * *_stride + s * *_step_stride floats after its base pointer; a stride
+ * of 0 means dense [batch, steps, width] (stride steps * width, step stride
+ * width). Outputs must not overlap inputs. */
+typedef struct foxjit_heads_seq_args {
+    int batch, steps, d, e, h;    /* input dim D, hidden E, heads H */
+    CUdeviceptr w1, b1;           /* [H, E, D], [H, E] */
+    CUdeviceptr w2, b2;           /* [H, E, E], [H, E] */
+    CUdeviceptr w_gate, b_gate;   /* [H, E], [H] */
+    CUdeviceptr w_main, b_main;   /* [H, E], [H] */
+    CUdeviceptr w_skip, b_skip;   /* [H, D], [H] */
+    CUdeviceptr x;       int64_t x_stride, x_step_stride;             /* D per row */
+    CUdeviceptr logits;  int64_t logits_stride, logits_step_stride;   /* forward: H per row */
+    CUdeviceptr dlogits; int64_t dlogits_stride, dlogits_step_stride; /* backward: H per row */
+    CUdeviceptr dx;      int64_t dx_stride, dx_step_stride;           /* backward: D; 0 = not needed */
+    int dx_accumulate;
+    /* backward: parameter-shaped gradients, summed over every row */
+    CUdeviceptr dw1, db1, dw2, db2, dw_gate, db_gate, dw_main, db_main, dw_skip, db_skip;
+    int grad_accumulate;  /* nonzero: +=, zero: = */
+    /* Backward workspace of foxjit_heads_seq_workspace_size() bytes or more
+     * (256-byte aligned; one call at a time). The forward ignores it. */
+    CUdeviceptr work;
+    size_t work_bytes;
+} foxjit_heads_seq_args;
+
+FOXJIT_API foxjit_status foxjit_heads_seq_workspace_size(foxjit_runtime *rt, int batch,
+                                                         int steps, int d, int e, int h,
+                                                         size_t *bytes);
+FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
+                                                  const foxjit_heads_seq_args *args,
+                                                  CUstream stream);
+FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
+                                                   const foxjit_heads_seq_args *args,
+                                                   CUstream stream);
+FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h);
+
+/* ------------------------------------------------------------------------
  * Training-step kernels (kernels.md section 7)
  * ------------------------------------------------------------------------ */
 
@@ -450,6 +544,18 @@ typedef struct foxjit_api {
     foxjit_status (*increment_step)(foxjit_runtime *, CUdeviceptr, CUstream);
     foxjit_status (*training_prepare)(foxjit_runtime *);
     size_t (*heads_workspace_size)(int batch, int steps, int e, int h);
+    /* ABI 2.1: whole-sequence ops */
+    foxjit_status (*cfc_seq_workspace_size)(foxjit_runtime *, int, int, int, int, size_t *);
+    foxjit_status (*cfc_seq_forward)(foxjit_runtime *, const foxjit_cfc_seq_args *, CUstream);
+    foxjit_status (*cfc_seq_backward)(foxjit_runtime *, const foxjit_cfc_seq_args *, CUstream);
+    foxjit_status (*cfc_seq_prepare)(foxjit_runtime *, int, int);
+    foxjit_status (*heads_seq_workspace_size)(foxjit_runtime *, int, int, int, int, int,
+                                              size_t *);
+    foxjit_status (*heads_seq_forward)(foxjit_runtime *, const foxjit_heads_seq_args *,
+                                       CUstream);
+    foxjit_status (*heads_seq_backward)(foxjit_runtime *, const foxjit_heads_seq_args *,
+                                        CUstream);
+    foxjit_status (*heads_seq_prepare)(foxjit_runtime *, int, int, int);
     /* New entries go here, at the end only. */
 } foxjit_api;
 

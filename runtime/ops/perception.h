@@ -34,6 +34,13 @@ int fj_heads_legacy_variant(int d, int e, int h, fj_variant *v, char *why, size_
 int fj_vsn_variant(int f, fj_variant *v, char *why, size_t why_len);
 int fj_vsn_legacy_variant(int f, fj_variant *v, char *why, size_t why_len);
 int fj_attn_pool_variant(int d, fj_variant *v, char *why, size_t why_len);
+/* The whole-sequence ops (runtime/ops/cfc_seq.c, heads_seq.c): one program
+ * each, holding every kernel of both directions, for any batch and k. */
+int fj_cfc_seq_variant(int n_in, int n_hid, int cc, fj_variant *v, char *why, size_t why_len);
+int fj_heads_seq_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len);
+/* Kernels one call launches (a captured step's node count). */
+int fj_cfc_seq_kernels(int backward);
+int fj_heads_seq_kernels(int backward);
 int fj_attn_pool_legacy_variant(int d, fj_variant *v, char *why, size_t why_len);
 
 /* Launch shape details the tests and benches report. */

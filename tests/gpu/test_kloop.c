@@ -1,8 +1,9 @@
 /* gpu suite: one training step of the reference perception model
  * (tools/kloop/kloop_step.c, kernels.md "The reference perception model and
  * its K-loop"): the block-per-batch step against the float64 model, the
- * legacy step against the new one, and the whole step captured in one CUDA
- * graph and replayed giving the same bits as eager launches. */
+ * legacy step against the new one, the whole-sequence step likewise, and
+ * the whole step captured in one CUDA graph and replayed giving the same
+ * bits as eager launches. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ static void step_make(step_data *d, kloop_dims dims, uint64_t seed)
 {
     memset(d, 0, sizeof *d);
     d->dims = dims;
-    assert_int_equal(kloop_alloc(gh.cu, &dims, &d->m), 0);
+    assert_int_equal(kloop_alloc(gh.rt, gh.cu, &dims, &d->m), 0);
     uint64_t s = seed;
     for (int i = 0; i < KL_PARAM_COUNT; i++) {
         size_t n = kloop_param_size(&dims, i);
@@ -113,7 +114,7 @@ static void check_against_model(kloop_dims dims, uint64_t seed)
 {
     step_data d;
     step_make(&d, dims, seed);
-    for (int form = 0; form < 2; form++) {
+    for (int form = 0; form < KLOOP_FORM_COUNT; form++) {
         GH_CU(gh.cu->cuMemsetD32Async(d.m.grad_base, 0x7fc00000u, d.m.grad_floats, gh.stream));
         GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
         gh_sync();
@@ -128,14 +129,14 @@ static void check_against_model(kloop_dims dims, uint64_t seed)
         char what[128];
         float *z = fetch(d.m.z, d.nz);
         snprintf(what, sizeof what, "step B=%d K=%d F=%d D=%d E=%d H=%d %s: logits z",
-                 dims.batch, dims.k, dims.f, dims.d, dims.e, dims.h, form ? "legacy" : "new");
+                 dims.batch, dims.k, dims.f, dims.d, dims.e, dims.h, kloop_form_name(form));
         check_close(what, z, acts.z, d.nz, 1e-4);
         free(z);
         for (int i = 0; i < KL_PARAM_COUNT; i++) {
             size_t n = kloop_param_size(&dims, i);
             float *g = fetch(d.m.grad[i], n);
             snprintf(what, sizeof what, "step B=%d K=%d F=%d D=%d E=%d H=%d %s: %s", dims.batch,
-                     dims.k, dims.f, dims.d, dims.e, dims.h, form ? "legacy" : "new",
+                     dims.k, dims.f, dims.d, dims.e, dims.h, kloop_form_name(form),
                      kloop_param_name(i));
             check_close(what, g, grad[i], n, 2e-4);
             free(g);
@@ -228,10 +229,10 @@ static void same_outputs(const char *what, const span *s, size_t n, float **firs
     }
 }
 
-/* The step eagerly twice (each form), then the new form captured once in a
- * CUDA graph and replayed three times: every run gives the bits of the
- * first, and the graph holds exactly the step's kernels and memset. Quick
- * mode: the smaller trainer_dims(), two replays. */
+/* The step eagerly twice (each form), then the new and the sequence forms
+ * each captured once in a CUDA graph and replayed three times: every run
+ * gives the bits of the first, and the graph holds exactly the step's
+ * kernels and memset. Quick mode: the smaller trainer_dims(), two replays. */
 static void test_graph_replay_matches_eager(void **state)
 {
     (void)state;
@@ -240,9 +241,14 @@ static void test_graph_replay_matches_eager(void **state)
     step_make(&d, dims, gh_seed() + 21);
     GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_NEW));
     GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_LEGACY));
+    GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_SEQ));
     span outs[2 * KL_PARAM_COUNT + 8];
     size_t n = step_outputs(&d, outs);
-    for (int form = 1; form >= 0; form--) {
+    static const kloop_form forms[] = {KLOOP_LEGACY, KLOOP_NEW, KLOOP_SEQ};
+    for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
+        const kloop_form form = forms[fi];
+        char what0[80];
+        snprintf(what0, sizeof what0, "%s step, eager run 2 vs run 1", kloop_form_name(form));
         poison_outputs(outs, n);
         GH_CU(gh.cu->cuMemsetD32Async(d.m.scratch_base, 0, d.m.scratch_floats, gh.stream));
         GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
@@ -250,23 +256,22 @@ static void test_graph_replay_matches_eager(void **state)
         poison_outputs(outs, n);
         GH_CU(gh.cu->cuMemsetD32Async(d.m.scratch_base, 0, d.m.scratch_floats, gh.stream));
         GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
-        same_outputs(form ? "legacy step, eager run 2 vs run 1" : "new step, eager run 2 vs 1",
-                     outs, n, first);
-        if (form == 1) {
+        same_outputs(what0, outs, n, first);
+        if (form == KLOOP_LEGACY) {
             free_outputs(first, n);
             continue;
         }
         CUgraph graph;
         CUgraphExec exec;
         GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-        foxjit_status st = kloop_step(gh.rt, &d.m, KLOOP_NEW, gh.stream);
+        foxjit_status st = kloop_step(gh.rt, &d.m, form, gh.stream);
         GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
         if (st != FOXJIT_OK)
             fail_msg("capturing the step failed: %s", foxjit_last_error());
         size_t nodes = 0;
         GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
-        size_t want_nodes = (size_t)kloop_kernels_per_step(&dims, KLOOP_NEW) +
-                            (size_t)kloop_memsets_per_step(KLOOP_NEW);
+        size_t want_nodes = (size_t)kloop_kernels_per_step(&dims, form) +
+                            (size_t)kloop_memsets_per_step(form);
         if (nodes != want_nodes)
             fail_msg("the captured step has %zu nodes, want %zu (kernels + memsets)", nodes,
                      want_nodes);
@@ -276,7 +281,8 @@ static void test_graph_replay_matches_eager(void **state)
             poison_outputs(outs, n);
             GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
             char what[64];
-            snprintf(what, sizeof what, "graph replay %d vs eager", rep);
+            snprintf(what, sizeof what, "%s step: graph replay %d vs eager",
+                     kloop_form_name(form), rep);
             same_outputs(what, outs, n, first);
         }
         gh.cu->cuGraphExecDestroy(exec);

@@ -69,9 +69,8 @@ static double max_abs(const double *v, size_t n)
     return m;
 }
 
-static void test_gradient_matches_finite_differences(void **state)
+static void gradient_matches_finite_differences(ft_path path)
 {
-    (void)state;
     const ft_dims d = {2, 4, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H};
     const uint64_t seed = gh_seed();
     ft_cuda cu;
@@ -80,7 +79,7 @@ static void test_gradient_matches_finite_differences(void **state)
         fail_msg("%s", why);
     const foxjit_api *api = foxjit_get_api(FOXJIT_ABI_MAJOR);
     ft_model m;
-    if (ft_model_alloc(&m, api, gh.rt, &cu, &d))
+    if (ft_model_alloc(&m, api, gh.rt, &cu, &d, path))
         fail_msg("%s", m.why);
     if (ft_model_prepare(&m))
         fail_msg("%s", m.why);
@@ -195,6 +194,94 @@ static void test_gradient_matches_finite_differences(void **state)
     free(p), free(packed), free(gpu_grad);
     ft_data_free(&data);
     ft_model_free(&m);
+}
+
+static void test_gradient_matches_finite_differences(void **state)
+{
+    (void)state;
+    printf("  sequence path\n");
+    gradient_matches_finite_differences(FT_PATH_SEQUENCE);
+}
+
+static void test_per_step_gradient_matches_finite_differences(void **state)
+{
+    (void)state;
+    printf("  per-step path\n");
+    gradient_matches_finite_differences(FT_PATH_PER_STEP);
+}
+
+/* Loss and gradients of one step (no update) of `path` at B = 32, K = 64
+ * from the trainer's initial parameters and its first batch. */
+static void one_step(ft_path path, const ft_cuda *cu, const float *params, const ft_dataset *data,
+                     float *loss, float *grads)
+{
+    const ft_dims d = {GH_QUICK(32, 4), GH_QUICK(64, 8), FT_DEFAULT_F, FT_DEFAULT_D,
+                       FT_DEFAULT_E, FT_DEFAULT_H};
+    ft_model m;
+    if (ft_model_alloc(&m, foxjit_get_api(FOXJIT_ABI_MAJOR), gh.rt, cu, &d, path) ||
+        ft_model_prepare(&m) || ft_model_set_state(&m, params, NULL, NULL, 0, gh.stream))
+        fail_msg("%s: %s", ft_path_name(path), m.why);
+    int idx[32];
+    for (int i = 0; i < d.batch; i++)
+        idx[i] = i;
+    float *packed = malloc(m.in_layout.floats * 4);
+    ft_data_pack(data, idx, d.batch, &m.in_layout, packed);
+    gh_upload(m.batch_in, packed, m.in_layout.floats * 4);
+    if (ft_model_zero(&m, gh.stream) || ft_model_forward(&m, gh.stream) ||
+        ft_model_loss(&m, 1, gh.stream) || ft_model_backward(&m, gh.stream) ||
+        ft_model_reduce(&m, gh.stream) || ft_model_get_grads(&m, grads, gh.stream))
+        fail_msg("%s: %s", ft_path_name(path), m.why);
+    gh_download(loss, m.loss, 4);
+    free(packed);
+    ft_model_free(&m);
+}
+
+/* The sequence path and the per-step path compute the same step: their
+ * loss and gradients agree within float32 rounding on the same batch (the
+ * order of the sums over (b, t) differs, so the bits may not). */
+static void test_paths_agree(void **state)
+{
+    (void)state;
+    const ft_dims d = {GH_QUICK(32, 4), GH_QUICK(64, 8), FT_DEFAULT_F, FT_DEFAULT_D,
+                       FT_DEFAULT_E, FT_DEFAULT_H};
+    ft_cuda cu;
+    char why[1024];
+    if (ft_cuda_load(&cu, why, sizeof why))
+        fail_msg("%s", why);
+    const uint64_t seed = gh_seed();
+    size_t total = ft_param_total(&d);
+    float *p = malloc(total * 4), *gs = malloc(total * 4), *gp = malloc(total * 4);
+    ft_params_init(&d, seed, p);
+    ft_dataset data;
+    assert_int_equal(ft_data_generate(&data, d.batch, d.k, d.f, d.h, FT_SIGNAL_RULE, seed,
+                                      FT_STREAM_TRAIN), 0);
+    float ls, lp;
+    one_step(FT_PATH_SEQUENCE, &cu, p, &data, &ls, gs);
+    one_step(FT_PATH_PER_STEP, &cu, p, &data, &lp, gp);
+    printf("  loss: sequence %.9g, per-step %.9g\n", (double)ls, (double)lp);
+    assert_true(fabsf(ls - lp) <= 1e-6f * fabsf(lp));
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        const float *a = gs + ft_param_offset(&d, i), *b = gp + ft_param_offset(&d, i);
+        size_t n = ft_param_size(&d, i);
+        double scale = 0, worst = 0;
+        for (size_t j = 0; j < n; j++)
+            scale = fmax(scale, fabs(b[j]));
+        /* Sums of up to B*K*E terms in two orders; the terms cancel, so
+         * they can be larger than the result: 1e-4 of the tensor's largest
+         * entry (a wrong term or index is off by far more). */
+        const double tol = 1e-4 * scale + 1e-12;
+        for (size_t j = 0; j < n; j++) {
+            double err = fabs((double)a[j] - b[j]);
+            worst = fmax(worst, err / tol);
+            if (!(err <= tol))
+                fail_msg("%s[%zu]: sequence path %.9g, per-step path %.9g (max |g| %.3g)",
+                         ft_param_name(i), j, (double)a[j], (double)b[j], scale);
+        }
+        printf("  %-13s max |g| %.3e, paths within %.2f of tolerance\n", ft_param_name(i),
+               scale, worst);
+    }
+    ft_data_free(&data);
+    free(p), free(gs), free(gp);
 }
 
 /* ---- fox-train as a program ------------------------------------------------------ */
@@ -426,6 +513,8 @@ int main(int argc, char **argv)
     library = argv[2];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradient_matches_finite_differences),
+        cmocka_unit_test(test_per_step_gradient_matches_finite_differences),
+        cmocka_unit_test(test_paths_agree),
         cmocka_unit_test(test_acceptance_gate),
         cmocka_unit_test(test_eager_and_graph_bitwise),
         cmocka_unit_test(test_resume_bitwise),

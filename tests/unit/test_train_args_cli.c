@@ -157,6 +157,26 @@ static void test_inconsistent(void **state)
                      FT_PARSE_OK);
 }
 
+/* --per-step selects the older path; --dump-step is a one-GPU, one-step mode. */
+static void test_path_and_dump(void **state)
+{
+    (void)state;
+    ft_options o;
+    assert_int_equal(parse(&o, NULL), FT_PARSE_OK);
+    assert_int_equal(o.per_step, 0);
+    assert_null(o.dump_step);
+    assert_int_equal(parse(&o, "--per-step", "--dump-step", "/tmp/x", NULL), FT_PARSE_OK);
+    assert_int_equal(o.per_step, 1);
+    assert_string_equal(o.dump_step, "/tmp/x");
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--bench", NULL), "--dump-step");
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--graph", NULL), "--dump-step");
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--gpus", "2", NULL), "--dump-step");
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--resume", "/tmp/c", NULL), "--dump-step");
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--batch", "64", "--train-size", "32", NULL),
+                 "--train-size");
+    expect_error(parse(&o, "--dump-step", NULL), "--dump-step");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_inconsistent),
+        cmocka_unit_test(test_path_and_dump),
     };
     return cmocka_run_group_tests_name("train_args_cli", tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 
 #include "args.h"
 #include "data.h"
+#include "dump.h"
 #include "env.h"
 #include "model.h"
 #include "params.h"
@@ -273,6 +274,187 @@ static foxjit_status e_heads_backward(foxjit_runtime *rt, const foxjit_heads_arg
     return FOXJIT_OK;
 }
 
+/* ---- the whole-sequence ops, emulated as the header documents them ----- */
+
+static size_t cfc_seq_ws(int batch, int k, int n_hid)
+{
+    return (size_t)batch * k * n_hid * 4;
+}
+
+static foxjit_status e_cfc_seq_ws(foxjit_runtime *rt, int batch, int k, int n_in, int n_hid,
+                                  size_t *bytes)
+{
+    (void)rt, (void)n_in;
+    *bytes = cfc_seq_ws(batch, k, n_hid);
+    return FOXJIT_OK;
+}
+
+static void cfc_seq_load(const foxjit_cfc_seq_args *a, pr_cfc *p)
+{
+    int I = a->n_in, Hd = a->n_hid;
+    *p = (pr_cfc){I, Hd, dup_d(a->w_in, (size_t)Hd * I), dup_d(a->w_rec, (size_t)Hd * Hd),
+                  dup_d(a->bias, Hd), dup_d(a->tau, Hd)};
+}
+
+static void cfc_seq_unload(pr_cfc *p)
+{
+    free((void *)p->w_in), free((void *)p->w_rec), free((void *)p->bias), free((void *)p->tau);
+}
+
+/* h_{t-1} of row b as doubles into h; returns h, or NULL for zeros. */
+static double *cfc_seq_prev(const foxjit_cfc_seq_args *a, int b, int t, double *h)
+{
+    const int Hd = a->n_hid;
+    if (t == 0 && !a->h_init)
+        return NULL;
+    row_to_d(t ? HP(a->h) + ((size_t)b * a->k + t - 1) * Hd : HP(a->h_init) + (size_t)b * Hd,
+             h, Hd);
+    return h;
+}
+
+static foxjit_status e_cfc_seq_forward(foxjit_runtime *rt, const foxjit_cfc_seq_args *a,
+                                       CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    pr_cfc p;
+    cfc_seq_load(a, &p);
+    const int I = a->n_in, Hd = a->n_hid;
+    double x[512], h[512], ho[512], u[512];
+    for (int b = 0; b < a->batch; b++)
+        for (int t = 0; t < a->k; t++) {
+            size_t r = (size_t)b * a->k + t;
+            row_to_d(HP(a->x) + r * I, x, I);
+            pr_cfc_forward(&p, x, cfc_seq_prev(a, b, t, h), HP(a->dt)[r], ho, u);
+            store(HP(a->h) + r * Hd, ho, Hd, 0);
+            store(HP(a->u) + r * Hd, u, Hd, 0);
+        }
+    cfc_seq_unload(&p);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_cfc_seq_backward(foxjit_runtime *rt, const foxjit_cfc_seq_args *a,
+                                        CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    const int I = a->n_in, Hd = a->n_hid;
+    if (!a->work || a->work_bytes < cfc_seq_ws(a->batch, a->k, Hd))
+        fail_msg("cfc_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
+    pr_cfc p;
+    cfc_seq_load(a, &p);
+    double *gw_in = calloc((size_t)Hd * I, 8), *gw_rec = calloc((size_t)Hd * Hd, 8);
+    double gb[512] = {0}, gt[512] = {0}, carry[512] = {0}, x[512], h[512], g[512], dx[512];
+    pr_cfc_grads gr = {gw_in, gw_rec, gb, gt};
+    for (int b = 0; b < a->batch; b++) {
+        memset(carry, 0, sizeof carry);
+        for (int t = a->k - 1; t >= 0; t--) {
+            size_t r = (size_t)b * a->k + t;
+            row_to_d(HP(a->x) + r * I, x, I);
+            for (int i = 0; i < Hd; i++)
+                g[i] = HP(a->dh)[r * Hd + i] + carry[i];
+            memset(carry, 0, sizeof carry), memset(dx, 0, sizeof dx);
+            pr_cfc_backward(&p, x, cfc_seq_prev(a, b, t, h), HP(a->dt)[r], g, carry, dx, &gr);
+            if (a->dx)
+                store(HP(a->dx) + r * I, dx, I, a->dx_accumulate);
+        }
+        if (a->dh_init)
+            store(HP(a->dh_init) + (size_t)b * Hd, carry, Hd, a->dh_init_accumulate);
+    }
+    store(HP(a->dw_in), gw_in, (size_t)Hd * I, a->grad_accumulate);
+    store(HP(a->dw_rec), gw_rec, (size_t)Hd * Hd, a->grad_accumulate);
+    store(HP(a->dbias), gb, Hd, a->grad_accumulate);
+    store(HP(a->dtau), gt, Hd, a->grad_accumulate);
+    free(gw_in), free(gw_rec);
+    cfc_seq_unload(&p);
+    return FOXJIT_OK;
+}
+
+static size_t heads_seq_ws(int batch, int steps, int e, int h)
+{
+    return (size_t)batch * steps * e * h * 4;
+}
+
+static foxjit_status e_heads_seq_ws(foxjit_runtime *rt, int batch, int steps, int d, int e,
+                                    int h, size_t *bytes)
+{
+    (void)rt, (void)d;
+    *bytes = heads_seq_ws(batch, steps, e, h);
+    return FOXJIT_OK;
+}
+
+/* Row (b, s) of a heads-seq tensor of `width` floats a row. */
+static float *seq_row(CUdeviceptr p, int64_t stride, int64_t step_stride, int steps, int width,
+                      int b, int st)
+{
+    return HP(p) + b * eff(stride, (long long)steps * width) + st * eff(step_stride, width);
+}
+
+static void heads_seq_load(const foxjit_heads_seq_args *a, heads_d *h)
+{
+    foxjit_heads_args x = {.d = a->d, .e = a->e, .h = a->h, .w1 = a->w1, .b1 = a->b1,
+                           .w2 = a->w2, .b2 = a->b2, .w_gate = a->w_gate, .b_gate = a->b_gate,
+                           .w_main = a->w_main, .b_main = a->b_main, .w_skip = a->w_skip,
+                           .b_skip = a->b_skip};
+    heads_load(&x, h);
+}
+
+static foxjit_status e_heads_seq_forward(foxjit_runtime *rt, const foxjit_heads_seq_args *a,
+                                         CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    heads_d h;
+    heads_seq_load(a, &h);
+    double x[512], z[16];
+    for (int b = 0; b < a->batch; b++)
+        for (int st = 0; st < a->steps; st++) {
+            row_to_d(seq_row(a->x, a->x_stride, a->x_step_stride, a->steps, a->d, b, st), x,
+                     a->d);
+            pr_heads_forward(&h.p, x, z);
+            store(seq_row(a->logits, a->logits_stride, a->logits_step_stride, a->steps, a->h,
+                          b, st), z, a->h, 0);
+        }
+    heads_unload(&h);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_heads_seq_backward(foxjit_runtime *rt, const foxjit_heads_seq_args *a,
+                                          CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    if (!a->work || a->work_bytes < heads_seq_ws(a->batch, a->steps, a->e, a->h))
+        fail_msg("heads_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
+    heads_d h;
+    heads_seq_load(a, &h);
+    size_t D = a->d, E = a->e, H = a->h;
+    const size_t n[10] = {H * E * D, H * E, H * E * E, H * E, H * E, H, H * E, H, H * D, H};
+    const CUdeviceptr dst[10] = {a->dw1, a->db1, a->dw2, a->db2, a->dw_gate,
+                                 a->db_gate, a->dw_main, a->db_main, a->dw_skip, a->db_skip};
+    double *g[10];
+    for (int i = 0; i < 10; i++)
+        g[i] = calloc(n[i], 8);
+    pr_heads_grads gr = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]};
+    double x[512], dz[16], dx[512];
+    for (int b = 0; b < a->batch; b++)
+        for (int st = 0; st < a->steps; st++) {
+            row_to_d(seq_row(a->x, a->x_stride, a->x_step_stride, a->steps, a->d, b, st), x,
+                     a->d);
+            row_to_d(seq_row(a->dlogits, a->dlogits_stride, a->dlogits_step_stride, a->steps,
+                             a->h, b, st), dz, a->h);
+            memset(dx, 0, sizeof dx);
+            pr_heads_backward(&h.p, x, dz, dx, &gr);
+            if (a->dx)
+                store(seq_row(a->dx, a->dx_stride, a->dx_step_stride, a->steps, a->d, b, st),
+                      dx, a->d, a->dx_accumulate);
+        }
+    for (int i = 0; i < 10; i++)
+        store(HP(dst[i]), g[i], n[i], a->grad_accumulate), free(g[i]);
+    heads_unload(&h);
+    return FOXJIT_OK;
+}
+
 static foxjit_status e_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream s)
 {
     (void)rt, (void)s;
@@ -463,6 +645,14 @@ static int setup(void **state)
     api.attn_pool_prepare = e_prep1;
     api.cfc_prepare = e_prep2;
     api.heads_prepare = e_prep3;
+    api.cfc_seq_prepare = e_prep2;
+    api.heads_seq_prepare = e_prep3;
+    api.cfc_seq_workspace_size = e_cfc_seq_ws;
+    api.cfc_seq_forward = e_cfc_seq_forward;
+    api.cfc_seq_backward = e_cfc_seq_backward;
+    api.heads_seq_workspace_size = e_heads_seq_ws;
+    api.heads_seq_forward = e_heads_seq_forward;
+    api.heads_seq_backward = e_heads_seq_backward;
     api.column_sum_prepare = e_prep_colsum;
     api.struct_size = sizeof api;
     api.status_string = e_status_string;
@@ -483,13 +673,12 @@ static int setup(void **state)
     return 0;
 }
 
-static void test_step_matches_reference_model(void **state)
+static void step_matches_reference_model(ft_path path)
 {
-    (void)state;
     const ft_dims d = {3, 5, 6, 8, 4, 3};
     foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
     ft_model m;
-    assert_int_equal(ft_model_alloc(&m, &api, rt, &cu, &d), 0);
+    assert_int_equal(ft_model_alloc(&m, &api, rt, &cu, &d, path), 0);
     size_t total = ft_param_total(&d);
     float *p = malloc(total * 4);
     ft_params_init(&d, 11, p);
@@ -519,7 +708,7 @@ static void test_step_matches_reference_model(void **state)
     float loss = HP(m.loss)[0];
     assert_int_equal(ft_model_update(&m, &hp, NULL), FOXJIT_OK);
     /* Every launch ft_model_launches_per_step counts, less the memset. */
-    assert_int_equal(calls + 1, ft_model_launches_per_step(&d));
+    assert_int_equal(calls + 1, ft_model_launches_per_step(&d, path));
 
     /* The reference model on the same numbers. */
     pr_model_dims rd = {d.batch, d.k, d.f, d.d, d.e, d.h};
@@ -588,6 +777,21 @@ static void test_step_matches_reference_model(void **state)
     pr_model_acts_free(&acts);
     ft_data_free(&data);
     ft_model_free(&m);
+}
+
+/* The step of each path gives the reference model's gradient and update. */
+static void test_step_matches_reference_model(void **state)
+{
+    (void)state;
+    printf("  sequence path\n");
+    step_matches_reference_model(FT_PATH_SEQUENCE);
+}
+
+static void test_per_step_path_matches_reference_model(void **state)
+{
+    (void)state;
+    printf("  per-step path\n");
+    step_matches_reference_model(FT_PATH_PER_STEP);
 }
 
 /* ---- the training loop (tools/fox-train/train.c) on the emulation -------------- */
@@ -717,12 +921,100 @@ static void test_loop_learns_constant_signal(void **state)
     unlink(path);
 }
 
+/* `--dump-step`: the file holds what its header comment says, and its
+ * parameters and batch give its loss and gradients through the float64
+ * reference model (what tools/torch_peer.py relies on). */
+static void dump_matches_reference(const char *path_flag)
+{
+    char path[] = "/tmp/fox-train-dump-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char *argv[] = {"fox-train", "--dump-step", path, "--batch", "3", "--k", "4",
+                    "--train-size", "8", "--quiet", (char *)path_flag, NULL};
+    ft_options o;
+    char why[512];
+    assert_int_equal(ft_parse_args(path_flag ? 11 : 10, argv, &o, why, sizeof why),
+                     FT_PARSE_OK);
+    ft_env e;
+    memset(&e, 0, sizeof e);
+    e.api = &api, e.cu = cu, e.rt = (foxjit_runtime *)(uintptr_t)0x1000;
+    assert_int_equal(ft_dump_step(&e, &o), FT_EXIT_OK);
+
+    const ft_dims d = {3, 4, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H};
+    size_t total = ft_param_total(&d), B = 3, K = 4;
+    size_t nx = B * K * d.f, nt = B * K, nz = (K + 1) * B * d.h;
+    size_t floats = 2 * total + nx + nt + nz + 1;
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char magic[8];
+    int32_t dims[6];
+    float *v = malloc(floats * 4 + 4);
+    assert_int_equal(fread(magic, 1, 8, f), 8);
+    assert_memory_equal(magic, "FJSTEP1\n", 8);
+    assert_int_equal(fread(dims, sizeof dims, 1, f), 1);
+    assert_int_equal(fread(v, 4, floats + 1, f), floats);  /* and nothing after */
+    fclose(f);
+    unlink(path);
+    const int32_t want_dims[6] = {d.batch, d.k, d.f, d.d, d.e, d.h};
+    assert_memory_equal(dims, want_dims, sizeof dims);
+    float *init = malloc(total * 4);
+    ft_params_init(&d, o.seed, init);
+    assert_memory_equal(v, init, total * 4);
+
+    pr_model_dims rd = {d.batch, d.k, d.f, d.d, d.e, d.h};
+    double *P[PR_PARAM_COUNT], *G[PR_PARAM_COUNT];
+    for (int i = 0; i < PR_PARAM_COUNT; i++) {
+        size_t n = ft_param_size(&d, i);
+        P[i] = malloc(n * 8), G[i] = malloc(n * 8);
+        for (size_t j = 0; j < n; j++)
+            P[i][j] = v[ft_param_offset(&d, i) + j];
+    }
+    const float *fx = v + total, *fdt = fx + nx, *flab = fdt + nt, *floss = flab + nz,
+                *fgrad = floss + 1;
+    double *x = malloc(nx * 8), *dt = malloc(nt * 8), *lab = malloc(nz * 8), *dz = malloc(nz * 8);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = fx[i];
+    for (size_t i = 0; i < nt; i++)
+        dt[i] = fdt[i];
+    for (size_t i = 0; i < nz; i++)
+        lab[i] = flab[i];
+    pr_model_acts acts;
+    assert_int_equal(pr_model_acts_alloc(&rd, &acts), 1);
+    pr_model_forward(&rd, P, x, dt, &acts);
+    double want = pr_model_loss(&rd, acts.z, lab, dz);
+    pr_model_backward(&rd, P, x, dt, &acts, dz, G, NULL);
+    assert_true(fabs(*floss - want) <= 1e-5 * fabs(want));
+    for (int i = 0; i < PR_PARAM_COUNT; i++) {
+        size_t n = ft_param_size(&d, i);
+        double scale = 0;
+        for (size_t j = 0; j < n; j++)
+            scale = fmax(scale, fabs(G[i][j]));
+        for (size_t j = 0; j < n; j++)
+            if (!(fabs(fgrad[ft_param_offset(&d, i) + j] - G[i][j]) <= 1e-4 * scale + 1e-7))
+                fail_msg("dump %s[%zu]: %.9g, reference %.9g", ft_param_name(i), j,
+                         (double)fgrad[ft_param_offset(&d, i) + j], G[i][j]);
+        free(P[i]), free(G[i]);
+    }
+    pr_model_acts_free(&acts);
+    free(x), free(dt), free(lab), free(dz), free(v), free(init);
+}
+
+static void test_dump_step(void **state)
+{
+    (void)state;
+    dump_matches_reference(NULL);
+    dump_matches_reference("--per-step");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_matches_reference_model),
+        cmocka_unit_test(test_per_step_path_matches_reference_model),
         cmocka_unit_test(test_loop_resume_is_exact),
         cmocka_unit_test(test_loop_learns_constant_signal),
+        cmocka_unit_test(test_dump_step),
     };
     return cmocka_run_group_tests_name("train_model_host", tests, setup, NULL);
 }

@@ -24,6 +24,9 @@ const char ft_usage[] =
     "  --beta1 X, --beta2 X, --eps X   AdamW moments (defaults 0.9, 0.999, 1e-8)\n"
     "  --graph              capture one whole step (forward to AdamW) in a CUDA graph and\n"
     "                       replay it; the losses are bitwise those of eager launches\n"
+    "  --per-step           run the K-loop with the per-step ops (K CfC launches each way,\n"
+    "                       per-batch gradient scratch and 17 reducers) instead of the\n"
+    "                       whole-sequence ops; same model, equal within float32 rounding\n"
     "several GPUs:\n"
     "  --gpus N             data parallel over N GPUs (--device .. --device+N-1) in one\n"
     "                       process, one thread each: each takes --batch/N rows of every\n"
@@ -45,6 +48,10 @@ const char ft_usage[] =
     "                       on another number of GPUs, the same run up to float rounding)\n"
     "  --progress N         status line every N steps (default 10)\n"
     "  --quiet              no status line, only the summary\n"
+    "  --dump-step FILE     run one forward and backward on the first training batch at the\n"
+    "                       initial parameters, write parameters, batch, loss and gradients\n"
+    "                       to FILE (the format tools/torch_peer.py reads; docs/trainer.md)\n"
+    "                       and exit\n"
     "benchmark:\n"
     "  --bench              time training steps, eager and graph-replayed, then exit;\n"
     "                       with --gpus N (or --nccl): steps/s on 1 and on N GPUs, graph-\n"
@@ -179,6 +186,8 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         {"train-size", INT, &n_train, 1, 1 << 24, FT_SET_TRAIN, "[1, 2^24]"},
         {"heldout-size", INT, &n_heldout, 0, 1 << 24, FT_SET_HELDOUT, "[0, 2^24]"},
         {"graph", FLAG, &o->graph, 0, 0, 0, NULL},
+        {"per-step", FLAG, &o->per_step, 0, 0, 0, NULL},
+        {"dump-step", STRING, &o->dump_step, 0, 0, 0, NULL},
         {"csv", STRING, &o->csv, 0, 0, 0, NULL},
         {"checkpoint", STRING, &o->checkpoint, 0, 0, 0, NULL},
         {"checkpoint-every", INT, &every, 0, 100000000, 0, "[0, 10^8]"},
@@ -286,6 +295,15 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     if (o->device + o->gpus > 1024)
         return bad(why, why_len, "--device %d --gpus %d names devices past 1023", o->device,
                    o->gpus);
+    if (o->dump_step) {
+        if (o->bench || o->resume || o->gpus > 1 || o->nccl || o->graph)
+            return bad(why, why_len, "--dump-step runs one step on one GPU: it does not go "
+                       "with --bench, --resume, --gpus, --nccl or --graph");
+        if (o->n_train < o->batch)
+            return bad(why, why_len, "--train-size %d is smaller than one batch (--batch %d)",
+                       o->n_train, o->batch);
+        return FT_PARSE_OK;
+    }
     if (o->bench) {
         if (o->resume)
             return bad(why, why_len, "--bench and --resume do not go together");

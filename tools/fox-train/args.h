@@ -27,6 +27,8 @@ typedef struct ft_options {
     int n_train, n_heldout;
     ft_signal signal;
     int graph;             /* --graph: replay the captured step */
+    int per_step;          /* --per-step: the per-step K-loop ops (model.h, FT_PATH_PER_STEP) */
+    const char *dump_step; /* --dump-step FILE: one step's gradients for tools/torch_peer.py */
     const char *csv;       /* --csv FILE: the loss curve */
     const char *checkpoint;   /* --checkpoint FILE: written at the end (and every N) */
     int checkpoint_every;

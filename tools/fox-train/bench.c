@@ -84,7 +84,8 @@ static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row
         return -1;
     }
     init = malloc(ft_param_total(&d) * sizeof(float));
-    if (!init || ft_model_alloc(&m, e->api, e->rt, &e->cu, &d)) {
+    if (!init || ft_model_alloc(&m, e->api, e->rt, &e->cu, &d,
+                                  o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
         fprintf(stderr, "fox-train: %s\n", init ? m.why : "out of memory");
         goto done;
     }
@@ -98,7 +99,8 @@ static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row
         ft_stepper_init(&eager, &m, &hp, 0, e->stream) ||
         ft_stepper_init(&graph, &m, &hp, 1, e->stream))
         goto done;
-    row->batch = batch, row->k = d.k, row->launches = ft_model_launches_per_step(&d);
+    row->batch = batch, row->k = d.k, row->launches = ft_model_launches_per_step(
+        &d, o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE);
     row->nodes = graph.nodes;
     row->eager_ms = time_steps(e, &eager, &feed, loss_host, o->bench_steps, &index);
     row->graph_ms = time_steps(e, &graph, &feed, loss_host, o->bench_steps, &index);
@@ -119,11 +121,13 @@ int ft_bench(ft_env *e, const ft_options *o)
 {
     bench_row rows[FT_MAX_BENCH_BATCHES];
     int n = 0, failed = 0;
-    printf("fox-train bench: one training step (batch copy, forward, BCE, backward, 17 "
-           "reducers, AdamW, loss copy)\n%s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; "
-           "median of %d x %d steps\n\n", e->device_name, e->api->runtime_arch(e->rt), o->k,
-           FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps);
-    printf("%6s %5s %9s %12s %12s %9s %12s\n", "batch", "K", "launches", "eager ms", "graph ms",
+    const ft_path path = o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE;
+    printf("fox-train bench: one training step (batch copy, forward, BCE, backward, reducers, "
+           "AdamW, loss copy), %s path\n%s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; "
+           "median of %d x %d steps\n\n", ft_path_name(path), e->device_name,
+           e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E,
+           FT_DEFAULT_H, SAMPLES, o->bench_steps);
+    printf("%6s %5s %9s %12s %12s %9s %12s\n", "batch", "K", "calls", "eager ms", "graph ms",
            "speed-up", "graph nodes");
     for (int i = 0; i < o->n_bench_batches; i++) {
         bench_row r;
@@ -147,10 +151,11 @@ int ft_bench(ft_env *e, const ft_options *o)
         fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"rows\": [", e->device_name,
                 e->api->runtime_arch(e->rt));
         for (int i = 0; i < n; i++)
-            fprintf(f, "%s\n  {\"group\": \"train_step\", \"batch\": %d, \"k\": %d, "
-                    "\"launches\": %d, \"graph_nodes\": %zu, \"eager_ms\": %.4f, "
-                    "\"graph_ms\": %.4f}", i ? "," : "", rows[i].batch, rows[i].k,
-                    rows[i].launches, rows[i].nodes, rows[i].eager_ms, rows[i].graph_ms);
+            fprintf(f, "%s\n  {\"group\": \"train_step\", \"path\": \"%s\", \"batch\": %d, "
+                    "\"k\": %d, \"launches\": %d, \"graph_nodes\": %zu, \"eager_ms\": %.4f, "
+                    "\"graph_ms\": %.4f}", i ? "," : "", ft_path_name(path), rows[i].batch,
+                    rows[i].k, rows[i].launches, rows[i].nodes, rows[i].eager_ms,
+                    rows[i].graph_ms);
         fprintf(f, "\n]}\n");
         fclose(f);
     }

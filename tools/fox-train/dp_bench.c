@@ -110,7 +110,8 @@ static int run_setup(brank *b, const bench_config *c, bench_run *x)
         return -1;
     }
     float *init = malloc(ft_param_total(&d) * sizeof(float));
-    if (!init || ft_model_alloc(&x->model, e->api, e->rt, cu, &d)) {
+    if (!init || ft_model_alloc(&x->model, e->api, e->rt, cu, &d,
+                                  o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
         ft_rank_fail(r, "%s", init ? x->model.why : "out of memory");
         free(init);
         return -1;

@@ -57,7 +57,8 @@ static int setup_rank(dp_rank *d)
     const ft_ckpt_meta *cfg = &sh->rc.cfg;
     ft_dims dims = cfg->dims;
     dims.batch = sh->batch_per_rank;
-    if (ft_model_alloc(&d->model, e->api, e->rt, &e->cu, &dims)) {
+    if (ft_model_alloc(&d->model, e->api, e->rt, &e->cu, &dims,
+                       sh->o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
         ft_rank_fail(r, "%s", d->model.why);
         return -1;
     }

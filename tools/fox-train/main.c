@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "bench.h"
+#include "dump.h"
 #include "env.h"
 #include "multi_gpu.h"
 #include "train.h"
@@ -32,7 +33,7 @@ int main(int argc, char **argv)
     ft_env e;
     int rc = ft_env_open(&e, &o);
     if (rc == FT_EXIT_OK)
-        rc = o.bench ? ft_bench(&e, &o) : ft_train(&e, &o);
+        rc = o.dump_step ? ft_dump_step(&e, &o) : o.bench ? ft_bench(&e, &o) : ft_train(&e, &o);
     ft_env_close(&e);
     return rc;
 }

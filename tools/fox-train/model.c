@@ -54,6 +54,37 @@ static CUdeviceptr take(carver *c, size_t floats)
     return p;
 }
 
+const char *ft_path_name(ft_path p)
+{
+    return p == FT_PATH_PER_STEP ? "per-step" : "sequence";
+}
+
+/* Tensors that keep per-batch scratch and a reducer on the sequence path:
+ * VSN and attention pooling have no whole-sequence form. */
+static int seq_scratch(int which)
+{
+    return which == FT_VSN_W || which == FT_VSN_BIAS || which == FT_ATTN_Q;
+}
+
+static int has_scratch(const ft_model *m, int which)
+{
+    return m->path == FT_PATH_PER_STEP || seq_scratch(which);
+}
+
+/* The device order of the tensors: weight-decayed first, then the rest,
+ * so each AdamW group is one span. */
+static void device_order(int order[FT_PARAM_COUNT], int *first_undecayed)
+{
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            *first_undecayed = n;
+        for (int i = 0; i < FT_PARAM_COUNT; i++)
+            if (ft_param_decays(i) == !pass)
+                order[n++] = i;
+    }
+}
+
 /* Lays everything out from base (0 = just measure); returns the bytes. */
 static size_t layout(ft_model *m, CUdeviceptr base)
 {
@@ -61,23 +92,31 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     size_t B = (size_t)d->batch, K = (size_t)d->k, F = (size_t)d->f, D = (size_t)d->d,
            H = (size_t)d->h;
     carver c = {base, 0};
-    /* Each kind of state together: the gradients form one span (model.h).
-     * Addresses do not change what the kernels compute, only where. */
-    for (int i = 0; i < FT_PARAM_COUNT; i++)
-        m->param[i] = take(&c, ft_param_size(d, i));
-    m->grad_base = base + c.used;
-    for (int i = 0; i < FT_PARAM_COUNT; i++)
-        m->grad[i] = take(&c, ft_param_size(d, i));
-    m->grad_floats = (size_t)(m->grad[FT_PARAM_COUNT - 1] - m->grad_base) / sizeof(float) +
-                     ft_param_size(d, FT_PARAM_COUNT - 1);
-    for (int i = 0; i < FT_PARAM_COUNT; i++)
-        m->m[i] = take(&c, ft_param_size(d, i));
-    for (int i = 0; i < FT_PARAM_COUNT; i++)
-        m->v[i] = take(&c, ft_param_size(d, i));
+    int order[FT_PARAM_COUNT], split;
+    device_order(order, &split);
+    /* Parameters, gradients and moments: four spans of one layout, so a
+     * tensor sits at the same offset in each (AdamW groups, the gradient
+     * all-reduce). Addresses do not change what the kernels compute. */
+    CUdeviceptr *spans[4] = {m->param, m->grad, m->m, m->v};
+    for (int s = 0; s < 4; s++) {
+        if (s == 1)
+            m->grad_base = base + c.used;
+        for (int j = 0; j < FT_PARAM_COUNT; j++)
+            spans[s][order[j]] = take(&c, ft_param_size(d, order[j]));
+    }
+    const int last = order[FT_PARAM_COUNT - 1];
+    m->grad_floats = (size_t)(m->grad[last] - m->grad_base) / sizeof(float) +
+                     ft_param_size(d, last);
+    for (int g = 0; g < 2; g++) {
+        int lo = order[g ? split : 0], hi = order[g ? FT_PARAM_COUNT - 1 : split - 1];
+        m->adamw_first[g] = lo;
+        m->adamw_floats[g] = (size_t)(m->param[hi] - m->param[lo]) / sizeof(float) +
+                             ft_param_size(d, hi);
+    }
     /* Scratch last among the model state, contiguous: one memset. */
     m->scratch_base = base + c.used;
     for (int i = 0; i < FT_PARAM_COUNT; i++)
-        m->scratch[i] = take(&c, B * ft_param_size(d, i));
+        m->scratch[i] = has_scratch(m, i) ? take(&c, B * ft_param_size(d, i)) : 0;
     m->scratch_floats = (c.used - (size_t)(m->scratch_base - base)) / sizeof(float);
     ft_batch_layout_for(d->batch, d->k, d->f, d->h, &m->in_layout);
     m->batch_in = take(&c, m->in_layout.floats);
@@ -95,17 +134,41 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     m->dpooled = take(&c, B * D);
     m->loss = take(&c, 1);
     m->step = take(&c, 1);
-    m->heads_work_bytes = m->api->heads_workspace_size(d->batch, d->k, d->e, d->h);
     m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
+    m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
     return c.used;
 }
 
+/* The workspaces the path's backward calls need. */
+static int workspace_sizes(ft_model *m)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    if (m->path == FT_PATH_PER_STEP) {
+        m->heads_work_bytes = a->heads_workspace_size(d->batch, d->k, d->e, d->h);
+        return 0;
+    }
+    size_t bars = 0, pooled = 0;
+    if (lib(m, a->heads_seq_workspace_size(m->rt, d->batch, d->k, d->d, d->e, d->h, &bars),
+            "heads_seq_workspace_size") ||
+        lib(m, a->heads_seq_workspace_size(m->rt, d->batch, 1, d->d, d->e, d->h, &pooled),
+            "heads_seq_workspace_size (pooled)") ||
+        lib(m, a->cfc_seq_workspace_size(m->rt, d->batch, d->k, d->f, d->d, &m->cfc_work_bytes),
+            "cfc_seq_workspace_size"))
+        return -1;
+    m->heads_work_bytes = bars > pooled ? bars : pooled;
+    return 0;
+}
+
 int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const ft_cuda *cu,
-                   const ft_dims *dims)
+                   const ft_dims *dims, ft_path path)
 {
     memset(m, 0, sizeof *m);
     m->dims = *dims;
+    m->path = path;
     m->api = api, m->rt = rt, m->cu = cu;
+    if (workspace_sizes(m))
+        return -1;
     size_t bytes = layout(m, 0);
     CUdeviceptr base;
     CUresult r = cu->cuMemAlloc(&base, bytes);
@@ -118,6 +181,13 @@ int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const
     layout(m, base);
     m->base = base;
     m->bytes = bytes;
+    /* Zero everything once: the padding inside the AdamW spans must stay 0. */
+    if (drv(m, cu->cuMemsetD32Async(base, 0, bytes / sizeof(float), NULL),
+            "cuMemsetD32Async of the model") ||
+        drv(m, cu->cuStreamSynchronize(NULL), "cuStreamSynchronize")) {
+        ft_model_free(m);
+        return -1;
+    }
     return 0;
 }
 
@@ -132,15 +202,19 @@ foxjit_status ft_model_prepare(ft_model *m)
 {
     const foxjit_api *a = m->api;
     const ft_dims *d = &m->dims;
+    const int seq = m->path == FT_PATH_SEQUENCE;
     foxjit_status st;
     if ((st = lib(m, a->vsn_prepare(m->rt, d->f), "vsn_prepare")) ||
-        (st = lib(m, a->cfc_prepare(m->rt, d->f, d->d), "cfc_prepare")) ||
-        (st = lib(m, a->heads_prepare(m->rt, d->d, d->e, d->h), "heads_prepare")) ||
+        (st = lib(m, seq ? a->cfc_seq_prepare(m->rt, d->f, d->d)
+                         : a->cfc_prepare(m->rt, d->f, d->d), "cfc_prepare")) ||
+        (st = lib(m, seq ? a->heads_seq_prepare(m->rt, d->d, d->e, d->h)
+                         : a->heads_prepare(m->rt, d->d, d->e, d->h), "heads_prepare")) ||
         (st = lib(m, a->attn_pool_prepare(m->rt, d->d), "attn_pool_prepare")) ||
         (st = lib(m, a->training_prepare(m->rt), "training_prepare")))
         return st;
     for (int i = 0; i < FT_PARAM_COUNT; i++)
-        if ((st = lib(m, a->column_sum_prepare(m->rt, d->batch, (int64_t)ft_param_size(d, i)),
+        if (has_scratch(m, i) &&
+            (st = lib(m, a->column_sum_prepare(m->rt, d->batch, (int64_t)ft_param_size(d, i)),
                       "column_sum_prepare")))
             return st;
     return FOXJIT_OK;
@@ -218,8 +292,91 @@ static foxjit_heads_args heads_all_bars(const ft_model *m)
     return h;
 }
 
+/* The sequence path's heads arguments: parameters, parameter-shaped
+ * gradients, the workspace; rows per call. */
+static foxjit_heads_seq_args heads_seq_args(const ft_model *m)
+{
+    const ft_dims *d = &m->dims;
+    const CUdeviceptr *p = m->param, *g = m->grad;
+    return (foxjit_heads_seq_args){
+        .batch = d->batch, .steps = 1, .d = d->d, .e = d->e, .h = d->h,
+        .w1 = p[FT_HEADS_W1], .b1 = p[FT_HEADS_B1], .w2 = p[FT_HEADS_W2],
+        .b2 = p[FT_HEADS_B2], .w_gate = p[FT_HEADS_W_GATE], .b_gate = p[FT_HEADS_B_GATE],
+        .w_main = p[FT_HEADS_W_MAIN], .b_main = p[FT_HEADS_B_MAIN],
+        .w_skip = p[FT_HEADS_W_SKIP], .b_skip = p[FT_HEADS_B_SKIP],
+        .dw1 = g[FT_HEADS_W1], .db1 = g[FT_HEADS_B1], .dw2 = g[FT_HEADS_W2],
+        .db2 = g[FT_HEADS_B2], .dw_gate = g[FT_HEADS_W_GATE], .db_gate = g[FT_HEADS_B_GATE],
+        .dw_main = g[FT_HEADS_W_MAIN], .db_main = g[FT_HEADS_B_MAIN],
+        .dw_skip = g[FT_HEADS_W_SKIP], .db_skip = g[FT_HEADS_B_SKIP],
+        .work = m->heads_work, .work_bytes = m->heads_work_bytes};
+}
+
+/* Rows (b, t) of the K bars: x = hs (dense [B, K, D]), logits step-major
+ * ([K, B, H]: row stride H, step stride B*H); dx added into dhs. */
+static foxjit_heads_seq_args heads_seq_bars(const ft_model *m)
+{
+    const ft_dims *d = &m->dims;
+    foxjit_heads_seq_args h = heads_seq_args(m);
+    h.steps = d->k;
+    h.x = m->hs;
+    h.logits = m->z, h.logits_stride = d->h, h.logits_step_stride = (int64_t)d->batch * d->h;
+    h.dlogits = m->dz, h.dlogits_stride = d->h,
+    h.dlogits_step_stride = (int64_t)d->batch * d->h;
+    h.dx = m->dhs, h.dx_accumulate = 1;
+    h.grad_accumulate = 1;  /* after the pooled row's call */
+    return h;
+}
+
+/* The pooled row: x = pooled [B, D], logits block K; dx overwrites dpooled;
+ * the first heads call of the backward, so it overwrites the gradients. */
+static foxjit_heads_seq_args heads_seq_pooled(const ft_model *m)
+{
+    foxjit_heads_seq_args h = heads_seq_args(m);
+    h.x = m->pooled;
+    h.logits = logits_block(m, m->z, m->dims.k);
+    h.dlogits = logits_block(m, m->dz, m->dims.k);
+    h.dx = m->dpooled, h.dx_accumulate = 0;
+    h.grad_accumulate = 0;
+    return h;
+}
+
+static foxjit_cfc_seq_args cfc_seq_args(const ft_model *m)
+{
+    const ft_dims *d = &m->dims;
+    return (foxjit_cfc_seq_args){
+        .batch = d->batch, .k = d->k, .n_in = d->f, .n_hid = d->d,
+        .w_in = m->param[FT_CFC_W_IN], .w_rec = m->param[FT_CFC_W_REC],
+        .bias = m->param[FT_CFC_BIAS], .tau = m->param[FT_CFC_TAU],
+        .x = m->y, .dt = m->dt, .h = m->hs, .u = m->u,
+        .dh = m->dhs, .dx = m->dy, .dx_accumulate = 0,
+        .dw_in = m->grad[FT_CFC_W_IN], .dw_rec = m->grad[FT_CFC_W_REC],
+        .dbias = m->grad[FT_CFC_BIAS], .dtau = m->grad[FT_CFC_TAU], .grad_accumulate = 0,
+        .work = m->cfc_work, .work_bytes = m->cfc_work_bytes};
+}
+
+static foxjit_status forward_sequence(ft_model *m, CUstream s)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    foxjit_status st;
+    foxjit_vsn_args vsn = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
+                           .bias = m->param[FT_VSN_BIAS], .x = m->x, .y = m->y};
+    foxjit_cfc_seq_args c = cfc_seq_args(m);
+    foxjit_heads_seq_args bars = heads_seq_bars(m), pooled = heads_seq_pooled(m);
+    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
+                               .q = m->param[FT_ATTN_Q], .hs = m->hs, .pooled = m->pooled};
+    if ((st = lib(m, a->vsn_forward(m->rt, &vsn, s), "vsn_forward")) ||
+        (st = lib(m, a->cfc_seq_forward(m->rt, &c, s), "cfc_seq_forward")) ||
+        (st = lib(m, a->heads_seq_forward(m->rt, &bars, s), "heads_seq_forward")) ||
+        (st = lib(m, a->attn_pool_forward(m->rt, &p, s), "attn_pool_forward")))
+        return st;
+    return lib(m, a->heads_seq_forward(m->rt, &pooled, s), "heads_seq_forward (pooled)");
+}
+
 foxjit_status ft_model_forward(ft_model *m, CUstream s)
 {
+    if (m->path == FT_PATH_SEQUENCE)
+        return forward_sequence(m, s);
     const foxjit_api *a = m->api;
     const ft_dims *d = &m->dims;
     foxjit_status st;
@@ -262,8 +419,33 @@ foxjit_status ft_model_loss(ft_model *m, int with_dz, CUstream s)
                "bce_with_logits (sequence)");
 }
 
+static foxjit_status backward_sequence(ft_model *m, CUstream s)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    foxjit_status st;
+    foxjit_heads_seq_args pooled = heads_seq_pooled(m), bars = heads_seq_bars(m);
+    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
+                               .q = m->param[FT_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
+                               .dhs = m->dhs, .dhs_accumulate = 0, .dq = m->scratch[FT_ATTN_Q]};
+    foxjit_cfc_seq_args c = cfc_seq_args(m);
+    foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
+                         .bias = m->param[FT_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
+                         .dw = m->scratch[FT_VSN_W], .dbias = m->scratch[FT_VSN_BIAS]};
+    /* dpooled and the heads gradients (=); then dhs: the pooling's share
+     * (=), every bar's heads (+=); then the recurrence consumes dhs. */
+    if ((st = lib(m, a->heads_seq_backward(m->rt, &pooled, s), "heads_seq_backward (pooled)")) ||
+        (st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")) ||
+        (st = lib(m, a->heads_seq_backward(m->rt, &bars, s), "heads_seq_backward")) ||
+        (st = lib(m, a->cfc_seq_backward(m->rt, &c, s), "cfc_seq_backward")))
+        return st;
+    return lib(m, a->vsn_backward(m->rt, &v, s), "vsn_backward");
+}
+
 foxjit_status ft_model_backward(ft_model *m, CUstream s)
 {
+    if (m->path == FT_PATH_SEQUENCE)
+        return backward_sequence(m, s);
     const foxjit_api *a = m->api;
     const ft_dims *d = &m->dims;
     foxjit_status st;
@@ -299,7 +481,8 @@ foxjit_status ft_model_reduce(ft_model *m, CUstream s)
 {
     foxjit_status st;
     for (int i = 0; i < FT_PARAM_COUNT; i++)
-        if ((st = lib(m, m->api->reduce_axis0(m->rt, m->scratch[i], m->dims.batch,
+        if (has_scratch(m, i) &&
+            (st = lib(m, m->api->reduce_axis0(m->rt, m->scratch[i], m->dims.batch,
                                               (int64_t)ft_param_size(&m->dims, i), m->grad[i],
                                               s), "reduce_axis0")))
             return st;
@@ -313,8 +496,11 @@ foxjit_status ft_model_update(ft_model *m, const ft_hparams *hp, CUstream s)
      * bias correction uses one more. */
     if ((st = lib(m, m->api->increment_step(m->rt, m->step, s), "increment_step")))
         return st;
-    for (int i = 0; i < FT_PARAM_COUNT; i++) {
-        foxjit_adamw_args a = {.n = (int64_t)ft_param_size(&m->dims, i), .param = m->param[i],
+    /* One call per weight-decay group: its tensors and the zero padding
+     * between them form one span (see layout). */
+    for (int g = 0; g < 2; g++) {
+        const int i = m->adamw_first[g];
+        foxjit_adamw_args a = {.n = (int64_t)m->adamw_floats[g], .param = m->param[i],
                                .grad = m->grad[i], .m = m->m[i], .v = m->v[i],
                                .step = m->step, .lr = hp->lr, .beta1 = hp->beta1,
                                .beta2 = hp->beta2, .eps = hp->eps,
@@ -337,13 +523,18 @@ foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s)
     return FOXJIT_OK;
 }
 
-int ft_model_launches_per_step(const ft_dims *d)
+int ft_model_launches_per_step(const ft_dims *d, ft_path path)
 {
+    if (path == FT_PATH_SEQUENCE)
+        /* memset; forward vsn + cfc_seq + heads_seq (bars) + pool +
+         * heads_seq (pooled); 2 bce; backward heads_seq (pooled) + pool +
+         * heads_seq (bars) + cfc_seq + vsn; 3 reducers; increment + 2
+         * adamw. */
+        return 1 + 5 + 2 + 5 + 3 + 3;
     /* memset; forward vsn + K cfc + heads (all bars) + pool + heads; 2 bce;
      * backward heads + pool + heads (all bars: two kernels with the
-     * workspace, K > 1) + K cfc + vsn; 17 reducers; increment + 17 adamw. */
-    return 1 + (1 + d->k + 3) + 2 + (3 + (d->k > 1) + d->k + 1) + FT_PARAM_COUNT +
-           (1 + FT_PARAM_COUNT);
+     * workspace, K > 1) + K cfc + vsn; 17 reducers; increment + 2 adamw. */
+    return 1 + (1 + d->k + 3) + 2 + (3 + (d->k > 1) + d->k + 1) + FT_PARAM_COUNT + 3;
 }
 
 /* ---- state to and from the host ------------------------------------------- */

@@ -17,6 +17,26 @@
  *   reduce   reduce_axis0 of each of the 17 scratch tensors -> gradients
  *   update   increment_step, then adamw on each of the 17 tensors
  *
+ * That is the per-step path (FT_PATH_PER_STEP, `fox-train --per-step`). The
+ * default, FT_PATH_SEQUENCE, runs the same model with the whole-sequence ops:
+ *
+ *   zero     one memset of the VSN and attention scratch
+ *   forward  vsn_forward; cfc_seq_forward (all K bars, one call);
+ *            heads_seq_forward over the K bars; attn_pool_forward;
+ *            heads_seq_forward(pooled)
+ *   loss     as above
+ *   backward heads_seq_backward(pooled) -> dpooled, heads gradients (=);
+ *            attn_pool_backward -> dhs (overwrite); heads_seq_backward over
+ *            the K bars (dx added into dhs, heads gradients +=);
+ *            cfc_seq_backward (dy written, CfC gradients =); vsn_backward
+ *   reduce   reduce_axis0 of the VSN and attention scratch (3 tensors)
+ *   update   as above
+ *
+ * AdamW runs once per weight-decay group (2 calls): the tensors of a group
+ * lie back to back, at the same offsets in the parameter, gradient and
+ * moment spans, with the padding between them zeroed at allocation (AdamW
+ * leaves a zero parameter with a zero gradient at zero).
+ *
  * Nothing in a step allocates, synchronizes or compiles once
  * ft_model_prepare() has run, so a whole step can be captured in one CUDA
  * graph, and replaying it gives the bits of eager launches.
@@ -41,6 +61,14 @@ typedef struct ft_hparams {
 
 typedef struct ft_model ft_model;
 
+/* Which ops carry the K-loop (see the top of this file). */
+typedef enum ft_path {
+    FT_PATH_SEQUENCE = 0,  /* the whole-sequence ops (the default) */
+    FT_PATH_PER_STEP = 1,  /* the seeds' per-step ops, scratch and reducers */
+} ft_path;
+
+const char *ft_path_name(ft_path p);
+
 /* Called by ft_model_step between the reducers and AdamW (see
  * ft_model.after_reduce). Returns FOXJIT_OK, or an error with the reason
  * written to m->why. */
@@ -48,6 +76,7 @@ typedef foxjit_status (*ft_after_reduce_fn)(ft_model *m, CUstream s, void *arg);
 
 struct ft_model {
     ft_dims dims;
+    ft_path path;
     const foxjit_api *api;
     foxjit_runtime *rt;
     const ft_cuda *cu;
@@ -73,6 +102,13 @@ struct ft_model {
     CUdeviceptr y, hs, u, pooled, z, dz, dhs, dy, dpooled;
     CUdeviceptr heads_work;    /* the heads backward's workspace over the K bars */
     size_t heads_work_bytes;
+    CUdeviceptr cfc_work;      /* the sequence path's CfC backward workspace */
+    size_t cfc_work_bytes;
+    /* AdamW groups: [0] decayed tensors, [1] the others; each a span of
+     * adamw_floats[g] floats from param[adamw_first[g]] (and the same
+     * offsets in grad, m, v). */
+    int adamw_first[2];
+    size_t adamw_floats[2];
     CUdeviceptr loss;          /* one float: this step's loss */
     CUdeviceptr step;          /* one int32: the step number AdamW reads */
     char why[1024];            /* what failed, after a call returned an error */
@@ -81,7 +117,7 @@ struct ft_model {
 /* Allocates every buffer on the device (contents undefined until
  * ft_model_set_state). Returns 0, or -1 with the reason in m->why. */
 int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const ft_cuda *cu,
-                   const ft_dims *dims);
+                   const ft_dims *dims, ft_path path);
 void ft_model_free(ft_model *m);
 
 /* Compiles (or loads from the cache) every kernel a step uses: call once
@@ -99,8 +135,9 @@ foxjit_status ft_model_update(ft_model *m, const ft_hparams *hp, CUstream s);
 /* zero, forward, loss, backward, reduce, after_reduce (when set), update. */
 foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s);
 
-/* Kernel launches and memsets one ft_model_step enqueues. */
-int ft_model_launches_per_step(const ft_dims *d);
+/* Library calls and memsets one ft_model_step enqueues (a library call
+ * may launch more than one kernel: the graph's node count says how many). */
+int ft_model_launches_per_step(const ft_dims *d, ft_path path);
 
 /* Parameters (packed, params.h order), moments and the step counter from
  * or to the host; m_host / v_host NULL = zeros. Synchronous on stream s.

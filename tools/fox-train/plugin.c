@@ -9,7 +9,7 @@
 
 /* The last table entry this program calls: an older library without it
  * cannot train. */
-#define NEEDED_SIZE (offsetof(foxjit_api, heads_workspace_size) + sizeof(void *))
+#define NEEDED_SIZE (offsetof(foxjit_api, heads_seq_prepare) + sizeof(void *))
 
 #define FT_STR2(x) #x
 #define FT_STR(x) FT_STR2(x)
@@ -28,7 +28,7 @@ static int try_one(ft_plugin *p, const char *path, char *why, size_t why_len)
         snprintf(why + used, why_len - used, "\n  %s: %s", path,
                  !get ? "no foxjit_get_api symbol (not a fox-jit library)"
                  : !api ? "does not implement ABI major " FT_STR(FOXJIT_ABI_MAJOR)
-                        : "too old: its function table lacks the training ops or heads_workspace_size");
+                        : "too old: its function table lacks the whole-sequence ops (fox-jit 0.2 ABI 2.1)");
         dlclose(h);
         return -1;
     }

@@ -39,7 +39,8 @@ static int setup(run *r)
     if (ft_data_generate_run(&r->train, &r->heldout, cfg))
         return -1;
     double t_data = ft_now_s() - t0;
-    if (ft_model_alloc(&r->model, e->api, e->rt, &e->cu, d)) {
+    if (ft_model_alloc(&r->model, e->api, e->rt, &e->cu, d,
+                       o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
         fprintf(stderr, "fox-train: %s\n", r->model.why);
         return -1;
     }

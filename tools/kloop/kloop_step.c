@@ -81,16 +81,41 @@ static size_t layout(const kloop_dims *d, kloop_model *m, CUdeviceptr base)
     m->dhs = take(&c, B * K * D);
     m->dy = take(&c, B * K * F);
     m->dpooled = take(&c, B * D);
-    m->heads_work_bytes = foxjit_heads_workspace_size(d->batch, d->k, d->e, d->h);
     m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
+    m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
     return c.used;
 }
 
-int kloop_alloc(const fj_cuda *cu, const kloop_dims *d, kloop_model *m)
+const char *kloop_form_name(kloop_form form)
+{
+    static const char *const names[KLOOP_FORM_COUNT] = {"per-step", "legacy", "sequence"};
+    return form >= 0 && form < KLOOP_FORM_COUNT ? names[form] : "?";
+}
+
+/* Workspaces: the per-step heads over K steps, and the sequence ops. */
+static int workspace_sizes(foxjit_runtime *rt, const kloop_dims *d, kloop_model *m)
+{
+    size_t bars = 0, pooled = 0;
+    if (foxjit_heads_seq_workspace_size(rt, d->batch, d->k, d->d, d->e, d->h, &bars) ||
+        foxjit_heads_seq_workspace_size(rt, d->batch, 1, d->d, d->e, d->h, &pooled) ||
+        foxjit_cfc_seq_workspace_size(rt, d->batch, d->k, d->f, d->d, &m->cfc_work_bytes)) {
+        fprintf(stderr, "kloop: workspace size: %s\n", foxjit_last_error());
+        return -1;
+    }
+    size_t per_step = foxjit_heads_workspace_size(d->batch, d->k, d->e, d->h);
+    m->heads_work_bytes = per_step > bars ? per_step : bars;
+    if (pooled > m->heads_work_bytes)
+        m->heads_work_bytes = pooled;
+    return 0;
+}
+
+int kloop_alloc(foxjit_runtime *rt, const fj_cuda *cu, const kloop_dims *d, kloop_model *m)
 {
     memset(m, 0, sizeof *m);
     m->dims = *d;
     m->cu = cu;
+    if (workspace_sizes(rt, d, m))
+        return -1;
     size_t bytes = layout(d, m, 0);
     CUdeviceptr base;
     CUresult r = cu->cuMemAlloc(&base, bytes);
@@ -113,17 +138,32 @@ void kloop_free(kloop_model *m)
     m->base = 0;
 }
 
+/* Tensors whose gradient goes through per-batch scratch and a reducer:
+ * all in the new form; in the sequence form only VSN and pooling (the last
+ * three tensors, so their scratch is one contiguous span). */
+static int has_scratch(kloop_form form, int which)
+{
+    return form == KLOOP_NEW || (form == KLOOP_SEQ && which >= KL_VSN_W);
+}
+
 foxjit_status kloop_prepare(foxjit_runtime *rt, const kloop_dims *d, kloop_form form)
 {
     foxjit_status st;
-    if ((st = foxjit_vsn_prepare(rt, d->f)) || (st = foxjit_cfc_prepare(rt, d->f, d->d)) ||
-        (st = foxjit_heads_prepare(rt, d->d, d->e, d->h)) ||
-        (st = foxjit_attn_pool_prepare(rt, d->d)))
+    if ((st = foxjit_vsn_prepare(rt, d->f)) || (st = foxjit_attn_pool_prepare(rt, d->d)))
         return st;
+    if (form == KLOOP_SEQ) {
+        if ((st = foxjit_cfc_seq_prepare(rt, d->f, d->d)) ||
+            (st = foxjit_heads_seq_prepare(rt, d->d, d->e, d->h)))
+            return st;
+    } else if ((st = foxjit_cfc_prepare(rt, d->f, d->d)) ||
+               (st = foxjit_heads_prepare(rt, d->d, d->e, d->h))) {
+        return st;
+    }
     if (form == KLOOP_LEGACY)
         return fj_perception_legacy_prepare(rt, d->f, d->d, d->d, d->e, d->h, d->f);
     for (int i = 0; i < KL_PARAM_COUNT; i++)
-        if ((st = foxjit_column_sum_prepare(rt, d->batch, (int64_t)kloop_param_size(d, i))))
+        if (has_scratch(form, i) &&
+            (st = foxjit_column_sum_prepare(rt, d->batch, (int64_t)kloop_param_size(d, i))))
             return st;
     return FOXJIT_OK;
 }
@@ -135,8 +175,11 @@ foxjit_status kloop_zero(const kloop_model *m, kloop_form form, CUstream stream)
 
 static foxjit_status zero(const kloop_model *m, kloop_form form, CUstream stream)
 {
-    CUdeviceptr p = form == KLOOP_NEW ? m->scratch_base : m->grad_base;
-    size_t n = form == KLOOP_NEW ? m->scratch_floats : m->grad_floats;
+    CUdeviceptr p = form == KLOOP_NEW ? m->scratch_base
+                    : form == KLOOP_SEQ ? m->scratch[KL_VSN_W] : m->grad_base;
+    size_t n = form == KLOOP_NEW ? m->scratch_floats
+               : form == KLOOP_SEQ ? m->scratch_floats - (size_t)(p - m->scratch_base) / 4
+                                   : m->grad_floats;
     CUresult r = m->cu->cuMemsetD32Async(p, 0, n, stream);
     if (r != CUDA_SUCCESS) {
         char buf[200];
@@ -222,6 +265,70 @@ static foxjit_cfc_args cfc_args(const kloop_model *m, const CUdeviceptr *g, int 
         .dtau = g[KL_CFC_TAU]};
 }
 
+/* The sequence form's heads: the K steps (index KLOOP_ALL_STEPS; dx added
+ * into dhs, gradients added after the pooled call's) or the pooled state
+ * (index K; dx overwrites dpooled, gradients overwritten). */
+static foxjit_heads_seq_args heads_seq(const kloop_model *m, int index)
+{
+    const kloop_dims *d = &m->dims;
+    const CUdeviceptr *p = m->param, *g = m->grad;
+    const int64_t BH = (int64_t)d->batch * d->h;
+    foxjit_heads_seq_args h = {
+        .batch = d->batch, .steps = 1, .d = d->d, .e = d->e, .h = d->h,
+        .w1 = p[KL_HEADS_W1], .b1 = p[KL_HEADS_B1], .w2 = p[KL_HEADS_W2], .b2 = p[KL_HEADS_B2],
+        .w_gate = p[KL_HEADS_W_GATE], .b_gate = p[KL_HEADS_B_GATE],
+        .w_main = p[KL_HEADS_W_MAIN], .b_main = p[KL_HEADS_B_MAIN],
+        .w_skip = p[KL_HEADS_W_SKIP], .b_skip = p[KL_HEADS_B_SKIP],
+        .dw1 = g[KL_HEADS_W1], .db1 = g[KL_HEADS_B1], .dw2 = g[KL_HEADS_W2],
+        .db2 = g[KL_HEADS_B2], .dw_gate = g[KL_HEADS_W_GATE], .db_gate = g[KL_HEADS_B_GATE],
+        .dw_main = g[KL_HEADS_W_MAIN], .db_main = g[KL_HEADS_B_MAIN],
+        .dw_skip = g[KL_HEADS_W_SKIP], .db_skip = g[KL_HEADS_B_SKIP],
+        .work = m->heads_work, .work_bytes = m->heads_work_bytes};
+    if (index == KLOOP_ALL_STEPS) {
+        h.steps = d->k;
+        h.x = m->hs;
+        h.logits = m->z, h.logits_stride = d->h, h.logits_step_stride = BH;
+        h.dlogits = m->dz, h.dlogits_stride = d->h, h.dlogits_step_stride = BH;
+        h.dx = m->dhs, h.dx_accumulate = 1, h.grad_accumulate = 1;
+    } else {
+        h.x = m->pooled;
+        h.logits = m->z + (CUdeviceptr)(d->k * BH) * sizeof(float);
+        h.dlogits = m->dz + (CUdeviceptr)(d->k * BH) * sizeof(float);
+        h.dx = m->dpooled, h.dx_accumulate = 0, h.grad_accumulate = 0;
+    }
+    return h;
+}
+
+static foxjit_cfc_seq_args cfc_seq(const kloop_model *m)
+{
+    const kloop_dims *d = &m->dims;
+    return (foxjit_cfc_seq_args){
+        .batch = d->batch, .k = d->k, .n_in = d->f, .n_hid = d->d,
+        .w_in = m->param[KL_CFC_W_IN], .w_rec = m->param[KL_CFC_W_REC],
+        .bias = m->param[KL_CFC_BIAS], .tau = m->param[KL_CFC_TAU],
+        .x = m->y, .dt = m->dt, .h = m->hs, .u = m->u,
+        .dh = m->dhs, .dx = m->dy, .dx_accumulate = 0,
+        .dw_in = m->grad[KL_CFC_W_IN], .dw_rec = m->grad[KL_CFC_W_REC],
+        .dbias = m->grad[KL_CFC_BIAS], .dtau = m->grad[KL_CFC_TAU], .grad_accumulate = 0,
+        .work = m->cfc_work, .work_bytes = m->cfc_work_bytes};
+}
+
+/* The sequence form's calls (zero, VSN, pooling and reducers as the new
+ * form's). */
+static foxjit_status run_seq_op(foxjit_runtime *rt, const kloop_model *m, kloop_op op,
+                                int index, CUstream stream)
+{
+    foxjit_cfc_seq_args c = cfc_seq(m);
+    foxjit_heads_seq_args h = heads_seq(m, index);
+    switch (op) {
+    case KLOOP_OP_CFC_FWD: return foxjit_cfc_seq_forward(rt, &c, stream);
+    case KLOOP_OP_CFC_BWD: return foxjit_cfc_seq_backward(rt, &c, stream);
+    case KLOOP_OP_HEADS_FWD: return foxjit_heads_seq_forward(rt, &h, stream);
+    case KLOOP_OP_HEADS_BWD: return foxjit_heads_seq_backward(rt, &h, stream);
+    default: return FOXJIT_ERROR_INVALID_ARGUMENT;
+    }
+}
+
 static const char *const op_names[KLOOP_OP_COUNT] = {
     "memset", "vsn_forward", "cfc_forward", "heads_forward", "attn_pool_forward",
     "heads_backward", "attn_pool_backward", "cfc_backward", "vsn_backward", "reduce_axis0",
@@ -235,10 +342,11 @@ const char *kloop_op_name(kloop_op op)
 int kloop_op_calls(const kloop_dims *d, kloop_form form, kloop_op op)
 {
     switch (op) {
-    case KLOOP_OP_CFC_FWD: case KLOOP_OP_CFC_BWD: return d->k;
+    case KLOOP_OP_CFC_FWD: case KLOOP_OP_CFC_BWD: return form == KLOOP_SEQ ? 1 : d->k;
     case KLOOP_OP_HEADS_FWD: return 2;
-    case KLOOP_OP_HEADS_BWD: return form == KLOOP_NEW ? 2 : d->k + 1;
-    case KLOOP_OP_REDUCE: return form == KLOOP_NEW ? KL_PARAM_COUNT : 0;
+    case KLOOP_OP_HEADS_BWD: return form == KLOOP_LEGACY ? d->k + 1 : 2;
+    case KLOOP_OP_REDUCE:
+        return form == KLOOP_NEW ? KL_PARAM_COUNT : form == KLOOP_SEQ ? KL_PARAM_COUNT - KL_VSN_W : 0;
     case KLOOP_OP_COUNT: return 0;
     default: return 1;
     }
@@ -264,6 +372,15 @@ foxjit_status kloop_run_op(foxjit_runtime *rt, const kloop_model *m, kloop_form 
     switch (op) {
     case KLOOP_OP_ZERO:
         return zero(m, form, stream);
+    case KLOOP_OP_CFC_FWD: case KLOOP_OP_CFC_BWD: case KLOOP_OP_HEADS_FWD:
+    case KLOOP_OP_HEADS_BWD:
+        if (form == KLOOP_SEQ)
+            return run_seq_op(rt, m, op, index, stream);
+        break;
+    default:
+        break;
+    }
+    switch (op) {
     case KLOOP_OP_VSN_FWD:
         return foxjit_vsn_forward(rt, &v, stream);
     case KLOOP_OP_CFC_FWD:
@@ -291,6 +408,8 @@ foxjit_status kloop_run_op(foxjit_runtime *rt, const kloop_model *m, kloop_form 
     case KLOOP_OP_REDUCE:
         if (legacy)
             return FOXJIT_OK;
+        if (form == KLOOP_SEQ)
+            index += KL_VSN_W;  /* the sequence form's reducers: VSN and pooling */
         return foxjit_reduce_axis0(rt, m->scratch[index], d->batch,
                                    (int64_t)kloop_param_size(d, index), m->grad[index],
                                    stream);
@@ -299,19 +418,21 @@ foxjit_status kloop_run_op(foxjit_runtime *rt, const kloop_model *m, kloop_form 
     }
 }
 
-foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, CUstream stream)
+foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                            CUstream stream)
 {
     const int K = m->dims.k;
+    const kloop_form f = form == KLOOP_SEQ ? KLOOP_SEQ : KLOOP_NEW;
     foxjit_status st;
-    if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_VSN_FWD, 0, stream)))
+    if ((st = kloop_run_op(rt, m, f, KLOOP_OP_VSN_FWD, 0, stream)))
         return st;
-    for (int t = 0; t < K; t++)
-        if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_CFC_FWD, t, stream)))
+    for (int t = 0; t < kloop_op_calls(&m->dims, f, KLOOP_OP_CFC_FWD); t++)
+        if ((st = kloop_run_op(rt, m, f, KLOOP_OP_CFC_FWD, t, stream)))
             return st;
-    if ((st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_HEADS_FWD, KLOOP_ALL_STEPS, stream)) ||
-        (st = kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_ATTN_FWD, 0, stream)))
+    if ((st = kloop_run_op(rt, m, f, KLOOP_OP_HEADS_FWD, KLOOP_ALL_STEPS, stream)) ||
+        (st = kloop_run_op(rt, m, f, KLOOP_OP_ATTN_FWD, 0, stream)))
         return st;
-    return kloop_run_op(rt, m, KLOOP_NEW, KLOOP_OP_HEADS_FWD, K, stream);
+    return kloop_run_op(rt, m, f, KLOOP_OP_HEADS_FWD, K, stream);
 }
 
 foxjit_status kloop_backward(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
@@ -325,11 +446,17 @@ foxjit_status kloop_backward(foxjit_runtime *rt, const kloop_model *m, kloop_for
     if ((st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, K, stream)) ||
         (st = kloop_run_op(rt, m, form, KLOOP_OP_ATTN_BWD, 0, stream)))
         return st;
-    /* New form: every step's heads add their dx at once, then the
-     * recurrence runs alone. Legacy: one heads call per step, in the loop. */
-    if (form == KLOOP_NEW &&
+    /* New and sequence forms: every step's heads add their dx at once, then
+     * the recurrence runs alone. Legacy: one heads call per step, in the
+     * loop. */
+    if (form != KLOOP_LEGACY &&
         (st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, KLOOP_ALL_STEPS, stream)))
         return st;
+    if (form == KLOOP_SEQ) {
+        if ((st = kloop_run_op(rt, m, form, KLOOP_OP_CFC_BWD, 0, stream)))
+            return st;
+        return kloop_run_op(rt, m, form, KLOOP_OP_VSN_BWD, 0, stream);
+    }
     for (int t = K - 1; t >= 0; t--)
         if ((form == KLOOP_LEGACY &&
              (st = kloop_run_op(rt, m, form, KLOOP_OP_HEADS_BWD, t, stream))) ||
@@ -352,7 +479,7 @@ foxjit_status kloop_step(foxjit_runtime *rt, const kloop_model *m, kloop_form fo
                          CUstream stream)
 {
     foxjit_status st;
-    if ((st = kloop_zero(m, form, stream)) || (st = kloop_forward(rt, m, stream)) ||
+    if ((st = kloop_zero(m, form, stream)) || (st = kloop_forward(rt, m, form, stream)) ||
         (st = kloop_backward(rt, m, form, stream)) || (st = kloop_reduce(rt, m, form, stream)))
         return st;
     return FOXJIT_OK;
@@ -366,6 +493,10 @@ int kloop_kernels_per_step(const kloop_dims *d, kloop_form form)
     /* The heads backward over the K steps is two kernels (with its workspace). */
     if (form == KLOOP_NEW && d->k > 1)
         n += 1;
+    /* A sequence call may launch several kernels (heads: two calls each way). */
+    if (form == KLOOP_SEQ)
+        n += fj_cfc_seq_kernels(0) - 1 + fj_cfc_seq_kernels(1) - 1 +
+             2 * (fj_heads_seq_kernels(0) - 1 + fj_heads_seq_kernels(1) - 1);
     return n;
 }
 

@@ -1,6 +1,6 @@
 /* One training step of the reference perception model of kernels.md ("The
  * reference perception model and its K-loop") as a sequence of fox-jit
- * calls on one stream: forward, backward, and the 17 reducers. Used by
+ * calls on one stream: forward, backward, and the reducers. Used by
  * `fox-jit bench kloop`, the GPU tests, and (with BCE between forward and
  * backward, AdamW after the reducers) the trainer.
  *
@@ -33,9 +33,15 @@ typedef struct kloop_dims {
 } kloop_dims;
 
 typedef enum kloop_form {
-    KLOOP_NEW = 0,     /* block-per-batch kernels, per-batch scratch, 17 reducers */
+    KLOOP_NEW = 0,     /* per-step block-per-batch kernels, per-batch scratch, 17 reducers */
     KLOOP_LEGACY = 1,  /* single-block backwards writing the gradients directly */
+    KLOOP_SEQ = 2,     /* the whole-sequence ops (CfC and heads over all K steps at
+                          once, gradients straight into grad); VSN and pooling as in
+                          KLOOP_NEW, with their 3 reducers */
+    KLOOP_FORM_COUNT
 } kloop_form;
+
+const char *kloop_form_name(kloop_form form);
 
 typedef struct kloop_model {
     kloop_dims dims;
@@ -50,7 +56,9 @@ typedef struct kloop_model {
     CUdeviceptr dz;                       /* dL/dz [K+1, B, H]: the backward's input */
     CUdeviceptr dhs, dy, dpooled;         /* backward intermediates */
     CUdeviceptr heads_work;               /* heads backward workspace over the K steps */
-    size_t heads_work_bytes;
+    size_t heads_work_bytes;              /* (KLOOP_NEW and KLOOP_SEQ: the larger) */
+    CUdeviceptr cfc_work;                 /* KLOOP_SEQ: the CfC backward's workspace */
+    size_t cfc_work_bytes;
     CUdeviceptr base;                     /* the one allocation */
     size_t bytes;
     CUdeviceptr scratch_base, grad_base;  /* contiguous: one memset clears each */
@@ -61,21 +69,24 @@ typedef struct kloop_model {
 size_t kloop_param_size(const kloop_dims *d, int which);
 const char *kloop_param_name(int which);
 
-/* Allocates every buffer (contents undefined). Returns 0, or -1 with a
- * message on stderr. */
-int kloop_alloc(const fj_cuda *cu, const kloop_dims *d, kloop_model *m);
+/* Allocates every buffer, the workspaces of every form included (contents
+ * undefined). Returns 0, or -1 with a message on stderr. */
+int kloop_alloc(foxjit_runtime *rt, const fj_cuda *cu, const kloop_dims *d, kloop_model *m);
 void kloop_free(kloop_model *m);
 
 /* Loads every kernel a step of this form uses (call before capture). */
 foxjit_status kloop_prepare(foxjit_runtime *rt, const kloop_dims *d, kloop_form form);
 
 /* The parts of a step, in order. zero: clears the per-batch scratch (new
- * form) or the gradients (legacy form). forward: VSN, the K CfC + heads
- * steps, pooling, heads on the pooled state; writes z. backward: from dz
- * back to the parameter gradients. reduce: the 17 reducers (new form only;
- * a no-op for the legacy form). */
+ * form; the VSN and pooling scratch in the sequence form) or the gradients
+ * (legacy form). forward: VSN, the K CfC + heads steps (or the sequence
+ * calls), pooling, heads on the pooled state; writes z. backward: from dz
+ * back to the parameter gradients. reduce: the 17 reducers (new form), the
+ * 3 of VSN and pooling (sequence form), none (legacy form). The forward is
+ * the same for the new and legacy forms. */
 foxjit_status kloop_zero(const kloop_model *m, kloop_form form, CUstream stream);
-foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, CUstream stream);
+foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
+                            CUstream stream);
 foxjit_status kloop_backward(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
                              CUstream stream);
 foxjit_status kloop_reduce(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
@@ -84,7 +95,8 @@ foxjit_status kloop_reduce(foxjit_runtime *rt, const kloop_model *m, kloop_form 
 foxjit_status kloop_step(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
                          CUstream stream);
 
-/* Kernel launches and memsets one kloop_step enqueues. */
+/* Kernel launches and memsets one kloop_step enqueues (a captured step's
+ * graph has exactly that many nodes). */
 int kloop_kernels_per_step(const kloop_dims *d, kloop_form form);
 int kloop_memsets_per_step(kloop_form form);
 
@@ -96,15 +108,17 @@ int kloop_memsets_per_step(kloop_form form);
 typedef enum kloop_op {
     KLOOP_OP_ZERO,       /* the memset */
     KLOOP_OP_VSN_FWD,
-    KLOOP_OP_CFC_FWD,    /* index: step t in [0, K) */
+    KLOOP_OP_CFC_FWD,    /* index: step t in [0, K) (sequence form: the whole sequence) */
     KLOOP_OP_HEADS_FWD,  /* index: step t in [0, K), K for the pooled state, or
                             KLOOP_ALL_STEPS: the K steps in one call */
     KLOOP_OP_ATTN_FWD,
-    KLOOP_OP_HEADS_BWD,  /* index as HEADS_FWD (KLOOP_ALL_STEPS: new form only) */
+    KLOOP_OP_HEADS_BWD,  /* index as HEADS_FWD (KLOOP_ALL_STEPS: new and sequence forms;
+                            the sequence form takes only KLOOP_ALL_STEPS and K) */
     KLOOP_OP_ATTN_BWD,
-    KLOOP_OP_CFC_BWD,    /* index: step t */
+    KLOOP_OP_CFC_BWD,    /* index: step t (sequence form: the whole sequence) */
     KLOOP_OP_VSN_BWD,
-    KLOOP_OP_REDUCE,     /* index: parameter tensor (new form only) */
+    KLOOP_OP_REDUCE,     /* index: parameter tensor (new form; sequence form: VSN and
+                            pooling tensors only) */
     KLOOP_OP_COUNT
 } kloop_op;
 

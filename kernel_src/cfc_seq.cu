@@ -1,0 +1,724 @@
+// CfC over a whole sequence (kernels.md sections 3 and 8): all K steps of
+// the recurrence in one launch forward, two launches backward.
+//
+//   cfc_seq_forward        grid (ceil(B / R)), THREADS threads. A block
+//                          carries R batch rows through t = 0..K-1: first
+//                          what does not depend on h for all its (row, t)
+//                          (bias + W_in x_t into u, the decay into h), then
+//                          the recurrence with W_rec in registers and h in
+//                          shared memory, overwriting u with tanh(pre) and h
+//                          with h_t.
+//   cfc_seq_backward_rec   the same shape from t = K-1 down to 0, carrying
+//                          the recurrent gradient; writes d_pre of every
+//                          (b, t) and per-row sums of the dbias and dtau
+//                          terms to the workspace, and dh_init.
+//   cfc_seq_backward_grads 64-thread blocks of three kinds: 32 x 32 tiles of
+//                          [dW_in | dW_rec] = d_pre^T [x | h_{t-1}] over a
+//                          fixed chunk of the B*K rows (the last block of a
+//                          tile, by an integer ticket, adds the chunks'
+//                          partials in chunk order); the dbias / dtau sums
+//                          over the batch; 32 x 32 tiles of dx = d_pre W_in.
+//
+// A step of the recurrence is one matrix-vector product, a butterfly, the
+// element-wise update and one barrier; its per-element inputs from global
+// memory are loaded two steps ahead so that the step never waits on them.
+//
+// Thread layout of the recurrence: SPLIT consecutive lanes share hidden
+// unit i (units i = tid / SPLIT + (THREADS / SPLIT) q), lane s holding the
+// float4 column groups g = s + SPLIT m of row i of W_rec (forward) or of
+// column i (backward). Partial sums are added over the SPLIT lanes by an
+// xor butterfly, so every lane of the unit has the same bits.
+//
+// Determinism: every sum has an order fixed by the compile-time dims and,
+// for the parameter gradients, by B and K (the row chunks); never by R,
+// the grid or timing. So a batch row's h, u, dx and dh_init have the same
+// bits whatever B is, and runs repeat bit for bit. No float atomics. The
+// element-wise formulas use __fmul_rn / __fadd_rn so that no template
+// instance contracts them differently.
+#include "perception_common.cuh"
+
+#if !defined(N_IN) || !defined(N_HID) || !defined(SPLIT) || !defined(THREADS) || \
+    !defined(RMAX) || !defined(WREG)
+#error "N_IN, N_HID, SPLIT, THREADS, RMAX and WREG must be defined"
+#endif
+
+constexpr int S = SPLIT;                  // lanes per hidden unit
+constexpr int NT = THREADS;
+constexpr int G4 = fj_cdiv(N_HID, 4);     // float4 column groups of a row of W_rec
+constexpr int C4 = fj_cdiv(G4, S);        // groups per lane
+constexpr int NP = 4 * S * C4;            // h / d_pre rows in shared memory, zero padded
+constexpr int UPP = NT / S;               // units per pass over the threads
+constexpr int UPT = fj_cdiv(N_HID, UPP);  // units per lane
+static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "SPLIT is a power of two <= 32");
+static_assert(NT % 32 == 0 && NT <= 1024, "THREADS is whole warps");
+static_assert(RMAX >= 1 && RMAX <= 8, "RMAX in [1, 8]");
+// The recurrence kernels ask for two blocks an SM at up to 256 threads (at
+// most 128 registers a thread): at n_hid 128 two blocks of R rows share an
+// SM, each hiding the other's barrier and shuffle latency.
+
+// Input projection: chunks of RC (row, t) pairs of x staged in shared
+// memory; lane s takes rows s + S p. The odd row stride puts the S rows a
+// warp reads at once in different banks.
+constexpr int NINP = N_IN | 1;
+constexpr int RPT1 = fj_cmax(1, fj_cmin(8 / UPT, 8192 / (S * NINP)));
+constexpr int RC = S * RPT1;
+// Static shared memory of the recurrence kernels stays under the 48 KB that
+// needs no opt-in (the largest, n_hid 128 with n_in 256, takes 33 KB).
+static_assert((2 * RMAX * NP + RC * NINP) * 4 <= 48 * 1024, "static shared memory");
+
+// ---- the recurrence's matrix-vector product ---------------------------------
+
+// Float4 group g (columns 4g..4g+3) of row i of W_rec, or of column i when
+// kTrans (the backward's W_rec^T); zero outside the matrix.
+template <bool kTrans>
+FJ_DEVICE float4 w_group(const float *__restrict__ w, int i, int g)
+{
+    float v[4];
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+        const int j = 4 * g + c;
+        v[c] = i < N_HID && j < N_HID ? __ldg(w + (kTrans ? j * N_HID + i : i * N_HID + j))
+                                      : 0.0f;
+    }
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// A lane's slice of W_rec: in registers (WREG), else read through the
+// cache every step (dims whose slice does not fit in registers).
+struct WSlice {
+    float4 w[WREG ? UPT : 1][WREG ? C4 : 1];
+};
+
+template <bool kTrans>
+FJ_DEVICE void w_load(WSlice &ws, const float *__restrict__ w, int ul, int s)
+{
+    if constexpr (WREG) {
+#pragma unroll
+        for (int q = 0; q < UPT; q++)
+#pragma unroll
+            for (int m = 0; m < C4; m++)
+                ws.w[q][m] = w_group<kTrans>(w, ul + UPP * q, s + S * m);
+    }
+}
+
+// out[q][r] = sum_j W[i_q, j] vec[r][j] for the lane's units i_q and the R
+// rows of vec (shared, rows NP apart, zero padded), the same bits in all S
+// lanes of a unit. The order of the sum depends only on the dims: four
+// chains over the lane's groups, then (x + y) + (z + w), then the butterfly.
+template <int R, bool kTrans>
+FJ_DEVICE void matvec(const WSlice &ws, const float *__restrict__ w, const float *vec, int ul,
+                      int s, float (&out)[UPT][R])
+{
+    float4 acc[UPT][R];
+#pragma unroll
+    for (int q = 0; q < UPT; q++)
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            acc[q][r] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int m = 0; m < C4; m++) {
+        const int g = s + S * m;
+        float4 hv[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            hv[r] = *reinterpret_cast<const float4 *>(vec + r * NP + 4 * g);
+#pragma unroll
+        for (int q = 0; q < UPT; q++) {
+            float4 wv;
+            if constexpr (WREG)
+                wv = ws.w[q][m];
+            else
+                wv = w_group<kTrans>(w, ul + UPP * q, g);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                acc[q][r].x = fmaf(wv.x, hv[r].x, acc[q][r].x);
+                acc[q][r].y = fmaf(wv.y, hv[r].y, acc[q][r].y);
+                acc[q][r].z = fmaf(wv.z, hv[r].z, acc[q][r].z);
+                acc[q][r].w = fmaf(wv.w, hv[r].w, acc[q][r].w);
+            }
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < UPT; q++)
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float v = __fadd_rn(__fadd_rn(acc[q][r].x, acc[q][r].y),
+                                __fadd_rn(acc[q][r].z, acc[q][r].w));
+#pragma unroll
+            for (int o = 1; o < S; o <<= 1)
+                v = __fadd_rn(v, __shfl_xor_sync(FJ_FULL_MASK, v, o));
+            out[q][r] = v;
+        }
+}
+
+// The finishing work of a step (tanh, the state update, the stores) is
+// spread over the S lanes of a unit: lane s finishes items e = s + S p of
+// the UPT * R (unit, row) pairs, e = q * R + r.
+template <int R>
+struct Items {
+    static constexpr int E = UPT * R;
+    static constexpr int P = fj_cdiv(E, S);
+    int i[P], r[P];
+    bool own[P];
+
+    FJ_DEVICE void init(int ul, int s, int nb)
+    {
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int e = s + S * p, q = e / R;
+            r[p] = e - q * R;
+            i[p] = ul + UPP * q;
+            own[p] = e < E && i[p] < N_HID && r[p] < nb;
+        }
+    }
+};
+
+// out[q][r] of item e (held by every lane; selected without indexing
+// registers at run time).
+template <int R>
+FJ_DEVICE float item_value(const float (&out)[UPT][R], int e)
+{
+    float v = 0.0f;
+#pragma unroll
+    for (int q = 0; q < UPT; q++)
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (q * R + r == e)
+                v = out[q][r];
+    return v;
+}
+
+// ---- forward -------------------------------------------------------------------
+
+// What does not depend on h, for the m (row, t) rows of the block (x, dt,
+// pin and dec point at its first row), off the recurrence's critical path:
+//     pin[row, i] = bias_i + sum_k W_in[i, k] x[row, k]
+//     dec[row, i] = expf(-dt[row] / tau_i)
+// One lane per element, k in order: the bits do not depend on the chunking.
+FJ_DEVICE void input_projection(const float *__restrict__ w_in, const float *__restrict__ bias,
+                                const float *__restrict__ tau, const float *__restrict__ x,
+                                const float *__restrict__ dt, float *pin, float *dec,
+                                long long m, float *xs, int ul, int s)
+{
+    float bq[UPT], tq[UPT];
+#pragma unroll
+    for (int q = 0; q < UPT; q++) {
+        const int i = ul + UPP * q;
+        bq[q] = i < N_HID ? __ldg(bias + i) : 0.0f;
+        tq[q] = i < N_HID ? __ldg(tau + i) : 1.0f;
+    }
+    for (long long c0 = 0; c0 < m; c0 += RC) {
+        const int nc = (int)(m - c0 < RC ? m - c0 : RC);
+        __syncthreads();  // the previous chunk's reads of xs are done
+        const float *xc = x + c0 * N_IN;
+        for (int e = threadIdx.x; e < nc * N_IN; e += NT) {
+            const int row = e / N_IN;
+            xs[row * NINP + (e - row * N_IN)] = __ldg(xc + e);
+        }
+        __syncthreads();
+        float acc[UPT][RPT1];
+#pragma unroll
+        for (int q = 0; q < UPT; q++)
+#pragma unroll
+            for (int p = 0; p < RPT1; p++)
+                acc[q][p] = bq[q];
+        // Rows past nc read stale values; their results are never stored.
+#pragma unroll 4
+        for (int kk = 0; kk < N_IN; kk++) {
+            float xv[RPT1];
+#pragma unroll
+            for (int p = 0; p < RPT1; p++)
+                xv[p] = xs[(s + S * p) * NINP + kk];
+#pragma unroll
+            for (int q = 0; q < UPT; q++) {
+                const int i = ul + UPP * q;
+                const float w = i < N_HID ? __ldg(w_in + i * N_IN + kk) : 0.0f;
+#pragma unroll
+                for (int p = 0; p < RPT1; p++)
+                    acc[q][p] = fmaf(w, xv[p], acc[q][p]);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < UPT; q++)
+#pragma unroll
+            for (int p = 0; p < RPT1; p++) {
+                const int i = ul + UPP * q, row = s + S * p;
+                if (i < N_HID && row < nc) {
+                    pin[(c0 + row) * N_HID + i] = acc[q][p];
+                    dec[(c0 + row) * N_HID + i] = expf(-__ldg(dt + c0 + row) / tq[q]);
+                }
+            }
+    }
+    __syncthreads();  // every pin of the block is written (and visible to it)
+}
+
+template <int R>
+FJ_DEVICE void forward_rows(const float *__restrict__ w_in, const float *__restrict__ w_rec,
+                            const float *__restrict__ bias, const float *__restrict__ tau,
+                            const float *__restrict__ x, const float *__restrict__ dt,
+                            const float *__restrict__ h_init, float *h, float *u, int batch,
+                            int k, float *hs, float *xs)
+{
+    const int s = threadIdx.x % S, ul = threadIdx.x / S;
+    const int b0 = blockIdx.x * R, nb = fj_min(R, batch - b0);
+    const long long slab = (long long)b0 * k;  // the block's first (b, t) row
+    // Until step t overwrites them with tanh(pre) and h_t, u holds
+    // bias + W_in x_t and h the step's decay.
+    input_projection(w_in, bias, tau, x + slab * N_IN, dt + slab, u + slab * N_HID,
+                     h + slab * N_HID, (long long)nb * k, xs, ul, s);
+
+    WSlice ws;
+    w_load<false>(ws, w_rec, ul, s);
+    // hs: two buffers of R rows of NP; the padding and absent rows stay 0.
+    for (int e = threadIdx.x; e < 2 * R * NP; e += NT) {
+        const int r = (e / NP) % R, j = e % NP;
+        hs[e] = e < R * NP && h_init && r < nb && j < N_HID
+                    ? __ldg(h_init + (long long)(b0 + r) * N_HID + j) : 0.0f;
+    }
+    Items<R> it;
+    it.init(ul, s, nb);
+    constexpr int P = Items<R>::P;
+    // A step's pin and decay are loaded two steps ahead, at the end of the
+    // step that last used the same registers (two sets, the loop unrolled
+    // by two): a global load then has a whole step to land before its use,
+    // and no register copy waits on it. This block wrote them in this
+    // launch: plain loads (u and h are not const restrict), not the
+    // read-only path.
+    struct Ahead {
+        float pin[P], dec[P];
+    } fa, fb;
+#pragma unroll
+    for (int p = 0; p < P; p++)
+        fa.pin[p] = fa.dec[p] = fb.pin[p] = fb.dec[p] = 0.0f;
+    auto prefetch = [&](int t, Ahead &f) {
+#pragma unroll
+        for (int p = 0; p < P; p++)
+            if (it.own[p]) {
+                const long long o = (slab + (long long)it.r[p] * k + t) * N_HID + it.i[p];
+                f.pin[p] = u[o];
+                f.dec[p] = h[o];
+            }
+    };
+    prefetch(0, fa);
+    if (k > 1)
+        prefetch(1, fb);
+    __syncthreads();
+    auto step = [&](int t, Ahead &f) {
+        const float *hc = hs + (t & 1) * R * NP;
+        float *hn = hs + ((t & 1) ^ 1) * R * NP;
+        float out[UPT][R];
+        matvec<R, false>(ws, w_rec, hc, ul, s, out);
+#pragma unroll
+        for (int p = 0; p < P; p++)
+            if (it.own[p]) {
+                const int i = it.i[p], r = it.r[p];
+                const float decay = f.dec[p];
+                const float ui = tanhf(__fadd_rn(f.pin[p], item_value<R>(out, s + S * p)));
+                const float hv = __fadd_rn(__fmul_rn(decay, hc[r * NP + i]),
+                                           __fmul_rn(__fsub_rn(1.0f, decay), ui));
+                hn[r * NP + i] = hv;
+                const long long o = (slab + (long long)r * k + t) * N_HID + i;
+                u[o] = ui;
+                h[o] = hv;
+            }
+        if (t + 2 < k)
+            prefetch(t + 2, f);
+        __syncthreads();  // h_t complete; the other buffer is free again
+    };
+    for (int t = 0; t < k; t += 2) {
+        step(t, fa);
+        if (t + 1 < k)
+            step(t + 1, fb);
+    }
+}
+
+// A switch over the rows per block R (a run-time launch choice, at most
+// RMAX): each case is its own instance with R compile-time.
+#define CFC_SEQ_ROWS(fn, rows, ...)                                   \
+    switch (rows) {                                                   \
+    case 1: fn<1>(__VA_ARGS__); break;                                \
+    case 2: fn<fj_cmin(2, RMAX)>(__VA_ARGS__); break;                 \
+    case 3: fn<fj_cmin(3, RMAX)>(__VA_ARGS__); break;                 \
+    case 4: fn<fj_cmin(4, RMAX)>(__VA_ARGS__); break;                 \
+    case 5: fn<fj_cmin(5, RMAX)>(__VA_ARGS__); break;                 \
+    case 6: fn<fj_cmin(6, RMAX)>(__VA_ARGS__); break;                 \
+    case 7: fn<fj_cmin(7, RMAX)>(__VA_ARGS__); break;                 \
+    default: fn<RMAX>(__VA_ARGS__); break;                            \
+    }
+
+extern "C" __global__ void __launch_bounds__(NT, NT <= 256 ? 2 : 1)
+cfc_seq_forward(const float *__restrict__ w_in, const float *__restrict__ w_rec,
+                const float *__restrict__ bias, const float *__restrict__ tau,
+                const float *__restrict__ x, const float *__restrict__ dt,
+                const float *__restrict__ h_init, float *h, float *u, int batch, int k, int rows)
+{
+    __shared__ __align__(16) float hs[2 * RMAX * NP];
+    __shared__ float xs[RC * NINP];
+    CFC_SEQ_ROWS(forward_rows, rows, w_in, w_rec, bias, tau, x, dt, h_init, h, u, batch, k, hs,
+                 xs)
+}
+
+// ---- backward: the recurrence --------------------------------------------------
+
+// For t = K-1..0, with g the full gradient at h_t (dh[b, t] + the carry):
+//     d_pre = g (1 - decay) (1 - u^2)
+//     carry = g decay + W_rec^T d_pre              (the gradient at h_{t-1})
+//     dtau term = g (h_{t-1} - u) decay dt / tau^2
+// d_pre goes to the workspace for the products over all rows; the dbias
+// and dtau terms are summed over t (in that order) per (b, i), the dtau
+// sum divided by tau^2 once at the end. The decays do not depend on the
+// carry: they are computed for all steps first, into d_pre's slots.
+template <int R>
+FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__restrict__ tau,
+                             const float *__restrict__ dt, const float *__restrict__ h_init,
+                             const float *__restrict__ h, const float *__restrict__ u,
+                             const float *__restrict__ dh, float *dh_init, int dh_init_acc,
+                             float *dpre, float *part, int batch, int k, float *dps)
+{
+    const int s = threadIdx.x % S, ul = threadIdx.x / S;
+    const int b0 = blockIdx.x * R, nb = fj_min(R, batch - b0);
+    const long long slab = (long long)b0 * k;
+    WSlice ws;
+    w_load<true>(ws, w_rec, ul, s);
+    for (int e = threadIdx.x; e < 2 * R * NP; e += NT)
+        dps[e] = 0.0f;  // the padding and absent rows stay 0
+    float *dpre_b = dpre + slab * N_HID;
+    // nb * k * N_HID < 2^31 (at most 8 rows x 4096 steps x 256 units).
+    for (int e = threadIdx.x; e < nb * k * N_HID; e += NT) {
+        const int row = e / N_HID;
+        dpre_b[e] = expf(-__ldg(dt + slab + row) / __ldg(tau + (e - row * N_HID)));
+    }
+    Items<R> it;
+    it.init(ul, s, nb);
+    constexpr int P = Items<R>::P;
+    float taui[P], carry[P], gsum[P], dec[P], sum_b[P], sum_t[P];
+    // Two steps ahead, as in the forward (fa: steps k-1, k-3, ...; fb: k-2,
+    // k-4, ...). The decay by the lane that then overwrites it with d_pre,
+    // written in this launch: a plain load (dpre is not const restrict).
+    struct Ahead {
+        float dh[P], u[P], hp[P], dt[P], dec[P];
+    } fa, fb;
+#pragma unroll
+    for (int p = 0; p < P; p++) {
+        taui[p] = it.own[p] ? __ldg(tau + it.i[p]) : 1.0f;
+        carry[p] = gsum[p] = dec[p] = sum_b[p] = sum_t[p] = 0.0f;
+        fa.dh[p] = fa.u[p] = fa.hp[p] = fa.dt[p] = fa.dec[p] = 0.0f;
+        fb.dh[p] = fb.u[p] = fb.hp[p] = fb.dt[p] = fb.dec[p] = 0.0f;
+    }
+    auto prefetch = [&](int t, Ahead &f) {
+#pragma unroll
+        for (int p = 0; p < P; p++)
+            if (it.own[p]) {
+                const int b = b0 + it.r[p], i = it.i[p];
+                const long long row = slab + (long long)it.r[p] * k + t, o = row * N_HID + i;
+                f.dh[p] = __ldg(dh + o);
+                f.u[p] = __ldg(u + o);
+                f.hp[p] = t > 0 ? __ldg(h + o - N_HID)
+                                : h_init ? __ldg(h_init + (long long)b * N_HID + i) : 0.0f;
+                f.dt[p] = __ldg(dt + row);
+                f.dec[p] = dpre[o];
+            }
+    };
+    __syncthreads();  // the decays are written
+    prefetch(k - 1, fa);
+    if (k > 1)
+        prefetch(k - 2, fb);
+    auto step = [&](int t, Ahead &f) {
+        float *dp_buf = dps + (t & 1) * R * NP;
+#pragma unroll
+        for (int p = 0; p < P; p++)
+            if (it.own[p]) {
+                const int i = it.i[p], r = it.r[p];
+                const float d = f.dec[p];
+                const float g = __fadd_rn(f.dh[p], carry[p]);
+                const float dp = __fmul_rn(__fmul_rn(g, __fsub_rn(1.0f, d)),
+                                           __fsub_rn(1.0f, __fmul_rn(f.u[p], f.u[p])));
+                dp_buf[r * NP + i] = dp;
+                dpre[(slab + (long long)r * k + t) * N_HID + i] = dp;
+                sum_b[p] = __fadd_rn(sum_b[p], dp);
+                const float term =
+                    __fmul_rn(__fmul_rn(__fmul_rn(g, __fsub_rn(f.hp[p], f.u[p])), d), f.dt[p]);
+                sum_t[p] = __fadd_rn(sum_t[p], term);
+                gsum[p] = g;
+                dec[p] = d;
+            }
+        if (t >= 2)
+            prefetch(t - 2, f);
+        __syncthreads();  // d_pre of step t complete
+        float out[UPT][R];
+        matvec<R, true>(ws, w_rec, dp_buf, ul, s, out);
+#pragma unroll
+        for (int p = 0; p < P; p++)
+            if (it.own[p])
+                carry[p] = __fadd_rn(__fmul_rn(gsum[p], dec[p]), item_value<R>(out, s + S * p));
+        // The next step writes the other buffer; this one is rewritten two
+        // steps on, after the next step's barrier.
+    };
+    for (int t = k - 1; t >= 0; t -= 2) {
+        step(t, fa);
+        if (t >= 1)
+            step(t - 1, fb);
+    }
+#pragma unroll
+    for (int p = 0; p < P; p++)
+        if (it.own[p]) {
+            const long long o = (long long)(b0 + it.r[p]) * N_HID + it.i[p];
+            if (dh_init)
+                dh_init[o] = dh_init_acc ? __fadd_rn(dh_init[o], carry[p]) : carry[p];
+            part[o] = sum_b[p];
+            part[(long long)batch * N_HID + o] =
+                __fdiv_rn(sum_t[p], __fmul_rn(taui[p], taui[p]));
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(NT, NT <= 256 ? 2 : 1)
+cfc_seq_backward_rec(const float *__restrict__ w_rec, const float *__restrict__ tau,
+                     const float *__restrict__ dt, const float *__restrict__ h_init,
+                     const float *__restrict__ h, const float *__restrict__ u,
+                     const float *__restrict__ dh, float *dh_init, int dh_init_acc, float *dpre,
+                     float *part, int *tickets, int n_tickets, int batch, int k, int rows)
+{
+    __shared__ __align__(16) float dps[2 * RMAX * NP];
+    // The grads kernel that follows counts finished chunks per tile here.
+    if (blockIdx.x == 0)
+        for (int e = threadIdx.x; e < n_tickets; e += NT)
+            tickets[e] = 0;
+    CFC_SEQ_ROWS(backward_rows, rows, w_rec, tau, dt, h_init, h, u, dh, dh_init, dh_init_acc,
+                 dpre, part, batch, k, dps)
+}
+
+// ---- backward: products over all B*K rows -----------------------------------------
+
+constexpr int GT = 32;                        // tile edge
+constexpr int GTH = 64;                       // threads: a 4 x 4 block of the tile each
+constexpr int GW = N_IN + N_HID;              // columns of [x | h_{t-1}]
+constexpr int TILES_J = fj_cdiv(GW, GT);
+constexpr int TILES = fj_cdiv(N_HID, GT) * TILES_J;
+constexpr int DX_TILES_J = fj_cdiv(N_IN, GT);
+constexpr int SUM_COLS = 8;                   // dbias / dtau columns per sum block
+constexpr int SUM_BLOCKS = fj_cdiv(2 * N_HID, SUM_COLS);
+
+// One chunk's partial of tile `tile` of [dW_in | dW_rec][i, j] =
+// sum_rows d_pre[row, i] [x | h_{t-1}][row, j], rows [r0, r1) in order,
+// 32 at a time through shared memory (the next 32 are loaded into
+// registers while this 32 are used). The block that finishes a tile last
+// adds the chunks' partials in chunk order and writes the gradient.
+FJ_DEVICE void grads_tile(int chunk_index, int tile, const float *__restrict__ x,
+                          const float *__restrict__ h_init, const float *__restrict__ h,
+                          const float *__restrict__ dpre, float *gpart, int *tickets,
+                          float *dw_in, float *dw_rec, int grad_acc, int k, long long m_rows,
+                          int chunk, int chunks, float *sa, float *sb, int *last)
+{
+    const int tid = threadIdx.x;
+    const int i0 = tile / TILES_J * GT, j0 = tile % TILES_J * GT;
+    const long long r0 = (long long)chunk_index * chunk;
+    const long long r1 = r0 + chunk < m_rows ? r0 + chunk : m_rows;
+    // Loading: column c of the tile, rows tid / 32 + 2 q.
+    const int c = tid % GT, i = i0 + c, j = j0 + c;
+    float ra[16], rb[16];
+    auto load = [&](long long m0) {
+        long long m = m0 + tid / GT;
+        int t = (int)(m % k);
+        long long b = m / k;
+#pragma unroll
+        for (int q = 0; q < 16; q++) {
+            const bool row_ok = m < r1;
+            ra[q] = row_ok && i < N_HID ? __ldg(dpre + m * N_HID + i) : 0.0f;
+            float v = 0.0f;
+            if (row_ok && j < GW) {
+                if (j < N_IN)
+                    v = __ldg(x + m * N_IN + j);
+                else if (t > 0)
+                    v = __ldg(h + (m - 1) * N_HID + (j - N_IN));
+                else if (h_init)
+                    v = __ldg(h_init + b * N_HID + (j - N_IN));
+            }
+            rb[q] = v;
+            m += 2;
+            for (t += 2; t >= k; t -= k)
+                b++;
+        }
+    };
+    const int ti = tid % 8, tj = tid / 8;
+    float acc[4][4];
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int d = 0; d < 4; d++)
+            acc[a][d] = 0.0f;
+    load(r0);
+    for (long long m0 = r0; m0 < r1; m0 += GT) {
+#pragma unroll
+        for (int q = 0; q < 16; q++) {
+            sa[(tid / GT + 2 * q) * GT + c] = ra[q];
+            sb[(tid / GT + 2 * q) * GT + c] = rb[q];
+        }
+        __syncthreads();
+        if (m0 + GT < r1)
+            load(m0 + GT);
+#pragma unroll 8
+        for (int mm = 0; mm < GT; mm++) {
+            const float4 av = *reinterpret_cast<const float4 *>(sa + mm * GT + 4 * ti);
+            const float4 bv = *reinterpret_cast<const float4 *>(sb + mm * GT + 4 * tj);
+            const float a4[4] = {av.x, av.y, av.z, av.w}, b4[4] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+            for (int a = 0; a < 4; a++)
+#pragma unroll
+                for (int d = 0; d < 4; d++)
+                    acc[a][d] = fmaf(a4[a], b4[d], acc[a][d]);
+        }
+        __syncthreads();
+    }
+    float *mine = gpart + ((long long)chunk_index * TILES + tile) * (GT * GT);
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+        *reinterpret_cast<float4 *>(mine + (4 * ti + a) * GT + 4 * tj) =
+            make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+    // The last of the tile's chunks to finish sums them all (the classic
+    // fence + ticket: the partials are in L2 before the ticket is taken).
+    __threadfence();
+    __syncthreads();
+    if (tid == 0)
+        *last = atomicAdd(tickets + tile, 1) == chunks - 1;
+    __syncthreads();
+    if (!*last)
+        return;
+    __threadfence();
+    const float *first = gpart + (long long)tile * (GT * GT);
+    const long long step = (long long)TILES * (GT * GT);
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        const int e = 4 * (tid + GTH * q);
+        float4 sum = __ldcg(reinterpret_cast<const float4 *>(first + e));
+        for (int p = 1; p < chunks; p++) {
+            const float4 v = __ldcg(reinterpret_cast<const float4 *>(first + p * step + e));
+            sum.x = __fadd_rn(sum.x, v.x);
+            sum.y = __fadd_rn(sum.y, v.y);
+            sum.z = __fadd_rn(sum.z, v.z);
+            sum.w = __fadd_rn(sum.w, v.w);
+        }
+        const float sv[4] = {sum.x, sum.y, sum.z, sum.w};
+        const int oi = i0 + e / GT;
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            const int oj = j0 + e % GT + d;
+            if (oi >= N_HID || oj >= GW)
+                continue;
+            float *o = oj < N_IN ? dw_in + oi * N_IN + oj : dw_rec + oi * N_HID + (oj - N_IN);
+            *o = grad_acc ? __fadd_rn(*o, sv[d]) : sv[d];
+        }
+    }
+}
+
+// dbias and dtau: the per-row sums of the recurrence (part[2][B][N]) added
+// over b. Block: 8 columns x 8 contiguous ranges of b, the 8 range sums
+// then added in range order.
+FJ_DEVICE void bias_tau_sum(int blk, const float *__restrict__ part, float *dbias, float *dtau,
+                            int grad_acc, int batch, float *red)
+{
+    const int tid = threadIdx.x, col = blk * SUM_COLS + tid % SUM_COLS, g = tid / SUM_COLS;
+    constexpr int GROUPS = GTH / SUM_COLS;
+    const int per = fj_cdiv(batch, GROUPS), bb = g * per, be = fj_min(batch, bb + per);
+    const int which = col / N_HID, i = col - which * N_HID;
+    float v = 0.0f;
+    if (col < 2 * N_HID) {
+        const float *src = part + (long long)which * batch * N_HID + i;
+#pragma unroll 8
+        for (int b = bb; b < be; b++)
+            v = __fadd_rn(v, __ldg(src + (long long)b * N_HID));
+    }
+    red[tid] = v;
+    __syncthreads();
+    if (tid < SUM_COLS && col < 2 * N_HID) {
+        float sum = red[tid];
+        for (int gg = 1; gg < GROUPS; gg++)
+            sum = __fadd_rn(sum, red[gg * SUM_COLS + tid]);
+        float *o = which ? dtau + i : dbias + i;
+        *o = grad_acc ? __fadd_rn(*o, sum) : sum;
+    }
+}
+
+// dx[row, kk] = sum_i d_pre[row, i] W_in[i, kk], i in order (a row's bits
+// do not depend on B), for a 32-row x 32-column tile.
+FJ_DEVICE void dx_tile(int blk, const float *__restrict__ w_in, const float *__restrict__ dpre,
+                       float *dx, int dx_acc, long long m_rows, float *sa, float *sb)
+{
+    const int tid = threadIdx.x;
+    const long long m0 = (long long)(blk / DX_TILES_J) * GT;
+    const int k0 = blk % DX_TILES_J * GT;
+    const int tm = tid % 8, tk = tid / 8;
+    float acc[4][4];
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int d = 0; d < 4; d++)
+            acc[a][d] = 0.0f;
+    for (int i0 = 0; i0 < N_HID; i0 += GT) {
+        // sa[row][i] with a row stride of 33: the 8 rows a quarter warp
+        // reads at once fall in different banks.
+        for (int e = tid; e < GT * GT; e += GTH) {
+            const int rr = e / GT, cc = e % GT;
+            const long long m = m0 + rr;
+            sa[rr * (GT + 1) + cc] =
+                m < m_rows && i0 + cc < N_HID ? __ldg(dpre + m * N_HID + i0 + cc) : 0.0f;
+            sb[e] = i0 + rr < N_HID && k0 + cc < N_IN ? __ldg(w_in + (i0 + rr) * N_IN + k0 + cc)
+                                                      : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int ii = 0; ii < GT; ii++) {
+            const float4 wv = *reinterpret_cast<const float4 *>(sb + ii * GT + 4 * tk);
+            const float w4[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+            for (int a = 0; a < 4; a++) {
+                const float av = sa[(4 * tm + a) * (GT + 1) + ii];
+#pragma unroll
+                for (int d = 0; d < 4; d++)
+                    acc[a][d] = fmaf(av, w4[d], acc[a][d]);
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int a = 0; a < 4; a++) {
+        const long long m = m0 + 4 * tm + a;
+        if (m >= m_rows)
+            continue;
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            const int kk = k0 + 4 * tk + d;
+            if (kk < N_IN) {
+                float *o = dx + m * N_IN + kk;
+                *o = dx_acc ? __fadd_rn(*o, acc[a][d]) : acc[a][d];
+            }
+        }
+    }
+}
+
+// Blocks [0, chunks * TILES): gradient tiles (chunk-major); then
+// SUM_BLOCKS dbias / dtau blocks; then the dx tiles (when dx is wanted).
+extern "C" __global__ void __launch_bounds__(GTH)
+cfc_seq_backward_grads(const float *__restrict__ w_in, const float *__restrict__ x,
+                       const float *__restrict__ h_init, const float *__restrict__ h,
+                       const float *__restrict__ dpre, const float *__restrict__ part,
+                       float *gpart, int *tickets, float *dw_in, float *dw_rec, float *dbias,
+                       float *dtau, int grad_acc, float *dx, int dx_acc, int batch, int k,
+                       int chunk, int chunks)
+{
+    __shared__ __align__(16) float sa[GT * (GT + 1)];
+    __shared__ __align__(16) float sb[GT * GT];
+    __shared__ int last;
+    const long long m_rows = (long long)batch * k;
+    int blk = blockIdx.x;
+    if (blk < chunks * TILES) {
+        grads_tile(blk / TILES, blk % TILES, x, h_init, h, dpre, gpart, tickets, dw_in, dw_rec,
+                   grad_acc, k, m_rows, chunk, chunks, sa, sb, &last);
+        return;
+    }
+    blk -= chunks * TILES;
+    if (blk < SUM_BLOCKS) {
+        bias_tau_sum(blk, part, dbias, dtau, grad_acc, batch, sa);
+        return;
+    }
+    dx_tile(blk - SUM_BLOCKS, w_in, dpre, dx, dx_acc, m_rows, sa, sb);
+}

@@ -1,0 +1,882 @@
+/* gpu suite: the GRN heads over batch x steps rows (foxjit_heads_seq_*,
+ * kernels.md sections 4 and 8).
+ *
+ * Against the float64 reference (tests/ref: pr_heads_forward / _backward
+ * per row, gradients summed over every row) on fresh random inputs (seed
+ * printed): the trainer dims and layouts (x rows of a [B, K, D] tensor,
+ * logits step-major [K, B, H]), the pooled row (steps = 1), odd dims (d and
+ * e 1, 17, 255; h 1 and 8; steps 1 and 300; batch 1 and 3), padded strides,
+ * dx NULL and not, accumulate and overwrite flags; outputs poisoned (NaN)
+ * first, and the floats between an output's rows must stay poisoned. Then:
+ * bitwise repeatable over 10 runs; a row's bits do not depend on the batch;
+ * graph capture + replay equals eager; within float32 rounding of the
+ * per-step op (foxjit_heads_backward with per-batch scratch, then
+ * foxjit_reduce_axis0); bad arguments return the right status and launch
+ * nothing. FOXJIT_TEST_TIMING=1 adds a timing print (development aid). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "perception_cases.h"
+#include "perception_ref.h"
+
+/* float32 vs float64 for per-row values (logits, dx: sums of a few hundred
+ * to 2 x 10^3 terms), as in test_perception.c. */
+#define RTOL 2e-5
+
+/* Gradients are sums over all R rows. A float32 sum of R terms in a fixed
+ * order carries rounding that grows like sqrt(R) (a random walk of the
+ * per-addition roundings, each relative to the partial sums), while RTOL
+ * covers chains of ~64 terms (the per-row dot products). So the allowance
+ * scales by sqrt(R / 64): 2.7e-4 at R = 19200 (64 x 300 steps). The
+ * result's scale (max |want|) grows like sqrt(R) too, so a missing or
+ * doubled row is off by ~1 / (3 sqrt(R)) of it: 2.4e-3 at R = 19200, still
+ * 9x past the bound. */
+static double rtol_sum(long long rows)
+{
+    return RTOL * sqrt(rows > 64 ? (double)rows / 64.0 : 1.0);
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static uint64_t seed_for(int test, size_t idx, int variant)
+{
+    return gh_seed() * 1000003u + (uint64_t)test * 7919u + idx * 104729u + (uint64_t)variant;
+}
+
+static double *dalloc(size_t n)
+{
+    double *v = calloc(n ? n : 1, sizeof *v);
+    assert_non_null(v);
+    return v;
+}
+
+static int timing_on(void)
+{
+    const char *v = getenv("FOXJIT_TEST_TIMING");
+    return v && *v && strcmp(v, "0");
+}
+
+/* ---- [batch, steps] tensors ------------------------------------------------ */
+
+/* Row (b, s) of `width` floats at b * rs + s * ss on the device; the strides
+ * passed to the op are prs / pss (0 = dense). host: the device image (gaps
+ * NaN); ref: dense float64 values, row rho = b * steps + s. */
+typedef struct seqt {
+    int batch, steps, width;
+    long long prs, pss, rs, ss;
+    size_t n;
+    float *host;
+    double *ref;
+    CUdeviceptr dev;
+} seqt;
+
+static seqt seq_new(int batch, int steps, int width, long long prs, long long pss)
+{
+    seqt t = {batch, steps, width, prs, pss, prs ? prs : (long long)steps * width,
+              pss ? pss : width, 0, NULL, NULL, 0};
+    t.n = (size_t)(batch - 1) * (size_t)t.rs + (size_t)(steps - 1) * (size_t)t.ss + (size_t)width;
+    t.host = malloc(t.n * sizeof(float));
+    t.ref = dalloc((size_t)batch * steps * width);
+    assert_non_null(t.host);
+    for (size_t i = 0; i < t.n; i++)
+        t.host[i] = NAN;
+    t.dev = gh_alloc(t.n * sizeof(float));
+    gh_poison(t.dev, t.n);
+    return t;
+}
+
+static size_t seq_at(const seqt *t, int b, int s, int c)
+{
+    return (size_t)b * t->rs + (size_t)s * t->ss + (size_t)c;
+}
+
+static seqt seq_rand(int batch, int steps, int width, long long prs, long long pss,
+                     uint64_t *seed, float lo, float hi)
+{
+    seqt t = seq_new(batch, steps, width, prs, pss);
+    for (int b = 0; b < batch; b++)
+        for (int s = 0; s < steps; s++)
+            for (int c = 0; c < width; c++) {
+                float v = gh_uniform(seed, lo, hi);
+                t.host[seq_at(&t, b, s, c)] = v;
+                t.ref[((size_t)b * steps + s) * width + c] = v;
+            }
+    gh_upload(t.dev, t.host, t.n * sizeof(float));
+    return t;
+}
+
+static void seq_free(seqt *t)
+{
+    gh_free(t->dev);
+    free(t->host);
+    free(t->ref);
+    memset(t, 0, sizeof *t);
+}
+
+/* Device image to host, as floats. */
+static float *seq_image(const seqt *t)
+{
+    float *v = malloc(t->n * sizeof *v);
+    assert_non_null(v);
+    gh_download(v, t->dev, t->n * sizeof(float));
+    return v;
+}
+
+/* t_check's rule (perception_cases.c) on every row: |got - want| <= rtol *
+ * (|want| + max(max |want|, 1e-3)). Floats between the rows must still be
+ * NaN: the op writes nothing else. */
+static void seq_check(const char *what, const seqt *t, const double *want, double rtol)
+{
+    float *got = seq_image(t);
+    const size_t n = (size_t)t->batch * t->steps * t->width;
+    char *is_row = calloc(t->n, 1);
+    assert_non_null(is_row);
+    double amax = 0;
+    for (size_t i = 0; i < n; i++)
+        amax = fmax(amax, fabs(want[i]));
+    for (int b = 0; b < t->batch; b++)
+        for (int s = 0; s < t->steps; s++)
+            for (int c = 0; c < t->width; c++) {
+                size_t at = seq_at(t, b, s, c), i = ((size_t)b * t->steps + s) * t->width + c;
+                is_row[at] = 1;
+                double g = got[at], w = want[i], err = fabs(g - w),
+                       allowed = rtol * (fabs(w) + fmax(amax, 1e-3));
+                if (!(err <= allowed))
+                    fail_msg("%s: batch %d, step %d, column %d: got %.9g, want %.9g (error "
+                             "%.3g, allowed %.3g; max |want| %.3g)", what, b, s, c, g, w, err,
+                             allowed, amax);
+            }
+    for (size_t i = 0; i < t->n; i++)
+        if (!is_row[i] && !isnan(got[i]))
+            fail_msg("%s: float %zu lies between rows and was written (%.9g)", what, i, got[i]);
+    free(is_row);
+    free(got);
+}
+
+/* ---- one case's data ---------------------------------------------------------- */
+
+enum { L_DENSE, L_TRAINER, L_PADDED };
+static const char *const layout_name[3] = {"dense", "trainer layout", "padded strides"};
+
+typedef struct seq_case {
+    int batch, steps, d, e, h, layout;
+    int grad_acc, dx_acc, with_dx;
+} seq_case;
+
+static const char *const gname[10] = {"dw1", "db1", "dw2", "db2", "dw_gate",
+                                      "db_gate", "dw_main", "db_main", "dw_skip", "db_skip"};
+
+static size_t param_size(const seq_case *c, int i)
+{
+    size_t D = (size_t)c->d, E = (size_t)c->e, H = (size_t)c->h;
+    const size_t sizes[10] = {H * E * D, H * E, H * E * E, H * E, H * E, H, H * E, H, H * D, H};
+    return sizes[i];
+}
+
+typedef struct seq_data {
+    seq_case c;
+    tensor p[10];
+    seqt x, logits, dlogits, dx;
+    tensor g[10];       /* parameter-shaped gradients */
+    float *base[10];    /* their starting values (accumulate) */
+    float *dx_base;     /* dx's device image before the call */
+    CUdeviceptr work;
+    size_t work_bytes;
+} seq_data;
+
+/* Row and step strides passed for a tensor of `w` floats a row. Trainer:
+ * x and dx rows of [B, K, D] (explicit), logits and dlogits step-major
+ * [K, B, H]; padded: gaps everywhere, dx step-major. */
+static void layout_of(const seq_case *c, int which, int w, long long *prs, long long *pss)
+{
+    const long long B = c->batch, S = c->steps;
+    *prs = *pss = 0;
+    if (c->layout == L_TRAINER) {
+        if (which == 0 || which == 3)
+            *prs = S * w, *pss = w;
+        else
+            *prs = w, *pss = B * w;
+    } else if (c->layout == L_PADDED) {
+        if (which == 0)      /* x: each row its steps, with gaps */
+            *prs = S * (w + 3) + 1, *pss = w + 3;
+        else if (which == 2) /* dlogits */
+            *prs = S * (w + 1) + 2, *pss = w + 1;
+        else                 /* logits, dx: step-major with gaps */
+            *prs = w + 2, *pss = B * (w + 2) + 5;
+    }
+}
+
+static void data_make(seq_data *d, const seq_case *c, uint64_t seed)
+{
+    memset(d, 0, sizeof *d);
+    d->c = *c;
+    uint64_t s = seed;
+    const int B = c->batch, S = c->steps, D = c->d, H = c->h;
+    const float sd = 1.5f / sqrtf((float)D), se = 1.5f / sqrtf((float)c->e);
+    const float scale[10] = {sd, 0.3f, se, 0.3f, se, 0.3f, se, 0.3f, sd, 0.3f};
+    for (int i = 0; i < 10; i++)
+        d->p[i] = t_rand(1, (int)param_size(c, i), 0, &s, -scale[i], scale[i]);
+    long long rs, ss;
+    layout_of(c, 0, D, &rs, &ss);
+    d->x = seq_rand(B, S, D, rs, ss, &s, -1, 1);
+    layout_of(c, 1, H, &rs, &ss);
+    d->logits = seq_new(B, S, H, rs, ss);
+    layout_of(c, 2, H, &rs, &ss);
+    d->dlogits = seq_rand(B, S, H, rs, ss, &s, -1, 1);
+    layout_of(c, 3, D, &rs, &ss);
+    d->dx = c->dx_acc ? seq_rand(B, S, D, rs, ss, &s, -1, 1) : seq_new(B, S, D, rs, ss);
+    d->dx_base = seq_image(&d->dx);
+    for (int i = 0; i < 10; i++) {
+        int n = (int)param_size(c, i);
+        d->g[i] = c->grad_acc ? t_rand(1, n, 0, &s, -1, 1) : t_new(1, n, 0);
+        d->base[i] = malloc((size_t)n * sizeof(float));
+        assert_non_null(d->base[i]);
+        memcpy(d->base[i], d->g[i].host, (size_t)n * sizeof(float));
+    }
+    GH_CHECK(foxjit_heads_seq_workspace_size(gh.rt, B, S, D, c->e, H, &d->work_bytes));
+    d->work = gh_alloc(d->work_bytes);
+    gh_poison(d->work, d->work_bytes / sizeof(float)); /* nothing may rely on its contents */
+}
+
+static void data_free(seq_data *d)
+{
+    for (int i = 0; i < 10; i++)
+        t_free(&d->p[i]), t_free(&d->g[i]), free(d->base[i]);
+    seq_free(&d->x), seq_free(&d->logits), seq_free(&d->dlogits), seq_free(&d->dx);
+    free(d->dx_base);
+    gh_free(d->work);
+}
+
+/* Outputs back to their state before a call: logits poisoned, dx and the
+ * gradients their bases (NaN when overwritten). */
+static void data_reset(seq_data *d)
+{
+    gh_poison(d->logits.dev, d->logits.n);
+    gh_upload(d->dx.dev, d->dx_base, d->dx.n * sizeof(float));
+    for (int i = 0; i < 10; i++)
+        gh_upload(d->g[i].dev, d->base[i], d->g[i].n * sizeof(float));
+}
+
+static foxjit_heads_seq_args data_args(const seq_data *d)
+{
+    const seq_case *c = &d->c;
+    const tensor *p = d->p, *g = d->g;
+    return (foxjit_heads_seq_args){
+        .batch = c->batch, .steps = c->steps, .d = c->d, .e = c->e, .h = c->h,
+        .w1 = p[0].dev, .b1 = p[1].dev, .w2 = p[2].dev, .b2 = p[3].dev, .w_gate = p[4].dev,
+        .b_gate = p[5].dev, .w_main = p[6].dev, .b_main = p[7].dev, .w_skip = p[8].dev,
+        .b_skip = p[9].dev,
+        .x = d->x.dev, .x_stride = d->x.prs, .x_step_stride = d->x.pss,
+        .logits = d->logits.dev, .logits_stride = d->logits.prs,
+        .logits_step_stride = d->logits.pss,
+        .dlogits = d->dlogits.dev, .dlogits_stride = d->dlogits.prs,
+        .dlogits_step_stride = d->dlogits.pss,
+        .dx = c->with_dx ? d->dx.dev : 0, .dx_stride = d->dx.prs,
+        .dx_step_stride = d->dx.pss, .dx_accumulate = c->dx_acc,
+        .dw1 = g[0].dev, .db1 = g[1].dev, .dw2 = g[2].dev, .db2 = g[3].dev,
+        .dw_gate = g[4].dev, .db_gate = g[5].dev, .dw_main = g[6].dev, .db_main = g[7].dev,
+        .dw_skip = g[8].dev, .db_skip = g[9].dev, .grad_accumulate = c->grad_acc,
+        .work = d->work, .work_bytes = d->work_bytes};
+}
+
+static void data_run(const seq_data *d)
+{
+    foxjit_heads_seq_args a = data_args(d);
+    GH_CHECK(foxjit_heads_seq_forward(gh.rt, &a, gh.stream));
+    GH_CHECK(foxjit_heads_seq_backward(gh.rt, &a, gh.stream));
+    gh_sync();
+}
+
+static pr_heads ref_params(const seq_data *d)
+{
+    const tensor *p = d->p;
+    return (pr_heads){d->c.d, d->c.e, d->c.h, p[0].ref, p[1].ref, p[2].ref, p[3].ref,
+                      p[4].ref, p[5].ref, p[6].ref, p[7].ref, p[8].ref, p[9].ref};
+}
+
+/* Float64 logits, dx (from its base) and gradients (from theirs). */
+static void data_ref(const seq_data *d, double *logits, double *dx, double *g[10])
+{
+    const seq_case *c = &d->c;
+    pr_heads p = ref_params(d);
+    const int D = c->d, H = c->h, R = c->batch * c->steps;
+    for (int i = 0; i < 10; i++) {
+        size_t n = param_size(c, i);
+        for (size_t k = 0; k < n; k++)
+            g[i][k] = c->grad_acc ? d->g[i].ref[k] : 0.0;
+    }
+    pr_heads_grads gr = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]};
+    for (int r = 0; r < R; r++) {
+        double *dxr = dx + (size_t)r * D;
+        for (int k = 0; k < D; k++)
+            dxr[k] = c->dx_acc ? d->dx.ref[(size_t)r * D + k] : 0.0;
+        pr_heads_forward(&p, d->x.ref + (size_t)r * D, logits + (size_t)r * H);
+        pr_heads_backward(&p, d->x.ref + (size_t)r * D, d->dlogits.ref + (size_t)r * H, dxr,
+                          &gr);
+    }
+}
+
+static void case_name(char *buf, size_t len, const seq_case *c, const char *what)
+{
+    snprintf(buf, len, "heads_seq B=%d steps=%d D=%d E=%d H=%d %s grad_acc=%d dx=%s: %s",
+             c->batch, c->steps, c->d, c->e, c->h, layout_name[c->layout], c->grad_acc,
+             !c->with_dx ? "NULL" : c->dx_acc ? "acc" : "overwrite", what);
+}
+
+/* The trainer's calls, odd dims and layouts. The first two are the
+ * trainer's pair: the K steps, then the pooled row (steps = 1, dx into
+ * dpooled, grad_accumulate). */
+static const seq_case cases[] = {
+    {32, 64, 128, 64, 5, L_TRAINER, 0, 0, 1},
+    {32, 1, 128, 64, 5, L_DENSE, 1, 1, 1},
+    {1, 1, 1, 1, 1, L_DENSE, 0, 0, 0},
+    {3, 300, 17, 255, 1, L_PADDED, 1, 0, 1},
+    {1, 300, 255, 17, 8, L_TRAINER, 0, 1, 1},
+    {3, 17, 255, 255, 8, L_DENSE, 1, 1, 1},
+    {2, 33, 33, 100, 3, L_PADDED, 0, 0, 0},
+    {3, 1, 255, 1, 8, L_PADDED, 1, 1, 1},
+    {1, 7, 17, 1, 1, L_TRAINER, 0, 1, 1},
+    {5, 7, 7, 5, 2, L_TRAINER, 1, 0, 1},
+    {3, 9, 40, 8, 3, L_PADDED, 0, 1, 1},
+    /* The deepest gradient sums: 19200 rows at the trainer dims. */
+    {64, 300, 128, 64, 5, L_DENSE, 1, 0, 1},
+};
+
+/* Quick mode (sanitizers): the same dims and paths on fewer rows. */
+static seq_case quick_case(seq_case c)
+{
+    if (gh_quick() && c.batch * c.steps > 1000)
+        c.batch = c.steps > 1 ? 2 : 4;
+    else if (gh_quick() && c.batch > 4)
+        c.batch = 4;
+    return c;
+}
+
+static void check_case(const seq_case *c, uint64_t seed)
+{
+    seq_data d;
+    data_make(&d, c, seed);
+    data_run(&d);
+    const int R = c->batch * c->steps, D = c->d, H = c->h;
+    double *logits = dalloc((size_t)R * H), *dx = dalloc((size_t)R * D), *g[10];
+    for (int i = 0; i < 10; i++)
+        g[i] = dalloc(param_size(c, i));
+    data_ref(&d, logits, dx, g);
+    char what[200];
+    case_name(what, sizeof what, c, "logits");
+    seq_check(what, &d.logits, logits, RTOL);
+    if (c->with_dx) {
+        case_name(what, sizeof what, c, "dx");
+        seq_check(what, &d.dx, dx, RTOL);
+    } else {
+        /* dx = NULL: its buffer is untouched. */
+        float *img = seq_image(&d.dx);
+        case_name(what, sizeof what, c, "dx not written");
+        assert_memory_equal(img, d.dx_base, d.dx.n * sizeof(float));
+        free(img);
+    }
+    for (int i = 0; i < 10; i++) {
+        case_name(what, sizeof what, c, gname[i]);
+        t_check(what, &d.g[i], g[i], rtol_sum(R));
+    }
+    free(logits), free(dx);
+    for (int i = 0; i < 10; i++)
+        free(g[i]);
+    data_free(&d);
+}
+
+static void test_against_reference(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        seq_case c = quick_case(cases[i]);
+        check_case(&c, seed_for(1, i, 0));
+    }
+}
+
+/* ---- bitwise repeatable, rows independent of the batch ------------------------- */
+
+static float *tensor_image(const tensor *t)
+{
+    float *v = malloc(t->n * sizeof *v);
+    assert_non_null(v);
+    gh_download(v, t->dev, t->n * sizeof(float));
+    return v;
+}
+
+/* All outputs of a case: logits, dx, the ten gradients. */
+enum { N_OUTS = 12 };
+static void outputs(const seq_data *d, float *img[N_OUTS], size_t n[N_OUTS])
+{
+    img[0] = seq_image(&d->logits), n[0] = d->logits.n;
+    img[1] = seq_image(&d->dx), n[1] = d->dx.n;
+    for (int i = 0; i < 10; i++)
+        img[2 + i] = tensor_image(&d->g[i]), n[2 + i] = d->g[i].n;
+}
+
+static void same_outputs(const char *what, float *a[N_OUTS], float *b[N_OUTS],
+                         const size_t n[N_OUTS])
+{
+    static const char *const names[N_OUTS] = {"logits", "dx", "dw1", "db1", "dw2", "db2",
+                                              "dw_gate", "db_gate", "dw_main", "db_main",
+                                              "dw_skip", "db_skip"};
+    for (int o = 0; o < N_OUTS; o++)
+        for (size_t i = 0; i < n[o]; i++)
+            if (memcmp(&a[o][i], &b[o][i], sizeof(float)))
+                fail_msg("%s: %s differs bitwise at float %zu: %.9g vs %.9g", what, names[o], i,
+                         b[o][i], a[o][i]);
+}
+
+static void free_outputs(float *img[N_OUTS])
+{
+    for (int o = 0; o < N_OUTS; o++)
+        free(img[o]);
+}
+
+static void test_bitwise_repeatable(void **state)
+{
+    (void)state;
+    const int RUNS = GH_QUICK(10, 3);
+    const seq_case cs[] = {quick_case(cases[0]), quick_case(cases[1]), quick_case(cases[3])};
+    for (size_t k = 0; k < COUNT(cs); k++) {
+        seq_case c = cs[k];
+        c.grad_acc = c.dx_acc = 1; /* every run starts from the same bases */
+        seq_data d;
+        data_make(&d, &c, seed_for(2, k, 0));
+        float *first[N_OUTS], *now[N_OUTS];
+        size_t n[N_OUTS];
+        for (int run = 0; run < RUNS; run++) {
+            data_reset(&d);
+            gh_poison(d.work, d.work_bytes / sizeof(float));
+            data_run(&d);
+            if (run == 0) {
+                outputs(&d, first, n);
+                continue;
+            }
+            outputs(&d, now, n);
+            char what[200];
+            case_name(what, sizeof what, &c, "");
+            snprintf(what + strlen(what), sizeof what - strlen(what), "run %d vs run 0", run);
+            same_outputs(what, first, now, n);
+            free_outputs(now);
+        }
+        free_outputs(first);
+        data_free(&d);
+    }
+}
+
+/* Logits and dx of row (b, s) of a B-row call equal those of a call on
+ * batch row b alone (batch = 1, x and dlogits pointing at row b). */
+static void test_rows_independent_of_batch(void **state)
+{
+    (void)state;
+    seq_case c = quick_case(cases[0]);
+    c.grad_acc = c.dx_acc = 0;
+    seq_data d;
+    data_make(&d, &c, seed_for(3, 0, 0));
+    data_run(&d);
+    float *logits = seq_image(&d.logits), *dx = seq_image(&d.dx);
+    const int probes[3] = {0, c.batch / 2, c.batch - 1};
+    for (int pi = 0; pi < 3; pi++) {
+        const int b = probes[pi], S = c.steps, D = c.d, H = c.h;
+        seqt l1 = seq_new(1, S, H, 0, 0), dx1 = seq_new(1, S, D, 0, 0);
+        foxjit_heads_seq_args a = data_args(&d);
+        a.batch = 1;
+        a.x = d.x.dev + (CUdeviceptr)((size_t)b * d.x.rs * sizeof(float));
+        a.dlogits = d.dlogits.dev + (CUdeviceptr)((size_t)b * d.dlogits.rs * sizeof(float));
+        a.logits = l1.dev, a.logits_stride = a.logits_step_stride = 0;
+        a.dx = dx1.dev, a.dx_stride = a.dx_step_stride = 0;
+        /* The gradients of this call are not compared: its own buffers. */
+        tensor g[10];
+        CUdeviceptr *gp[10] = {&a.dw1, &a.db1, &a.dw2, &a.db2, &a.dw_gate,
+                               &a.db_gate, &a.dw_main, &a.db_main, &a.dw_skip, &a.db_skip};
+        for (int i = 0; i < 10; i++) {
+            g[i] = t_new(1, (int)param_size(&c, i), 0);
+            *gp[i] = g[i].dev;
+        }
+        GH_CHECK(foxjit_heads_seq_forward(gh.rt, &a, gh.stream));
+        GH_CHECK(foxjit_heads_seq_backward(gh.rt, &a, gh.stream));
+        float *l1i = seq_image(&l1), *dx1i = seq_image(&dx1);
+        for (int s = 0; s < S; s++) {
+            if (memcmp(l1i + (size_t)s * H, logits + seq_at(&d.logits, b, s, 0),
+                       (size_t)H * sizeof(float)))
+                fail_msg("heads_seq B=%d: logits of row (%d, %d) differ bitwise from a "
+                         "batch-of-one call", c.batch, b, s);
+            if (memcmp(dx1i + (size_t)s * D, dx + seq_at(&d.dx, b, s, 0),
+                       (size_t)D * sizeof(float)))
+                fail_msg("heads_seq B=%d: dx of row (%d, %d) differs bitwise from a "
+                         "batch-of-one call", c.batch, b, s);
+        }
+        free(l1i), free(dx1i);
+        for (int i = 0; i < 10; i++)
+            t_free(&g[i]);
+        seq_free(&l1), seq_free(&dx1);
+    }
+    free(logits), free(dx);
+    data_free(&d);
+}
+
+/* ---- CUDA graphs ------------------------------------------------------------------ */
+
+static void test_graph_replay_equals_eager(void **state)
+{
+    (void)state;
+    seq_case c = quick_case(cases[0]);
+    seq_data d;
+    data_make(&d, &c, seed_for(4, 0, 0));
+    GH_CHECK(foxjit_heads_seq_prepare(gh.rt, c.d, c.e, c.h));
+    data_run(&d);
+    float *eager[N_OUTS], *now[N_OUTS];
+    size_t n[N_OUTS];
+    outputs(&d, eager, n);
+    foxjit_heads_seq_args a = data_args(&d);
+    CUgraph graph;
+    CUgraphExec exec;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    foxjit_status f = foxjit_heads_seq_forward(gh.rt, &a, gh.stream);
+    foxjit_status b = foxjit_heads_seq_backward(gh.rt, &a, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    GH_CHECK(f);
+    GH_CHECK(b);
+    size_t nodes = 0;
+    GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+    assert_int_equal(nodes, 3); /* forward, then the backward's two kernels */
+    GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+    for (int rep = 0; rep < 2; rep++) {
+        data_reset(&d);
+        gh_poison(d.work, d.work_bytes / sizeof(float));
+        GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+        gh_sync();
+        outputs(&d, now, n);
+        char what[64];
+        snprintf(what, sizeof what, "heads_seq graph replay %d vs eager", rep + 1);
+        same_outputs(what, eager, now, n);
+        free_outputs(now);
+    }
+    gh.cu->cuGraphExecDestroy(exec);
+    gh.cu->cuGraphDestroy(graph);
+    free_outputs(eager);
+    data_free(&d);
+}
+
+/* An unprepared runtime refuses to compile inside a capture and captures
+ * nothing; prepared, the capture works. */
+static void test_unprepared_capture_fails_cleanly(void **state)
+{
+    (void)state;
+    foxjit_runtime_params prm;
+    foxjit_runtime_default_params(&prm);
+    const char *shared = getenv("FOXJIT_TEST_CACHE_DIR");
+    prm.cache_dir = shared && *shared ? shared : gh.cache_dir; /* compiled already: a disk hit */
+    foxjit_runtime *fresh;
+    GH_CHECK(foxjit_runtime_create(&prm, &fresh));
+    seq_case c = {2, 3, 128, 64, 5, L_DENSE, 0, 0, 1};
+    seq_data d;
+    data_make(&d, &c, seed_for(5, 0, 0));
+    foxjit_heads_seq_args a = data_args(&d);
+    CUgraph graph;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    foxjit_status f = foxjit_heads_seq_forward(fresh, &a, gh.stream);
+    foxjit_status b = foxjit_heads_seq_backward(fresh, &a, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    assert_int_equal(f, FOXJIT_ERROR_NOT_PREPARED);
+    assert_int_equal(b, FOXJIT_ERROR_NOT_PREPARED);
+    assert_non_null(strstr(foxjit_last_error(), "prepare"));
+    size_t nodes = 0;
+    GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+    assert_int_equal(nodes, 0);
+    gh.cu->cuGraphDestroy(graph);
+    GH_CHECK(foxjit_heads_seq_prepare(fresh, c.d, c.e, c.h));
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    f = foxjit_heads_seq_forward(fresh, &a, gh.stream);
+    b = foxjit_heads_seq_backward(fresh, &a, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    GH_CHECK(f);
+    GH_CHECK(b);
+    gh.cu->cuGraphDestroy(graph);
+    foxjit_runtime_destroy(&fresh);
+    data_free(&d);
+}
+
+/* ---- the per-step op on the same data -------------------------------------------- */
+
+/* foxjit_heads_forward / _backward over the same steps (per-batch scratch,
+ * a workspace), the scratch reduced with foxjit_reduce_axis0: both are
+ * float32 sums of the same terms in different orders. */
+static void test_matches_per_step_op(void **state)
+{
+    (void)state;
+    seq_case c = quick_case(cases[0]);
+    c.grad_acc = c.dx_acc = 0;
+    seq_data d;
+    data_make(&d, &c, seed_for(6, 0, 0));
+    data_run(&d);
+    const int B = c.batch, S = c.steps, D = c.d, H = c.h, R = B * S;
+    seqt logits2 = seq_new(B, S, H, d.logits.prs, d.logits.pss);
+    seqt dx2 = seq_new(B, S, D, d.dx.prs, d.dx.pss);
+    tensor scratch[10], g2[10];
+    for (int i = 0; i < 10; i++) {
+        scratch[i] = t_zero(B, (int)param_size(&c, i));
+        g2[i] = t_new(1, (int)param_size(&c, i), 0);
+    }
+    size_t wb = foxjit_heads_workspace_size(B, S, c.e, H);
+    CUdeviceptr work = gh_alloc(wb);
+    foxjit_heads_args a = {
+        .batch = B, .d = D, .e = c.e, .h = H,
+        .w1 = d.p[0].dev, .b1 = d.p[1].dev, .w2 = d.p[2].dev, .b2 = d.p[3].dev,
+        .w_gate = d.p[4].dev, .b_gate = d.p[5].dev, .w_main = d.p[6].dev, .b_main = d.p[7].dev,
+        .w_skip = d.p[8].dev, .b_skip = d.p[9].dev,
+        .x = d.x.dev, .x_stride = d.x.rs, .logits = logits2.dev, .logits_stride = logits2.rs,
+        .dlogits = d.dlogits.dev, .dlogits_stride = d.dlogits.rs, .dx = dx2.dev,
+        .dx_stride = dx2.rs, .dx_accumulate = 0,
+        .dw1 = scratch[0].dev, .db1 = scratch[1].dev, .dw2 = scratch[2].dev,
+        .db2 = scratch[3].dev, .dw_gate = scratch[4].dev, .db_gate = scratch[5].dev,
+        .dw_main = scratch[6].dev, .db_main = scratch[7].dev, .dw_skip = scratch[8].dev,
+        .db_skip = scratch[9].dev,
+        .steps = S, .x_step_stride = d.x.ss, .logits_step_stride = logits2.ss,
+        .dlogits_step_stride = d.dlogits.ss, .dx_step_stride = dx2.ss,
+        .work = work, .work_bytes = wb};
+    GH_CHECK(foxjit_heads_forward(gh.rt, &a, gh.stream));
+    GH_CHECK(foxjit_heads_backward(gh.rt, &a, gh.stream));
+    for (int i = 0; i < 10; i++)
+        GH_CHECK(foxjit_reduce_axis0(gh.rt, scratch[i].dev, B, (int64_t)param_size(&c, i),
+                                     g2[i].dev, gh.stream));
+    gh_sync();
+    /* The per-step results, as float64, are what ours must be near. */
+    float *l2 = seq_image(&logits2), *x2 = seq_image(&dx2);
+    double *wl = dalloc((size_t)R * H), *wx = dalloc((size_t)R * D);
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < S; s++) {
+            for (int k = 0; k < H; k++)
+                wl[((size_t)b * S + s) * H + k] = l2[seq_at(&logits2, b, s, k)];
+            for (int k = 0; k < D; k++)
+                wx[((size_t)b * S + s) * D + k] = x2[seq_at(&dx2, b, s, k)];
+        }
+    seq_check("heads_seq vs per-step op: logits", &d.logits, wl, RTOL);
+    seq_check("heads_seq vs per-step op: dx", &d.dx, wx, RTOL);
+    for (int i = 0; i < 10; i++) {
+        t_download(&g2[i]);
+        size_t n = param_size(&c, i);
+        double *w = dalloc(n);
+        for (size_t k = 0; k < n; k++)
+            w[k] = g2[i].host[k];
+        char what[96];
+        snprintf(what, sizeof what, "heads_seq vs per-step op + reduce_axis0: %s", gname[i]);
+        t_check(what, &d.g[i], w, rtol_sum(R));
+        free(w);
+        t_free(&scratch[i]), t_free(&g2[i]);
+    }
+    free(l2), free(x2), free(wl), free(wx);
+    gh_free(work);
+    seq_free(&logits2), seq_free(&dx2);
+    data_free(&d);
+}
+
+/* ---- bad arguments ------------------------------------------------------------------ */
+
+#define EXPECT(call, status)                                                                \
+    do {                                                                                    \
+        foxjit_status st_ = (call);                                                         \
+        if (st_ != (status))                                                                \
+            fail_msg("%s returned %s, expected %s (%s)", #call, foxjit_status_string(st_),  \
+                     foxjit_status_string(status), foxjit_last_error());                    \
+        if (st_ != FOXJIT_OK && !*foxjit_last_error())                                      \
+            fail_msg("%s: no message", #call);                                              \
+    } while (0)
+
+static void test_bad_arguments_launch_nothing(void **state)
+{
+    (void)state;
+    seq_case c = {3, 4, 20, 12, 3, L_DENSE, 0, 0, 1};
+    seq_data d;
+    data_make(&d, &c, seed_for(7, 0, 0));
+    GH_CHECK(foxjit_heads_seq_prepare(gh.rt, c.d, c.e, c.h));
+    const foxjit_heads_seq_args good = data_args(&d);
+    foxjit_heads_seq_args a;
+    size_t bytes;
+    const foxjit_status INV = FOXJIT_ERROR_INVALID_ARGUMENT, UNS = FOXJIT_ERROR_UNSUPPORTED,
+                        WS = FOXJIT_ERROR_WORKSPACE_TOO_SMALL;
+    /* Captured: a call that launched anything would leave a node. */
+    CUgraph graph;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+
+    EXPECT(foxjit_heads_seq_workspace_size(NULL, 1, 1, 1, 1, 1, &bytes), INV);
+    EXPECT(foxjit_heads_seq_workspace_size(gh.rt, 1, 1, 1, 1, 1, NULL), INV);
+    EXPECT(foxjit_heads_seq_workspace_size(gh.rt, 0, 1, 1, 1, 1, &bytes), INV);
+    EXPECT(foxjit_heads_seq_workspace_size(gh.rt, 1025, 1, 1, 1, 1, &bytes), UNS);
+    EXPECT(foxjit_heads_seq_workspace_size(gh.rt, 1, 4097, 1, 1, 1, &bytes), UNS);
+    EXPECT(foxjit_heads_seq_workspace_size(gh.rt, 1, 1, 257, 1, 1, &bytes), UNS);
+    EXPECT(foxjit_heads_seq_workspace_size(gh.rt, 1, 1, 1, 0, 1, &bytes), INV);
+    EXPECT(foxjit_heads_seq_workspace_size(gh.rt, 1, 1, 1, 1, 9, &bytes), UNS);
+    EXPECT(foxjit_heads_seq_prepare(NULL, 1, 1, 1), INV);
+    EXPECT(foxjit_heads_seq_prepare(gh.rt, 0, 1, 1), INV);
+    EXPECT(foxjit_heads_seq_prepare(gh.rt, 1, 257, 1), UNS);
+
+    foxjit_status (*const fns[2])(foxjit_runtime *, const foxjit_heads_seq_args *, CUstream) = {
+        foxjit_heads_seq_forward, foxjit_heads_seq_backward};
+    for (int f = 0; f < 2; f++) {
+        EXPECT(fns[f](NULL, &good, gh.stream), INV);
+        EXPECT(fns[f](gh.rt, NULL, gh.stream), INV);
+        a = good, a.batch = 0;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), INV);
+        a = good, a.batch = 1025;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), UNS);
+        a = good, a.steps = 0;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), INV);
+        a = good, a.steps = 4097;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), UNS);
+        a = good, a.d = 300;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), UNS);
+        a = good, a.e = -1;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), INV);
+        a = good, a.h = 9;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), UNS);
+        a = good, a.w2 = 0;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), INV);
+        a = good, a.b_skip = good.b_skip + 2; /* misaligned */
+        EXPECT(fns[f](gh.rt, &a, gh.stream), INV);
+        a = good, a.x = 0;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), INV);
+        a = good, a.x_stride = -1;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), INV);
+        a = good, a.x_step_stride = 5; /* less than D */
+        EXPECT(fns[f](gh.rt, &a, gh.stream), INV);
+        a = good, a.x_stride = (int64_t)1 << 41;
+        EXPECT(fns[f](gh.rt, &a, gh.stream), UNS);
+    }
+    /* forward */
+    a = good, a.logits = 0;
+    EXPECT(foxjit_heads_seq_forward(gh.rt, &a, gh.stream), INV);
+    a = good, a.logits = good.x;
+    EXPECT(foxjit_heads_seq_forward(gh.rt, &a, gh.stream), INV);
+    a = good, a.logits = good.w_main;
+    EXPECT(foxjit_heads_seq_forward(gh.rt, &a, gh.stream), INV);
+    /* rows of [3 batch][4 steps] of 3 floats, 3 apart both ways: overlap */
+    a = good, a.logits_stride = 3, a.logits_step_stride = 3;
+    EXPECT(foxjit_heads_seq_forward(gh.rt, &a, gh.stream), INV);
+    a = good, a.logits_step_stride = -3;
+    EXPECT(foxjit_heads_seq_forward(gh.rt, &a, gh.stream), INV);
+    /* backward */
+    a = good, a.dlogits = 0;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.db_gate = 0;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.work = 0;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), WS);
+    a = good, a.work_bytes = good.work_bytes - 1;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), WS);
+    a = good, a.work = good.work + 16;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.dx = good.x;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.dx = good.dlogits;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.dw1 = good.w1;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.db2 = good.db1;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.dw_skip = good.x;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.work = good.dx;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.dx_stride = 4; /* less than D */
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.dx_stride = 20, a.dx_step_stride = 20; /* rows of dx overlap */
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    a = good, a.dx = good.dx + 1;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), INV);
+    /* An input's rows may overlap (it is only read). */
+    a = good, a.dlogits_stride = 3, a.dlogits_step_stride = 3;
+    EXPECT(foxjit_heads_seq_backward(gh.rt, &a, gh.stream), FOXJIT_OK);
+
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    size_t nodes = 0;
+    GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+    assert_int_equal(nodes, 2); /* only the last, good call's two kernels */
+    gh.cu->cuGraphDestroy(graph);
+    /* And the outputs are as they were. */
+    float *img = seq_image(&d.logits);
+    for (size_t i = 0; i < d.logits.n; i++)
+        assert_true(isnan(img[i]));
+    free(img);
+    img = seq_image(&d.dx);
+    for (size_t i = 0; i < d.dx.n; i++)
+        assert_true(isnan(img[i]));
+    free(img);
+    for (int i = 0; i < 10; i++) {
+        img = tensor_image(&d.g[i]);
+        for (size_t k = 0; k < d.g[i].n; k++)
+            assert_true(isnan(img[k]));
+        free(img);
+    }
+    data_free(&d);
+}
+
+/* ---- timing (FOXJIT_TEST_TIMING=1; a development aid, not a speed claim) ---------- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static float median_us(const seq_data *d, int backward)
+{
+    enum { REPS = 20 };
+    foxjit_heads_seq_args a = data_args(d);
+    CUevent e0, e1;
+    GH_CU(gh.cu->cuEventCreate(&e0, CU_EVENT_DEFAULT));
+    GH_CU(gh.cu->cuEventCreate(&e1, CU_EVENT_DEFAULT));
+    float ms[REPS];
+    for (int r = -3; r < REPS; r++) {
+        GH_CU(gh.cu->cuEventRecord(e0, gh.stream));
+        if (backward)
+            GH_CHECK(foxjit_heads_seq_backward(gh.rt, &a, gh.stream));
+        else
+            GH_CHECK(foxjit_heads_seq_forward(gh.rt, &a, gh.stream));
+        GH_CU(gh.cu->cuEventRecord(e1, gh.stream));
+        GH_CU(gh.cu->cuEventSynchronize(e1));
+        if (r >= 0)
+            GH_CU(gh.cu->cuEventElapsedTime(&ms[r], e0, e1));
+    }
+    gh.cu->cuEventDestroy(e0);
+    gh.cu->cuEventDestroy(e1);
+    qsort(ms, REPS, sizeof ms[0], cmp_float);
+    return 1000.0f * (ms[REPS / 2 - 1] + ms[REPS / 2]) / 2;
+}
+
+static void test_timing(void **state)
+{
+    (void)state;
+    if (!timing_on() || gh_quick())
+        skip();
+    const int batches[3] = {32, 128, 512};
+    for (int i = 0; i < 3; i++) {
+        seq_case c = cases[0];
+        c.batch = batches[i];
+        seq_data d;
+        data_make(&d, &c, seed_for(8, (size_t)i, 0));
+        float f = median_us(&d, 0), b = median_us(&d, 1);
+        printf("  heads_seq timing B=%d K=%d D=%d E=%d H=%d: forward %.1f us, backward %.1f us "
+               "(median of 20)\n", c.batch, c.steps, c.d, c.e, c.h, f, b);
+        data_free(&d);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_bitwise_repeatable),
+        cmocka_unit_test(test_rows_independent_of_batch),
+        cmocka_unit_test(test_graph_replay_equals_eager),
+        cmocka_unit_test(test_unprepared_capture_fails_cleanly),
+        cmocka_unit_test(test_matches_per_step_op),
+        cmocka_unit_test(test_bad_arguments_launch_nothing),
+        cmocka_unit_test(test_timing),
+    };
+    return gh_main("gpu_heads_seq", tests, sizeof tests / sizeof tests[0]);
+}
