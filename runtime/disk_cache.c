@@ -195,8 +195,8 @@ int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, s
         if (st == FJ_FILE_IS_DIR) {
             fj_count(c->counters, corrupt_entries, 1);
             if (atomic_exchange(&c->warned_dir, 1) == 0)
-                fj_warn("cache entry %s/%s %s (rm -r %s/%s); until then this kernel is "
-                        "compiled on every run", dir, name, why, dir, name);
+                fj_warn("cache entry %s/%s %s; until then this kernel is compiled on every "
+                        "run", dir, name, why);
             continue;
         }
         fj_entry_view view;
