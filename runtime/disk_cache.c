@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,26 +15,31 @@
 
 #include "cache_dir.h"
 #include "cache_entry.h"
+#include "cache_file.h"
+#include "cache_size.h"
 #include "log.h"
 #include "status.h"
 
-/* A temp file older than this belongs to a process that died mid-write. */
-#define FJ_STALE_TEMP_SECONDS 600
+#define FJ_ENTRY_MAX_FILE (FJ_ENTRY_HEADER_SIZE + FJ_ENTRY_MAX_KEY + FJ_ENTRY_MAX_PAYLOAD)
 
 struct fj_disk_cache {
-    char dir[4096];
-    char layers[FJ_CACHE_MAX_LAYERS][4096];
+    char dir[PATH_MAX];
+    int dirfd;
+    char layers[FJ_CACHE_MAX_LAYERS][PATH_MAX];
+    int layer_fds[FJ_CACHE_MAX_LAYERS];
     int layer_count;
     uint64_t max_bytes;
+    int inspect, shared;
     fj_counters *counters;
     atomic_int warned_write;   /* the one cache I/O warning (reads and writes) was given */
-    atomic_uint temp_serial;
+    atomic_int warned_dir;     /* a directory named like an entry was reported */
+    atomic_int warned_denied;  /* an unreadable entry of a read-only layer was reported */
+    atomic_int swept;          /* stale temp files were swept before the first store */
 };
 
 static ssize_t real_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
 static int real_fsync(int fd) { return fsync(fd); }
-static int real_rename(const char *a, const char *b) { return rename(a, b); }
-static const fj_cache_io real_io = {real_write, real_fsync, real_rename};
+static const fj_cache_io real_io = {real_write, real_fsync, renameat};
 static const fj_cache_io *_Atomic io_ops = &real_io;
 
 void fj_disk_cache_set_io(const fj_cache_io *io)
@@ -41,27 +47,48 @@ void fj_disk_cache_set_io(const fj_cache_io *io)
     atomic_store(&io_ops, io ? io : &real_io);
 }
 
+/* A bad value is one warning per process, naming it and the default used:
+ * a typo must never become "unlimited" or "empty the cache". */
 static uint64_t max_bytes_from_env(void)
 {
+    static atomic_int warned;
     const char *v = getenv("FOXJIT_CACHE_MAX_BYTES");
-    if (!v || !*v)
+    if (!v)
         return FJ_CACHE_DEFAULT_MAX_BYTES;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    uint64_t scale = 1;
-    if (*end == 'K' || *end == 'k')
-        scale = 1ull << 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        scale = 1ull << 20, end++;
-    else if (*end == 'G' || *end == 'g')
-        scale = 1ull << 30, end++;
-    if (errno || *end || n == 0) {
-        fj_warn("FOXJIT_CACHE_MAX_BYTES=%s is not a positive size (like 500M or 2G); using "
-                "%llu", v, (unsigned long long)FJ_CACHE_DEFAULT_MAX_BYTES);
-        return FJ_CACHE_DEFAULT_MAX_BYTES;
+    uint64_t n = 0;
+    char why[300];
+    if (fj_parse_size(v, &n, why, sizeof why) == 0 && n == 0)
+        snprintf(why, sizeof why, "0 would evict every entry as soon as it is stored (use "
+                 "fox-jit clear to empty the cache)");
+    else if (fj_parse_size(v, &n, why, sizeof why) == 0)
+        return n;
+    if (atomic_exchange(&warned, 1) == 0)
+        fj_warn("FOXJIT_CACHE_MAX_BYTES=%s is refused: %s; using the default %llu bytes (2G)",
+                v, why, (unsigned long long)FJ_CACHE_DEFAULT_MAX_BYTES);
+    return FJ_CACHE_DEFAULT_MAX_BYTES;
+}
+
+static void add_layers(fj_disk_cache *c, const char *ro)
+{
+    char list[8192], why[1024];
+    snprintf(list, sizeof list, "%s", ro);
+    char *save = NULL;
+    for (char *d = strtok_r(list, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        if (!*d)
+            continue;
+        if (c->layer_count == FJ_CACHE_MAX_LAYERS) {
+            fj_warn("more than %d read-only cache layers; ignoring %s and later ones",
+                    FJ_CACHE_MAX_LAYERS, d);
+            break;
+        }
+        int fd = fj_cache_dir_open(d, FJ_DIR_LAYER, 0, why, sizeof why);
+        if (fd < 0) {
+            fj_warn("%s", why);
+            continue;
+        }
+        c->layer_fds[c->layer_count] = fd;
+        snprintf(c->layers[c->layer_count++], sizeof c->layers[0], "%s", d);
     }
-    return (uint64_t)n * scale;
 }
 
 foxjit_status fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters,
@@ -72,47 +99,45 @@ foxjit_status fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counte
     if (!c)
         return fj_fail(FOXJIT_ERROR_OUT_OF_MEMORY, "out of host memory opening the cache");
     c->counters = counters;
-    if (cfg && cfg->dir && *cfg->dir) {
+    c->inspect = cfg && cfg->inspect;
+    c->shared = cfg && cfg->shared;
+    char why[1024];
+    if (cfg && cfg->dir) {
+        if (strlen(cfg->dir) >= sizeof c->dir) {
+            free(c);
+            return fj_fail(FOXJIT_ERROR_CACHE, "cache path is longer than PATH_MAX (%zu bytes, "
+                           "at most %d); use a shorter path", strlen(cfg->dir), PATH_MAX - 1);
+        }
         snprintf(c->dir, sizeof c->dir, "%s", cfg->dir);
-    } else if (fj_cache_dir_default(c->dir, sizeof c->dir) != 0) {
+    } else if (fj_cache_dir_default(c->dir, sizeof c->dir, why, sizeof why) != 0) {
         free(c);
-        return fj_fail(FOXJIT_ERROR_CACHE, "no cache directory: HOME is unset and there is no "
-                       "home directory; set FOXJIT_CACHE_DIR");
+        return fj_fail(FOXJIT_ERROR_CACHE, "%s", why);
     }
-    char why[768];
-    if (fj_cache_dir_prepare(c->dir, why, sizeof why) != 0) {
+    c->dirfd = fj_cache_dir_open(c->dir, c->inspect ? FJ_DIR_INSPECT : FJ_DIR_WRITABLE,
+                                 c->shared, why, sizeof why);
+    if (c->dirfd < 0 || fj_cache_tag_check(c->dirfd, c->dir, !c->inspect, c->shared, why,
+                                           sizeof why) != 0) {
+        if (c->dirfd >= 0)
+            close(c->dirfd);
         free(c);
         return fj_fail(FOXJIT_ERROR_CACHE, "%s", why);
     }
     c->max_bytes = (cfg && cfg->max_bytes) ? cfg->max_bytes : max_bytes_from_env();
-
     const char *ro = cfg && cfg->readonly_dirs ? cfg->readonly_dirs
                                                : getenv("FOXJIT_CACHE_READONLY_DIRS");
-    if (ro && *ro) {
-        char list[8192];
-        snprintf(list, sizeof list, "%s", ro);
-        char *save = NULL;
-        for (char *d = strtok_r(list, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-            if (!*d)
-                continue;
-            if (c->layer_count == FJ_CACHE_MAX_LAYERS) {
-                fj_warn("more than %d read-only cache layers; ignoring %s and later ones",
-                        FJ_CACHE_MAX_LAYERS, d);
-                break;
-            }
-            if (fj_cache_dir_check_readonly(d, why, sizeof why) != 0) {
-                fj_warn("%s", why);
-                continue;
-            }
-            snprintf(c->layers[c->layer_count++], sizeof c->layers[0], "%s", d);
-        }
-    }
+    if (ro && *ro)
+        add_layers(c, ro);
     *out = c;
     return FOXJIT_OK;
 }
 
 void fj_disk_cache_close(fj_disk_cache *c)
 {
+    if (!c)
+        return;
+    close(c->dirfd);
+    for (int i = 0; i < c->layer_count; i++)
+        close(c->layer_fds[i]);
     free(c);
 }
 
@@ -121,106 +146,57 @@ int fj_disk_cache_layer_count(const fj_disk_cache *c) { return c->layer_count; }
 const char *fj_disk_cache_layer(const fj_disk_cache *c, int i) { return c->layers[i]; }
 uint64_t fj_disk_cache_max_bytes(const fj_disk_cache *c) { return c->max_bytes; }
 
-static void entry_path(char *out, size_t len, const char *dir, const char *hex)
+static void entry_name(char out[64], const fj_key *key)
 {
-    snprintf(out, len, "%s/%s" FJ_ENTRY_SUFFIX, dir, hex);
-}
-
-/* Reads a whole entry file without following links. Returns the buffer
- * (malloc'd) or NULL with why; *absent is 1 when there is simply no file, 2
- * when it could not be opened for a reason that says nothing about the entry
- * (the directory gone or replaced, no permission, an I/O error). */
-static uint8_t *read_entry_file(const char *path, int readonly_layer, size_t *len, int *absent,
-                                char *why, size_t why_len)
-{
-    *absent = 0;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            *absent = 1;
-        } else if (errno == ELOOP) {
-            snprintf(why, why_len, "is a symbolic link; fox-jit never follows links in its "
-                     "cache (remove it, or run fox-jit verify)");
-        } else {
-            *absent = 2;
-            snprintf(why, why_len, "cannot be opened: %s", strerror(errno));
-        }
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(why, why_len, "is not a regular file");
-        close(fd);
-        return NULL;
-    }
-    if (st.st_uid != geteuid() && !(readonly_layer && st.st_uid == 0)) {
-        snprintf(why, why_len, "is owned by uid %u, not by you; fox-jit loads only your own "
-                 "code", (unsigned)st.st_uid);
-        close(fd);
-        return NULL;
-    }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(why, why_len, "is writable by group or others (mode %03o)",
-                 (unsigned)(st.st_mode & 0777));
-        close(fd);
-        return NULL;
-    }
-    if ((uint64_t)st.st_size > FJ_ENTRY_HEADER_SIZE + FJ_ENTRY_MAX_KEY + FJ_ENTRY_MAX_PAYLOAD) {
-        snprintf(why, why_len, "is too large (%lld bytes)", (long long)st.st_size);
-        close(fd);
-        return NULL;
-    }
-    size_t size = (size_t)st.st_size;
-    uint8_t *buf = malloc(size ? size : 1);
-    if (!buf) {
-        snprintf(why, why_len, "out of memory reading it");
-        close(fd);
-        return NULL;
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t n = read(fd, buf + got, size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    if (!readonly_layer && got == size)
-        futimens(fd, NULL); /* mark as recently used for LRU eviction */
-    close(fd);
-    *len = got;
-    return buf;
+    snprintf(out, 64, "%s" FJ_ENTRY_SUFFIX, key->hex);
 }
 
 /* Read and write errors share one warning per cache: one broken disk, one
  * message. */
-static void warn_read_once(fj_disk_cache *c, const char *path, const char *why)
+static void warn_read_once(fj_disk_cache *c, const char *dir, const char *name, const char *why)
 {
     if (atomic_exchange(&c->warned_write, 1) == 0)
-        fj_warn("could not read cache entry %s: %s; compiling it instead (further cache I/O "
-                "errors are not reported)", path, why);
+        fj_warn("could not read cache entry %s/%s: %s; compiling it instead (further cache I/O "
+                "errors are not reported)", dir, name, why);
     else
-        fj_debug("cache read failed again: %s: %s", path, why);
+        fj_debug("cache read failed again: %s/%s: %s", dir, name, why);
 }
 
 int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, size_t *len,
                        uint32_t *kind)
 {
-    char path[4200], why[400];
+    char name[64], why[400];
+    entry_name(name, key);
     for (int layer = 0; layer <= c->layer_count; layer++) {
         int writable = layer == c->layer_count;
         const char *dir = writable ? c->dir : c->layers[layer];
-        entry_path(path, sizeof path, dir, key->hex);
+        int dirfd = writable ? c->dirfd : c->layer_fds[layer];
         size_t size = 0;
-        int absent;
+        fj_file_status st;
         why[0] = '\0';
-        uint8_t *buf = read_entry_file(path, !writable, &size, &absent, why, sizeof why);
-        if (!buf && absent == 1)
+        uint8_t *buf = fj_cache_file_read(dirfd, name, !writable || c->inspect,
+                                          writable && !c->inspect, FJ_ENTRY_MAX_FILE, &size,
+                                          &st, why, sizeof why);
+        if (st == FJ_FILE_ABSENT)
             continue;
-        if (!buf && absent == 2) {
+        if (st == FJ_FILE_IOERR || (st == FJ_FILE_DENIED && writable)) {
             /* An I/O error, not a bad entry: nothing to count or remove. */
-            warn_read_once(c, path, why);
+            warn_read_once(c, dir, name, why);
+            continue;
+        }
+        if (st == FJ_FILE_DENIED) {
+            if (atomic_exchange(&c->warned_denied, 1) == 0)
+                fj_warn("read-only cache layer %s: entry %s %s, so its kernels are compiled "
+                        "again; build the layer with `fox-jit warm --shared`, or run chmod -R "
+                        "a+rX %s (further unreadable entries are not reported)", dir, name,
+                        why, dir);
+            continue;
+        }
+        if (st == FJ_FILE_IS_DIR) {
+            fj_count(c->counters, corrupt_entries, 1);
+            if (atomic_exchange(&c->warned_dir, 1) == 0)
+                fj_warn("cache entry %s/%s %s; until then this kernel is compiled on every "
+                        "run", dir, name, why);
             continue;
         }
         fj_entry_view view;
@@ -233,16 +209,18 @@ int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, s
             *kind = view.kind;
             fj_count(c->counters, disk_hits, 1);
             fj_count(c->counters, bytes_read, size);
-            fj_debug("cache hit %s (%s)", path, writable ? "writable" : "read-only layer");
+            fj_debug("cache hit %s/%s (%s)", dir, name, writable ? "writable" : "read-only layer");
             return 1;
         }
         free(buf);
         fj_count(c->counters, corrupt_entries, 1);
-        if (writable) {
-            fj_warn("cache entry %s %s; removed, it will be rebuilt", path, why);
-            unlink(path);
+        if (writable && !c->inspect) {
+            /* Named exactly like our entry in our tagged directory: the
+             * store would replace it anyway. */
+            fj_warn("cache entry %s/%s %s; removed, it will be rebuilt", dir, name, why);
+            unlinkat(c->dirfd, name, 0);
         } else {
-            fj_warn("read-only cache entry %s %s; skipped", path, why);
+            fj_warn("read-only cache entry %s/%s %s; skipped", dir, name, why);
         }
     }
     fj_count(c->counters, disk_misses, 1);
@@ -250,36 +228,46 @@ int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, s
     return 0;
 }
 
-static void warn_write_once(fj_disk_cache *c, const char *what, const char *path, int err)
+static void warn_write_once(fj_disk_cache *c, const char *what, const char *name, int err)
 {
     fj_count(c->counters, write_failures, 1);
     if (atomic_exchange(&c->warned_write, 1) == 0)
-        fj_warn("could not write cache entry %s (%s: %s); kernels stay in memory for this "
-                "process (further cache I/O errors are not reported)", path, what, strerror(err));
+        fj_warn("could not write cache entry %s/%s (%s: %s); kernels stay in memory for this "
+                "process (further cache I/O errors are not reported)", c->dir, name, what,
+                strerror(err));
     else
-        fj_debug("cache write failed again: %s: %s: %s", path, what, strerror(err));
+        fj_debug("cache write failed again: %s/%s: %s: %s", c->dir, name, what, strerror(err));
 }
 
-int fj_disk_cache_store(fj_disk_cache *c, const fj_key *key, uint32_t kind, const void *payload,
-                        size_t len)
+/* Removes temp files older than the stale age: a writer killed mid-write
+ * leaves one, and on a full disk they may be what fills it. */
+static long sweep_stale_temps(fj_disk_cache *c)
+{
+    fj_prune_stats s;
+    fj_disk_cache_prune(c, UINT64_MAX, NULL, &s);
+    return s.temps;
+}
+
+/* -1 with errno, or 0; *done set when the entry is published. */
+static int store_once(fj_disk_cache *c, const char *name, const uint8_t *buf, size_t total,
+                      const char **what)
 {
     const fj_cache_io *io = atomic_load(&io_ops);
-    size_t total;
-    uint8_t *buf = fj_entry_encode(key->text, kind, payload, len, &total);
-    char final_path[4200], temp_path[4300];
-    entry_path(final_path, sizeof final_path, c->dir, key->hex);
-    if (!buf) {
-        warn_write_once(c, "encode", final_path, ENOMEM);
-        return -1;
+    char temp[FJ_TEMP_NAME_MAX];
+    int fd = -1;
+    for (int attempt = 0; attempt < 4 && fd < 0; attempt++) {
+        fj_cache_temp_name(name, temp);
+        fd = openat(c->dirfd, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    c->shared ? 0644 : 0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
     }
-    snprintf(temp_path, sizeof temp_path, "%s/.tmp.%s.%ld.%u", c->dir, key->hex, (long)getpid(),
-             atomic_fetch_add(&c->temp_serial, 1));
-    int fd = open(temp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        warn_write_once(c, "create", temp_path, errno);
-        free(buf);
+        *what = "create";
         return -1;
     }
+    if (c->shared)
+        fchmod(fd, 0644); /* whatever the umask: a layer other users read */
     size_t done = 0;
     while (done < total) {
         ssize_t n = io->write(fd, buf + done, total - done);
@@ -288,53 +276,126 @@ int fj_disk_cache_store(fj_disk_cache *c, const fj_key *key, uint32_t kind, cons
         if (n <= 0) {
             int err = n < 0 ? errno : ENOSPC;
             close(fd);
-            unlink(temp_path);
-            free(buf);
-            warn_write_once(c, "write", temp_path, err);
+            unlinkat(c->dirfd, temp, 0);
+            *what = "write";
+            errno = err;
             return -1;
         }
         done += (size_t)n;
     }
-    free(buf);
     if (io->fsync(fd) != 0) {
         int err = errno;
         close(fd);
-        unlink(temp_path);
-        warn_write_once(c, "fsync", temp_path, err);
+        unlinkat(c->dirfd, temp, 0);
+        *what = "fsync";
+        errno = err;
         return -1;
     }
     close(fd);
-    if (io->rename(temp_path, final_path) != 0) {
+    if (io->renameat(c->dirfd, temp, c->dirfd, name) != 0) {
         int err = errno;
-        unlink(temp_path);
-        warn_write_once(c, "rename", final_path, err);
+        unlinkat(c->dirfd, temp, 0);
+        *what = "rename";
+        errno = err;
         return -1;
     }
-    /* Make the rename itself durable. */
-    int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
+    fsync(c->dirfd); /* make the rename itself durable */
+    return 0;
+}
+
+int fj_disk_cache_store(fj_disk_cache *c, const fj_key *key, uint32_t kind, const void *payload,
+                        size_t len)
+{
+    char name[64];
+    entry_name(name, key);
+    if (c->inspect)
+        return -1;
+    size_t total;
+    uint8_t *buf = fj_entry_encode(key->text, kind, payload, len, &total);
+    if (!buf) {
+        warn_write_once(c, "encode", name, ENOMEM);
+        return -1;
+    }
+    /* Before the first store, not only after a successful one: old temp
+     * files filling the disk would otherwise fail every store for good. */
+    if (atomic_exchange(&c->swept, 1) == 0)
+        sweep_stale_temps(c);
+    const char *what = "";
+    int rc = store_once(c, name, buf, total, &what);
+    int err = errno;
+    if (rc != 0 && (err == ENOSPC || err == EDQUOT) && sweep_stale_temps(c) > 0) {
+        rc = store_once(c, name, buf, total, &what);
+        err = errno;
+    }
+    free(buf);
+    if (rc != 0) {
+        struct stat st;
+        if (!strcmp(what, "rename") && fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode)) {
+            /* Not an I/O error: say what to do, once, and keep warming. */
+            if (atomic_exchange(&c->warned_dir, 1) == 0)
+                fj_warn("cache entry %s/%s is a directory, not a cache entry, so it cannot be "
+                        "stored; remove it (rm -r %s/%s)", c->dir, name, c->dir, name);
+            return -1;
+        }
+        warn_write_once(c, what, name, err);
+        return -1;
     }
     fj_count(c->counters, bytes_written, total);
-    fj_debug("cache store %s (%zu bytes)", final_path, total);
-    char keep[64];
-    snprintf(keep, sizeof keep, "%s" FJ_ENTRY_SUFFIX, key->hex);
-    fj_disk_cache_prune(c, c->max_bytes, keep, NULL);
+    fj_debug("cache store %s/%s (%zu bytes)", c->dir, name, total);
+    fj_disk_cache_prune(c, c->max_bytes, name, NULL);
     return 0;
 }
 
 void fj_disk_cache_remove(fj_disk_cache *c, const fj_key *key)
 {
-    char path[4200];
-    entry_path(path, sizeof path, c->dir, key->hex);
-    unlink(path);
+    char name[64];
+    entry_name(name, key);
+    if (!c->inspect && fj_cache_file_is_ours(c->dirfd, name))
+        unlinkat(c->dirfd, name, 0);
+}
+
+int fj_disk_cache_contains(fj_disk_cache *c, const fj_key *key)
+{
+    char name[64];
+    entry_name(name, key);
+    struct stat st;
+    int blocked = 0;
+    for (int i = 0; i <= c->layer_count; i++) {
+        int fd = i == c->layer_count ? c->dirfd : c->layer_fds[i];
+        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISREG(st.st_mode))
+            return 1;
+        blocked |= i == c->layer_count && S_ISDIR(st.st_mode);
+    }
+    return blocked ? -1 : 0;
+}
+
+int fj_disk_cache_remove_file(fj_disk_cache *c, const char *name)
+{
+    if (c->inspect || strchr(name, '/') || !fj_cache_file_is_ours(c->dirfd, name))
+        return -1;
+    return unlinkat(c->dirfd, name, 0);
 }
 
 static int has_suffix(const char *name, const char *suffix)
 {
     size_t n = strlen(name), s = strlen(suffix);
     return n > s && !strcmp(name + n - s, suffix);
+}
+
+/* A DIR stream of its own over dirfd (readdir must not move the shared
+ * fd's position). */
+static DIR *open_stream(int dirfd)
+{
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d)
+        close(fd);
+    return d;
 }
 
 /* Pulls "program X" and "target Y" out of an entry's key text. */
@@ -352,16 +413,40 @@ static void describe_key(const fj_entry_view *v, fj_entry_info *e)
     }
 }
 
-static long walk_dir(const char *dir, int layer, int check, fj_entry_visitor visit, void *ud,
-                     int *stop)
+static void check_entry(int dirfd, int trust_root, fj_entry_info *e)
 {
-    DIR *d = opendir(dir);
+    size_t size = 0;
+    fj_file_status st;
+    uint8_t *buf = fj_cache_file_read(dirfd, e->name, trust_root, 0, FJ_ENTRY_MAX_FILE, &size,
+                                      &st, e->why, sizeof e->why);
+    fj_entry_view v;
+    if (buf && fj_entry_parse(buf, size, NULL, &v, e->why, sizeof e->why) == 0) {
+        /* The name must be the hash of the key inside. */
+        char hex[33];
+        fj_hash128_hex(v.key, v.key_len, hex);
+        if (strncmp(e->name, hex, 32) != 0 || strlen(e->name) != 32 + strlen(FJ_ENTRY_SUFFIX))
+            snprintf(e->why, sizeof e->why, "file name does not match the key inside");
+        else
+            e->valid = 1;
+        describe_key(&v, e);
+    }
+    free(buf);
+    e->ours = !e->valid && fj_cache_file_is_ours(dirfd, e->name);
+    if (!e->valid && !e->ours && st == FJ_FILE_OK)
+        snprintf(e->why + strlen(e->why), sizeof e->why - strlen(e->why),
+                 "; not a fox-jit file, so fox-jit leaves it alone: move it out of the cache");
+}
+
+static long walk_dir(int dirfd, const char *dir, int layer, int trust_root, int check,
+                     fj_entry_visitor visit, void *ud, int *stop)
+{
+    DIR *d = open_stream(dirfd);
     if (!d)
         return -1;
     long count = 0;
     struct dirent *de;
     while (!*stop && (de = readdir(d))) {
-        int is_temp = !strncmp(de->d_name, ".tmp.", 5);
+        int is_temp = fj_cache_temp_name_ok(de->d_name);
         if (!is_temp && !has_suffix(de->d_name, FJ_ENTRY_SUFFIX))
             continue;
         fj_entry_info e;
@@ -371,31 +456,14 @@ static long walk_dir(const char *dir, int layer, int check, fj_entry_visitor vis
         e.layer = layer;
         e.is_temp = is_temp;
         struct stat st;
-        if (lstat(e.path, &st) != 0)
+        if (fstatat(dirfd, e.name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (is_temp && !S_ISREG(st.st_mode))
             continue;
         e.size = (uint64_t)st.st_size;
         e.mtime = st.st_mtime;
-        if (check && !is_temp) {
-            size_t size = 0;
-            int absent;
-            uint8_t *buf = read_entry_file(e.path, layer >= 0, &size, &absent, e.why,
-                                           sizeof e.why);
-            fj_entry_view v;
-            if (buf && fj_entry_parse(buf, size, NULL, &v, e.why, sizeof e.why) == 0) {
-                /* The name must be the hash of the key inside. */
-                char hex[33];
-                fj_hash128_hex(v.key, v.key_len, hex);
-                if (strncmp(e.name, hex, 32) != 0 || strlen(e.name) != 32 + strlen(FJ_ENTRY_SUFFIX))
-                    snprintf(e.why, sizeof e.why, "file name does not match the key inside");
-                else
-                    e.valid = 1;
-                describe_key(&v, &e);
-            } else if (absent == 1) {
-                free(buf);
-                continue;
-            }
-            free(buf);
-        }
+        if (check && !is_temp)
+            check_entry(dirfd, trust_root, &e);
         count++;
         if (visit && visit(&e, ud))
             *stop = 1;
@@ -409,12 +477,12 @@ long fj_disk_cache_walk(fj_disk_cache *c, int check, fj_entry_visitor visit, voi
     int stop = 0;
     long total = 0;
     for (int i = 0; i < c->layer_count && !stop; i++) {
-        long n = walk_dir(c->layers[i], i, check, visit, ud, &stop);
+        long n = walk_dir(c->layer_fds[i], c->layers[i], i, 1, check, visit, ud, &stop);
         if (n > 0)
             total += n;
     }
     if (!stop) {
-        long n = walk_dir(c->dir, -1, check, visit, ud, &stop);
+        long n = walk_dir(c->dirfd, c->dir, -1, c->inspect, check, visit, ud, &stop);
         if (n < 0)
             return -1;
         total += n;
@@ -423,7 +491,7 @@ long fj_disk_cache_walk(fj_disk_cache *c, int check, fj_entry_visitor visit, voi
 }
 
 typedef struct prune_item {
-    char name[256];
+    char name[64];
     uint64_t size;
     struct timespec mtime;
 } prune_item;
@@ -439,27 +507,37 @@ static int older_first(const void *a, const void *b)
 }
 
 long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_name,
-                         uint64_t *bytes_left)
+                         fj_prune_stats *stats)
 {
-    DIR *d = opendir(c->dir);
+    fj_prune_stats s;
+    memset(&s, 0, sizeof s);
+    if (stats)
+        *stats = s;
+    if (c->inspect)
+        return 0;
+    DIR *d = open_stream(c->dirfd);
     if (!d)
         return -1;
     prune_item *items = NULL;
     size_t n = 0, cap = 0;
     uint64_t total = 0;
-    long removed = 0;
-    time_t now = time(NULL);
     struct dirent *de;
     while ((de = readdir(d))) {
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", c->dir, de->d_name);
         struct stat st;
-        if (!strncmp(de->d_name, ".tmp.", 5)) {
-            if (lstat(path, &st) == 0 && now - st.st_mtime > FJ_STALE_TEMP_SECONDS)
-                unlink(path);
+        uint64_t size = 0;
+        if (fj_cache_temp_name_ok(de->d_name)) {
+            if (fj_cache_remove_stale_temp(c->dirfd, de->d_name, FJ_STALE_TEMP_SECONDS, &size)) {
+                s.temps++;
+                s.temp_bytes += size;
+            } else {
+                s.kept_temps++;
+            }
             continue;
         }
-        if (!has_suffix(de->d_name, FJ_ENTRY_SUFFIX) || lstat(path, &st) != 0)
+        /* Only names of our entries count towards the cap; whether a file
+         * is ours is checked before it is deleted. */
+        if (!fj_cache_entry_name_ok(de->d_name) ||
+            fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : 64;
@@ -469,7 +547,7 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
             items = grown;
             cap = ncap;
         }
-        snprintf(items[n].name, sizeof items[n].name, "%s", de->d_name);
+        memcpy(items[n].name, de->d_name, 37); /* a checked entry name: 36 + NUL */
         items[n].size = (uint64_t)st.st_size;
         items[n].mtime = st.st_mtim;
         total += items[n].size;
@@ -481,18 +559,49 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
         for (size_t i = 0; i < n && total > max_bytes; i++) {
             if (keep_name && !strcmp(items[i].name, keep_name))
                 continue;
-            char path[4400];
-            snprintf(path, sizeof path, "%s/%s", c->dir, items[i].name);
-            if (unlink(path) == 0) {
-                total -= items[i].size;
-                removed++;
-                fj_count(c->counters, evictions, 1);
-                fj_debug("evicted %s (%llu bytes)", path, (unsigned long long)items[i].size);
-            }
+            if (!fj_cache_file_is_ours(c->dirfd, items[i].name) ||
+                unlinkat(c->dirfd, items[i].name, 0) != 0)
+                continue;
+            total -= items[i].size;
+            s.entries++;
+            s.entry_bytes += items[i].size;
+            fj_count(c->counters, evictions, 1);
+            fj_debug("evicted %s/%s (%llu bytes)", c->dir, items[i].name,
+                     (unsigned long long)items[i].size);
         }
     }
     free(items);
-    if (bytes_left)
-        *bytes_left = total;
-    return removed;
+    s.bytes_left = total;
+    if (stats)
+        *stats = s;
+    return s.entries;
+}
+
+long fj_disk_cache_clear(fj_disk_cache *c, fj_prune_stats *stats)
+{
+    return fj_disk_cache_prune(c, 0, NULL, stats);
+}
+
+long fj_disk_cache_make_shared(fj_disk_cache *c)
+{
+    if (c->inspect)
+        return 0;
+    DIR *d = open_stream(c->dirfd);
+    if (!d)
+        return -1;
+    long changed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        int tag = !strcmp(de->d_name, FJ_CACHEDIR_TAG);
+        if ((!tag && !fj_cache_entry_name_ok(de->d_name)) ||
+            fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0777) == 0644)
+            continue;
+        if ((tag || fj_cache_file_is_ours(c->dirfd, de->d_name)) &&
+            fchmodat(c->dirfd, de->d_name, 0644, 0) == 0)
+            changed++;
+    }
+    closedir(d);
+    return changed;
 }

@@ -5,9 +5,13 @@
  * Publishing writes a temp file in the same directory, fsyncs it and renames
  * it over the final name, so a reader sees either nothing or a whole entry,
  * and two processes storing the same key both succeed. A bad entry (short,
- * bad checksum, other key, symlink, foreign owner) is a miss: it is removed
- * from the writable directory and counted. An I/O error never fails the
- * caller: the entry is simply not stored, with one warning per cache. */
+ * bad checksum, other key, symlink, FIFO, foreign owner) is a miss: it is
+ * removed from the writable directory and counted. An I/O error never fails
+ * the caller: the entry is simply not stored, with one warning per cache.
+ *
+ * Every directory is opened once (cache_dir.h) and used only through its
+ * fd. Only files that carry the fox-jit header, and temp files of our
+ * pattern, are ever deleted. */
 #ifndef FJ_DISK_CACHE_H
 #define FJ_DISK_CACHE_H
 
@@ -30,11 +34,16 @@ typedef struct fj_cache_config {
     const char *dir;            /* NULL: fj_cache_dir_default() */
     const char *readonly_dirs;  /* colon-separated; NULL: $FOXJIT_CACHE_READONLY_DIRS */
     uint64_t max_bytes;         /* 0: $FOXJIT_CACHE_MAX_BYTES, else the default */
+    int inspect;                /* list/verify/info: create, write and touch nothing; a
+                                   root-owned directory (a prebuilt layer) is accepted */
+    int shared;                 /* fox-jit warm --shared: 0755 directories, 0644 entries */
 } fj_cache_config;
 
-/* Opens (creating) the writable directory. FOXJIT_ERROR_CACHE with the
- * reason when it is unsafe or cannot be created. Unsafe read-only layers are
- * skipped with a warning. */
+/* Opens (creating, unless inspecting) the writable directory.
+ * FOXJIT_ERROR_CACHE with the reason when it is unsafe, cannot be created or
+ * is not a fox-jit cache directory (see cache_dir.h). Unsafe read-only
+ * layers are skipped with a warning. A malformed $FOXJIT_CACHE_MAX_BYTES is
+ * warned about once per process and the default used. */
 foxjit_status fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters,
                                  fj_disk_cache **out);
 void fj_disk_cache_close(fj_disk_cache *c);
@@ -44,7 +53,8 @@ int fj_disk_cache_layer_count(const fj_disk_cache *c);
 const char *fj_disk_cache_layer(const fj_disk_cache *c, int i);
 uint64_t fj_disk_cache_max_bytes(const fj_disk_cache *c);
 
-/* 1 on a hit (*payload malloc'd, caller frees), 0 on a miss. */
+/* 1 on a hit (*payload malloc'd, caller frees), 0 on a miss. A hit in the
+ * writable directory marks the entry as used (LRU order). */
 int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, size_t *len,
                        uint32_t *kind);
 
@@ -57,6 +67,11 @@ int fj_disk_cache_store(fj_disk_cache *c, const fj_key *key, uint32_t kind, cons
  * as a module). */
 void fj_disk_cache_remove(fj_disk_cache *c, const fj_key *key);
 
+/* 1 when some directory (a layer or the writable one) holds a regular file
+ * for key (its content is not checked); -1 when a directory in the writable
+ * one has the entry's name (already reported), 0 otherwise. */
+int fj_disk_cache_contains(fj_disk_cache *c, const fj_key *key);
+
 /* Administration (fox-jit list / verify / clear / prune). */
 typedef struct fj_entry_info {
     char path[4200];
@@ -66,6 +81,8 @@ typedef struct fj_entry_info {
     int layer;             /* -1 writable directory, else read-only layer index */
     int is_temp;           /* a temp file of an unfinished write */
     int valid;             /* checked entries only */
+    int ours;              /* checked entries only: starts with the fox-jit header, so
+                              fj_disk_cache_remove_file may delete it */
     char why[256];         /* why it is invalid */
     char program[64];      /* from the key text, when valid */
     char target[32];
@@ -73,23 +90,50 @@ typedef struct fj_entry_info {
 
 typedef int (*fj_entry_visitor)(const fj_entry_info *e, void *ud);
 
-/* Visits every entry and temp file of every directory; check != 0 parses
- * and verifies each entry. Returns the number visited, -1 on a directory
- * error. A visitor returning nonzero stops the walk. */
+/* Visits every entry (*.fjc) and temp file of our pattern of every
+ * directory; check != 0 parses and verifies each entry. Never blocks on a
+ * FIFO, follows a link or changes a file (not even its time). Returns the
+ * number visited, -1 on a directory error. A visitor returning nonzero
+ * stops the walk. */
 long fj_disk_cache_walk(fj_disk_cache *c, int check, fj_entry_visitor visit, void *ud);
 
+/* Deletes name from the writable directory if it starts with the fox-jit
+ * header (fox-jit verify --remove). 0 when removed. */
+int fj_disk_cache_remove_file(fj_disk_cache *c, const char *name);
+
+typedef struct fj_prune_stats {
+    long entries;              /* entries evicted */
+    uint64_t entry_bytes;
+    long temps;                /* stale temp files removed */
+    uint64_t temp_bytes;
+    uint64_t bytes_left;       /* entries left in the writable directory */
+    long kept_temps;           /* temp files of writes in progress, kept */
+} fj_prune_stats;
+
 /* Removes entries of the writable directory (oldest first) until its total
- * is at most max_bytes; stale temp files always go. Returns entries
- * removed. keep_name (may be NULL) is never removed. */
+ * is at most max_bytes, and temp files older than the stale age. Only files
+ * with the fox-jit header are evicted. Returns entries removed (-1 when
+ * the directory cannot be read). keep_name (may be NULL) is never removed;
+ * stats may be NULL. */
 long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_name,
-                         uint64_t *bytes_left);
+                         fj_prune_stats *stats);
+
+/* fox-jit warm --shared: makes every fox-jit entry and the tag of the
+ * writable directory readable by all (0644), so the directory can be a
+ * read-only layer for other users (a container image). Returns the number
+ * of files whose mode was changed. */
+long fj_disk_cache_make_shared(fj_disk_cache *c);
+
+/* fox-jit clear: every entry with the fox-jit header and every stale temp
+ * file of the writable directory; temp files of running writers stay. */
+long fj_disk_cache_clear(fj_disk_cache *c, fj_prune_stats *stats);
 
 /* Fault injection for tests: replaces the system calls the store path uses.
  * NULL restores the real ones. */
 typedef struct fj_cache_io {
     ssize_t (*write)(int fd, const void *buf, size_t len);
     int (*fsync)(int fd);
-    int (*rename)(const char *from, const char *to);
+    int (*renameat)(int from_dir, const char *from, int to_dir, const char *to);
 } fj_cache_io;
 void fj_disk_cache_set_io(const fj_cache_io *io);
 

@@ -92,7 +92,8 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
                 rt->target.name);
 
     if (!p.disable_disk_cache) {
-        fj_cache_config cfg = {p.cache_dir, p.readonly_cache_dirs, p.cache_max_bytes};
+        fj_cache_config cfg = {.dir = p.cache_dir, .readonly_dirs = p.readonly_cache_dirs,
+                               .max_bytes = p.cache_max_bytes};
         st = fj_disk_cache_open(&cfg, &rt->counters, &rt->cache);
         if (st != FOXJIT_OK) {
             fj_warn("%s; kernels will be kept in memory only", foxjit_last_error());

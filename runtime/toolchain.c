@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "status.h"
 
 #ifndef FOXJIT_CUDA_ROOT
 #define FOXJIT_CUDA_ROOT "/usr/local/cuda"
@@ -39,8 +40,18 @@ static void find_cccl(void)
     char from_home[512] = "", from_path[512] = "";
     int n = 0;
     const char *explicit_dir = getenv("FOXJIT_CCCL_INCLUDE");
-    if (explicit_dir && *explicit_dir)
+    if (explicit_dir && *explicit_dir) {
+        /* Asked for by name: falling back to another CCCL would build
+         * kernels against headers the user did not choose. */
+        if (!read_cccl_version(explicit_dir)) {
+            snprintf(toolchain.cccl_error, sizeof toolchain.cccl_error,
+                     "FOXJIT_CCCL_INCLUDE=%.400s holds no CCCL headers (no "
+                     "cuda/std/__cccl/version.h there); point it at <cuda>/include/cccl or "
+                     "unset it to use the toolkit's", explicit_dir);
+            return;
+        }
         candidates[n++] = explicit_dir;
+    }
     const char *home = getenv("CUDA_HOME");
     if (home && *home) {
         snprintf(from_home, sizeof from_home, "%s/include/cccl", home);
@@ -80,6 +91,10 @@ foxjit_status fj_toolchain_get(const fj_toolchain **out)
         return st;
     }
     pthread_once(&once, init);
+    if (toolchain.cccl_error[0]) {
+        *out = NULL;
+        return fj_fail(FOXJIT_ERROR_COMPILE, "%s", toolchain.cccl_error);
+    }
     toolchain.nvrtc = nv;
     *out = &toolchain;
     return FOXJIT_OK;

@@ -147,7 +147,8 @@ FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt);
 /* ------------------------------------------------------------------------
  * Column sums (kernels.md section 1): out[j] (+)= sum_b x[b, j]
  * x: [rows, cols]. No workspace. Deterministic (no float atomics).
- * Limits: rows, cols in [1, 2^31-1], rows * cols < 2^40.
+ * Limits: rows, cols in [1, 2^31-1], rows * cols < 2^40 (2^40 itself is
+ * refused). out must not overlap x: in place is refused (INVALID_ARGUMENT).
  * ------------------------------------------------------------------------ */
 
 /* General form; accumulate != 0 adds to out, else overwrites it. */
@@ -196,7 +197,9 @@ typedef enum foxjit_tie_mode {
 FOXJIT_API foxjit_status foxjit_rank_normalize_workspace_size(foxjit_runtime *rt, int64_t n,
                                                               foxjit_tie_mode ties,
                                                               size_t *bytes);
-/* out[i] = trade_i ? sign(s_i) * rank_i / n : 0, see kernels.md. */
+/* out[i] = trade_i ? sign(s_i) * rank_i / n : 0, see kernels.md. out may be
+ * rewards (in place). std_ema must be finite and >= 0, mean_ema finite
+ * (else INVALID_ARGUMENT). */
 FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr rewards,
                                                int64_t n, float std_ema, float mean_ema,
                                                foxjit_tie_mode ties, CUdeviceptr out,

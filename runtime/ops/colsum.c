@@ -229,9 +229,10 @@ static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols)
     if ((st = fj_check_size(op, "rows", rows, FJ_COLSUM_MAX_DIM)) != FOXJIT_OK ||
         (st = fj_check_size(op, "cols", cols, FJ_COLSUM_MAX_DIM)) != FOXJIT_OK)
         return st;
-    if (rows > FJ_COLSUM_MAX_ELEMENTS / cols)
+    /* The header promises rows * cols < 2^40: 2^40 itself is refused. */
+    if (rows > (FJ_COLSUM_MAX_ELEMENTS - 1) / cols)
         return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: rows * cols = %lld x %lld is past the "
-                       "limit of 2^40 elements", op, (long long)rows, (long long)cols);
+                       "limit (below 2^40 elements)", op, (long long)rows, (long long)cols);
     return FOXJIT_OK;
 }
 
@@ -251,8 +252,13 @@ static foxjit_status column_sum(const char *op, foxjit_runtime *rt, CUdeviceptr 
     foxjit_status st;
     if ((st = check_shape(op, rows, cols)) != FOXJIT_OK ||
         (st = fj_check_ptr(op, "x", x)) != FOXJIT_OK ||
-        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK ||
-        (st = fj_enter(rt, stream)) != FOXJIT_OK)
+        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK)
+        return st;
+    /* Blocks read x while others write out: in place would race. */
+    if (out < x + (CUdeviceptr)rows * (CUdeviceptr)cols * 4 && x < out + (CUdeviceptr)cols * 4)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: out overlaps x; the sums cannot be "
+                       "written in place: give out its own buffer", op);
+    if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
         return st;
     fj_colsum_plan plan;
     const fj_loaded *k;

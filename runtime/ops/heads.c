@@ -147,8 +147,8 @@ static foxjit_status check_work(const char *op, const foxjit_heads_args *a, int 
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: work (0x%llx) is not 16-byte aligned",
                        op, (unsigned long long)a->work);
     size_t need = foxjit_heads_workspace_size(a->batch, steps, a->e, a->h);
-    if (a->work_bytes < need)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: work_bytes is %zu; %d steps of %d rows "
+    if (a->work_bytes < need) /* the status sort and rank give too */
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: work_bytes is %zu; %d steps of %d rows "
                        "need %zu (foxjit_heads_workspace_size), or pass work = 0 to run the steps "
                        "one after another", op, a->work_bytes, steps, a->batch, need);
     return FOXJIT_OK;

@@ -14,6 +14,8 @@
  * them. */
 #include "rank_normalize.h"
 
+#include <math.h>
+
 #include "status.h"
 
 const fj_program fj_program_rank_normalize = {
@@ -127,6 +129,11 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
     if (!rt)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
                        "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
+    /* A NaN would pass every comparison in the kernels and fill out with
+     * NaN or zeros without a word. */
+    if (!isfinite(std_ema) || std_ema < 0 || !isfinite(mean_ema))
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: std_ema (%g) must be finite and >= 0 "
+                       "and mean_ema (%g) finite", op, (double)std_ema, (double)mean_ema);
     fj_radix_layout l;
     foxjit_status st =
         check_call(op, t, n, ties, rewards, out, workspace, workspace_bytes, &l);

@@ -251,21 +251,17 @@ static int known_key(const char *key, size_t len)
     return 0;
 }
 
-void ft_scan_dir(const char *dir, pid_t pid, ft_scan *s)
+void ft_scan_dir(const char *dir, ft_scan *s)
 {
     memset(s, 0, sizeof *s);
     DIR *d = opendir(dir);
     if (!d)
         return;
-    char pid_tag[32];
-    snprintf(pid_tag, sizeof pid_tag, ".%ld.", (long)pid);
     struct dirent *de;
     while ((de = readdir(d))) {
         const char *name = de->d_name;
         if (!strncmp(name, ".tmp.", 5)) {
             s->temps++;
-            if (pid > 0 && strstr(name + 5 + 32, pid_tag) == name + 5 + 32)
-                s->temps_of_pid++;
             continue;
         }
         size_t nl = strlen(name);
@@ -305,7 +301,7 @@ void ft_scan_dir(const char *dir, pid_t pid, ft_scan *s)
 int ft_load_all(const char *dir, uint64_t *corrupt)
 {
     fj_counters counters = {0};
-    fj_cache_config cfg = {dir, "", 0};
+    fj_cache_config cfg = {.dir = dir, .readonly_dirs = ""};
     fj_disk_cache *c;
     if (fj_disk_cache_open(&cfg, &counters, &c) != FOXJIT_OK)
         fail_msg("open %s: %s", dir, foxjit_last_error());

@@ -90,13 +90,12 @@ typedef struct ft_scan {
     int entries;        /* *.fjc files */
     int valid;          /* of those, parse + name + known key */
     int temps;          /* .tmp.* files of unfinished writes */
-    int temps_of_pid;   /* ... written by the pid asked about */
     int bad;            /* entries that are not valid */
     char why[600];      /* the first bad entry and why */
 } ft_scan;
 
 /* Checks every file of dir (see above). A missing dir is empty. */
-void ft_scan_dir(const char *dir, pid_t pid, ft_scan *s);
+void ft_scan_dir(const char *dir, ft_scan *s);
 
 /* Looks every key up through fj_disk_cache_load; returns hits, adds the
  * corrupt entries the runtime met to *corrupt. */

@@ -33,9 +33,17 @@ static int fault_is(const char *what)
     return v && !strcmp(v, what);
 }
 
+/* A path, or a name relative to the cache's directory fd (openat,
+ * renameat), of a temp file. */
 static int temp_path(const char *path)
 {
-    return path && strstr(path, "/.tmp.") != NULL;
+    if (!path)
+        return 0;
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    /* .tmp.000...: the CACHEDIR.TAG being written when the cache is made,
+     * not an entry; the faults are for entry writes. */
+    return !strncmp(name, ".tmp.", 5) && strncmp(name + 5, "00000000000000000000000000000000", 32);
 }
 
 static int temp_fd(int fd)
@@ -105,6 +113,14 @@ FJ_SHIM_API int rename(const char *from, const char *to)
     return real_rename(from, to);
 }
 
+FJ_SHIM_API int renameat(int fd1, const char *from, int fd2, const char *to)
+{
+    REAL(int, renameat, (int, const char *, int, const char *));
+    if (fault_is("rename:EROFS") && temp_path(from))
+        return inject(EROFS);
+    return real_renameat(fd1, from, fd2, to);
+}
+
 static int create_fault(const char *path, int flags)
 {
     if (!(flags & O_CREAT) || !temp_path(path))
@@ -155,4 +171,16 @@ FJ_SHIM_API int openat(int dirfd, const char *path, int flags, ...)
     if (create_fault(path, flags))
         return -1;
     return real_openat(dirfd, path, flags, mode);
+}
+
+FJ_SHIM_API int openat64(int dirfd, const char *path, int flags, ...)
+{
+    REAL(int, openat64, (int, const char *, int, ...));
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = mode_arg(flags, ap);
+    va_end(ap);
+    if (create_fault(path, flags))
+        return -1;
+    return real_openat64(dirfd, path, flags, mode);
 }

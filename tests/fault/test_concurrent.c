@@ -58,7 +58,7 @@ static void test_concurrent_writers(void **state)
             }
         }
         ft_scan s;
-        ft_scan_dir(dir, 0, &s);
+        ft_scan_dir(dir, &s);
         if (s.bad) {
             for (int i = 0; i < n; i++)
                 if (status[i] < 0)
@@ -97,7 +97,7 @@ static void test_concurrent_writers(void **state)
     }
 
     ft_scan s;
-    ft_scan_dir(dir, 0, &s);
+    ft_scan_dir(dir, &s);
     assert_int_equal(s.bad, 0);
     assert_int_equal(s.entries, ft.key_count); /* one file per key */
     assert_int_equal(s.valid, ft.key_count);

@@ -79,7 +79,7 @@ static fj_disk_cache *open_quiet(fj_counters *n)
     int null = open("/dev/null", O_WRONLY);
     dup2(null, 2);
     close(null);
-    fj_cache_config cfg = {dir, "", 0};
+    fj_cache_config cfg = {.dir = dir, .readonly_dirs = ""};
     fj_disk_cache *c;
     if (fj_disk_cache_open(&cfg, n, &c) != FOXJIT_OK)
         fail_msg("%s", foxjit_last_error());

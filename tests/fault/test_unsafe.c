@@ -62,7 +62,7 @@ static void test_unsafe_directories(void **state)
     const char *const link_needles[] = {"symbolic link", "FOXJIT_CACHE_DIR", NULL};
     expect_refused_everywhere(link_dir, link_needles, "a symlinked directory");
     ft_scan s;
-    ft_scan_dir(real, 0, &s);
+    ft_scan_dir(real, &s);
     assert_int_equal(s.entries + s.temps, 0); /* nothing written through the link */
 
     assert_int_equal(mkdir(group, 0700), 0);
@@ -83,8 +83,13 @@ static void test_unsafe_directories(void **state)
         const char *const needles[] = {"owned by uid 4242", "directory of your own", NULL};
         expect_refused_everywhere(foreign, needles, "another user's directory");
     } else {
+        /* verify and list read root-owned directories (prebuilt layers), so
+         * "/" is refused there as not being a fox-jit cache. */
         const char *const needles[] = {"owned by uid 0", "directory of your own", NULL};
-        expect_refused_everywhere("/", needles, "another user's directory");
+        expect_dir_refused("warm", "/", needles);
+        const char *const untagged[] = {"not a fox-jit cache directory", "CACHEDIR.TAG", NULL};
+        expect_dir_refused("verify", "/", untagged);
+        expect_dir_refused("list", "/", untagged);
     }
 }
 

@@ -45,7 +45,7 @@ static const shim_case shim_cases[] = {
 static void expect_nothing_left(const char *dir, const char *what)
 {
     ft_scan s;
-    ft_scan_dir(dir, 0, &s);
+    ft_scan_dir(dir, &s);
     if (s.entries || s.temps)
         fail_msg("%s: %d entries and %d temp files were left in %s", what, s.entries, s.temps,
                  dir);
@@ -94,7 +94,7 @@ static void test_injected_write_faults(void **state)
     ft_warm(&r, dir, NULL);
     assert_int_equal(r.status, 0);
     ft_scan s;
-    ft_scan_dir(dir, 0, &s);
+    ft_scan_dir(dir, &s);
     assert_int_equal(s.valid, ft.key_count);
     assert_int_equal(s.bad, 0);
 }
@@ -152,7 +152,7 @@ static int small_filesystem(const char *mnt)
     if (ft_count_lines(r.err, "could not write cache entry") != 1)
         return child_fail("full disk: expected one warning:\n%s%s", r.err, "");
     ft_scan s;
-    ft_scan_dir(dir, 0, &s);
+    ft_scan_dir(dir, &s);
     if (s.bad || s.temps)
         return child_fail("full disk: left a bad entry or a temp file: %s%s", s.why, "");
     ft_run v;

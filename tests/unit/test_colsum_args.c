@@ -39,6 +39,18 @@ static void test_bad_arguments(void **state)
            FOXJIT_ERROR_UNSUPPORTED, "limit");
     expect(foxjit_column_sum(fake_rt, good, 1 << 21, 1 << 20, good, 0, NULL),
            FOXJIT_ERROR_UNSUPPORTED, "2^40");
+    /* Exactly 2^40 elements: the header promises rows * cols < 2^40. */
+    expect(foxjit_column_sum(fake_rt, good, 1 << 20, 1 << 20, good, 0, NULL),
+           FOXJIT_ERROR_UNSUPPORTED, "2^40");
+    expect(foxjit_column_sum(fake_rt, good, 1 << 30, 1 << 10, good, 0, NULL),
+           FOXJIT_ERROR_UNSUPPORTED, "2^40");
+    /* In place is refused (out would be written while x is read). */
+    expect(foxjit_reduce_axis0(fake_rt, good, 4, 4, good, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "overlaps x");
+    expect(foxjit_column_sum(fake_rt, good, 4, 4, good + 48, 1, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "overlaps x");
+    expect(foxjit_bias_grad_reduce(fake_rt, good + 8, 4, 4, good, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "overlaps x");
     expect(foxjit_column_sum_prepare(fake_rt, 0, 1), FOXJIT_ERROR_INVALID_ARGUMENT, "rows");
     expect(foxjit_column_sum_prepare(NULL, 1, 1), FOXJIT_ERROR_INVALID_ARGUMENT, "NULL");
 }

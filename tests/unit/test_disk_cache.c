@@ -44,7 +44,7 @@ static fj_disk_cache *open_dir(const char *sub, fj_counters *c, uint64_t max, co
 {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s", root, sub);
-    fj_cache_config cfg = {dir, ro ? ro : "", max};
+    fj_cache_config cfg = {.dir = dir, .readonly_dirs = ro ? ro : "", .max_bytes = max};
     fj_disk_cache *cache = NULL;
     if (fj_disk_cache_open(&cfg, c, &cache) != FOXJIT_OK)
         fail_msg("open %s: %s", dir, foxjit_last_error());
@@ -177,7 +177,7 @@ static void test_symlinked_entry_is_refused(void **state)
 
 static void expect_refused(const char *dir, const char *reason)
 {
-    fj_cache_config cfg = {dir, "", 0};
+    fj_cache_config cfg = {.dir = dir, .readonly_dirs = ""};
     fj_disk_cache *c = NULL;
     assert_int_equal(fj_disk_cache_open(&cfg, NULL, &c), FOXJIT_ERROR_CACHE);
     assert_null(c);
@@ -298,9 +298,10 @@ static void test_lru_eviction(void **state)
     assert_int_equal(access(path[4], F_OK), 0);
     assert_int_equal(n.evictions, 2);
     /* Pruning below one entry empties the directory. */
-    uint64_t left;
-    assert_true(fj_disk_cache_prune(c, 10, NULL, &left) == 4);
-    assert_int_equal(left, 0);
+    fj_prune_stats ps;
+    assert_true(fj_disk_cache_prune(c, 10, NULL, &ps) == 4);
+    assert_int_equal(ps.bytes_left, 0);
+    assert_int_equal(ps.entries, 4);
     fj_disk_cache_close(c);
 }
 
@@ -309,14 +310,30 @@ static void test_stale_temp_files_are_ignored_and_cleaned(void **state)
     (void)state;
     fj_counters n = {0};
     fj_disk_cache *c = open_dir("temps", &n, 0, NULL);
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s/.tmp.deadbeef.123.0", fj_disk_cache_dir(c));
-    FILE *f = fopen(tmp, "w");
-    fputs("half an entry", f);
-    fclose(f);
+    char tmp[4300], fresh[4300], other[4300];
+    /* Our pattern (an earlier version's pid.serial tail included); a
+     * user's .tmp.draft is not ours and never goes. */
+    snprintf(tmp, sizeof tmp, "%s/.tmp.0123456789abcdef0123456789abcdef.123.0",
+             fj_disk_cache_dir(c));
+    snprintf(fresh, sizeof fresh, "%s/.tmp.0123456789abcdef0123456789abcdef.h.1",
+             fj_disk_cache_dir(c));
+    snprintf(other, sizeof other, "%s/.tmp.draft", fj_disk_cache_dir(c));
+    const char *const files[] = {tmp, fresh, other};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(files[i], "w");
+        fputs("half an entry", f);
+        fclose(f);
+    }
     set_age(tmp, 3600);
-    fj_disk_cache_prune(c, 1ull << 40, NULL, NULL);
+    set_age(other, 3600);
+    fj_prune_stats ps;
+    fj_disk_cache_prune(c, 1ull << 40, NULL, &ps);
     assert_int_equal(access(tmp, F_OK), -1);
+    assert_int_equal(access(fresh, F_OK), 0);  /* a write in progress */
+    assert_int_equal(access(other, F_OK), 0);
+    assert_int_equal(ps.temps, 1);
+    assert_int_equal(ps.temp_bytes, 13);
+    assert_int_equal(ps.kept_temps, 1);
     fj_disk_cache_close(c);
 }
 
@@ -325,7 +342,7 @@ static int fail_errno;
 static ssize_t failing_write(int fd, const void *b, size_t n) { (void)fd, (void)b, (void)n; errno = fail_errno; return -1; }
 static ssize_t short_write(int fd, const void *b, size_t n) { (void)fd, (void)b, (void)n; return 0; }
 static int failing_fsync(int fd) { (void)fd; errno = EIO; return -1; }
-static int failing_rename(const char *a, const char *b) { (void)a, (void)b; errno = EROFS; return -1; }
+static int failing_rename(int ad, const char *a, int bd, const char *b) { (void)ad, (void)a, (void)bd, (void)b; errno = EROFS; return -1; }
 static ssize_t real_write(int fd, const void *b, size_t n) { return write(fd, b, n); }
 static int real_fsync(int fd) { return fsync(fd); }
 
@@ -345,9 +362,9 @@ static void test_write_failures_never_fail_and_warn_once(void **state)
 {
     (void)state;
     const fj_cache_io cases[] = {
-        {failing_write, real_fsync, rename},  /* disk full */
-        {short_write, real_fsync, rename},    /* a write that makes no progress */
-        {real_write, failing_fsync, rename},  /* EIO on fsync */
+        {failing_write, real_fsync, renameat},  /* disk full */
+        {short_write, real_fsync, renameat},    /* a write that makes no progress */
+        {real_write, failing_fsync, renameat},  /* EIO on fsync */
         {real_write, real_fsync, failing_rename}, /* read-only file system */
     };
     char log[300];
@@ -377,7 +394,7 @@ static void test_write_failures_never_fail_and_warn_once(void **state)
         assert_int_equal(count_lines(log, "could not write cache entry"), 1);
         /* Nothing half-written is left behind. */
         char cmd[600];
-        snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", fj_disk_cache_dir(c));
+        snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s' | grep -vx CACHEDIR.TAG)\"", fj_disk_cache_dir(c));
         assert_int_equal(system(cmd), 0);
         fj_disk_cache_close(c);
     }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <math.h>
 #include <string.h>
 
 #include "ops/radix_sort.h"
@@ -163,6 +164,15 @@ static void test_rank_bad_calls(void **state)
            FOXJIT_ERROR_INVALID_ARGUMENT, "ties is -1");
     expect(foxjit_rank_normalize(fake_rt, 0, N, 1, 0, FOXJIT_TIES_MAX, out, workspace, ws, NULL),
            FOXJIT_ERROR_INVALID_ARGUMENT, "rewards is NULL");
+    /* Hyper-parameters: NaN, infinite or a negative std are refused. */
+    const float bad_std[] = {NAN, -1.0f, INFINITY, -INFINITY};
+    for (int i = 0; i < 4; i++)
+        expect(foxjit_rank_normalize(fake_rt, rewards, N, bad_std[i], 0, FOXJIT_TIES_MAX, out,
+                                     workspace, ws, NULL),
+               FOXJIT_ERROR_INVALID_ARGUMENT, "std_ema");
+    expect(foxjit_rank_normalize(fake_rt, rewards, N, 1, NAN, FOXJIT_TIES_ORDINAL, out,
+                                 workspace, ws, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "mean_ema");
     expect(foxjit_rank_normalize(fake_rt, rewards, N, 1, 0, FOXJIT_TIES_ORDINAL, 0, workspace,
                                  ws, NULL),
            FOXJIT_ERROR_INVALID_ARGUMENT, "out is NULL");

@@ -3,6 +3,7 @@
 #define FOXJIT_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "arch.h"
 #include "disk_cache.h"
@@ -31,16 +32,26 @@ extern const char warm_usage[], info_usage[], list_usage[], verify_usage[], clea
 /* 1 if argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);
 
-/* Opens the writable cache (dir NULL = default); prints why and returns
- * NULL when it is unusable. */
-fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters);
+/* cli_open_cache flags. */
+#define CLI_CACHE_INSPECT 1   /* list, verify, info: change nothing (fj_cache_config.inspect) */
+#define CLI_CACHE_SHARED 2    /* warm --shared: a layer other users can read */
+
+/* Opens the cache (dir NULL = default); prints why and returns NULL when it
+ * is unusable. */
+fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters, int flags);
+
+/* --cache-dir's value: an empty one is refused (exit status 2) rather than
+ * silently meaning the default. 0 when fine. */
+int cli_check_cache_dir(const char *cmd, const char *dir);
 
 /* Reads a manifest file ("-" = stdin; NULL = the built-in default). Returns
- * a malloc'd text or NULL after printing why. */
+ * a malloc'd text or NULL after printing why (a missing or unreadable file,
+ * a directory, a NUL byte: all bad usage, exit status 2). */
 char *cli_read_manifest(const char *path);
 
-/* Parses a size like 500M, 2G, 123456. Returns 0 on success. */
-int cli_parse_size(const char *text, unsigned long long *out);
+/* Parses a size like 500M, 2G, 123456 (cache_size.h). Returns 0 on
+ * success, -1 after printing why with the option's name. */
+int cli_parse_size(const char *cmd, const char *option, const char *text, uint64_t *out);
 
 /* Compute capability of CUDA device 0, or -1 without a usable GPU (why
  * filled). */

@@ -2,15 +2,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "cache_size.h"
 #include "cli.h"
 #include "cuda_loader.h"
 #include "foxjit/foxjit.h"
 #include "status.h"
 
-fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters)
+fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters, int flags)
 {
-    fj_cache_config cfg = {dir, NULL, 0};
+    fj_cache_config cfg = {.dir = dir,
+                           .inspect = (flags & CLI_CACHE_INSPECT) != 0,
+                           .shared = (flags & CLI_CACHE_SHARED) != 0};
     fj_disk_cache *c;
     if (fj_disk_cache_open(&cfg, counters, &c) != FOXJIT_OK) {
         fprintf(stderr, "fox-jit: cannot use the cache: %s\n", foxjit_last_error());
@@ -19,13 +23,35 @@ fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters)
     return c;
 }
 
+int cli_check_cache_dir(const char *cmd, const char *dir)
+{
+    if (dir && !*dir) {
+        fprintf(stderr, "fox-jit %s: --cache-dir is empty; give a directory, or leave the "
+                "option out to use the default ($FOXJIT_CACHE_DIR, ~/.cache/foxjit)\n", cmd);
+        return 2;
+    }
+    return 0;
+}
+
 char *cli_read_manifest(const char *path)
 {
     if (!path)
         return strdup(fj_default_manifest);
+    if (!*path) {
+        fprintf(stderr, "fox-jit: --manifest is empty; give a file ('-' reads stdin)\n");
+        return NULL;
+    }
     FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
     if (!f) {
         fprintf(stderr, "fox-jit: cannot read manifest %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "fox-jit: manifest %s is a directory; give the manifest file (one op "
+                "per line, see fox-jit warm --print-manifest)\n", path);
+        if (f != stdin)
+            fclose(f);
         return NULL;
     }
     size_t cap = 4096, n = 0;
@@ -44,33 +70,39 @@ char *cli_read_manifest(const char *path)
             cap *= 2;
         }
     }
+    int read_error = ferror(f);
     if (f != stdin)
         fclose(f);
     if (!text) {
         fprintf(stderr, "fox-jit: out of memory reading %s\n", path);
         return NULL;
     }
+    if (read_error) {
+        fprintf(stderr, "fox-jit: cannot read manifest %s: %s\n", path, strerror(errno));
+        free(text);
+        return NULL;
+    }
+    /* A NUL byte would silently end the text there: the rest of the file
+     * would be ignored. */
+    const char *nul = memchr(text, '\0', n);
+    if (nul) {
+        fprintf(stderr, "fox-jit: manifest %s has a NUL byte at offset %zu: it is not a text "
+                "file (one op per line, see fox-jit warm --print-manifest)\n", path,
+                (size_t)(nul - text));
+        free(text);
+        return NULL;
+    }
     text[n] = '\0';
     return text;
 }
 
-int cli_parse_size(const char *text, unsigned long long *out)
+int cli_parse_size(const char *cmd, const char *option, const char *text, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(text, &end, 10);
-    if (errno || end == text)
+    char why[300];
+    if (fj_parse_size(text, out, why, sizeof why) != 0) {
+        fprintf(stderr, "fox-jit %s: %s %s\n", cmd, option, why);
         return -1;
-    unsigned long long scale = 1;
-    switch (*end) {
-    case 'k': case 'K': scale = 1ull << 10; end++; break;
-    case 'm': case 'M': scale = 1ull << 20; end++; break;
-    case 'g': case 'G': scale = 1ull << 30; end++; break;
-    default: break;
     }
-    if (*end)
-        return -1;
-    *out = n * scale;
     return 0;
 }
 

@@ -55,7 +55,11 @@ int cmd_bench(int argc, char **argv)
         case 'j': json_path = optarg; break;
         case 's': b.samples = atoi(optarg); break;
         case 'q': b.quick = 1; break;
-        case 'c': cache_dir = optarg; break;
+        case 'c':
+            cache_dir = optarg;
+            if (cli_check_cache_dir("bench", optarg))
+                return 2;
+            break;
         default: fputs(bench_usage, stderr); return 2;
         }
     }

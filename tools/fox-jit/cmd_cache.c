@@ -1,5 +1,6 @@
 /* fox-jit list / verify / clear / prune: the disk cache's administration. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,24 +12,33 @@
 const char list_usage[] =
     "usage: fox-jit list [--cache-dir DIR]\n\n"
     "Lists the entries of the cache (and of its read-only layers): file, program, target,\n"
-    "size and last use. Unfinished writes of killed processes show as temp files.\n";
+    "size and last use. Unfinished writes of killed processes show as temp files. Changes\n"
+    "nothing (not even the last-use times), and works on a read-only layer owned by root.\n"
+    "\nExit status: 0, 1 when the cache cannot be read, 2 on bad usage.\n";
 const char verify_usage[] =
     "usage: fox-jit verify [--cache-dir DIR] [--remove]\n\n"
     "Checks every entry: header, checksums, that the file name is the hash of the key inside,\n"
     "no links, owned by you. Prints each bad entry and why; exit status 1 if any is bad.\n"
     "With --remove, bad entries of the writable directory are deleted (the runtime would\n"
-    "drop and rebuild them on use anyway).\n";
+    "drop and rebuild them on use anyway); files that do not carry the fox-jit header are\n"
+    "never deleted, only reported. Without --remove nothing is changed (not even the\n"
+    "last-use times), so `fox-jit verify --cache-dir LAYER` checks a read-only layer.\n"
+    "\nExit status: 0 when every entry is good, 1 when any is bad, 2 on bad usage.\n";
 const char clear_usage[] =
     "usage: fox-jit clear [--cache-dir DIR]\n\n"
-    "Removes every entry and unfinished temp file of the writable cache directory.\n"
-    "Read-only layers are never touched.\n";
+    "Removes every entry (a file with the fox-jit header) of the writable cache directory\n"
+    "and the temp files of writes that died more than 10 minutes ago; the temp files of\n"
+    "writes in progress, and files that are not fox-jit's, stay. Read-only layers are\n"
+    "never touched.\n";
 const char prune_usage[] =
     "usage: fox-jit prune --max-bytes N [--cache-dir DIR]\n\n"
-    "Evicts least recently used entries until the cache is at most N bytes (suffixes K, M, G\n"
-    "accepted). Temp files of writes older than 10 minutes are removed too.\n";
+    "Evicts least recently used entries until the cache is at most N bytes (suffixes K, M, G,\n"
+    "T accepted; 0 evicts every entry). Temp files of writes older than 10 minutes are\n"
+    "removed too. Prints what it freed.\n"
+    "\nExit status: 0, 1 when the cache cannot be used, 2 on bad usage.\n";
 
-static int parse_common(int argc, char **argv, const char **dir, int *remove,
-                        unsigned long long *max_bytes, const char *usage)
+static int parse_common(const char *cmd, int argc, char **argv, const char **dir, int *remove,
+                        uint64_t *max_bytes, int *have_max, const char *usage)
 {
     static const struct option opts[] = {{"cache-dir", required_argument, NULL, 'c'},
                                          {"remove", no_argument, NULL, 'r'},
@@ -39,13 +49,14 @@ static int parse_common(int argc, char **argv, const char **dir, int *remove,
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c == 'c') {
             *dir = optarg;
+            if (cli_check_cache_dir(cmd, optarg))
+                return 2;
         } else if (c == 'r' && remove) {
             *remove = 1;
         } else if (c == 'm' && max_bytes) {
-            if (cli_parse_size(optarg, max_bytes) != 0) {
-                fprintf(stderr, "fox-jit: --max-bytes %s is not a size like 500M\n", optarg);
+            if (cli_parse_size(cmd, "--max-bytes", optarg, max_bytes) != 0)
                 return 2;
-            }
+            *have_max = 1;
         } else {
             fputs(usage, stderr);
             return 2;
@@ -59,9 +70,10 @@ static int parse_common(int argc, char **argv, const char **dir, int *remove,
 }
 
 typedef struct walk_totals {
-    long entries, temps, bad, removed;
+    long entries, temps, bad, removed, kept;
     unsigned long long bytes;
     int remove;
+    fj_disk_cache *cache;
 } walk_totals;
 
 static int print_entry(const fj_entry_info *e, void *ud)
@@ -88,10 +100,10 @@ static int print_entry(const fj_entry_info *e, void *ud)
 int cmd_list(int argc, char **argv)
 {
     const char *dir = NULL;
-    int rc = parse_common(argc, argv, &dir, NULL, NULL, list_usage);
+    int rc = parse_common("list", argc, argv, &dir, NULL, NULL, NULL, list_usage);
     if (rc)
         return rc;
-    fj_disk_cache *c = cli_open_cache(dir, NULL);
+    fj_disk_cache *c = cli_open_cache(dir, NULL, CLI_CACHE_INSPECT);
     if (!c)
         return 1;
     printf("%-40s %-16s %-12s %9s  %s\n", "entry", "program", "target", "bytes", "last used");
@@ -117,8 +129,12 @@ static int verify_entry(const fj_entry_info *e, void *ud)
         return 0;
     t->bad++;
     printf("BAD %s: %s\n", e->path, e->why[0] ? e->why : "unreadable");
-    if (t->remove && e->layer < 0 && unlink(e->path) == 0)
-        t->removed++;
+    if (t->remove && e->layer < 0) {
+        if (fj_disk_cache_remove_file(t->cache, e->name) == 0)
+            t->removed++;
+        else
+            t->kept++;
+    }
     return 0;
 }
 
@@ -126,48 +142,52 @@ int cmd_verify(int argc, char **argv)
 {
     const char *dir = NULL;
     walk_totals t = {0};
-    int rc = parse_common(argc, argv, &dir, &t.remove, NULL, verify_usage);
+    int rc = parse_common("verify", argc, argv, &dir, &t.remove, NULL, NULL, verify_usage);
     if (rc)
         return rc;
-    fj_disk_cache *c = cli_open_cache(dir, NULL);
+    /* Only --remove writes; plain verify works on a root-owned layer. */
+    fj_disk_cache *c = cli_open_cache(dir, NULL, t.remove ? 0 : CLI_CACHE_INSPECT);
     if (!c)
         return 1;
+    t.cache = c;
     long n = fj_disk_cache_walk(c, 1, verify_entry, &t);
     fj_disk_cache_close(c);
     if (n < 0) {
         fprintf(stderr, "fox-jit verify: cannot read the cache directory\n");
         return 1;
     }
+    char removed[128] = "";
+    if (t.remove)
+        snprintf(removed, sizeof removed, " (%ld removed%s)", t.removed,
+                 t.kept ? ", the others are not fox-jit files: move them out yourself" : "");
     printf("verify: %ld entries, %ld bad%s, %ld temp files of unfinished writes (ignored by "
-           "readers)\n", t.entries, t.bad, t.remove ? " (removed)" : "", t.temps);
+           "readers)\n", t.entries, t.bad, removed, t.temps);
     return t.bad ? 1 : 0;
-}
-
-static int clear_entry(const fj_entry_info *e, void *ud)
-{
-    walk_totals *t = ud;
-    if (e->layer >= 0)
-        return 0;
-    if (unlink(e->path) == 0) {
-        t->removed++;
-        t->bytes += e->size;
-    }
-    return 0;
 }
 
 int cmd_clear(int argc, char **argv)
 {
     const char *dir = NULL;
-    int rc = parse_common(argc, argv, &dir, NULL, NULL, clear_usage);
+    int rc = parse_common("clear", argc, argv, &dir, NULL, NULL, NULL, clear_usage);
     if (rc)
         return rc;
-    fj_disk_cache *c = cli_open_cache(dir, NULL);
+    fj_disk_cache *c = cli_open_cache(dir, NULL, 0);
     if (!c)
         return 1;
-    walk_totals t = {0};
-    fj_disk_cache_walk(c, 0, clear_entry, &t);
-    printf("clear: removed %ld files (%llu bytes) from %s\n", t.removed, t.bytes,
-           fj_disk_cache_dir(c));
+    fj_prune_stats s;
+    long n = fj_disk_cache_clear(c, &s);
+    if (n < 0) {
+        fprintf(stderr, "fox-jit clear: cannot read the cache directory %s\n",
+                fj_disk_cache_dir(c));
+        fj_disk_cache_close(c);
+        return 1;
+    }
+    printf("clear: removed %ld entries (%llu bytes) and %ld stale temp files (%llu bytes) from "
+           "%s", s.entries, (unsigned long long)s.entry_bytes, s.temps,
+           (unsigned long long)s.temp_bytes, fj_disk_cache_dir(c));
+    if (s.kept_temps)
+        printf("; kept %ld temp files of writes in progress", s.kept_temps);
+    printf("\n");
     fj_disk_cache_close(c);
     return 0;
 }
@@ -175,25 +195,29 @@ int cmd_clear(int argc, char **argv)
 int cmd_prune(int argc, char **argv)
 {
     const char *dir = NULL;
-    unsigned long long max_bytes = ~0ull;
-    int rc = parse_common(argc, argv, &dir, NULL, &max_bytes, prune_usage);
+    uint64_t max_bytes = 0;
+    int have_max = 0;
+    int rc = parse_common("prune", argc, argv, &dir, NULL, &max_bytes, &have_max, prune_usage);
     if (rc)
         return rc;
-    if (max_bytes == ~0ull) {
+    if (!have_max) {
         fprintf(stderr, "fox-jit prune: --max-bytes is required\n%s", prune_usage);
         return 2;
     }
     fj_counters counters = {0};
-    fj_disk_cache *c = cli_open_cache(dir, &counters);
+    fj_disk_cache *c = cli_open_cache(dir, &counters, 0);
     if (!c)
         return 1;
-    uint64_t left = 0;
-    long removed = fj_disk_cache_prune(c, max_bytes, NULL, &left);
+    fj_prune_stats s;
+    long removed = fj_disk_cache_prune(c, max_bytes, NULL, &s);
     fj_disk_cache_close(c);
     if (removed < 0) {
         fprintf(stderr, "fox-jit prune: cannot read the cache directory\n");
         return 1;
     }
-    printf("prune: evicted %ld entries; %llu bytes left\n", removed, (unsigned long long)left);
+    printf("prune: evicted %ld entries (%llu bytes) and removed %ld stale temp files (%llu "
+           "bytes); freed %llu bytes, %llu bytes of entries left\n", s.entries,
+           (unsigned long long)s.entry_bytes, s.temps, (unsigned long long)s.temp_bytes,
+           (unsigned long long)(s.entry_bytes + s.temp_bytes), (unsigned long long)s.bytes_left);
     return 0;
 }

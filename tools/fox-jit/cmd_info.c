@@ -113,14 +113,20 @@ int cmd_info(int argc, char **argv)
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == 'c')
+        if (c == 'c') {
             cache_dir = optarg;
-        else if (c == 'n')
+            if (cli_check_cache_dir("info", optarg))
+                return 2;
+        } else if (c == 'n')
             no_probe = 1;
         else {
             fputs(info_usage, stderr);
             return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fox-jit info: unexpected argument '%s'\n%s", argv[optind], info_usage);
+        return 2;
     }
     printf("fox-jit %s (cache entry format 1, sources %s)\n", foxjit_version(),
            fj_sources_hash_hex());
@@ -163,7 +169,7 @@ int cmd_info(int argc, char **argv)
     } else {
         printf("CUDA driver: %s\n", foxjit_last_error());
     }
-    fj_disk_cache *cache = cli_open_cache(cache_dir, NULL);
+    fj_disk_cache *cache = cli_open_cache(cache_dir, NULL, CLI_CACHE_INSPECT);
     if (cache) {
         sizes s = {0};
         fj_disk_cache_walk(cache, 0, add_size, &s);

@@ -15,7 +15,8 @@
 #include "toolchain.h"
 
 const char warm_usage[] =
-    "usage: fox-jit warm [--arch LIST] [--manifest FILE] [-j N] [--cache-dir DIR] [--quiet]\n"
+    "usage: fox-jit warm [--arch LIST] [--manifest FILE] [-j N] [--cache-dir DIR] [--shared]\n"
+    "                    [--quiet]\n"
     "\n"
     "Compiles every kernel variant the ops use for the shapes of a manifest, for each arch,\n"
     "into the disk cache, so a trainer starts without compiling. Needs NVRTC; needs no GPU.\n"
@@ -29,10 +30,15 @@ const char warm_usage[] =
     "  -j N             parallel compiles (default: the number of CPUs)\n"
     "  --cache-dir DIR  cache directory (default $FOXJIT_CACHE_DIR, $XDG_CACHE_HOME/foxjit,\n"
     "                   ~/.cache/foxjit)\n"
+    "  --shared         build a layer other users can read (directories 0755, entries\n"
+    "                   0644): a cache prebuilt into a container image, given to users in\n"
+    "                   FOXJIT_CACHE_READONLY_DIRS\n"
     "  --quiet          print only the summary and failures\n"
     "  --print-manifest print the default manifest and exit\n"
     "\n"
-    "Exit status: 0 when every variant is in the cache, 1 when any failed, 2 on bad usage.\n";
+    "Exit status: 0 when every variant is in the cache, 1 when any failed or could not be\n"
+    "kept (a write failed, or the size cap evicted it again), 2 on bad usage (bad options,\n"
+    "archs or manifest).\n";
 
 typedef struct warm_job {
     fj_variant variant;
@@ -131,8 +137,9 @@ int cmd_warm(int argc, char **argv)
 {
     const char *arch_list = NULL, *manifest_path = NULL, *cache_dir = NULL;
     long jobs_n = sysconf(_SC_NPROCESSORS_ONLN);
-    int quiet = 0;
+    int quiet = 0, shared = 0;
     static const struct option opts[] = {
+        {"shared", no_argument, NULL, 's'},
         {"arch", required_argument, NULL, 'a'},     {"manifest", required_argument, NULL, 'm'},
         {"cache-dir", required_argument, NULL, 'c'}, {"quiet", no_argument, NULL, 'q'},
         {"print-manifest", no_argument, NULL, 'p'},  {"jobs", required_argument, NULL, 'j'},
@@ -143,21 +150,33 @@ int cmd_warm(int argc, char **argv)
         switch (c) {
         case 'a': arch_list = optarg; break;
         case 'm': manifest_path = optarg; break;
-        case 'c': cache_dir = optarg; break;
+        case 'c':
+            cache_dir = optarg;
+            if (cli_check_cache_dir("warm", optarg))
+                return 2;
+            break;
+        case 's': shared = 1; break;
         case 'q': quiet = 1; break;
         case 'p': fputs(fj_default_manifest, stdout); return 0;
-        case 'j':
-            jobs_n = strtol(optarg, NULL, 10);
-            if (jobs_n < 1 || jobs_n > 256) {
+        case 'j': {
+            char *end;
+            jobs_n = strtol(optarg, &end, 10);
+            if (end == optarg || *end || jobs_n < 1 || jobs_n > 256) {
                 fprintf(stderr, "fox-jit warm: -j wants a number from 1 to 256\n");
                 return 2;
             }
             break;
+        }
         default: fputs(warm_usage, stderr); return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "fox-jit warm: unexpected argument '%s'\n%s", argv[optind], warm_usage);
+        return 2;
+    }
+    if (arch_list && !*arch_list) {
+        fprintf(stderr, "fox-jit warm: --arch is empty; give archs like sm_89,sm_90, or leave "
+                "the option out for the local GPU's\n");
         return 2;
     }
     const fj_toolchain *tc;
@@ -183,14 +202,14 @@ int cmd_warm(int argc, char **argv)
     }
     char *text = cli_read_manifest(manifest_path);
     if (!text)
-        return 1;
+        return 2;
     fj_manifest_item *items;
     size_t n_items;
     char why[512];
     if (fj_manifest_parse(text, &items, &n_items, why, sizeof why) != 0) {
         fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_path ? manifest_path : "manifest", why);
         free(text);
-        return 1;
+        return 2;
     }
     free(text);
 
@@ -203,21 +222,33 @@ int cmd_warm(int argc, char **argv)
     size_t cap = 0;
     char list[512];
     snprintf(list, sizeof list, "%s", archs);
-    char *save = NULL;
-    for (char *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+    for (char *a = list, *next; a; a = next) {
+        /* strtok would skip empty items: "sm_89,,sm_90" is a typo. */
+        next = strchr(a, ',');
+        if (next)
+            *next++ = '\0';
         fj_target t;
+        if (!*a) {
+            fprintf(stderr, "fox-jit warm: --arch %s has an empty item; give archs like "
+                    "sm_89,sm_90\n", archs);
+            free(items);
+            free(w.jobs);
+            return 2;
+        }
         if (fj_target_for_name(tc->nvrtc, a, &t) != FOXJIT_OK) {
             fprintf(stderr, "fox-jit warm: %s\n", foxjit_last_error());
             free(items);
-            return 1;
+            free(w.jobs);
+            return 2;
         }
         if (expand(items, n_items, &t, &w.jobs, &w.count, &cap) != 0) {
             free(items);
-            return 1;
+            free(w.jobs);
+            return 2;
         }
     }
     free(items);
-    w.cache = cli_open_cache(cache_dir, &w.counters);
+    w.cache = cli_open_cache(cache_dir, &w.counters, shared ? CLI_CACHE_SHARED : 0);
     if (!w.cache)
         return 1;
     if (!quiet)
@@ -254,6 +285,23 @@ int cmd_warm(int argc, char **argv)
         }
         free(j->error);
     }
+    /* A cap smaller than what was just built evicts it again: the next
+     * warm (or trainer) would compile it all once more. */
+    size_t evicted = 0;
+    for (size_t i = 0; i < w.count; i++) {
+        fj_key key;
+        if (w.jobs[i].status != 1 && w.jobs[i].status != 2)
+            continue;
+        fj_key_build(&w.jobs[i].variant, &w.jobs[i].target, tc, &key);
+        evicted += fj_disk_cache_contains(w.cache, &key) == 0;
+    }
+    if (evicted)
+        fprintf(stderr, "fox-jit warm: %zu of the %zu variants built are no longer in the "
+                "cache: the size cap (%llu bytes, FOXJIT_CACHE_MAX_BYTES) is smaller than what "
+                "this warm needs, so they were evicted again; raise the cap\n", evicted,
+                w.count, (unsigned long long)fj_disk_cache_max_bytes(w.cache));
+    if (shared)
+        fj_disk_cache_make_shared(w.cache);
     foxjit_counters snap;
     fj_counters_snapshot(&w.counters, &snap);
     printf("warm: %zu variants for %s: %zu compiled, %zu already cached, %zu failed in %.1f s "
@@ -262,5 +310,5 @@ int cmd_warm(int argc, char **argv)
            snap.write_failures ? "; some entries could not be written (see warnings)" : "");
     free(w.jobs);
     fj_disk_cache_close(w.cache);
-    return failed || snap.write_failures ? 1 : 0;
+    return failed || snap.write_failures || evicted ? 1 : 0;
 }

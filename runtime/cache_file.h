@@ -1,0 +1,60 @@
+/* Files inside a cache directory, always reached through the directory's
+ * fd (openat and friends), never by a path that could be redirected.
+ *
+ * A cache directory may hold anything a user or another program put there:
+ * FIFOs, devices, directories and links named like entries, files that are
+ * not ours. Nothing here blocks on such a file (O_NONBLOCK), follows a link
+ * (O_NOFOLLOW) or deletes a file whose fox-jit header it has not read. */
+#ifndef FJ_CACHE_FILE_H
+#define FJ_CACHE_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* Longest name of a temp file (see fj_cache_temp_name). */
+#define FJ_TEMP_NAME_MAX 128
+
+/* The marker of a cache directory (https://bford.info/cachedir/). */
+#define FJ_CACHEDIR_TAG "CACHEDIR.TAG"
+#define FJ_CACHEDIR_SIGNATURE "Signature: 8a477f597d28d172789f06886806bc55"
+
+/* A temp file older than this belongs to a process that died mid-write. */
+#define FJ_STALE_TEMP_SECONDS 600
+
+typedef enum fj_file_status {
+    FJ_FILE_OK,       /* a regular file we may read: data returned */
+    FJ_FILE_ABSENT,   /* no such name */
+    FJ_FILE_UNSAFE,   /* not a regular file, a link, not ours, writable by others, too big */
+    FJ_FILE_IS_DIR,   /* a directory has the name */
+    FJ_FILE_DENIED,   /* exists, but we may not read it (EACCES) */
+    FJ_FILE_IOERR,    /* could not be read for a reason that says nothing about it */
+} fj_file_status;
+
+/* Reads a whole cache file relative to dirfd. allow_root: a file owned by
+ * root is acceptable (read-only layers). touch: set its mtime to now (the
+ * runtime's use, for LRU order). Returns a malloc'd buffer on FJ_FILE_OK,
+ * else NULL with why filled. max_len bounds what is read. */
+uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int touch,
+                            size_t max_len, size_t *len, fj_file_status *status, char *why,
+                            size_t why_len);
+
+/* 1 when name is a regular file (not a link) whose first bytes are the
+ * fox-jit entry magic: only such files are ever deleted as entries. */
+int fj_cache_file_is_ours(int dirfd, const char *name);
+
+/* <32 hex digits>.fjc */
+int fj_cache_entry_name_ok(const char *name);
+/* .tmp.<32 hex digits>.<anything>: an unfinished write of this or an
+ * earlier version (which used .<pid>.<serial> as the tail). */
+int fj_cache_temp_name_ok(const char *name);
+
+/* A temp name unique across processes, PID namespaces and hosts sharing
+ * the directory: .tmp.<hex>.<host name>.<16 hex digits of getrandom>. */
+void fj_cache_temp_name(const char *hex, char out[FJ_TEMP_NAME_MAX]);
+
+/* Deletes a temp file of our pattern when older than the stale age (or any
+ * age when max_age is 0). 1 when removed (*size set), 0 otherwise. */
+int fj_cache_remove_stale_temp(int dirfd, const char *name, long max_age, uint64_t *size);
+
+#endif
