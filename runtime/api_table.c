@@ -56,6 +56,9 @@ static const foxjit_api api_v1 = {
     .heads_seq_forward = foxjit_heads_seq_forward,
     .heads_seq_backward = foxjit_heads_seq_backward,
     .heads_seq_prepare = foxjit_heads_seq_prepare,
+    .vsn_seq_workspace_size = foxjit_vsn_seq_workspace_size,
+    .vsn_seq_backward = foxjit_vsn_seq_backward,
+    .vsn_seq_prepare = foxjit_vsn_seq_prepare,
     /* FJ_API_TABLE_MORE: entries of ops that land later go here, in header order. */
 };
 

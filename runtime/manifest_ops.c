@@ -98,6 +98,13 @@ static int cfc_seq_variants(const int64_t *v, int cc, fj_variant *out, int max, 
                              &x, out, max);
 }
 
+static int vsn_seq_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                            size_t why_len)
+{
+    fj_variant x;
+    return perception_result(fj_vsn_seq_variant(dim(v[0]), cc, &x, why, why_len), &x, out, max);
+}
+
 static int heads_seq_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                               size_t why_len)
 {
@@ -184,6 +191,7 @@ const fj_manifest_op fj_manifest_ops[] = {
      cfc_seq_variants},
     {"heads_seq", {"d", "e", "h", NULL}, "GRN heads over batch x steps rows, both directions",
      heads_seq_variants},
+    {"vsn_seq", {"f", NULL}, "variable selection backward over all rows", vsn_seq_variants},
     {"heads_legacy", {"d", "e", "h", NULL}, "the single-block heads backward (bench only)",
      heads_legacy_variants},
     {"vsn", {"f", NULL}, "variable selection forward and backward", vsn_variants},
@@ -230,6 +238,7 @@ const char fj_default_manifest[] =
     "# the whole-sequence ops the trainer uses by default\n"
     "cfc_seq n_in=40 n_hid=128\n"
     "heads_seq d=128 e=64 h=5\n"
+    "vsn_seq f=40\n"
     "cfc_legacy n_in=40 n_hid=128\n"
     "cfc_legacy n_in=128 n_hid=128\n"
     "heads_legacy d=128 e=64 h=5\n"

@@ -21,6 +21,7 @@
     X(fj_program_heads_seq) \
     X(fj_program_vsn) \
     X(fj_program_vsn_legacy) \
+    X(fj_program_vsn_seq) \
     X(fj_program_attn_pool) \
     X(fj_program_attn_pool_legacy) \
     X(fj_program_train)

@@ -450,6 +450,32 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
                                                    CUstream stream);
 FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h);
 
+/* Variable selection backward over all batch x t rows at once (the forward
+ * is foxjit_vsn_forward): dx per row, and dW, dbias summed over every row
+ * into [F, F] and [F]. Every tensor is dense. */
+typedef struct foxjit_vsn_seq_args {
+    int batch, t, f;
+    CUdeviceptr w, bias;  /* [F, F], [F] */
+    CUdeviceptr x;        /* [batch, t, F] */
+    CUdeviceptr dy;       /* [batch, t, F] */
+    CUdeviceptr dx;       /* [batch, t, F]; 0 = not needed */
+    int dx_accumulate;
+    CUdeviceptr dw;       /* [F, F] */
+    CUdeviceptr dbias;    /* [F] */
+    int grad_accumulate;  /* nonzero: +=, zero: = */
+    /* Workspace of foxjit_vsn_seq_workspace_size() bytes or more (256-byte
+     * aligned; one call at a time). */
+    CUdeviceptr work;
+    size_t work_bytes;
+} foxjit_vsn_seq_args;
+
+FOXJIT_API foxjit_status foxjit_vsn_seq_workspace_size(foxjit_runtime *rt, int batch, int t,
+                                                       int f, size_t *bytes);
+FOXJIT_API foxjit_status foxjit_vsn_seq_backward(foxjit_runtime *rt,
+                                                 const foxjit_vsn_seq_args *args,
+                                                 CUstream stream);
+FOXJIT_API foxjit_status foxjit_vsn_seq_prepare(foxjit_runtime *rt, int f);
+
 /* ------------------------------------------------------------------------
  * Training-step kernels (kernels.md section 7)
  * ------------------------------------------------------------------------ */
@@ -559,6 +585,9 @@ typedef struct foxjit_api {
     foxjit_status (*heads_seq_backward)(foxjit_runtime *, const foxjit_heads_seq_args *,
                                         CUstream);
     foxjit_status (*heads_seq_prepare)(foxjit_runtime *, int, int, int);
+    foxjit_status (*vsn_seq_workspace_size)(foxjit_runtime *, int, int, int, size_t *);
+    foxjit_status (*vsn_seq_backward)(foxjit_runtime *, const foxjit_vsn_seq_args *, CUstream);
+    foxjit_status (*vsn_seq_prepare)(foxjit_runtime *, int);
     /* New entries go here, at the end only. */
 } foxjit_api;
 

@@ -39,8 +39,10 @@ int fj_attn_pool_variant(int d, fj_variant *v, char *why, size_t why_len);
 int fj_cfc_seq_variant(int n_in, int n_hid, int cc, fj_variant *v, char *why, size_t why_len);
 int fj_heads_seq_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len);
 /* Kernels one call launches (a captured step's node count). */
+int fj_vsn_seq_variant(int f, int cc, fj_variant *v, char *why, size_t why_len);
 int fj_cfc_seq_kernels(int backward);
 int fj_heads_seq_kernels(int backward);
+int fj_vsn_seq_kernels(void);
 int fj_attn_pool_legacy_variant(int d, fj_variant *v, char *why, size_t why_len);
 
 /* Launch shape details the tests and benches report. */

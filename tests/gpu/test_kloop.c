@@ -168,7 +168,7 @@ static void test_step_matches_float64_model(void **state)
 }
 
 /* Every buffer a step of `form` writes, as (pointer, floats) pairs (the
- * sequence form writes no per-batch scratch of the CfC and the heads). */
+ * sequence form's only per-batch scratch is the attention query's). */
 typedef struct span {
     CUdeviceptr p;
     size_t n;
@@ -181,7 +181,7 @@ static size_t step_outputs(const step_data *d, kloop_form form, span *out)
     size_t n = 0;
     for (int i = 0; i < KL_PARAM_COUNT; i++) {
         out[n++] = (span){d->m.grad[i], kloop_param_size(k, i)};
-        if (form != KLOOP_SEQ || i >= KL_VSN_W)
+        if (form != KLOOP_SEQ || i == KL_ATTN_Q)
             out[n++] = (span){d->m.scratch[i], B * kloop_param_size(k, i)};
     }
     out[n++] = (span){d->m.y, B * K * F};

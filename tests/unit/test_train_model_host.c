@@ -499,6 +499,41 @@ static foxjit_status e_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *a
     return FOXJIT_OK;
 }
 
+static size_t vsn_seq_ws(int batch, int t, int f) { return (size_t)batch * t * f * 4; }
+
+static foxjit_status e_vsn_seq_ws(foxjit_runtime *rt, int batch, int t, int f, size_t *bytes)
+{
+    (void)rt;
+    *bytes = vsn_seq_ws(batch, t, f);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_vsn_seq_backward(foxjit_runtime *rt, const foxjit_vsn_seq_args *a,
+                                        CUstream s)
+{
+    (void)rt, (void)s;
+    calls++;
+    if (!a->work || a->work_bytes < vsn_seq_ws(a->batch, a->t, a->f))
+        fail_msg("vsn_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
+    int F = a->f;
+    double *w = dup_d(a->w, (size_t)F * F), *bias = dup_d(a->bias, F);
+    pr_vsn p = {F, w, bias};
+    double x[512], dy[512], dx[512], *gw = calloc((size_t)F * F, 8), gb[512] = {0};
+    pr_vsn_grads g = {gw, gb};
+    for (size_t r = 0; r < (size_t)a->batch * a->t; r++) {
+        row_to_d(HP(a->x) + r * F, x, F);
+        row_to_d(HP(a->dy) + r * F, dy, F);
+        memset(dx, 0, sizeof dx);
+        pr_vsn_backward(&p, x, dy, dx, &g);
+        if (a->dx)
+            store(HP(a->dx) + r * F, dx, F, a->dx_accumulate);
+    }
+    store(HP(a->dw), gw, (size_t)F * F, a->grad_accumulate);
+    store(HP(a->dbias), gb, F, a->grad_accumulate);
+    free(w), free(bias), free(gw);
+    return FOXJIT_OK;
+}
+
 static foxjit_status e_attn_forward(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
                                     CUstream s)
 {
@@ -653,6 +688,9 @@ static int setup(void **state)
     api.heads_seq_workspace_size = e_heads_seq_ws;
     api.heads_seq_forward = e_heads_seq_forward;
     api.heads_seq_backward = e_heads_seq_backward;
+    api.vsn_seq_prepare = e_prep1;
+    api.vsn_seq_workspace_size = e_vsn_seq_ws;
+    api.vsn_seq_backward = e_vsn_seq_backward;
     api.column_sum_prepare = e_prep_colsum;
     api.struct_size = sizeof api;
     api.status_string = e_status_string;

@@ -59,11 +59,12 @@ const char *ft_path_name(ft_path p)
     return p == FT_PATH_PER_STEP ? "per-step" : "sequence";
 }
 
-/* Tensors that keep per-batch scratch and a reducer on the sequence path:
- * VSN and attention pooling have no whole-sequence form. */
+/* The tensor that keeps per-batch scratch and a reducer on the sequence
+ * path: attention pooling has no whole-sequence form (its backward is one
+ * cheap call already; its [B, D] scratch is small). */
 static int seq_scratch(int which)
 {
-    return which == FT_VSN_W || which == FT_VSN_BIAS || which == FT_ATTN_Q;
+    return which == FT_ATTN_Q;
 }
 
 static int has_scratch(const ft_model *m, int which)
@@ -136,6 +137,7 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     m->step = take(&c, 1);
     m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
     m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
+    m->vsn_work = take(&c, (m->vsn_work_bytes + 3) / 4);
     return c.used;
 }
 
@@ -154,7 +156,9 @@ static int workspace_sizes(ft_model *m)
         lib(m, a->heads_seq_workspace_size(m->rt, d->batch, 1, d->d, d->e, d->h, &pooled),
             "heads_seq_workspace_size (pooled)") ||
         lib(m, a->cfc_seq_workspace_size(m->rt, d->batch, d->k, d->f, d->d, &m->cfc_work_bytes),
-            "cfc_seq_workspace_size"))
+            "cfc_seq_workspace_size") ||
+        lib(m, a->vsn_seq_workspace_size(m->rt, d->batch, d->k, d->f, &m->vsn_work_bytes),
+            "vsn_seq_workspace_size"))
         return -1;
     m->heads_work_bytes = bars > pooled ? bars : pooled;
     return 0;
@@ -205,6 +209,7 @@ foxjit_status ft_model_prepare(ft_model *m)
     const int seq = m->path == FT_PATH_SEQUENCE;
     foxjit_status st;
     if ((st = lib(m, a->vsn_prepare(m->rt, d->f), "vsn_prepare")) ||
+        (seq && (st = lib(m, a->vsn_seq_prepare(m->rt, d->f), "vsn_seq_prepare"))) ||
         (st = lib(m, seq ? a->cfc_seq_prepare(m->rt, d->f, d->d)
                          : a->cfc_prepare(m->rt, d->f, d->d), "cfc_prepare")) ||
         (st = lib(m, seq ? a->heads_seq_prepare(m->rt, d->d, d->e, d->h)
@@ -429,9 +434,11 @@ static foxjit_status backward_sequence(ft_model *m, CUstream s)
                                .q = m->param[FT_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
                                .dhs = m->dhs, .dhs_accumulate = 0, .dq = m->scratch[FT_ATTN_Q]};
     foxjit_cfc_seq_args c = cfc_seq_args(m);
-    foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
-                         .bias = m->param[FT_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
-                         .dw = m->scratch[FT_VSN_W], .dbias = m->scratch[FT_VSN_BIAS]};
+    foxjit_vsn_seq_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
+                             .bias = m->param[FT_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
+                             .dw = m->grad[FT_VSN_W], .dbias = m->grad[FT_VSN_BIAS],
+                             .grad_accumulate = 0, .work = m->vsn_work,
+                             .work_bytes = m->vsn_work_bytes};
     /* dpooled and the heads gradients (=); then dhs: the pooling's share
      * (=), every bar's heads (+=); then the recurrence consumes dhs. */
     if ((st = lib(m, a->heads_seq_backward(m->rt, &pooled, s), "heads_seq_backward (pooled)")) ||
@@ -439,7 +446,7 @@ static foxjit_status backward_sequence(ft_model *m, CUstream s)
         (st = lib(m, a->heads_seq_backward(m->rt, &bars, s), "heads_seq_backward")) ||
         (st = lib(m, a->cfc_seq_backward(m->rt, &c, s), "cfc_seq_backward")))
         return st;
-    return lib(m, a->vsn_backward(m->rt, &v, s), "vsn_backward");
+    return lib(m, a->vsn_seq_backward(m->rt, &v, s), "vsn_seq_backward");
 }
 
 foxjit_status ft_model_backward(ft_model *m, CUstream s)
@@ -528,9 +535,9 @@ int ft_model_launches_per_step(const ft_dims *d, ft_path path)
     if (path == FT_PATH_SEQUENCE)
         /* memset; forward vsn + cfc_seq + heads_seq (bars) + pool +
          * heads_seq (pooled); 2 bce; backward heads_seq (pooled) + pool +
-         * heads_seq (bars) + cfc_seq + vsn; 3 reducers; increment + 2
+         * heads_seq (bars) + cfc_seq + vsn_seq; 1 reducer; increment + 2
          * adamw. */
-        return 1 + 5 + 2 + 5 + 3 + 3;
+        return 1 + 5 + 2 + 5 + 1 + 3;
     /* memset; forward vsn + K cfc + heads (all bars) + pool + heads; 2 bce;
      * backward heads + pool + heads (all bars: two kernels with the
      * workspace, K > 1) + K cfc + vsn; 17 reducers; increment + 2 adamw. */

@@ -20,7 +20,7 @@
  * That is the per-step path (FT_PATH_PER_STEP, `fox-train --per-step`). The
  * default, FT_PATH_SEQUENCE, runs the same model with the whole-sequence ops:
  *
- *   zero     one memset of the VSN and attention scratch
+ *   zero     one memset of the attention scratch
  *   forward  vsn_forward; cfc_seq_forward (all K bars, one call);
  *            heads_seq_forward over the K bars; attn_pool_forward;
  *            heads_seq_forward(pooled)
@@ -28,8 +28,9 @@
  *   backward heads_seq_backward(pooled) -> dpooled, heads gradients (=);
  *            attn_pool_backward -> dhs (overwrite); heads_seq_backward over
  *            the K bars (dx added into dhs, heads gradients +=);
- *            cfc_seq_backward (dy written, CfC gradients =); vsn_backward
- *   reduce   reduce_axis0 of the VSN and attention scratch (3 tensors)
+ *            cfc_seq_backward (dy written, CfC gradients =);
+ *            vsn_seq_backward (VSN gradients =)
+ *   reduce   reduce_axis0 of the attention scratch (1 tensor)
  *   update   as above
  *
  * AdamW runs once per weight-decay group (2 calls): the tensors of a group
@@ -104,6 +105,8 @@ struct ft_model {
     size_t heads_work_bytes;
     CUdeviceptr cfc_work;      /* the sequence path's CfC backward workspace */
     size_t cfc_work_bytes;
+    CUdeviceptr vsn_work;      /* the sequence path's VSN backward workspace */
+    size_t vsn_work_bytes;
     /* AdamW groups: [0] decayed tensors, [1] the others; each a span of
      * adamw_floats[g] floats from param[adamw_first[g]] (and the same
      * offsets in grad, m, v). */

@@ -9,7 +9,7 @@
 
 /* The last table entry this program calls: an older library without it
  * cannot train. */
-#define NEEDED_SIZE (offsetof(foxjit_api, heads_seq_prepare) + sizeof(void *))
+#define NEEDED_SIZE (offsetof(foxjit_api, vsn_seq_prepare) + sizeof(void *))
 
 #define FT_STR2(x) #x
 #define FT_STR(x) FT_STR2(x)

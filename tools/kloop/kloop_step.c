@@ -83,6 +83,7 @@ static size_t layout(const kloop_dims *d, kloop_model *m, CUdeviceptr base)
     m->dpooled = take(&c, B * D);
     m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
     m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
+    m->vsn_work = take(&c, (m->vsn_work_bytes + 3) / 4);
     return c.used;
 }
 
@@ -98,7 +99,8 @@ static int workspace_sizes(foxjit_runtime *rt, const kloop_dims *d, kloop_model 
     size_t bars = 0, pooled = 0;
     if (foxjit_heads_seq_workspace_size(rt, d->batch, d->k, d->d, d->e, d->h, &bars) ||
         foxjit_heads_seq_workspace_size(rt, d->batch, 1, d->d, d->e, d->h, &pooled) ||
-        foxjit_cfc_seq_workspace_size(rt, d->batch, d->k, d->f, d->d, &m->cfc_work_bytes)) {
+        foxjit_cfc_seq_workspace_size(rt, d->batch, d->k, d->f, d->d, &m->cfc_work_bytes) ||
+        foxjit_vsn_seq_workspace_size(rt, d->batch, d->k, d->f, &m->vsn_work_bytes)) {
         fprintf(stderr, "kloop: workspace size: %s\n", foxjit_last_error());
         return -1;
     }
@@ -139,11 +141,11 @@ void kloop_free(kloop_model *m)
 }
 
 /* Tensors whose gradient goes through per-batch scratch and a reducer:
- * all in the new form; in the sequence form only VSN and pooling (the last
- * three tensors, so their scratch is one contiguous span). */
+ * all in the new form; in the sequence form only the attention query (the
+ * last tensor, so its scratch ends the scratch span). */
 static int has_scratch(kloop_form form, int which)
 {
-    return form == KLOOP_NEW || (form == KLOOP_SEQ && which >= KL_VSN_W);
+    return form == KLOOP_NEW || (form == KLOOP_SEQ && which == KL_ATTN_Q);
 }
 
 foxjit_status kloop_prepare(foxjit_runtime *rt, const kloop_dims *d, kloop_form form)
@@ -153,7 +155,8 @@ foxjit_status kloop_prepare(foxjit_runtime *rt, const kloop_dims *d, kloop_form 
         return st;
     if (form == KLOOP_SEQ) {
         if ((st = foxjit_cfc_seq_prepare(rt, d->f, d->d)) ||
-            (st = foxjit_heads_seq_prepare(rt, d->d, d->e, d->h)))
+            (st = foxjit_heads_seq_prepare(rt, d->d, d->e, d->h)) ||
+            (st = foxjit_vsn_seq_prepare(rt, d->f)))
             return st;
     } else if ((st = foxjit_cfc_prepare(rt, d->f, d->d)) ||
                (st = foxjit_heads_prepare(rt, d->d, d->e, d->h))) {
@@ -176,7 +179,7 @@ foxjit_status kloop_zero(const kloop_model *m, kloop_form form, CUstream stream)
 static foxjit_status zero(const kloop_model *m, kloop_form form, CUstream stream)
 {
     CUdeviceptr p = form == KLOOP_NEW ? m->scratch_base
-                    : form == KLOOP_SEQ ? m->scratch[KL_VSN_W] : m->grad_base;
+                    : form == KLOOP_SEQ ? m->scratch[KL_ATTN_Q] : m->grad_base;
     size_t n = form == KLOOP_NEW ? m->scratch_floats
                : form == KLOOP_SEQ ? m->scratch_floats - (size_t)(p - m->scratch_base) / 4
                                    : m->grad_floats;
@@ -313,14 +316,21 @@ static foxjit_cfc_seq_args cfc_seq(const kloop_model *m)
         .work = m->cfc_work, .work_bytes = m->cfc_work_bytes};
 }
 
-/* The sequence form's calls (zero, VSN, pooling and reducers as the new
- * form's). */
+/* The sequence form's calls (zero, the VSN forward, pooling and the
+ * reducer as the new form's). */
 static foxjit_status run_seq_op(foxjit_runtime *rt, const kloop_model *m, kloop_op op,
                                 int index, CUstream stream)
 {
+    const kloop_dims *d = &m->dims;
     foxjit_cfc_seq_args c = cfc_seq(m);
     foxjit_heads_seq_args h = heads_seq(m, index);
+    foxjit_vsn_seq_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[KL_VSN_W],
+                             .bias = m->param[KL_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
+                             .dw = m->grad[KL_VSN_W], .dbias = m->grad[KL_VSN_BIAS],
+                             .grad_accumulate = 0, .work = m->vsn_work,
+                             .work_bytes = m->vsn_work_bytes};
     switch (op) {
+    case KLOOP_OP_VSN_BWD: return foxjit_vsn_seq_backward(rt, &v, stream);
     case KLOOP_OP_CFC_FWD: return foxjit_cfc_seq_forward(rt, &c, stream);
     case KLOOP_OP_CFC_BWD: return foxjit_cfc_seq_backward(rt, &c, stream);
     case KLOOP_OP_HEADS_FWD: return foxjit_heads_seq_forward(rt, &h, stream);
@@ -346,7 +356,7 @@ int kloop_op_calls(const kloop_dims *d, kloop_form form, kloop_op op)
     case KLOOP_OP_HEADS_FWD: return 2;
     case KLOOP_OP_HEADS_BWD: return form == KLOOP_LEGACY ? d->k + 1 : 2;
     case KLOOP_OP_REDUCE:
-        return form == KLOOP_NEW ? KL_PARAM_COUNT : form == KLOOP_SEQ ? KL_PARAM_COUNT - KL_VSN_W : 0;
+        return form == KLOOP_NEW ? KL_PARAM_COUNT : form == KLOOP_SEQ ? 1 : 0;
     case KLOOP_OP_COUNT: return 0;
     default: return 1;
     }
@@ -373,7 +383,7 @@ foxjit_status kloop_run_op(foxjit_runtime *rt, const kloop_model *m, kloop_form 
     case KLOOP_OP_ZERO:
         return zero(m, form, stream);
     case KLOOP_OP_CFC_FWD: case KLOOP_OP_CFC_BWD: case KLOOP_OP_HEADS_FWD:
-    case KLOOP_OP_HEADS_BWD:
+    case KLOOP_OP_HEADS_BWD: case KLOOP_OP_VSN_BWD:
         if (form == KLOOP_SEQ)
             return run_seq_op(rt, m, op, index, stream);
         break;
@@ -409,7 +419,7 @@ foxjit_status kloop_run_op(foxjit_runtime *rt, const kloop_model *m, kloop_form 
         if (legacy)
             return FOXJIT_OK;
         if (form == KLOOP_SEQ)
-            index += KL_VSN_W;  /* the sequence form's reducers: VSN and pooling */
+            index = KL_ATTN_Q;  /* the sequence form's one reducer */
         return foxjit_reduce_axis0(rt, m->scratch[index], d->batch,
                                    (int64_t)kloop_param_size(d, index), m->grad[index],
                                    stream);
@@ -496,7 +506,8 @@ int kloop_kernels_per_step(const kloop_dims *d, kloop_form form)
     /* A sequence call may launch several kernels (heads: two calls each way). */
     if (form == KLOOP_SEQ)
         n += fj_cfc_seq_kernels(0) - 1 + fj_cfc_seq_kernels(1) - 1 +
-             2 * (fj_heads_seq_kernels(0) - 1 + fj_heads_seq_kernels(1) - 1);
+             2 * (fj_heads_seq_kernels(0) - 1 + fj_heads_seq_kernels(1) - 1) +
+             fj_vsn_seq_kernels() - 1;
     return n;
 }
 

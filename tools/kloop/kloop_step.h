@@ -35,9 +35,9 @@ typedef struct kloop_dims {
 typedef enum kloop_form {
     KLOOP_NEW = 0,     /* per-step block-per-batch kernels, per-batch scratch, 17 reducers */
     KLOOP_LEGACY = 1,  /* single-block backwards writing the gradients directly */
-    KLOOP_SEQ = 2,     /* the whole-sequence ops (CfC and heads over all K steps at
-                          once, gradients straight into grad); VSN and pooling as in
-                          KLOOP_NEW, with their 3 reducers */
+    KLOOP_SEQ = 2,     /* the whole-sequence ops (CfC, heads and the VSN backward over
+                          all K steps at once, gradients straight into grad); the
+                          VSN forward and pooling as in KLOOP_NEW, one reducer (dq) */
     KLOOP_FORM_COUNT
 } kloop_form;
 
@@ -59,6 +59,8 @@ typedef struct kloop_model {
     size_t heads_work_bytes;              /* (KLOOP_NEW and KLOOP_SEQ: the larger) */
     CUdeviceptr cfc_work;                 /* KLOOP_SEQ: the CfC backward's workspace */
     size_t cfc_work_bytes;
+    CUdeviceptr vsn_work;                 /* KLOOP_SEQ: the VSN backward's workspace */
+    size_t vsn_work_bytes;
     CUdeviceptr base;                     /* the one allocation */
     size_t bytes;
     CUdeviceptr scratch_base, grad_base;  /* contiguous: one memset clears each */
@@ -82,7 +84,7 @@ foxjit_status kloop_prepare(foxjit_runtime *rt, const kloop_dims *d, kloop_form 
  * (legacy form). forward: VSN, the K CfC + heads steps (or the sequence
  * calls), pooling, heads on the pooled state; writes z. backward: from dz
  * back to the parameter gradients. reduce: the 17 reducers (new form), the
- * 3 of VSN and pooling (sequence form), none (legacy form). The forward is
+ * attention query's (sequence form), none (legacy form). The forward is
  * the same for the new and legacy forms. */
 foxjit_status kloop_zero(const kloop_model *m, kloop_form form, CUstream stream);
 foxjit_status kloop_forward(foxjit_runtime *rt, const kloop_model *m, kloop_form form,
@@ -117,8 +119,8 @@ typedef enum kloop_op {
     KLOOP_OP_ATTN_BWD,
     KLOOP_OP_CFC_BWD,    /* index: step t (sequence form: the whole sequence) */
     KLOOP_OP_VSN_BWD,
-    KLOOP_OP_REDUCE,     /* index: parameter tensor (new form; sequence form: VSN and
-                            pooling tensors only) */
+    KLOOP_OP_REDUCE,     /* index: parameter tensor (new form; the sequence form has
+                            one reducer, the attention query's, at any index) */
     KLOOP_OP_COUNT
 } kloop_op;
 
