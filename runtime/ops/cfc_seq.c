@@ -120,28 +120,6 @@ static foxjit_status check_dims(const char *op, int batch, int k, int n_in, int 
     return FOXJIT_OK;
 }
 
-typedef struct named_ptr {
-    const char *name;
-    CUdeviceptr p;
-} named_ptr;
-
-/* Every output differs from every input and from the other outputs (the
- * kernels read inputs while other blocks write outputs). */
-static foxjit_status check_distinct(const char *op, const named_ptr *out, int n_out,
-                                    const named_ptr *in, int n_in)
-{
-    foxjit_status st;
-    for (int o = 0; o < n_out; o++) {
-        for (int i = 0; i < n_in; i++)
-            if ((st = fj_perc_distinct(op, out[o].name, out[o].p, in[i].name, in[i].p)))
-                return st;
-        for (int o2 = 0; o2 < o; o2++)
-            if ((st = fj_perc_distinct(op, out[o].name, out[o].p, out[o2].name, out[o2].p)))
-                return st;
-    }
-    return FOXJIT_OK;
-}
-
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_cfc_seq_args *a,
                           CUstream stream, const fj_loaded **k)
 {
@@ -197,11 +175,11 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_forward(foxjit_runtime *rt, const foxjit
         (st = fj_perc_optional_ptr(op, "h_init", a->h_init)) ||
         (st = fj_check_ptr(op, "h", a->h)) || (st = fj_check_ptr(op, "u", a->u)))
         return st;
-    const named_ptr out[] = {{"h", a->h}, {"u", a->u}};
-    const named_ptr in[] = {{"w_in", a->w_in}, {"w_rec", a->w_rec}, {"bias", a->bias},
+    const fj_perc_named out[] = {{"h", a->h}, {"u", a->u}};
+    const fj_perc_named in[] = {{"w_in", a->w_in}, {"w_rec", a->w_rec}, {"bias", a->bias},
                             {"tau", a->tau},   {"x", a->x},         {"dt", a->dt},
                             {"h_init", a->h_init}};
-    if ((st = check_distinct(op, out, 2, in, 7)) || (st = load(rt, op, a, stream, &kn)))
+    if ((st = fj_perc_distinct_all(op, out, 2, in, 7)) || (st = load(rt, op, a, stream, &kn)))
         return st;
     seq_shape sh = shape_of(a->n_hid);
     CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, bias = a->bias, tau = a->tau, x = a->x,
@@ -231,14 +209,14 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_backward(foxjit_runtime *rt,
         (st = fj_check_ptr(op, "dw_rec", a->dw_rec)) ||
         (st = fj_check_ptr(op, "dbias", a->dbias)) || (st = fj_check_ptr(op, "dtau", a->dtau)))
         return st;
-    const named_ptr out[] = {{"dx", a->dx},         {"dh_init", a->dh_init},
+    const fj_perc_named out[] = {{"dx", a->dx},         {"dh_init", a->dh_init},
                              {"dw_in", a->dw_in},   {"dw_rec", a->dw_rec},
                              {"dbias", a->dbias},   {"dtau", a->dtau},
                              {"work", a->work}};
-    const named_ptr in[] = {{"w_in", a->w_in}, {"w_rec", a->w_rec}, {"tau", a->tau},
+    const fj_perc_named in[] = {{"w_in", a->w_in}, {"w_rec", a->w_rec}, {"tau", a->tau},
                             {"x", a->x},       {"dt", a->dt},       {"h_init", a->h_init},
                             {"h", a->h},       {"u", a->u},         {"dh", a->dh}};
-    if ((st = check_distinct(op, out, 7, in, 9)))
+    if ((st = fj_perc_distinct_all(op, out, 7, in, 9)))
         return st;
     seq_layout l = layout_of(a->batch, a->k, a->n_in, a->n_hid);
     if (!a->work)

@@ -212,28 +212,6 @@ static foxjit_status check_common(const char *op, const foxjit_heads_seq_args *a
     return FOXJIT_OK;
 }
 
-/* An output must not be any input or another output (equal base pointers:
- * blocks read inputs while others write outputs). */
-typedef struct named {
-    const char *name;
-    CUdeviceptr p;
-} named;
-
-static foxjit_status check_distinct(const char *op, const named *outs, int n_outs,
-                                    const named *ins, int n_ins)
-{
-    foxjit_status st;
-    for (int i = 0; i < n_outs; i++) {
-        for (int j = 0; j < n_ins; j++)
-            if ((st = fj_perc_distinct(op, outs[i].name, outs[i].p, ins[j].name, ins[j].p)))
-                return st;
-        for (int j = 0; j < i; j++)
-            if ((st = fj_perc_distinct(op, outs[i].name, outs[i].p, outs[j].name, outs[j].p)))
-                return st;
-    }
-    return FOXJIT_OK;
-}
-
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
                           CUstream stream, const fj_loaded **k)
 {
@@ -261,11 +239,11 @@ FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
                       a->h, 1, &ls, &lss)))
         return st;
     ptrs10 p = params_of(a);
-    named ins[11] = {{"x", a->x}};
+    fj_perc_named ins[11] = {{"x", a->x}};
     for (int i = 0; i < 10; i++)
-        ins[i + 1] = (named){param_names[i], p.p[i]};
-    named outs[1] = {{"logits", a->logits}};
-    if ((st = check_distinct(op, outs, 1, ins, 11)) || (st = load(rt, op, a, stream, &k)))
+        ins[i + 1] = (fj_perc_named){param_names[i], p.p[i]};
+    fj_perc_named outs[1] = {{"logits", a->logits}};
+    if ((st = fj_perc_distinct_all(op, outs, 1, ins, 11)) || (st = load(rt, op, a, stream, &k)))
         return st;
     plan pl = plan_of(a->batch, a->steps, a->d, a->e, a->h);
     CUdeviceptr x = a->x, logits = a->logits;
@@ -313,16 +291,16 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
         return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: work_bytes is %zu; %d x %d rows "
                        "need %zu (foxjit_heads_seq_workspace_size)", op, a->work_bytes,
                        a->batch, a->steps, pl.bytes);
-    named ins[12] = {{"x", a->x}, {"dlogits", a->dlogits}};
+    fj_perc_named ins[12] = {{"x", a->x}, {"dlogits", a->dlogits}};
     for (int i = 0; i < 10; i++)
-        ins[i + 2] = (named){param_names[i], p.p[i]};
-    named outs[12] = {{"work", a->work}};
+        ins[i + 2] = (fj_perc_named){param_names[i], p.p[i]};
+    fj_perc_named outs[12] = {{"work", a->work}};
     int n_outs = 1;
     for (int i = 0; i < 10; i++)
-        outs[n_outs++] = (named){grad_names[i], g.p[i]};
+        outs[n_outs++] = (fj_perc_named){grad_names[i], g.p[i]};
     if (a->dx)
-        outs[n_outs++] = (named){"dx", a->dx};
-    if ((st = check_distinct(op, outs, n_outs, ins, 12)) || (st = load(rt, op, a, stream, &k)))
+        outs[n_outs++] = (fj_perc_named){"dx", a->dx};
+    if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 12)) || (st = load(rt, op, a, stream, &k)))
         return st;
 
     work_ptrs w = {a->work + pl.off_da, a->work + pl.off_dc, a->work + pl.off_eta,

@@ -76,6 +76,21 @@ foxjit_status fj_perc_distinct(const char *op, const char *out_name, CUdeviceptr
     return FOXJIT_OK;
 }
 
+foxjit_status fj_perc_distinct_all(const char *op, const fj_perc_named *outs, int n_outs,
+                                   const fj_perc_named *ins, int n_ins)
+{
+    foxjit_status st;
+    for (int o = 0; o < n_outs; o++) {
+        for (int i = 0; i < n_ins; i++)
+            if ((st = fj_perc_distinct(op, outs[o].name, outs[o].p, ins[i].name, ins[i].p)))
+                return st;
+        for (int o2 = 0; o2 < o; o2++)
+            if ((st = fj_perc_distinct(op, outs[o].name, outs[o].p, outs[o2].name, outs[o2].p)))
+                return st;
+    }
+    return FOXJIT_OK;
+}
+
 int fj_perc_dim_why(const char *name, int v, int max, char *why, size_t why_len)
 {
     if (v >= 1 && v <= max)

@@ -82,6 +82,16 @@ foxjit_status fj_perc_optional_ptr(const char *op, const char *name, CUdeviceptr
  * input row while others write the output: in place would race). */
 foxjit_status fj_perc_distinct(const char *op, const char *out_name, CUdeviceptr out,
                                const char *in_name, CUdeviceptr in);
+/* A named device pointer, for fj_perc_distinct_all. */
+typedef struct fj_perc_named {
+    const char *name;
+    CUdeviceptr p;
+} fj_perc_named;
+/* Every output differs from every input and from the other outputs (the
+ * kernels read inputs while other blocks write outputs; 0 pointers are
+ * "not given" and never collide). */
+foxjit_status fj_perc_distinct_all(const char *op, const fj_perc_named *outs, int n_outs,
+                                   const fj_perc_named *ins, int n_ins);
 /* Fills why with "<name> = v is outside [1, max]" and returns -1 when v is
  * out of range (for the variant functions), else 0. */
 int fj_perc_dim_why(const char *name, int v, int max, char *why, size_t why_len);

@@ -124,29 +124,6 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_workspace_size(foxjit_runtime *rt, int b
     return FOXJIT_OK;
 }
 
-typedef struct named {
-    const char *name;
-    CUdeviceptr p;
-} named;
-
-/* Every output differs from every input and from the other outputs (blocks
- * read inputs while others write outputs; dl and the partials live in the
- * workspace). */
-static foxjit_status check_distinct(const char *op, const named *outs, int n_outs,
-                                    const named *ins, int n_ins)
-{
-    foxjit_status st;
-    for (int i = 0; i < n_outs; i++) {
-        for (int j = 0; j < n_ins; j++)
-            if ((st = fj_perc_distinct(op, outs[i].name, outs[i].p, ins[j].name, ins[j].p)))
-                return st;
-        for (int j = 0; j < i; j++)
-            if ((st = fj_perc_distinct(op, outs[i].name, outs[i].p, outs[j].name, outs[j].p)))
-                return st;
-    }
-    return FOXJIT_OK;
-}
-
 static foxjit_status load(foxjit_runtime *rt, const char *op, int f, CUstream stream,
                           const fj_loaded **k)
 {
@@ -173,9 +150,9 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_backward(foxjit_runtime *rt,
         (st = fj_perc_optional_ptr(op, "dx", a->dx)) || (st = fj_check_ptr(op, "dw", a->dw)) ||
         (st = fj_check_ptr(op, "dbias", a->dbias)))
         return st;
-    const named outs[] = {{"dx", a->dx}, {"dw", a->dw}, {"dbias", a->dbias}, {"work", a->work}};
-    const named ins[] = {{"w", a->w}, {"bias", a->bias}, {"x", a->x}, {"dy", a->dy}};
-    if ((st = check_distinct(op, outs, 4, ins, 4)))
+    const fj_perc_named outs[] = {{"dx", a->dx}, {"dw", a->dw}, {"dbias", a->dbias}, {"work", a->work}};
+    const fj_perc_named ins[] = {{"w", a->w}, {"bias", a->bias}, {"x", a->x}, {"dy", a->dy}};
+    if ((st = fj_perc_distinct_all(op, outs, 4, ins, 4)))
         return st;
     const plan pl = plan_of(a->batch, a->t, a->f);
     if (!a->work)

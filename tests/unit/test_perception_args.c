@@ -198,6 +198,23 @@ static void test_vsn_and_attn_args(void **state)
            FOXJIT_ERROR_UNSUPPORTED, "h = 9");
 }
 
+/* The sequence ops' aliasing rule: an output equal to an input or to
+ * another output is refused, naming both; 0 pointers ("not given") never
+ * collide. */
+static void test_distinct_all(void **state)
+{
+    (void)state;
+    const fj_perc_named ins[] = {{"x", 0x1000}, {"w", 0x2000}, {"h_init", 0}};
+    const fj_perc_named ok[] = {{"y", 0x3000}, {"dx", 0}, {"dh", 0}};
+    expect(fj_perc_distinct_all("op", ok, 3, ins, 3), FOXJIT_OK, NULL);
+    const fj_perc_named on_input[] = {{"y", 0x3000}, {"dx", 0x2000}};
+    expect(fj_perc_distinct_all("op", on_input, 2, ins, 3), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dx and w are the same buffer");
+    const fj_perc_named twice[] = {{"y", 0x3000}, {"dx", 0x3000}};
+    expect(fj_perc_distinct_all("op", twice, 2, ins, 3), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dx and y are the same buffer");
+}
+
 static void test_limits_and_table(void **state)
 {
     (void)state;
@@ -290,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_cfc_args),         cmocka_unit_test(test_heads_args),
         cmocka_unit_test(test_vsn_and_attn_args), cmocka_unit_test(test_limits_and_table),
         cmocka_unit_test(test_launch_shapes),    cmocka_unit_test(test_manifest_lines),
+        cmocka_unit_test(test_distinct_all),
     };
     return cmocka_run_group_tests_name("unit/perception_args", tests, NULL, NULL);
 }
