@@ -5,7 +5,8 @@
 // tensor starts b * stride + s * step_stride floats after its base.
 //
 // heads_seq_forward  grid (ceil(R / TM), H): one block per tile of TM rows
-//   and head h. A = X W1[h]^T + b1 (a register-tiled SIMT product, X and W1
+//   and head h. A = X W1[h]^T + b1 (a block product on tensor cores in
+//   3xTF32 form where the tile allows, else register-tiled FMA; X and W1
 //   staged through shared memory in chunks of BK1), ETA = ELU(A) kept in
 //   shared memory (transposed, as the next product's left operand),
 //   C = ETA W2[h]^T + b2, then a warp per row for the gate and main dots and
@@ -28,8 +29,8 @@
 //     W1 [H*E, D] + sum_h dl_h w_skip[h].
 //
 // Determinism: every output element is one thread's fixed-order sum. An
-// element of a product is a sequential FMA chain over the reduction index
-// (k = 0, 1, ...), so a row's logits, dx and workspace terms have the same
+// element of a product is a fixed chain over the reduction index (FMAs over
+// k = 0, 1, ..., or MMAs over k = 0, 8, 16, ...), so a row's logits, dx and workspace terms have the same
 // bits whatever the batch and whichever tile the row lands in. Gradient
 // sums run over the rows in an order fixed by R (tiles of TM rows, chunks of
 // CH rows, then tile / chunk order). No float atomics.
@@ -112,7 +113,8 @@ FJ_DEVICE float hs_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 // memory wavefront) and those of A at most 4 distinct vectors. When the rows
 // outnumber the tile (NPo <= 8) the extra threads idle.
 template <int TMo, int NPo>
-struct hs_tile {
+struct hs_simt_tile {
+    static constexpr int TMO = TMo, NPO = NPo;
     static constexpr int CT = NPo / 4, RT = NT / CT, RM = fj_cmax(1, TMo / RT);
     static constexpr int WC = CT >= 8 ? 8 : CT;  // column groups a warp spans
     static constexpr int WR = 32 / WC;           // row groups a warp spans
@@ -124,7 +126,7 @@ struct hs_tile {
     bool active;
     float acc[RM][4];
 
-    FJ_DEVICE hs_tile()
+    FJ_DEVICE hs_simt_tile()
     {
         const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
         r0 = ((warp / WN) * WR + lane / WC) * RM;
@@ -196,6 +198,168 @@ struct hs_tile {
     }
 };
 
+// ---- the same block product on tensor cores, in 3xTF32 form ----------------------
+// A float32 operand v splits exactly into big = v rounded to TF32 (10
+// mantissa bits) and small = v - big; the product a b is then
+// a_big b_big + a_big b_small + a_small b_big, dropping a_small b_small
+// (below 2^-21 of |a b|), with the three MMAs accumulating in float32. The
+// small terms go first, so they are not lost against the large one. The
+// error against float64 is then that of a float32 FMA chain (checked by the
+// gpu suite's float64 references with the same tolerances), at about three
+// times the FMA rate on sm_90. small is passed unrounded: the MMA reads the
+// TF32 bits of it, and what it drops is 2^-11 of small, 2^-22 of v.
+//
+// Layout: a warp computes a 32 x 16 piece of the tile with 2 x 2 MMAs of
+// m16n8k8. Rows and columns of the MMA fragments are permuted so that each
+// thread ends with 4 consecutive rows x 4 consecutive columns, the layout
+// of hs_simt_tile (the epilogues are shared): fragment row q of m-tile mi is
+// tile row 4 (q % 8) + 2 mi + q / 8, and fragment column q of n-tile ni is
+// tile column 2 q + ni. A thread then reads its A fragments as one float4
+// per k (its 4 rows, k-major) and its B fragments as one float2 per k. With
+// row strides of 8 mod 32 floats, those reads hit distinct banks.
+//
+// Each output is a fixed sequence of MMAs over k = 0, 8, 16, ..., and an
+// MMA's result for a row depends on that row alone, so a row's outputs keep
+// their bits wherever it lands in a tile and whatever the batch.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HS_HAVE_TC 1
+#else
+#define HS_HAVE_TC 0
+#endif
+
+// Tensor cores for a TMo x NPo tile when the warps' 32 x 16 pieces cover it.
+constexpr bool hs_use_tc(int tmo, int npo)
+{
+    return HS_HAVE_TC && tmo % 32 == 0 && npo % 16 == 0 && (tmo / 32) * (npo / 16) <= NT / 32;
+}
+
+FJ_DEVICE unsigned hs_tf32(float v)
+{
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+
+FJ_DEVICE void hs_mma_tf32(float &d0, float &d1, float &d2, float &d3, const unsigned (&a)[4],
+                           unsigned b0, unsigned b1)
+{
+#if HS_HAVE_TC
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+template <int TMo, int NPo>
+struct hs_tc_tile {
+    static constexpr int TMO = TMo, NPO = NPo, RM = 4;
+    static constexpr int WN = NPo / 16, WARPS = (TMo / 32) * WN;
+    static_assert(hs_use_tc(TMo, NPo), "the warps' 32 x 16 pieces cover the tile");
+    int r0, n0;
+    bool active;
+    float acc[RM][4];
+
+    FJ_DEVICE hs_tc_tile()
+    {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        r0 = (warp / WN) * 32 + (lane / 4) * 4;
+        n0 = (warp % WN) * 16 + (lane % 4) * 4;
+        active = warp < WARPS;
+        zero();
+    }
+    FJ_DEVICE void store_t(float *s, int ld, const float (&v)[RM][4]) const
+    {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            *reinterpret_cast<float4 *>(s + (n0 + j) * ld + r0) =
+                make_float4(v[0][j], v[1][j], v[2][j], v[3][j]);
+    }
+    FJ_DEVICE void zero()
+    {
+#pragma unroll
+        for (int i = 0; i < RM; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                acc[i][j] = 0.0f;
+    }
+    // k .. k + 7 of the product (a: [k][row], b: [k][column], k-major).
+    FJ_DEVICE void step8(const float *a, int lda, const float *b, int ldb, int k)
+    {
+        const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+        const int wr = (threadIdx.x / 32 / WN) * 32, wc = (threadIdx.x / 32 % WN) * 16;
+        const float4 alo = *reinterpret_cast<const float4 *>(a + (k + q) * lda + wr + 4 * g);
+        const float4 ahi = *reinterpret_cast<const float4 *>(a + (k + q + 4) * lda + wr + 4 * g);
+        const float2 blo = *reinterpret_cast<const float2 *>(b + (k + q) * ldb + wc + 2 * g);
+        const float2 bhi = *reinterpret_cast<const float2 *>(b + (k + q + 4) * ldb + wc + 2 * g);
+        // Fragments of m-tile mi: rows 4g + 2mi (a0, a2) and 4g + 2mi + 1
+        // (a1, a3); k = q (a0, a1) and q + 4 (a2, a3).
+        const float av[2][4] = {{alo.x, alo.y, ahi.x, ahi.y}, {alo.z, alo.w, ahi.z, ahi.w}};
+        const float bv[2][2] = {{blo.x, bhi.x}, {blo.y, bhi.y}};  // [ni][k = q, q + 4]
+        unsigned bbig[2][2], bsmall[2][2];
+#pragma unroll
+        for (int ni = 0; ni < 2; ni++)
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                bbig[ni][i] = hs_tf32(bv[ni][i]);
+                bsmall[ni][i] = __float_as_uint(bv[ni][i] - __uint_as_float(bbig[ni][i]));
+            }
+        // Output (m-tile mi, n-tile ni): c0, c1 at row 2mi, columns ni and
+        // 2 + ni; c2, c3 at row 2mi + 1 (rows and columns of the thread's 4 x 4).
+        // One m-tile at a time: fewer live registers.
+#pragma unroll
+        for (int mi = 0; mi < 2; mi++) {
+            unsigned abig[4], asmall[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                abig[i] = hs_tf32(av[mi][i]);
+                asmall[i] = __float_as_uint(av[mi][i] - __uint_as_float(abig[i]));
+            }
+#pragma unroll
+            for (int ni = 0; ni < 2; ni++) {
+                float &c0 = acc[2 * mi][ni], &c1 = acc[2 * mi][2 + ni];
+                float &c2 = acc[2 * mi + 1][ni], &c3 = acc[2 * mi + 1][2 + ni];
+                hs_mma_tf32(c0, c1, c2, c3, asmall, bbig[ni][0], bbig[ni][1]);
+                hs_mma_tf32(c0, c1, c2, c3, abig, bsmall[ni][0], bsmall[ni][1]);
+                hs_mma_tf32(c0, c1, c2, c3, abig, bbig[ni][0], bbig[ni][1]);
+            }
+        }
+    }
+    // The first kn k's of a chunk, 8 at a time: the k's past kn up to the
+    // next multiple of 8 are zeros in both operands (the staged chunks are
+    // zero-filled past K, and the resident left operands past E).
+    template <int BK, bool kFull>
+    FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
+    {
+        static_assert(BK % 8 == 0, "chunks of whole k-steps");
+        if constexpr (kFull) {
+#pragma unroll 2
+            for (int k = 0; k < BK; k += 8)
+                step8(a, lda, b, ldb, k);
+        } else {
+#pragma unroll 1
+            for (int k = 0; k < kn; k += 8)
+                step8(a, lda, b, ldb, k);
+        }
+    }
+};
+
+template <bool kTc, typename T, typename F>
+struct hs_pick {
+    using type = T;
+};
+template <typename T, typename F>
+struct hs_pick<false, T, F> {
+    using type = F;
+};
+// The block product of a TMo x NPo tile: tensor cores where they fit.
+template <int TMo, int NPo>
+using hs_tile = typename hs_pick<hs_use_tc(TMo, NPo), hs_tc_tile<TMo, NPo>,
+                                 hs_simt_tile<TMo, NPo>>::type;
+// Shared memory row padding of the operands: 8 mod 32 floats for the
+// tensor-core reads, else 4 (the SIMT reads; less shared memory).
+constexpr int hs_pad(int tmo, int npo) { return hs_use_tc(tmo, npo) ? 8 : 4; }
+
 // One BK x W chunk of an operand on its way to shared memory s[k * ld + w]:
 // loaded into registers (get(k, w), 0 outside the operand) while the
 // previous chunk is multiplied, then stored. kAlongK (the operand is
@@ -243,13 +407,13 @@ struct hs_no_hook {
 // through sb [BK][ldb]. hook(k0) runs on every chunk once it is in shared
 // memory, by every thread. Starts with a barrier (callers' earlier writes to
 // the buffers are visible) and leaves without one.
-template <bool kStageA, int BK, bool kAAlongK, bool kBAlongK, int TMo, int NPo, typename GetA,
+template <bool kStageA, int BK, bool kAAlongK, bool kBAlongK, typename Tile, typename GetA,
           typename GetB, typename Hook>
-FJ_DEVICE void hs_gemm(hs_tile<TMo, NPo> &t, int K, GetA getA, float *sa, int lda, GetB getB,
-                       float *sb, int ldb, Hook hook)
+FJ_DEVICE void hs_gemm(Tile &t, int K, GetA getA, float *sa, int lda, GetB getB, float *sb,
+                       int ldb, Hook hook)
 {
-    hs_stage<BK, TMo, kAAlongK> a;
-    hs_stage<BK, NPo, kBAlongK> b;
+    hs_stage<BK, Tile::TMO, kAAlongK> a;
+    hs_stage<BK, Tile::NPO, kBAlongK> b;
     if constexpr (kStageA)
         a.load(getA, 0);
     b.load(getB, 0);
@@ -280,13 +444,15 @@ FJ_DEVICE void hs_gemm(hs_tile<TMo, NPo> &t, int K, GetA getA, float *sa, int ld
 
 // ---- heads_seq_forward and heads_seq_rows ----------------------------------------
 
+constexpr int PR = hs_pad(TM, NP);  // row padding of the row-tile kernels' operands
+
 struct __align__(16) hs_rows_smem {
     union {
-        float x[BK1][TM + 4];  // X chunk, k-major (+4: fewer bank conflicts, 16-byte rows)
+        float x[BK1][TM + PR];  // X chunk, k-major (padded: fewer bank conflicts, 16-byte rows)
         float c[TM][NP];       // C (written after the last read of x, barriers between)
     };
-    float w[BK1][NP + 4];  // weight chunk, k-major
-    float t[NP][TM + 4];   // ETA^T, then dC^T: the resident left operand
+    float w[BK1][NP + PR];  // weight chunk, k-major
+    float t[NP][TM + PR];   // ETA^T, then dC^T: the resident left operand
     long long rx[TM];      // offset of each row of x
     float dl[TM], dm[TM], dgp[TM], s[TM];
     float wsk[D];          // forward: w_skip[h]
@@ -393,7 +559,7 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                 pv[2 * E + k0 + kk] = v;
         }
     };
-    hs_gemm<true, BK1, true, true>(t, D, get_x, &sm.x[0][0], TM + 4, get_w1, &sm.w[0][0], NP + 4,
+    hs_gemm<true, BK1, true, true>(t, D, get_x, &sm.x[0][0], TM + PR, get_w1, &sm.w[0][0], NP + PR,
                                    hook);
     if (!kBwd && tid < TM * QS && tid % QS == 0)
         sm.s[tid / QS] = skip + __ldg(p.b_skip + hh);
@@ -413,15 +579,15 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
             if (kBwd && t.r0 + i < nrows)
                 hs_store4(ws.eta, row0 + t.r0 + i, hh, t.n0, eta[i]);
         }
-        t.store_t(&sm.t[0][0], TM + 4, eta);
+        t.store_t(&sm.t[0][0], TM + PR, eta);
     }
 
     // ---- C = ETA W2[h]^T (+ b2) ----
     t.zero();
     const float *w2 = p.w2 + (long long)hh * E * E;
     auto get_w2t = [&](int k, int n) { return n < E && k < E ? __ldg(w2 + n * E + k) : 0.0f; };
-    hs_gemm<false, BK1, true, true>(t, E, hs_no_get(), &sm.t[0][0], TM + 4, get_w2t, &sm.w[0][0],
-                                    NP + 4, hs_no_hook());
+    hs_gemm<false, BK1, true, true>(t, E, hs_no_get(), &sm.t[0][0], TM + PR, get_w2t, &sm.w[0][0],
+                                    NP + PR, hs_no_hook());
     if (t.active) {
 #pragma unroll
         for (int i = 0; i < RM; i++)
@@ -493,13 +659,13 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                 if (r < nrows)
                     hs_store4(ws.dc, row0 + r, hh, t.n0, dc[i]);
             }
-            t.store_t(&sm.t[0][0], TM + 4, dc);
+            t.store_t(&sm.t[0][0], TM + PR, dc);
         }
         // ---- dETA = dC W2[h], dA = dETA ELU'(A) ----
         t.zero();
         auto get_w2 = [&](int k, int n) { return n < E && k < E ? __ldg(w2 + k * E + n) : 0.0f; };
-        hs_gemm<false, BK1, true, false>(t, E, hs_no_get(), &sm.t[0][0], TM + 4, get_w2,
-                                         &sm.w[0][0], NP + 4, hs_no_hook());
+        hs_gemm<false, BK1, true, false>(t, E, hs_no_get(), &sm.t[0][0], TM + PR, get_w2,
+                                         &sm.w[0][0], NP + PR, hs_no_hook());
         if (t.active) {
 #pragma unroll
             for (int i = 0; i < RM; i++) {
@@ -536,9 +702,11 @@ heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long
 
 // ---- heads_seq_grads ---------------------------------------------------------
 
+constexpr int PG = hs_pad(GT, GT);  // row padding of the gradient kernel's operands
+
 struct __align__(16) hs_grads_smem {
-    float a[BK2][GT + 4];
-    float b[BK2][GT + 4];
+    float a[BK2][GT + PG];
+    float b[BK2][GT + PG];
     float dl[GT][H];
     long long off[GT];
     int last;
@@ -589,7 +757,7 @@ FJ_DEVICE void hs_weight_tile(hs_grads_smem &sm, const hs_work &ws, int gt, int 
                 bsum += sm.a[k][tid];  // rows past K are 0
         }
     };
-    hs_gemm<true, BK2, false, false>(t, K, get_a, &sm.a[0][0], GT + 4, get_b, &sm.b[0][0], GT + 4,
+    hs_gemm<true, BK2, false, false>(t, K, get_a, &sm.a[0][0], GT + PG, get_b, &sm.b[0][0], GT + PG,
                                      hook);
     float *part = ws.gp + ((long long)gt * chunks + chunk) * GPS;
 #pragma unroll
@@ -709,7 +877,7 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
     auto get_b = [&](int k, int n) {
         return k < HE && n0 + n < D ? __ldg(p.w1 + (long long)k * D + n0 + n) : 0.0f;
     };
-    hs_gemm<true, BK2, true, false>(t, HE, get_a, &sm.a[0][0], GT + 4, get_b, &sm.b[0][0], GT + 4,
+    hs_gemm<true, BK2, true, false>(t, HE, get_a, &sm.a[0][0], GT + PG, get_b, &sm.b[0][0], GT + PG,
                                     hs_no_hook());
 #pragma unroll
     for (int i = 0; i < 4; i++)
