@@ -365,7 +365,8 @@ FOXJIT_API void foxjit_get_perception_limits(foxjit_perception_limits *out);
  * matrix products. Parameter gradients are summed over every (b, t) row in
  * a fixed order straight into parameter-shaped tensors (no per-batch
  * scratch, no foxjit_reduce_axis0), overwriting them or adding to them
- * (grad_accumulate). Float32 FMA arithmetic (no tensor cores); results are
+ * (grad_accumulate). Float32 arithmetic: FMA, and for the heads' products
+ * tensor cores in 3xTF32 form (float32 accuracy; docs/kernels.md); results are
  * bitwise repeatable for the same inputs and GPU, and within float32
  * rounding of the per-step ops (the order of the sums differs).
  * ------------------------------------------------------------------------ */
