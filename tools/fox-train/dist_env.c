@@ -97,12 +97,16 @@ int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, siz
                     "fox-train --dist-local N to start N processes on this host");
     const char *names[3] = {f->rank, f->world, f->local};
     for (int i = 0; i < 3; i++)
-        if (!set(get, ctx, names[i]))
-            return fail(why, why_len, "%s sets %s but not %s: --dist needs all of %s, %s and %s "
-                        "(a job script that exports some of them by hand must export all)",
-                        f->launcher, set(get, ctx, names[(i + 1) % 3]) ? names[(i + 1) % 3]
-                                                                       : names[(i + 2) % 3],
-                        names[i], f->rank, f->world, f->local);
+        if (!set(get, ctx, names[i])) {
+            char have[160] = "";
+            for (int j = 0; j < 3; j++)
+                if (set(get, ctx, names[j]))
+                    snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+                             *have ? " and " : "", names[j]);
+            return fail(why, why_len, "%s sets %s but not %s: --dist needs all of %s, %s and "
+                        "%s (a job script that exports some of them by hand must export all)",
+                        f->launcher, have, names[i], f->rank, f->world, f->local);
+        }
     d->launcher = f->launcher;
     d->rank_var = f->rank, d->world_var = f->world, d->local_var = f->local;
     if (read_int(get, ctx, f->world, 1, FT_DIST_MAX_WORLD, &d->world, why, why_len) ||
