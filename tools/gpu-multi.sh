@@ -14,14 +14,17 @@
 #      64: one GPU x 64 rows, or each of two GPUs x 32 rows of every batch),
 #      2000 graph-replayed steps each, then compares the loss curves (the
 #      test's tolerance on the first 50 steps, figures over all of them) and
-#      the held-out AUC;
+#      the held-out AUC; then the same run as two processes (--dist-local 2:
+#      one rank each, NCCL's bootstrap at NCCL_COMM_ID), whose loss curve
+#      must be bitwise that of --gpus 2 in one process (issue 18);
 #   4. fox-train --bench at --gpus 1 and --gpus 2 (--json): steps/s on 1 and
 #      2 GPUs and the scaling.
 # Writes OUT_DIR/multi-summary.txt (printed last), multi.log (every command's
-# output), loss-1gpu.csv, loss-2gpu.csv, bench-1gpu.json, bench-2gpu.json and
-# multi-logs.tar.gz (per-step logs, a failed test's kept files): 7 files.
+# output), loss-1gpu.csv, loss-2gpu.csv, loss-2proc.csv, bench-1gpu.json,
+# bench-2gpu.json and multi-logs.tar.gz (per-step logs, a failed test's kept
+# files): 8 files.
 # Environment: NCCL_NVLS_ENABLE=0 is forced (NVLink multicast stays off);
-#   FOXJIT_MULTI_BUDGET   seconds for everything (default 360): each step's
+#   FOXJIT_MULTI_BUDGET   seconds for everything (default 450): each step's
 #                         timeout is cut so that the later ones keep 30 s each
 #   FOXJIT_MULTI_STEPS    training steps per run (default 2000)
 #   FOXJIT_MULTI_BATCH    global batch of the training runs (default 64)
@@ -45,7 +48,7 @@ export NCCL_NVLS_ENABLE=0
 export FOXJIT_CACHE_DIR=/tmp/foxjit-multi-cache
 rm -rf "$FOXJIT_CACHE_DIR"
 
-budget=${FOXJIT_MULTI_BUDGET:-360}
+budget=${FOXJIT_MULTI_BUDGET:-450}
 steps=${FOXJIT_MULTI_STEPS:-2000}
 batch=${FOXJIT_MULTI_BATCH:-64}
 bench_batches=${FOXJIT_MULTI_BENCH_BATCHES:-64,256,512}
@@ -176,7 +179,7 @@ for t in "${tests[@]}"; do
 done
 
 argv=()
-later=6
+later=7
 eval "argv=(${cmd_of[gpu_multi_context]})"
 step gpu_multi_context test 120 "${argv[@]}"
 eval "argv=(${cmd_of[gpu_trainer_multi_gpu]})"
@@ -192,6 +195,7 @@ common=(--library "$lib" --cache-dir "$FOXJIT_CACHE_DIR" --batch "$batch" --step
         --lr 3e-3 --seed 1 --graph)
 step train-1gpu run 90 "$ft" "${common[@]}" --gpus 1 --csv "$OUT/loss-1gpu.csv"
 step train-2gpu run 90 "$ft" "${common[@]}" --gpus 2 --csv "$OUT/loss-2gpu.csv"
+step train-2proc run 90 "$ft" "${common[@]}" --dist-local 2 --csv "$OUT/loss-2proc.csv"
 
 # --- 4. steps/s and scaling -----------------------------------------------------------
 bench=(--library "$lib" --cache-dir "$FOXJIT_CACHE_DIR" --bench --bench-batches "$bench_batches")
@@ -311,6 +315,23 @@ else:
     print("%-34s %-8s max |loss diff| %.3g at step %d over all %d steps; %d bitwise equal;" % ("", "", absd[imax], a[imax][0], n, bitwise))
     print("%-34s %-8s first step over 1%% apart: %s; mean of the last %d: %.5f vs %.5f"
           % ("", "", drift if drift else "none", tail, ma, mb))
+d = tr["train-2proc"] = train_info("train-2proc")
+verdict_line("train 2 processes (--dist-local 2)", "train-2proc",
+             ("%s ms/step; replicas %s" % (d["ms"], "identical" if d["replicas"] else "NOT CHECKED"))
+             if d.get("ms") else (d.get("why") or "")[:110])
+c = curve(os.path.join(out, "loss-2proc.csv"))
+if not b or not c:
+    failed += 1
+    print("%-34s %-8s %s" % ("loss curves 2 proc vs --gpus 2", "FAIL" if (res.get("train-2gpu") and res.get("train-2proc")) else "NOT RUN",
+          "no curve (--gpus 2: %d steps, 2 processes: %d steps)" % (len(b), len(c))))
+else:
+    same = len(b) == len(c) == steps and all(b[i][0] == c[i][0] and b[i][2] == c[i][2] for i in range(len(b)))
+    if not same:
+        failed += 1
+    first_diff = next((b[i][0] for i in range(min(len(b), len(c))) if b[i][2] != c[i][2]), None)
+    print("%-34s %-8s %s" % ("loss curves 2 proc vs --gpus 2", "PASS" if same else "FAIL",
+          "%d/%d steps bitwise equal%s" % (sum(b[i][2] == c[i][2] for i in range(min(len(b), len(c)))), steps,
+                                          "" if same else "; first difference at step %s" % first_diff)))
 for name, label in (("bench-2gpu", "bench --gpus 2"), ("bench-1gpu", "bench --gpus 1")):
     verdict_line(label, name, (last(r"fox-train: ([^\n]*)", text(name + ".log")) or "")[:110]
                  if res.get(name, ["", "", ""])[2] != "PASS" else "")

@@ -5,7 +5,11 @@
  *  - --gpus 1 --nccl gives, bit for bit, the loss curve and the final state
  *    of the one-GPU trainer, eager and graph-replayed (ncclAvg over one rank
  *    is x * 1.0, and the step is otherwise the same calls);
- *  - fox-train --bench --gpus 1 --nccl runs and reports the scaling column.
+ *  - fox-train --bench --gpus 1 --nccl runs and reports the scaling column;
+ *  - --dist with a world of one (RANK=0 WORLD_SIZE=1 LOCAL_RANK=0, as
+ *    torchrun sets them), eager and graph-replayed, and --dist-local 1
+ *    (NCCL's bootstrap at NCCL_COMM_ID=127.0.0.1:port) give, bit for bit,
+ *    the loss curve and the final state of the one-GPU trainer.
  * Without a loadable libnccl.so.2 ($FOXJIT_NCCL_LIBRARY or the loader's
  * path) those are skipped with a message, after checking that fox-train
  * refuses --nccl with exit status 5.
@@ -18,6 +22,9 @@
  * eager and graph-replayed give the same bits (an average of two values
  * does not depend on NCCL's algorithm), the replicas end identical
  * (fox-train checks it and fails otherwise), and --bench --gpus 2 runs.
+ * Two processes (--dist-local 2: one rank each, NCCL_COMM_ID bootstrap)
+ * give the bits of --gpus 2 in one process, eager and graph-replayed:
+ * loss curves and checkpoints.
  *
  * With one GPU the two-GPU part is not run: everything else must pass,
  * then the program says so and exits 77 (skip), also under
@@ -129,6 +136,75 @@ static void test_bench_one_rank(void **state)
     assert_non_null(strstr(buf, "\"scaling\""));
 }
 
+/* ---- --dist with a world of one ------------------------------------------------- */
+
+/* fox-train under a launcher's environment; the variables are set for the
+ * child only (run_trainer forks) and removed again. */
+static int run_ranked(const char *tag, const char *rank, const char *world, ...)
+{
+    setenv("RANK", rank, 1);
+    setenv("WORLD_SIZE", world, 1);
+    setenv("LOCAL_RANK", rank, 1);
+    char *a[16];
+    int n = 0;
+    va_list ap;
+    va_start(ap, world);
+    for (char *x; (x = va_arg(ap, char *)) && n < 15;)
+        a[n++] = x;
+    va_end(ap);
+    a[n] = NULL;
+    int rc = run_trainer(tag, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
+                         a[11], a[12], a[13], a[14]);
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
+    unsetenv("LOCAL_RANK");
+    return rc;
+}
+
+static void test_dist_world_of_one(void **state)
+{
+    (void)state;
+    if (!nccl_ok) {
+        printf("  SKIP (part): no NCCL (%s); --dist needs it even for a world of one\n",
+               nccl_why);
+        assert_int_equal(run_ranked("dist-no-nccl", "0", "1", "--dist", "--steps", "1", NULL),
+                         5);
+        return;
+    }
+    const int steps = BITWISE_STEPS;
+    const char *c[] = {"--batch", arg_int(DP_BATCH), "--steps", arg_int(steps),
+                       "--heldout-size", "0"};
+    if (access(path_in("one.csv"), R_OK))
+        assert_int_equal(run_trainer("one", c[0], c[1], c[2], c[3], c[4], c[5], "--csv",
+                                     path_in("one.csv"), "--checkpoint", path_in("one.ckpt"),
+                                     NULL), 0);
+    assert_int_equal(run_ranked("dist1-eager", "0", "1", c[0], c[1], c[2], c[3], c[4], c[5],
+                                "--dist", "--csv", path_in("dist1e.csv"), "--checkpoint",
+                                path_in("dist1e.ckpt"), NULL), 0);
+    assert_int_equal(run_ranked("dist1-graph", "0", "1", c[0], c[1], c[2], c[3], c[4], c[5],
+                                "--dist", "--graph", "--csv", path_in("dist1g.csv"),
+                                "--checkpoint", path_in("dist1g.ckpt"), NULL), 0);
+    assert_int_equal(run_trainer("distlocal1", c[0], c[1], c[2], c[3], c[4], c[5],
+                                 "--dist-local", "1", "--graph", "--csv", path_in("dl1.csv"),
+                                 "--checkpoint", path_in("dl1.ckpt"), NULL), 0);
+    curve one, e, g, l;
+    read_curve(path_in("one.csv"), &one);
+    read_curve(path_in("dist1e.csv"), &e);
+    read_curve(path_in("dist1g.csv"), &g);
+    read_curve(path_in("dl1.csv"), &l);
+    assert_int_equal(one.n, steps);
+    assert_same_curve("--dist, world of one (eager) vs one GPU", &one, 0, &e, 0, steps);
+    assert_same_curve("--dist, world of one (graph) vs one GPU", &one, 0, &g, 0, steps);
+    assert_same_curve("--dist-local 1 (graph, NCCL_COMM_ID) vs one GPU", &one, 0, &l, 0, steps);
+    char what[96];
+    snprintf(what, sizeof what, "state after %d steps, --dist world of one vs one GPU", steps);
+    assert_same_file(what, path_in("one.ckpt"), path_in("dist1e.ckpt"));
+    assert_same_file(what, path_in("one.ckpt"), path_in("dist1g.ckpt"));
+    assert_same_file(what, path_in("one.ckpt"), path_in("dl1.ckpt"));
+    /* A launcher's variables that disagree stop it before any GPU work. */
+    assert_int_equal(run_ranked("dist-bad-rank", "1", "1", "--dist", "--steps", "1", NULL), 2);
+}
+
 /* ---- two GPUs ---------------------------------------------------------------- */
 
 static int gpus_here(void)
@@ -238,6 +314,52 @@ static void test_two_gpus_follow_one(void **state)
                                  arg_int(GH_QUICK(20, 1)), NULL), 0);
 }
 
+/* Two processes, one GPU each, against --gpus 2 in one process: the same
+ * slices, the same all-reduce, the same mean of the losses, so the same
+ * bits. */
+static void test_two_processes_are_gpus_2(void **state)
+{
+    (void)state;
+    int n = gpus_here();
+    if (n < 2 || !nccl_ok) {
+        two_gpus_not_run = 1;
+        printf("  NOT RUN: two processes vs --gpus 2 needs 2 GPUs and NCCL; this host has %d "
+               "GPU%s and %s\n", n, n == 1 ? "" : "s", nccl_ok ? "NCCL" : "no NCCL");
+        skip();
+    }
+    const int steps = BITWISE_STEPS;
+    const char *c[] = {"--batch", arg_int(DP_BATCH), "--steps", arg_int(steps),
+                       "--heldout-size", "0"};
+    const char *mode[2] = {"eager", "graph"};
+    for (int m = 0; m < 2; m++) {
+        char tag[32], csv[32], ckpt[32], tcsv[32], tckpt[32], what[128];
+        snprintf(tcsv, sizeof tcsv, "two-%c.csv", mode[m][0]);
+        snprintf(tckpt, sizeof tckpt, "two-%c.ckpt", mode[m][0]);
+        snprintf(csv, sizeof csv, "proc2-%c.csv", mode[m][0]);
+        snprintf(ckpt, sizeof ckpt, "proc2-%c.ckpt", mode[m][0]);
+        const char *graph = m ? "--graph" : NULL;
+        if (access(path_in(tcsv), R_OK)) {
+            snprintf(tag, sizeof tag, "two-%s", mode[m]);
+            assert_int_equal(run_trainer(tag, c[0], c[1], c[2], c[3], c[4], c[5], "--gpus", "2",
+                                         "--csv", path_in(tcsv), "--checkpoint", path_in(tckpt),
+                                         graph, NULL), 0);
+        }
+        snprintf(tag, sizeof tag, "proc2-%s", mode[m]);
+        assert_int_equal(run_trainer(tag, c[0], c[1], c[2], c[3], c[4], c[5], "--dist-local",
+                                     "2", "--csv", path_in(csv), "--checkpoint", path_in(ckpt),
+                                     graph, NULL), 0);
+        curve t, p;
+        read_curve(path_in(tcsv), &t);
+        read_curve(path_in(csv), &p);
+        assert_int_equal(p.n, steps);
+        snprintf(what, sizeof what, "2 processes vs --gpus 2 in one process (%s)", mode[m]);
+        assert_same_curve(what, &t, 0, &p, 0, steps);
+        snprintf(what, sizeof what, "state after %d steps, 2 processes vs --gpus 2 (%s)", steps,
+                 mode[m]);
+        assert_same_file(what, path_in(tckpt), path_in(ckpt));
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -251,7 +373,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_rank_is_bitwise_one_gpu),
         cmocka_unit_test(test_bench_one_rank),
+        cmocka_unit_test(test_dist_world_of_one),
         cmocka_unit_test(test_two_gpus_follow_one),
+        cmocka_unit_test(test_two_processes_are_gpus_2),
     };
     int rc = gh_main("gpu/trainer_multi_gpu", tests, sizeof tests / sizeof tests[0]);
     if (have_tmpdir && rc == 0) {

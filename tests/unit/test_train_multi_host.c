@@ -414,6 +414,9 @@ static void test_failed_all_reduce_ends_the_run(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+#ifdef TRAIN_MULTI_HOST_NO_MAIN  /* test_train_dist_host.c includes this file */
+#define main train_multi_host_main
+#endif
 int main(void)
 {
     (void)train_model_host_main;  /* the included test's own main, not run here */
@@ -427,3 +430,6 @@ int main(void)
     };
     return cmocka_run_group_tests_name("train_multi_host", tests, multi_setup, NULL);
 }
+#ifdef TRAIN_MULTI_HOST_NO_MAIN
+#undef main
+#endif

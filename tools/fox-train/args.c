@@ -33,6 +33,17 @@ const char ft_usage[] =
     "                       batch, the gradients are averaged with an NCCL all-reduce\n"
     "                       (libnccl.so.2, loaded at run time) before AdamW (default 1)\n"
     "  --nccl               take that path even with --gpus 1 (NCCL with one rank)\n"
+    "several processes (one GPU each, on one host or many; docs/trainer.md, section 9):\n"
+    "  --dist               be one rank of a job started by torchrun, mpirun or srun: rank,\n"
+    "                       world size and local rank from RANK/WORLD_SIZE/LOCAL_RANK,\n"
+    "                       OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK or SLURM_PROCID/NTASKS/\n"
+    "                       LOCALID; GPU --device + local rank; the ranks meet at\n"
+    "                       NCCL_COMM_ID=host:port (rank 0's host); --batch is global\n"
+    "  --dist-local N       start N --dist processes on this host (GPUs --device ..\n"
+    "                       --device+N-1) with that environment, and wait for them\n"
+    "  --dist-timeout S     the longest a rank waits for the others (communicator, first\n"
+    "                       all-reduce, each reporting point) before it stops with an\n"
+    "                       error (default 300)\n"
     "data:\n"
     "  --seed N             seed of the data, the rule, the initial parameters (default 1)\n"
     "  --signal rule|constant  labels from a hidden decayed-sum rule over the horizons,\n"
@@ -66,8 +77,9 @@ const char ft_usage[] =
     "  --device N           CUDA device (default 0)\n"
     "\n"
     "Exit status: 0 done, 1 failed while running, 2 bad usage, 3 no CUDA driver or GPU\n"
-    "(or fewer than --gpus), 4 libfoxjit.so not loadable, 5 NCCL not loadable (--gpus > 1\n"
-    "or --nccl; FOXJIT_NCCL_LIBRARY names another libnccl.so.2).\n";
+    "(or fewer than --gpus), 4 libfoxjit.so not loadable, 5 NCCL not loadable (--gpus > 1,\n"
+    "--nccl or --dist; FOXJIT_NCCL_LIBRARY names another libnccl.so.2). With --dist-local,\n"
+    "the first failed process's status.\n";
 
 void ft_options_default(ft_options *o)
 {
@@ -89,6 +101,12 @@ void ft_options_default(ft_options *o)
     o->n_bench_batches = 3;
     o->bench_steps = 50;
     o->gpus = 1;
+    o->dist_timeout = 300;
+}
+
+int ft_options_dist(const ft_options *o)
+{
+    return o->dist;
 }
 
 int ft_options_data_parallel(const ft_options *o)
@@ -169,6 +187,7 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     ft_options_default(o);
     why[0] = '\0';
     int steps, batch, k, n_train, n_heldout, every, device, progress, bench_steps, gpus;
+    int dist_local = 0, dist_timeout = o->dist_timeout;
     steps = o->steps, batch = o->batch, k = o->k, n_train = o->n_train;
     n_heldout = o->n_heldout, every = 0, device = 0, progress = o->progress_every;
     bench_steps = o->bench_steps, gpus = o->gpus;
@@ -197,6 +216,9 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         {"device", INT, &device, 0, 1023, 0, "[0, 1023]"},
         {"gpus", INT, &gpus, 1, 64, 0, "[1, 64]"},
         {"nccl", FLAG, &o->nccl, 0, 0, 0, NULL},
+        {"dist", FLAG, &o->dist, 0, 0, 0, NULL},
+        {"dist-local", INT, &dist_local, 1, 64, 0, "[1, 64]"},
+        {"dist-timeout", INT, &dist_timeout, 1, 86400, 0, "[1, 86400] seconds"},
         {"progress", INT, &progress, 1, 100000000, 0, "[1, 10^8]"},
         {"quiet", FLAG, &o->quiet, 0, 0, 0, NULL},
         {"bench", FLAG, &o->bench, 0, 0, 0, NULL},
@@ -282,6 +304,7 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     o->steps = steps, o->batch = batch, o->k = k, o->n_train = n_train;
     o->n_heldout = n_heldout, o->checkpoint_every = every, o->device = device;
     o->progress_every = progress, o->bench_steps = bench_steps, o->gpus = gpus;
+    o->dist_local = dist_local, o->dist_timeout = dist_timeout;
 
     /* The ranges foxjit_adamw accepts, said in the trainer's words. */
     if (o->lr < 0)
@@ -295,6 +318,26 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     if (o->device + o->gpus > 1024)
         return bad(why, why_len, "--device %d --gpus %d names devices past 1023", o->device,
                    o->gpus);
+    if (o->dist || o->dist_local) {
+        const char *opt = o->dist ? "--dist" : "--dist-local";
+        if (o->dist && o->dist_local)
+            return bad(why, why_len, "--dist and --dist-local do not go together: --dist-local "
+                       "N starts N processes that each run with --dist");
+        if (o->gpus > 1)
+            return bad(why, why_len, "%s runs one GPU per process: it does not go with --gpus "
+                       "(the launcher's world size, or N of --dist-local N, is the number of "
+                       "GPUs)", opt);
+        if (o->dump_step || o->bench)
+            return bad(why, why_len, "%s trains: it does not go with --dump-step or --bench "
+                       "(fox-train --bench --gpus N measures the data-parallel scaling)", opt);
+        if (o->dist_local && o->device + o->dist_local > 1024)
+            return bad(why, why_len, "--device %d --dist-local %d names devices past 1023",
+                       o->device, o->dist_local);
+        if (o->dist_local && !o->resume && o->batch % o->dist_local)
+            return bad(why, why_len, "--batch %d does not split evenly over --dist-local %d "
+                       "(--batch is the global batch: each process takes batch/N rows)",
+                       o->batch, o->dist_local);
+    }
     if (o->dump_step) {
         if (o->bench || o->resume || o->gpus > 1 || o->nccl || o->graph)
             return bad(why, why_len, "--dump-step runs one step on one GPU: it does not go "

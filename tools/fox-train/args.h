@@ -38,6 +38,9 @@ typedef struct ft_options {
     int device;            /* --device: CUDA device ordinal (the first, with --gpus) */
     int gpus;              /* --gpus N: data parallel over devices device .. device+N-1 */
     int nccl;              /* --nccl: the data-parallel path (NCCL) even with --gpus 1 */
+    int dist;              /* --dist: one rank of a launched job (dist_train.h) */
+    int dist_local;        /* --dist-local N: start N --dist processes here (dist_local.h) */
+    int dist_timeout;      /* --dist-timeout S: the longest wait for another rank */
     int progress_every;    /* --progress N: status line period in steps */
     int quiet;
     int bench;             /* --bench: time steps instead of training */
@@ -62,6 +65,9 @@ void ft_options_default(ft_options *o);
  * one thread per GPU and NCCL. Otherwise it is the one-GPU trainer, which
  * never loads NCCL. */
 int ft_options_data_parallel(const ft_options *o);
+
+/* Whether the run is a process of a multi-process job (--dist). */
+int ft_options_dist(const ft_options *o);
 
 /* Parses argv[1 .. argc) into o (which it first sets to the defaults). */
 ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, size_t why_len);

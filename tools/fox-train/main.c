@@ -1,12 +1,15 @@
 /* fox-train: trains the reference perception model end to end the way a
  * trainer uses fox-jit: dlopen("libfoxjit.so"), foxjit_get_api, and the
  * driver API for memory, streams and graphs; with --gpus N, one thread per
- * GPU and NCCL (also dlopen'ed). See `fox-train --help` and
+ * GPU and NCCL (also dlopen'ed); with --dist, one rank of a job of one
+ * process per GPU. See `fox-train --help` and
  * docs/trainer.md. */
 #include <stdio.h>
 
 #include "args.h"
 #include "bench.h"
+#include "dist_local.h"
+#include "dist_train.h"
 #include "dump.h"
 #include "env.h"
 #include "multi_gpu.h"
@@ -28,6 +31,10 @@ int main(int argc, char **argv)
     }
     /* Progress goes to stderr, results to stdout, in order. */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (o.dist_local)
+        return ft_dist_local_main(&o, argc, argv);
+    if (ft_options_dist(&o))
+        return ft_dist_main(&o);
     if (ft_options_data_parallel(&o))
         return ft_multi_gpu_main(&o);
     ft_env e;

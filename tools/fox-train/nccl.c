@@ -29,6 +29,7 @@ int ft_nccl_load(ft_nccl *n, char *why, size_t why_len)
         {"ncclCommAbort", (void **)&n->CommAbort},
         {"ncclCommGetAsyncError", (void **)&n->CommGetAsyncError},
         {"ncclAllReduce", (void **)&n->AllReduce},
+        {"ncclAllGather", (void **)&n->AllGather},
     };
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
         *fns[i].slot = dlsym(h, fns[i].symbol);

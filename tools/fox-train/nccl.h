@@ -9,7 +9,8 @@
  * opaque pointer, ncclResult_t / ncclDataType_t / ncclRedOp_t int-sized
  * enums with ncclSuccess = 0, ncclFloat32 = 7, ncclSum = 0, ncclAvg = 4,
  * and cudaStream_t is the driver's CUstream). One all-reduce per step needs
- * no ncclGroupStart/End. */
+ * no ncclGroupStart/End. fox-train --dist also gathers a few bytes per
+ * reporting point with ncclAllGather (NCCL 2.0 has it). */
 #ifndef FT_NCCL_H
 #define FT_NCCL_H
 
@@ -28,6 +29,7 @@ typedef int ft_nccl_result;                    /* ncclResult_t */
 enum {
     FT_NCCL_SUCCESS = 0,       /* ncclSuccess */
     FT_NCCL_IN_PROGRESS = 7,   /* ncclInProgress (nonblocking communicators only) */
+    FT_NCCL_UINT8 = 1,         /* ncclUint8 */
     FT_NCCL_FLOAT32 = 7,       /* ncclFloat32 */
     FT_NCCL_SUM = 0,           /* ncclSum */
     FT_NCCL_AVG = 4,           /* ncclAvg: the sum times 1/nranks (NCCL >= 2.10) */
@@ -50,6 +52,10 @@ typedef struct ft_nccl {
     ft_nccl_result (*CommGetAsyncError)(ft_nccl_comm_t comm, ft_nccl_result *async_error);
     ft_nccl_result (*AllReduce)(const void *sendbuff, void *recvbuff, size_t count,
                                 int datatype, int op, ft_nccl_comm_t comm, CUstream stream);
+    /* --dist only: the ranks' statuses, losses and parameter hashes
+     * (dist_xchg.h); the gradients still take the one all-reduce. */
+    ft_nccl_result (*AllGather)(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                int datatype, ft_nccl_comm_t comm, CUstream stream);
 } ft_nccl;
 
 /* Loads $FOXJIT_NCCL_LIBRARY, else libnccl.so.2 from the loader's search

@@ -1,0 +1,301 @@
+/* unit: what fox-train --dist and --dist-local do before any GPU
+ * (tools/fox-train/dist_env.c, dist_local.c, watchdog.c, args.c): the
+ * launcher's environment read into rank, world and local rank, with a
+ * message for each way it can be missing, inconsistent or out of range;
+ * the GPU a local rank picks; the child's command line; the options; the
+ * watchdog's deadline. No GPU, no NCCL.
+ *
+ * argv[1] (optional): the fox-train binary, for the exit status and
+ * message of --dist without a launcher. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "dist_env.h"
+#include "dist_local.h"
+#include "env.h"
+#include "watchdog.h"
+
+static const char *fox_train;
+static char why[2048];
+
+/* ---- a fake environment: "NAME=value" strings ------------------------------- */
+
+static const char *fake_get(const char *name, void *ctx)
+{
+    const char *const *vars = ctx;
+    size_t len = strlen(name);
+    for (; *vars; vars++)
+        if (!strncmp(*vars, name, len) && (*vars)[len] == '=')
+            return *vars + len + 1;
+    return NULL;
+}
+
+static int read_env(ft_dist_env *d, ...)
+{
+    const char *vars[32];
+    int n = 0;
+    va_list ap;
+    va_start(ap, d);
+    for (const char *v; (v = va_arg(ap, const char *)) && n < 31;)
+        vars[n++] = v;
+    va_end(ap);
+    vars[n] = NULL;
+    why[0] = '\0';
+    int rc = ft_dist_env_read(fake_get, vars, d, why, sizeof why);
+    if (rc)
+        printf("  %s\n", why);
+    return rc;
+}
+
+static void assert_why(const char *part)
+{
+    if (!strstr(why, part))
+        fail_msg("message '%s' lacks '%s'", why, part);
+}
+
+static void test_each_launcher(void **state)
+{
+    (void)state;
+    ft_dist_env d;
+    assert_int_equal(read_env(&d, "RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1",
+                              "LOCAL_WORLD_SIZE=2", "NCCL_COMM_ID=node0:29600", NULL), 0);
+    assert_int_equal(d.rank, 1);
+    assert_int_equal(d.world, 4);
+    assert_int_equal(d.local_rank, 1);
+    assert_int_equal(d.local_world, 2);
+    assert_string_equal(d.launcher, "torchrun");
+    assert_string_equal(d.comm_id, "node0:29600");
+    assert_int_equal(read_env(&d, "OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=8",
+                              "OMPI_COMM_WORLD_LOCAL_RANK=3", "OMPI_COMM_WORLD_LOCAL_SIZE=4",
+                              "NCCL_COMM_ID=10.0.0.1:29600", NULL), 0);
+    assert_int_equal(d.rank, 3);
+    assert_int_equal(d.world, 8);
+    assert_int_equal(d.local_world, 4);
+    assert_string_equal(d.launcher, "mpirun (Open MPI)");
+    assert_int_equal(read_env(&d, "SLURM_PROCID=5", "SLURM_NTASKS=16", "SLURM_LOCALID=1",
+                              "NCCL_COMM_ID=[fe80::1]:29600", NULL), 0);
+    assert_int_equal(d.rank, 5);
+    assert_int_equal(d.local_rank, 1);
+    assert_int_equal(d.local_world, -1);
+    assert_string_equal(d.launcher, "srun (Slurm)");
+    /* torchrun inside an srun step: torchrun's variables describe this
+     * process (Slurm's the step's task). */
+    assert_int_equal(read_env(&d, "SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0",
+                              "RANK=3", "WORLD_SIZE=8", "LOCAL_RANK=3",
+                              "NCCL_COMM_ID=n0:1", NULL), 0);
+    assert_int_equal(d.rank, 3);
+    assert_string_equal(d.launcher, "torchrun");
+    /* A world of one needs no bootstrap address; spaces around values are
+     * tolerated. */
+    assert_int_equal(read_env(&d, "RANK= 0", "WORLD_SIZE=1 ", "LOCAL_RANK=0", NULL), 0);
+    assert_int_equal(d.world, 1);
+    assert_null(d.comm_id);
+}
+
+static void test_missing(void **state)
+{
+    (void)state;
+    ft_dist_env d;
+    assert_int_equal(read_env(&d, NULL), -1);
+    assert_why("none is set");
+    assert_why("RANK, WORLD_SIZE and LOCAL_RANK (torchrun)");
+    assert_why("SLURM_PROCID");
+    assert_why("--dist-local N");
+    assert_int_equal(read_env(&d, "RANK=0", "LOCAL_RANK=0", NULL), -1);
+    assert_why("torchrun sets RANK and LOCAL_RANK but not WORLD_SIZE");
+    assert_int_equal(read_env(&d, "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", NULL), -1);
+    assert_why("but not OMPI_COMM_WORLD_LOCAL_RANK");
+    assert_int_equal(read_env(&d, "SLURM_NTASKS=2", NULL), -1);
+    assert_why("srun (Slurm) sets SLURM_NTASKS but not SLURM_PROCID");
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL), -1);
+    assert_why("NCCL_COMM_ID is not set");
+    assert_why("the 2 ranks");
+    assert_why("$MASTER_ADDR");
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "NCCL_COMM_ID=",
+                              NULL), -1);
+    assert_why("NCCL_COMM_ID is not set");
+}
+
+static void test_out_of_range(void **state)
+{
+    (void)state;
+    ft_dist_env d;
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=two", "LOCAL_RANK=0", NULL), -1);
+    assert_why("WORLD_SIZE='two' is not an integer in [1, 4096]");
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=0", "LOCAL_RANK=0", NULL), -1);
+    assert_why("WORLD_SIZE='0'");
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=5000", "LOCAL_RANK=0", NULL), -1);
+    assert_why("[1, 4096]");
+    assert_int_equal(read_env(&d, "RANK=-1", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL), -1);
+    assert_why("RANK='-1'");
+    assert_int_equal(read_env(&d, "RANK=1x", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL), -1);
+    assert_why("RANK='1x'");
+    assert_int_equal(read_env(&d, "SLURM_PROCID=", "SLURM_NTASKS=2", "SLURM_LOCALID=0", NULL),
+                     -1);
+    assert_why("SLURM_PROCID=''");
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                              "NCCL_COMM_ID=node0", NULL), -1);
+    assert_why("NCCL_COMM_ID='node0' is not host:port");
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                              "NCCL_COMM_ID=node0:99999", NULL), -1);
+    assert_why("is not host:port");
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                              "NCCL_COMM_ID=:29600", NULL), -1);
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                              "NCCL_COMM_ID=[fe80::1]29600", NULL), -1);
+}
+
+static void test_inconsistent(void **state)
+{
+    (void)state;
+    ft_dist_env d;
+    assert_int_equal(read_env(&d, "RANK=2", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                              "NCCL_COMM_ID=h:1", NULL), -1);
+    assert_why("RANK=2 is not below WORLD_SIZE=2");
+    assert_why("ranks of a world of 2 are 0 to 1");
+    assert_int_equal(read_env(&d, "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+                              "OMPI_COMM_WORLD_LOCAL_RANK=2", "NCCL_COMM_ID=h:1", NULL), -1);
+    assert_why("OMPI_COMM_WORLD_LOCAL_RANK=2 is not below OMPI_COMM_WORLD_SIZE=2");
+    assert_int_equal(read_env(&d, "RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1",
+                              "LOCAL_WORLD_SIZE=8", "NCCL_COMM_ID=h:1", NULL), -1);
+    assert_why("LOCAL_WORLD_SIZE=8 is larger than WORLD_SIZE=4");
+    assert_int_equal(read_env(&d, "RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=2",
+                              "LOCAL_WORLD_SIZE=2", "NCCL_COMM_ID=h:1", NULL), -1);
+    assert_why("LOCAL_RANK=2 is not below LOCAL_WORLD_SIZE=2");
+}
+
+static void test_pick_gpu(void **state)
+{
+    (void)state;
+    ft_dist_env d = {.local_rank = 1, .local_var = "LOCAL_RANK"};
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 8, why, sizeof why), 1);
+    assert_int_equal(ft_dist_pick_gpu(&d, 2, 8, why, sizeof why), 3);
+    /* The launcher bound one GPU per process: it is device 0 here. */
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, why, sizeof why), 0);
+    d.local_rank = 2;
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 2, why, sizeof why), -1);
+    printf("  %s\n", why);
+    assert_why("LOCAL_RANK=2 picks CUDA device 2");
+    assert_why("sees 2 devices");
+    assert_why("at most 2 processes per host");
+    assert_int_equal(ft_dist_pick_gpu(&d, 1, 1, why, sizeof why), -1);
+}
+
+static void test_child_argv(void **state)
+{
+    (void)state;
+    char *argv[] = {"fox-train", "--steps", "5", "--dist-local", "2", "--graph", NULL};
+    char *out[8];
+    assert_int_equal(ft_dist_local_argv(6, argv, out), 5);
+    assert_string_equal(out[3], "--dist");
+    assert_string_equal(out[4], "--graph");
+    assert_null(out[5]);
+    char *argv2[] = {"fox-train", "--dist-local=4", "--csv", "x.csv", NULL};
+    assert_int_equal(ft_dist_local_argv(4, argv2, out), 4);
+    assert_string_equal(out[1], "--dist");
+    assert_string_equal(out[3], "x.csv");
+}
+
+static ft_parse_result parse(ft_options *o, ...)
+{
+    char *argv[32] = {"fox-train"};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, o);
+    for (char *a; (a = va_arg(ap, char *)) && argc < 31;)
+        argv[argc++] = a;
+    va_end(ap);
+    return ft_parse_args(argc, argv, o, why, sizeof why);
+}
+
+static void test_options(void **state)
+{
+    (void)state;
+    ft_options o;
+    assert_int_equal(parse(&o, NULL), FT_PARSE_OK);
+    assert_false(o.dist);
+    assert_int_equal(o.dist_local, 0);
+    assert_int_equal(o.dist_timeout, 300);
+    assert_int_equal(parse(&o, "--dist", "--dist-timeout", "20", NULL), FT_PARSE_OK);
+    assert_true(ft_options_dist(&o));
+    assert_false(ft_options_data_parallel(&o));
+    assert_int_equal(o.dist_timeout, 20);
+    assert_int_equal(parse(&o, "--dist-local", "2", "--batch", "64", NULL), FT_PARSE_OK);
+    assert_int_equal(o.dist_local, 2);
+    assert_int_equal(parse(&o, "--dist-local", "3", NULL), FT_PARSE_ERROR);
+    assert_why("--batch 32 does not split evenly over --dist-local 3");
+    assert_int_equal(parse(&o, "--dist-local", "0", NULL), FT_PARSE_ERROR);
+    assert_int_equal(parse(&o, "--dist", "--dist-local", "2", NULL), FT_PARSE_ERROR);
+    assert_why("do not go together");
+    assert_int_equal(parse(&o, "--dist", "--gpus", "2", NULL), FT_PARSE_ERROR);
+    assert_why("one GPU per process");
+    assert_int_equal(parse(&o, "--dist", "--bench", NULL), FT_PARSE_ERROR);
+    assert_int_equal(parse(&o, "--dist-local", "2", "--dump-step", "x", NULL), FT_PARSE_ERROR);
+    assert_int_equal(parse(&o, "--dist-timeout", "0", NULL), FT_PARSE_ERROR);
+    assert_non_null(strstr(ft_usage, "--dist-local N"));
+    assert_non_null(strstr(ft_usage, "NCCL_COMM_ID"));
+}
+
+static int fired;
+static void on_fire(const char *what)
+{
+    fired++;
+    printf("  watchdog fired: %s\n", what);
+}
+
+static void test_watchdog(void **state)
+{
+    (void)state;
+    ft_watchdog w = {.fire = on_fire};
+    assert_int_equal(ft_watchdog_start(&w), 0);
+    /* Disarmed in time: nothing. */
+    ft_watchdog_arm(&w, 5, "never");
+    ft_watchdog_disarm(&w);
+    ft_watchdog_arm(&w, 0.2, "rank %d waited too long", 1);
+    struct timespec t = {2, 0};
+    nanosleep(&t, NULL);
+    assert_int_equal(fired, 1);
+    ft_watchdog_stop(&w);
+}
+
+/* The binary: --dist with no launcher is bad usage (2), said in one line. */
+static void test_cli(void **state)
+{
+    (void)state;
+    if (!fox_train) {
+        printf("  (no fox-train binary given: CLI part not run)\n");
+        return;
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u SLURM_PROCID "
+             "-u SLURM_NTASKS -u SLURM_LOCALID -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE "
+             "-u OMPI_COMM_WORLD_LOCAL_RANK '%s' --dist > /dev/null 2>&1", fox_train);
+    int ws = system(cmd);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), FT_EXIT_USAGE);
+    snprintf(cmd, sizeof cmd, "RANK=1 WORLD_SIZE=1 LOCAL_RANK=0 '%s' --dist 2>&1 | "
+             "grep -q 'RANK=1 is not below WORLD_SIZE=1'", fox_train);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(int argc, char **argv)
+{
+    fox_train = argc > 1 ? argv[1] : NULL;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_each_launcher), cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_out_of_range), cmocka_unit_test(test_inconsistent),
+        cmocka_unit_test(test_pick_gpu),     cmocka_unit_test(test_child_argv),
+        cmocka_unit_test(test_options),      cmocka_unit_test(test_watchdog),
+        cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

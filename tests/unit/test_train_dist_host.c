@@ -1,0 +1,266 @@
+/* unit: fox-train --dist (tools/fox-train/dist_train.c, dist_xchg.c) on
+ * the host, no GPU, no NCCL, no processes: each "process" of the job is a
+ * thread running ft_dist_train with its own environment, on the host
+ * emulation of the ops, the driver and NCCL of test_train_multi_host.c
+ * (included), with an emulated ncclAllGather added. It checks what the
+ * GPU tests check on hardware, independently of it:
+ *  - a world of one through --dist gives the bits of the one-GPU trainer
+ *    (loss curve and checkpoint);
+ *  - two ranks give the bits of --gpus 2 in one process, and four of
+ *    --gpus 4: same slices, same all-reduce, the same mean of the losses;
+ *  - a checkpoint resumes under the same world size bit for bit, and under
+ *    another (one rank) the same run within float rounding;
+ *  - a rank whose all-reduce fails ends every rank with an error, and
+ *    rank 0 failing to write a checkpoint stops the others at the next
+ *    exchange (the status it sends), instead of hangs. */
+#define TRAIN_MULTI_HOST_NO_MAIN
+#include "test_train_multi_host.c"
+
+#include "dist_env.h"
+#include "dist_train.h"
+#include "watchdog.h"
+
+/* ---- NCCL additions: one shared world for every rank, the gather ----------- */
+
+/* Under NCCL_COMM_ID every rank's ncclGetUniqueId names the same address;
+ * here, the same world, made once per run. */
+static ft_nccl_result n_unique_id_shared(ft_nccl_unique_id *id)
+{
+    memset(id, 0, sizeof *id);
+    world *w = &the_world;
+    memcpy(id->internal, &w, sizeof w);
+    return FT_NCCL_SUCCESS;
+}
+
+static void new_world(void)
+{
+    memset(&the_world, 0, sizeof the_world);
+    pthread_mutex_init(&the_world.mu, NULL);
+    pthread_cond_init(&the_world.cv, NULL);
+    memset(allreduces, 0, sizeof allreduces);
+}
+
+static ft_nccl_result n_allgather(const void *send, void *recv, size_t count, int type,
+                                  ft_nccl_comm_t c, CUstream s)
+{
+    (void)s;
+    world *w = c->w;
+    if (type != FT_NCCL_UINT8)
+        return 4;
+    w->buf[c->rank] = (float *)(uintptr_t)send;
+    if (w_barrier(w))
+        return 2;
+    for (int r = 0; r < w->nranks; r++)
+        memcpy((char *)recv + (size_t)r * count, w->buf[r], count);
+    return w_barrier(w) ? 2 : FT_NCCL_SUCCESS;
+}
+
+static ft_nccl dist_nccl;
+static int dog_fired;
+
+static void on_fire(const char *what)
+{
+    dog_fired++;
+    printf("  WATCHDOG: %s\n", what);
+}
+
+typedef struct rank_job {
+    ft_options o;
+    ft_dist_env de;
+    int rc;
+} rank_job;
+
+static void *rank_thread(void *arg)
+{
+    rank_job *j = arg;
+    ft_env e;
+    memset(&e, 0, sizeof e);
+    e.api = &api;
+    e.cu = cu;
+    e.device_count = MAX_RANKS;
+    ft_watchdog dog = {.fire = on_fire};
+    if (ft_watchdog_start(&dog)) {
+        j->rc = -1;
+        return NULL;
+    }
+    j->rc = ft_dist_train(&e, &j->o, &dist_nccl, &j->de, &dog);
+    ft_watchdog_stop(&dog);
+    return NULL;
+}
+
+/* `world` ranks of fox-train --dist <args>; returns rank 0's exit status
+ * and every rank's in rcs. */
+static int run_dist(int world, int *rcs, const char *first, ...)
+{
+    char *argv[48] = {"fox-train", "--dist", "--dist-timeout", "120", (char *)first};
+    int argc = 5;
+    va_list ap;
+    va_start(ap, first);
+    for (char *a; (a = va_arg(ap, char *)) && argc < 47;)
+        argv[argc++] = a;
+    va_end(ap);
+    rank_job jobs[MAX_RANKS];
+    pthread_t tid[MAX_RANKS];
+    char why[512];
+    new_world();
+    for (int k = 0; k < world; k++) {
+        if (ft_parse_args(argc, argv, &jobs[k].o, why, sizeof why) != FT_PARSE_OK)
+            fail_msg("%s", why);
+        jobs[k].de = (ft_dist_env){.rank = k, .world = world, .local_rank = k,
+                                   .local_world = world, .launcher = "emulated",
+                                   .rank_var = "RANK", .world_var = "WORLD_SIZE",
+                                   .local_var = "LOCAL_RANK", .comm_id = "127.0.0.1:1"};
+        jobs[k].rc = -1;
+    }
+    for (int k = 0; k < world; k++)
+        assert_int_equal(pthread_create(&tid[k], NULL, rank_thread, &jobs[k]), 0);
+    for (int k = 0; k < world; k++)
+        pthread_join(tid[k], NULL);
+    for (int k = 0; k < world; k++)
+        if (rcs)
+            rcs[k] = jobs[k].rc;
+    assert_int_equal(dog_fired, 0);
+    return jobs[0].rc;
+}
+
+static void assert_same_curve_files(const char *what, const char *a, const char *b, int n)
+{
+    unsigned x[64], y[64];
+    float lx[64], ly[64];
+    assert_int_equal(curve(a, x, lx), n);
+    assert_int_equal(curve(b, y, ly), n);
+    for (int i = 0; i < n; i++)
+        if (x[i] != y[i])
+            fail_msg("%s: step %d: %.9g vs %.9g", what, i + 1, (double)lx[i], (double)ly[i]);
+    if (!same_file(a, b))
+        return;
+}
+
+static void test_world_of_one_is_one_gpu(void **state)
+{
+    (void)state;
+    assert_non_null(mkdtemp(mdir));
+    assert_int_equal(run(COMMON, "--steps", "7", "--csv", in_mdir("one.csv"), "--checkpoint",
+                         in_mdir("one.ckpt"), NULL), 0);
+    assert_int_equal(run_dist(1, NULL, COMMON, "--steps", "7", "--csv", in_mdir("d1.csv"),
+                              "--checkpoint", in_mdir("d1.ckpt"), NULL), 0);
+    assert_same_curve_files("--dist, a world of one, vs one GPU", in_mdir("one.csv"),
+                            in_mdir("d1.csv"), 7);
+    assert_true(same_file(in_mdir("one.ckpt"), in_mdir("d1.ckpt")));
+    printf("  --dist with a world of one: 7 losses and the checkpoint bitwise one GPU's\n");
+}
+
+static void expect_dist_is_threads(int world)
+{
+    char gpus[8], a[32], b[32], ca[32], cb[32];
+    snprintf(gpus, sizeof gpus, "%d", world);
+    snprintf(a, sizeof a, "t%d.csv", world), snprintf(b, sizeof b, "d%d.csv", world);
+    snprintf(ca, sizeof ca, "t%d.ckpt", world), snprintf(cb, sizeof cb, "d%d.ckpt", world);
+    assert_int_equal(run(COMMON, "--steps", "7", "--gpus", gpus, "--csv", in_mdir(a),
+                         "--checkpoint", in_mdir(ca), NULL), 0);
+    int rcs[MAX_RANKS];
+    assert_int_equal(run_dist(world, rcs, COMMON, "--steps", "7", "--progress", "2", "--csv",
+                              in_mdir(b), "--checkpoint", in_mdir(cb), NULL), 0);
+    for (int k = 1; k < world; k++)
+        assert_int_equal(rcs[k], 0);
+    assert_same_curve_files("--dist vs --gpus in one process", in_mdir(a), in_mdir(b), 7);
+    assert_true(same_file(in_mdir(ca), in_mdir(cb)));
+    printf("  %d ranks through --dist: 7 losses and the checkpoint bitwise --gpus %d's\n",
+           world, world);
+}
+
+static void test_two_ranks_are_gpus_2(void **state)
+{
+    (void)state;
+    expect_dist_is_threads(2);
+}
+
+static void test_four_ranks_are_gpus_4(void **state)
+{
+    (void)state;
+    expect_dist_is_threads(4);
+}
+
+static void test_resume_any_world(void **state)
+{
+    (void)state;
+    /* 2 ranks for 3 steps, resumed by 2 ranks: bitwise the uninterrupted
+     * run (d2 above). */
+    assert_int_equal(run_dist(2, NULL, COMMON, "--steps", "3", "--checkpoint",
+                              in_mdir("first.ckpt"), NULL), 0);
+    assert_int_equal(run_dist(2, NULL, "--resume", in_mdir("first.ckpt"), "--steps", "7",
+                              "--quiet", "--csv", in_mdir("r2.csv"), "--checkpoint",
+                              in_mdir("r2.ckpt"), NULL), 0);
+    unsigned a[64], b[64];
+    float la[64], lb[64];
+    assert_int_equal(curve(in_mdir("d2.csv"), a, la), 7);
+    assert_int_equal(curve(in_mdir("r2.csv"), b, lb), 4);
+    for (int i = 0; i < 4; i++)
+        if (a[3 + i] != b[i])
+            fail_msg("step %d: resumed %.9g, uninterrupted %.9g", 4 + i, (double)lb[i],
+                     (double)la[3 + i]);
+    assert_true(same_file(in_mdir("d2.ckpt"), in_mdir("r2.ckpt")));
+    /* The same checkpoint under a world of one and of four: the same run
+     * within float rounding; a world its batch does not split over, refused. */
+    const char *worlds[] = {"1", "4"};
+    for (int w = 0; w < 2; w++) {
+        char csv[32];
+        snprintf(csv, sizeof csv, "r%s.csv", worlds[w]);
+        assert_int_equal(run_dist(atoi(worlds[w]), NULL, "--resume", in_mdir("first.ckpt"),
+                                  "--steps", "7", "--quiet", "--csv", in_mdir(csv), NULL), 0);
+        assert_int_equal(curve(in_mdir(csv), b, lb), 4);
+        for (int i = 0; i < 4; i++)
+            if (!(fabs((double)lb[i] - la[3 + i]) <= 2e-5 * fabs((double)la[3 + i])))
+                fail_msg("world %s, step %d: resumed %.9g, 2 ranks %.9g", worlds[w], 4 + i,
+                         (double)lb[i], (double)la[3 + i]);
+    }
+    int rcs[3];
+    assert_int_equal(run_dist(3, rcs, "--resume", in_mdir("first.ckpt"), "--quiet", NULL),
+                     FT_EXIT_USAGE);
+    printf("  a 2-rank checkpoint resumed by 2 ranks: bitwise; by 1 and 4: within float "
+           "rounding; by 3: refused\n");
+}
+
+static void test_failures_end_every_rank(void **state)
+{
+    (void)state;
+    /* Rank 1's third all-reduce fails: it aborts its communicator, which
+     * cancels rank 0's all-reduce waiting for it. */
+    int rcs[2];
+    fail_rank = 1, fail_at = 3;
+    run_dist(2, rcs, COMMON, "--steps", "7", NULL);
+    fail_rank = -1, fail_at = -1;
+    assert_int_equal(rcs[0], FT_EXIT_FAILED);
+    assert_int_equal(rcs[1], FT_EXIT_FAILED);
+    /* Rank 0 cannot write its checkpoint at step 2: its status stops rank
+     * 1 at the next exchange. */
+    run_dist(2, rcs, COMMON, "--steps", "7", "--progress", "1", "--checkpoint",
+             "/nonexistent-dir/x.ckpt", "--checkpoint-every", "2", NULL);
+    assert_int_equal(rcs[0], FT_EXIT_FAILED);
+    assert_int_equal(rcs[1], FT_EXIT_FAILED);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", mdir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int dist_setup(void **state)
+{
+    multi_setup(state);
+    dist_nccl = nccl;
+    dist_nccl.GetUniqueId = n_unique_id_shared;
+    dist_nccl.AllGather = n_allgather;
+    return 0;
+}
+
+int main(void)
+{
+    (void)train_multi_host_main;  /* the included tests' own mains, not run here */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_world_of_one_is_one_gpu),
+        cmocka_unit_test(test_two_ranks_are_gpus_2),
+        cmocka_unit_test(test_four_ranks_are_gpus_4),
+        cmocka_unit_test(test_resume_any_world),
+        cmocka_unit_test(test_failures_end_every_rank),
+    };
+    return cmocka_run_group_tests_name("train_dist_host", tests, dist_setup, NULL);
+}

@@ -1,0 +1,161 @@
+#include "dist_env.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct family {
+    const char *launcher;
+    const char *rank, *world, *local, *local_world;
+} family;
+
+static const family families[] = {
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"mpirun (Open MPI)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"srun (Slurm)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL},
+};
+
+static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int set(ft_getenv_fn get, void *ctx, const char *name)
+{
+    const char *v = name ? get(name, ctx) : NULL;
+    return v != NULL;
+}
+
+/* An integer in [lo, hi], the whole string (spaces around it allowed, as
+ * shells and launchers sometimes leave them). */
+static int read_int(ft_getenv_fn get, void *ctx, const char *name, long lo, long hi, int *out,
+                    char *why, size_t len)
+{
+    const char *s = get(name, ctx);
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    while (*end == ' ' || *end == '\t' || *end == '\n')
+        end++;
+    if (errno || end == s || *end || v < lo || v > hi)
+        return fail(why, len, "%s='%s' is not an integer in [%ld, %ld]; the launcher sets it "
+                    "(check the job script does not override it)", name, s, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+/* NCCL_COMM_ID is NCCL's own bootstrap address: host:port or [ipv6]:port.
+ * NCCL parses it itself; this catches the usual mistakes early, with the
+ * job's words. */
+static int check_comm_id(const char *id, char *why, size_t len)
+{
+    const char *colon = strrchr(id, ':');
+    const char *host_end = colon;
+    if (id[0] == '[') {
+        const char *close = strchr(id, ']');
+        if (!close || close[1] != ':')
+            colon = NULL;
+        host_end = close;
+    }
+    long port = 0;
+    if (colon) {
+        char *end;
+        errno = 0;
+        port = strtol(colon + 1, &end, 10);
+        if (errno || end == colon + 1 || *end)
+            port = 0;
+    }
+    if (!colon || host_end == id || port < 1 || port > 65535)
+        return fail(why, len, "NCCL_COMM_ID='%s' is not host:port (say rank 0's host and a "
+                    "free port, as NCCL_COMM_ID=node0:29600 or 10.0.0.1:29600)", id);
+    return 0;
+}
+
+int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, size_t why_len)
+{
+    memset(d, 0, sizeof *d);
+    d->local_world = -1;
+    const family *f = NULL;
+    for (size_t i = 0; i < sizeof families / sizeof families[0] && !f; i++)
+        if (set(get, ctx, families[i].rank) || set(get, ctx, families[i].world) ||
+            set(get, ctx, families[i].local))
+            f = &families[i];
+    if (!f)
+        return fail(why, why_len, "--dist found no launcher in the environment: it reads RANK, "
+                    "WORLD_SIZE and LOCAL_RANK (torchrun), OMPI_COMM_WORLD_RANK, _SIZE and "
+                    "_LOCAL_RANK (mpirun) or SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID "
+                    "(srun), and none is set; start fox-train --dist under one of them, or use "
+                    "fox-train --dist-local N to start N processes on this host");
+    const char *names[3] = {f->rank, f->world, f->local};
+    for (int i = 0; i < 3; i++)
+        if (!set(get, ctx, names[i])) {
+            char have[160] = "";
+            for (int j = 0; j < 3; j++)
+                if (set(get, ctx, names[j]))
+                    snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+                             *have ? " and " : "", names[j]);
+            return fail(why, why_len, "%s sets %s but not %s: --dist needs all of %s, %s and "
+                        "%s (a job script that exports some of them by hand must export all)",
+                        f->launcher, have, names[i], f->rank, f->world, f->local);
+        }
+    d->launcher = f->launcher;
+    d->rank_var = f->rank, d->world_var = f->world, d->local_var = f->local;
+    if (read_int(get, ctx, f->world, 1, FT_DIST_MAX_WORLD, &d->world, why, why_len) ||
+        read_int(get, ctx, f->rank, 0, FT_DIST_MAX_WORLD - 1, &d->rank, why, why_len) ||
+        read_int(get, ctx, f->local, 0, FT_DIST_MAX_WORLD - 1, &d->local_rank, why, why_len))
+        return -1;
+    if (f->local_world && set(get, ctx, f->local_world) &&
+        read_int(get, ctx, f->local_world, 1, FT_DIST_MAX_WORLD, &d->local_world, why, why_len))
+        return -1;
+    if (d->rank >= d->world)
+        return fail(why, why_len, "%s=%d is not below %s=%d: the ranks of a world of %d are 0 "
+                    "to %d; the variables disagree (a job script mixing two launchers' "
+                    "variables, or a stale export?)", f->rank, d->rank, f->world, d->world,
+                    d->world, d->world - 1);
+    if (d->local_rank >= d->world)
+        return fail(why, why_len, "%s=%d is not below %s=%d: a host cannot hold more ranks "
+                    "than the world; the variables disagree", f->local, d->local_rank,
+                    f->world, d->world);
+    if (d->local_world > d->world)
+        return fail(why, why_len, "%s=%d is larger than %s=%d; the variables disagree",
+                    f->local_world, d->local_world, f->world, d->world);
+    if (d->local_world > 0 && d->local_rank >= d->local_world)
+        return fail(why, why_len, "%s=%d is not below %s=%d; the variables disagree", f->local,
+                    d->local_rank, f->local_world, d->local_world);
+    const char *id = get("NCCL_COMM_ID", ctx);
+    if (id && !*id)
+        id = NULL;
+    if (!id && d->world > 1)
+        return fail(why, why_len, "NCCL_COMM_ID is not set: the %d ranks meet through NCCL's "
+                    "bootstrap at NCCL_COMM_ID=host:port, where rank 0 listens; export it the "
+                    "same in every rank, with rank 0's host and a free port (under torchrun, "
+                    "NCCL_COMM_ID=$MASTER_ADDR:29600; see docs/trainer.md)", d->world);
+    if (id && check_comm_id(id, why, why_len))
+        return -1;
+    d->comm_id = id;
+    return 0;
+}
+
+int ft_dist_pick_gpu(const ft_dist_env *d, int device, int device_count, char *why,
+                     size_t why_len)
+{
+    if (device + d->local_rank < device_count)
+        return device + d->local_rank;
+    if (device_count == 1 && device == 0)
+        return 0;
+    return fail(why, why_len, "%s=%d picks CUDA device %d (--device %d + the local rank), but "
+                "this process sees %d device%s; start at most %d process%s per host, or let "
+                "the launcher give each process one GPU (CUDA_VISIBLE_DEVICES)", d->local_var,
+                d->local_rank, device + d->local_rank, device, device_count,
+                device_count == 1 ? "" : "s", device_count - device > 0 ? device_count - device : 0,
+                device_count - device == 1 ? "" : "es");
+}

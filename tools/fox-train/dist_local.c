@@ -1,0 +1,189 @@
+#include "dist_local.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "env.h"
+
+int ft_dist_local_argv(int argc, char **argv, char **out)
+{
+    static char dist[] = "--dist";
+    int n = 0;
+    out[n++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--dist-local")) {
+            i++;   /* its value */
+            out[n++] = dist;
+        } else if (!strncmp(argv[i], "--dist-local=", 13)) {
+            out[n++] = dist;
+        } else {
+            out[n++] = argv[i];
+        }
+    }
+    out[n] = NULL;
+    return n;
+}
+
+/* A port the kernel says is free now. Another program could take it
+ * before rank 0 listens; NCCL then says it could not bind, and the run is
+ * started again (or NCCL_COMM_ID given). */
+static int free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0)
+        return -1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (!bind(s, (struct sockaddr *)&a, sizeof a) && !getsockname(s, (struct sockaddr *)&a, &len))
+        port = ntohs(a.sin_port);
+    close(s);
+    return port;
+}
+
+static int status_of(int ws)
+{
+    if (WIFEXITED(ws))
+        return WEXITSTATUS(ws);
+    return FT_EXIT_FAILED;
+}
+
+static void describe(int rank, int ws, char *buf, size_t len)
+{
+    if (WIFEXITED(ws))
+        snprintf(buf, len, "rank %d exited with status %d", rank, WEXITSTATUS(ws));
+    else if (WIFSIGNALED(ws))
+        snprintf(buf, len, "rank %d was killed by signal %d (%s)", rank, WTERMSIG(ws),
+                 strsignal(WTERMSIG(ws)));
+    else
+        snprintf(buf, len, "rank %d ended (wait status %d)", rank, ws);
+}
+
+/* Waits up to `seconds` for any child; returns its index, or -1 at the
+ * deadline (or when none is left). */
+static int wait_any(pid_t *pids, int n, int *ws, double seconds)
+{
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    for (double waited = 0;; waited += 0.02) {
+        int left = 0;
+        for (int i = 0; i < n; i++) {
+            if (!pids[i])
+                continue;
+            left++;
+            pid_t p = waitpid(pids[i], ws, WNOHANG);
+            if (p == pids[i] || (p < 0 && errno == ECHILD)) {
+                pids[i] = 0;
+                return i;
+            }
+        }
+        if (!left || (seconds >= 0 && waited >= seconds))
+            return -1;
+        nanosleep(&nap, NULL);
+    }
+}
+
+int ft_dist_local_main(const ft_options *o, int argc, char **argv)
+{
+    const int n = o->dist_local;
+    char **child_argv = calloc((size_t)argc + 1, sizeof *child_argv);
+    pid_t *pids = calloc((size_t)n, sizeof *pids);
+    if (!child_argv || !pids) {
+        fprintf(stderr, "fox-train: out of memory\n");
+        free(child_argv), free(pids);
+        return FT_EXIT_FAILED;
+    }
+    ft_dist_local_argv(argc, argv, child_argv);
+    /* This very binary, wherever argv[0] points. */
+    const char *self = "/proc/self/exe";
+    char comm_id[64];
+    const char *given = getenv("NCCL_COMM_ID");
+    if (given && *given) {
+        snprintf(comm_id, sizeof comm_id, "%s", given);
+    } else {
+        int port = free_port();
+        if (port < 0) {
+            fprintf(stderr, "fox-train: --dist-local found no free TCP port on 127.0.0.1 for "
+                    "NCCL's bootstrap (%s); set NCCL_COMM_ID=127.0.0.1:PORT yourself\n",
+                    strerror(errno));
+            free(child_argv), free(pids);
+            return FT_EXIT_FAILED;
+        }
+        snprintf(comm_id, sizeof comm_id, "127.0.0.1:%d", port);
+    }
+    if (!o->quiet)
+        fprintf(stderr, "fox-train: --dist-local: starting %d processes (GPUs %d to %d), "
+                "NCCL_COMM_ID=%s\n", n, o->device, o->device + n - 1, comm_id);
+    fflush(stdout);
+    fflush(stderr);
+    int started = 0, rc = FT_EXIT_OK;
+    for (; started < n; started++) {
+        pid_t p = fork();
+        if (p < 0) {
+            fprintf(stderr, "fox-train: --dist-local could not start rank %d: %s\n", started,
+                    strerror(errno));
+            rc = FT_EXIT_FAILED;
+            break;
+        }
+        if (p == 0) {
+            char v[16];
+            snprintf(v, sizeof v, "%d", started);
+            setenv("RANK", v, 1);
+            setenv("LOCAL_RANK", v, 1);
+            snprintf(v, sizeof v, "%d", n);
+            setenv("WORLD_SIZE", v, 1);
+            setenv("LOCAL_WORLD_SIZE", v, 1);
+            setenv("NCCL_COMM_ID", comm_id, 1);
+            execv(self, child_argv);
+            fprintf(stderr, "fox-train: --dist-local could not run %s for rank %d: %s\n", self,
+                    started, strerror(errno));
+            _exit(FT_EXIT_FAILED);
+        }
+        pids[started] = p;
+    }
+    int failed = rc != FT_EXIT_OK ? -2 : -1;   /* -2: a fork failed */
+    char what[160];
+    for (int ws = 0;;) {
+        /* After a failure the others get 10 s to stop on their own. */
+        int i = wait_any(pids, started, &ws, failed == -1 ? -1.0 : 10.0);
+        if (i < 0)
+            break;
+        if (status_of(ws) != FT_EXIT_OK && failed == -1) {
+            failed = i;
+            rc = status_of(ws);
+            describe(i, ws, what, sizeof what);
+            fprintf(stderr, "fox-train: --dist-local: %s; stopping the other ranks\n", what);
+        }
+    }
+    int term = 0;
+    for (int i = 0; i < started; i++)
+        if (pids[i]) {
+            kill(pids[i], SIGTERM);
+            term++;
+        }
+    if (term) {
+        int ws;
+        while (wait_any(pids, started, &ws, 5.0) >= 0)
+            ;
+        for (int i = 0; i < started; i++)
+            if (pids[i]) {
+                kill(pids[i], SIGKILL);
+                waitpid(pids[i], &ws, 0);
+            }
+        fprintf(stderr, "fox-train: --dist-local: terminated %d rank%s that did not stop on "
+                "their own\n", term, term == 1 ? "" : "s");
+    }
+    free(child_argv), free(pids);
+    return rc;
+}

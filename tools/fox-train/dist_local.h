@@ -1,0 +1,24 @@
+/* fox-train --dist-local N: the launcher for one host, for users without
+ * torchrun, mpirun or srun, and for the tests. It starts N copies of this
+ * fox-train with --dist in place of --dist-local N and the environment
+ * torchrun would give them (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+ * and NCCL_COMM_ID=127.0.0.1:<a free port> unless already set), so each
+ * takes GPU --device + its rank; then waits for them. When one fails, the
+ * others are given a moment to stop on their own (the status exchange
+ * stops them at their next reporting point), then terminated, as torchrun
+ * does. */
+#ifndef FT_DIST_LOCAL_H
+#define FT_DIST_LOCAL_H
+
+#include "args.h"
+
+/* The child's argv: argv with --dist-local N (or --dist-local=N) replaced
+ * by --dist. out must hold argc + 1 pointers; returns the new argc. */
+int ft_dist_local_argv(int argc, char **argv, char **out);
+
+/* Returns 0 when every process exited with 0, else the first failed
+ * process's exit status (1 for one killed by a signal), after saying
+ * which rank it was. */
+int ft_dist_local_main(const ft_options *o, int argc, char **argv);
+
+#endif

@@ -1,0 +1,499 @@
+#include "dist_train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "config.h"
+#include "eval.h"
+#include "feed.h"
+#include "losslog.h"
+#include "model.h"
+#include "params.h"
+#include "rank.h"
+#include "state.h"
+#include "stepper.h"
+#include "dist_xchg.h"
+
+typedef struct dist_run {
+    const ft_options *o;       /* with gpus = the world, quiet on ranks > 0 */
+    const ft_nccl *nccl;
+    const ft_dist_env *de;
+    ft_watchdog *dog;
+    ft_run_config rc;          /* dims.batch is the global batch */
+    ft_hparams hp;
+    ft_dataset train, heldout;
+    int batch_per_rank;
+    double t_data, t0;
+    ft_team team;              /* of one: ft_rank reports failures through it */
+    ft_rank r;                 /* index: the global rank, count: the world */
+    ft_model model;
+    ft_feed feed;
+    ft_stepper stepper;
+    ft_xchg x;
+    float *ring;               /* pinned: this rank's loss of each step (its slice) */
+    float *mean;               /* rank 0: the loss of each step, the mean over the ranks */
+    int64_t gathered;          /* ring entries already exchanged */
+    ft_losslog log;            /* rank 0 */
+    int64_t line_every;
+    int pending;               /* a failure of rank 0's to tell the others (enum ft_exit) */
+    foxjit_counters before, after;
+    double prepare_s;
+    char host[64];
+} dist_run;
+
+/* Waits for what the stream holds (a step's all-reduce, an exchange) with
+ * the watchdog armed: the wait ends only if every other rank does its
+ * part. */
+static int wait_for_ranks(dist_run *d, const char *what)
+{
+    const ft_options *o = d->o;
+    ft_watchdog_arm(d->dog, o->dist_timeout, "rank %d of %d (%s, GPU %d): %s did not complete "
+                    "within %d s: another rank has stopped (see its output) or is stuck; "
+                    "giving up (--dist-timeout sets the wait)", d->r.index, d->r.count, d->host,
+                    d->r.ordinal, what, o->dist_timeout);
+    int rc = ft_rank_wait(&d->r);
+    ft_watchdog_disarm(d->dog);
+    return rc;
+}
+
+/* ---- set-up ------------------------------------------------------------------- */
+
+static int form_comm(dist_run *d)
+{
+    ft_nccl_unique_id id;
+    /* With NCCL_COMM_ID set, this is the same id in every rank (the
+     * address); without (a world of one), a fresh local one. */
+    ft_nccl_result e = d->nccl->GetUniqueId(&id);
+    if (e != FT_NCCL_SUCCESS) {
+        char buf[300];
+        ft_rank_fail(&d->r, "ncclGetUniqueId failed: %s; NCCL_COMM_ID=%s must be host:port "
+                     "with a host name this machine resolves (NCCL_DEBUG=WARN says more)",
+                     ft_nccl_error(d->nccl, e, buf, sizeof buf),
+                     d->de->comm_id ? d->de->comm_id : "(unset)");
+        return -1;
+    }
+    ft_watchdog_arm(d->dog, d->o->dist_timeout, "rank %d of %d (%s, GPU %d): the %d ranks "
+                    "did not all meet at NCCL_COMM_ID=%s within %d s: a rank did not start or "
+                    "stopped early (see its output), or the ranks disagree on %s or "
+                    "NCCL_COMM_ID, or rank 0's host:port is not reachable from here; giving up",
+                    d->r.index, d->r.count, d->host, d->r.ordinal, d->r.count,
+                    d->de->comm_id ? d->de->comm_id : "(unset)", d->o->dist_timeout,
+                    d->de->world_var);
+    int rc = ft_rank_comm_init(&d->r, &id);
+    ft_watchdog_disarm(d->dog);
+    return rc;
+}
+
+static int setup(dist_run *d)
+{
+    ft_rank *r = &d->r;
+    ft_env *e = &r->env;
+    const ft_ckpt_meta *cfg = &d->rc.cfg;
+    ft_dims dims = cfg->dims;
+    dims.batch = d->batch_per_rank;
+    if (ft_model_alloc(&d->model, e->api, e->rt, &e->cu, &dims,
+                       d->o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
+        ft_rank_fail(r, "%s", d->model.why);
+        return -1;
+    }
+    e->api->runtime_get_counters(e->rt, &d->before);
+    double t0 = ft_now_s();
+    if (ft_model_prepare(&d->model)) {
+        ft_rank_fail(r, "preparing the kernels failed: %s", d->model.why);
+        return -1;
+    }
+    d->prepare_s = ft_now_s() - t0;
+    e->api->runtime_get_counters(e->rt, &d->after);
+    if (ft_state_load(&d->model, e->stream, cfg->seed, d->rc.start, d->rc.params, d->rc.m,
+                      d->rc.v) ||
+        ft_feed_open_slice(&d->feed, &e->cu, &d->train, cfg->dims.batch, r->index, r->count,
+                           cfg->seed) ||
+        ft_xchg_open(&d->x, d->nccl, r->comm, &e->cu, e->stream, r->count))
+        return -1;
+    int64_t todo = d->rc.end - d->rc.start;
+    size_t n = (size_t)(todo > 0 ? todo : 1);
+    if (ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&d->ring, n * sizeof(float)),
+                    "cuMemAllocHost of the loss ring")) {
+        ft_rank_fail(r, "out of memory for the loss ring of %zu steps", n);
+        return -1;
+    }
+    return 0;
+}
+
+static void banner(dist_run *d)
+{
+    const ft_ckpt_meta *cfg = &d->rc.cfg;
+    const ft_dims *dm = &cfg->dims;
+    const ft_env *e = &d->r.env;
+    const char *nvls = getenv("NCCL_NVLS_ENABLE");
+    char v[32];
+    fprintf(stderr, "fox-train: data parallel over %d process%s, one GPU each (%s; rank 0: "
+            "%s, GPU %d: %s), %s, via %s, NCCL %s (%s, NCCL_COMM_ID=%s, NCCL_NVLS_ENABLE=%s)\n",
+            d->r.count, d->r.count == 1 ? "" : "es", d->de->launcher, d->host, d->r.ordinal,
+            e->device_name, e->api->runtime_arch(e->rt), e->plugin.path,
+            ft_nccl_version_string(d->nccl->version, v, sizeof v), d->nccl->path,
+            d->de->comm_id ? d->de->comm_id : "unset", nvls ? nvls : "unset");
+    fprintf(stderr,
+            "  data: %d train + %d held-out sequences, K = %d, F = %d, '%s' signal, seed "
+            "%llu (%.2f s)\n"
+            "  batch: %d = %d rank%s x %d rows; the gradients (%zu floats) are averaged with "
+            "one all-reduce per step\n"
+            "  model: D = %d, E = %d, H = %d, %zu parameters, %.1f MiB on each device\n"
+            "  kernels ready in %.2f s on rank 0 (%llu compiled, %llu from the disk cache)\n",
+            cfg->n_train, cfg->n_heldout, dm->k, dm->f, ft_signal_name(cfg->signal),
+            (unsigned long long)cfg->seed, d->t_data, dm->batch, d->r.count,
+            d->r.count == 1 ? "" : "s", d->batch_per_rank, d->model.grad_floats, dm->d, dm->e,
+            dm->h, ft_param_total(dm), (double)d->model.bytes / (1 << 20), d->prepare_s,
+            (unsigned long long)(d->after.compiles - d->before.compiles),
+            (unsigned long long)(d->after.disk_hits - d->before.disk_hits));
+    if (d->o->graph)
+        fprintf(stderr, "  captured one training step per rank: a CUDA graph of %zu nodes "
+                "(the all-reduce included)\n", d->stepper.nodes);
+}
+
+/* ---- the exchanges -------------------------------------------------------------- */
+
+/* Every rank's message is in; stops on the first rank that says so. */
+static int check_statuses(dist_run *d)
+{
+    int k = ft_xchg_first_failed(&d->x);
+    if (k < 0)
+        return 0;
+    int status = ft_xchg_got(&d->x, k)->status;
+    if (k != d->r.index)
+        fprintf(stderr, "fox-train: rank %d of %d (%s): rank %d stopped the run (exit status "
+                "%d, see its output); stopping too\n", d->r.index, d->r.count, d->host, k,
+                status);
+    ft_team_break(&d->team, status);
+    return -1;
+}
+
+/* Collective: the losses of ring [gathered, done) of every rank, in
+ * messages of FT_XCHG_LOSSES; rank 0 keeps their means. The mean is
+ * dp_train.c's: float64 sum in rank order, divided, rounded to float. */
+static int gather_losses(dist_run *d, int64_t done)
+{
+    do {
+        ft_xchg_msg mine;
+        memset(&mine, 0, sizeof mine);
+        int64_t n = done - d->gathered;
+        n = n > FT_XCHG_LOSSES ? FT_XCHG_LOSSES : n;
+        mine.status = d->pending, mine.n = (int32_t)n;
+        memcpy(mine.loss, d->ring + d->gathered, (size_t)n * sizeof(float));
+        if (ft_xchg_post(&d->x, &mine)) {
+            ft_rank_fail(&d->r, "the exchange of the losses could not be enqueued");
+            return -1;
+        }
+        if (wait_for_ranks(d, "the exchange of the losses") || check_statuses(d))
+            return -1;
+        if (d->r.index == 0)
+            for (int64_t j = 0; j < n; j++) {
+                double sum = 0;
+                for (int k = 0; k < d->r.count; k++)
+                    sum += ft_xchg_got(&d->x, k)->loss[j];
+                d->mean[d->gathered + j] = (float)(sum / d->r.count);
+            }
+        d->gathered += n;
+    } while (d->gathered < done);
+    return 0;
+}
+
+/* On rank 0 after the exchange. A failure here is told to the others at
+ * the next exchange (there is always one: the end's). */
+static void report(dist_run *d, int64_t done, int ckpt, int show)
+{
+    if (ft_losslog_flush(&d->log, done) ||
+        (ckpt && ft_state_save(&d->model, d->r.env.stream, &d->rc.cfg, d->o->checkpoint)))
+        d->pending = FT_EXIT_FAILED;
+    else if (show)
+        ft_losslog_status(&d->log, done, d->t0);
+}
+
+static int loop(dist_run *d)
+{
+    const ft_options *o = d->o;
+    ft_rank *r = &d->r;
+    const ft_cuda *cu = &r->env.cu;
+    CUstream s = r->env.stream;
+    const int64_t start = d->rc.start, todo = d->rc.end - start;
+    for (int64_t i = 0; i < todo; i++) {
+        int64_t g = start + i;
+        if (ft_feed_batch(&d->feed, g, d->model.batch_in, s) || ft_stepper_run(&d->stepper) ||
+            ft_cu_check(cu, cu->cuMemcpyDtoHAsync(d->ring + i, d->model.loss, 4, s),
+                        "cuMemcpyDtoHAsync (loss)")) {
+            ft_rank_fail(r, "the training step could not be enqueued");
+            return -1;
+        }
+        /* dp_train.c's reporting points, but never depending on what only
+         * one rank knows (--quiet is forced on ranks > 0, only rank 0's
+         * stderr may be a terminal): every rank must reach the same
+         * exchanges. */
+        int64_t done = i + 1;
+        int ckpt = o->checkpoint_every && (g + 1) % o->checkpoint_every == 0 && done < todo;
+        int line = done % d->line_every == 0 || done == todo;
+        int show = !o->quiet && line;
+        if (!line && !ckpt && done % o->progress_every)
+            continue;
+        char what[96];
+        snprintf(what, sizeof what, "step %lld's all-reduce", (long long)g + 1);
+        if (wait_for_ranks(d, what) || gather_losses(d, done))
+            return -1;
+        if (r->index == 0)
+            report(d, done, ckpt, show);
+    }
+    return 0;
+}
+
+/* ---- the end ------------------------------------------------------------------- */
+
+/* Collective: rank 0's failure so far, and every replica's hash. The
+ * all-reduce hands every rank the same bits and AdamW is deterministic, so
+ * the replicas must be identical. */
+static int check_replicas(dist_run *d)
+{
+    const ft_dims *dm = &d->model.dims;
+    size_t n = ft_param_total(dm);
+    float *params = malloc(n * sizeof(float));
+    if (!params) {
+        ft_rank_fail(&d->r, "out of memory for the parameters (%zu floats)", n);
+        return -1;
+    }
+    if (ft_model_get_state(&d->model, params, NULL, NULL, NULL, d->r.env.stream)) {
+        ft_rank_fail(&d->r, "reading the parameters failed: %s", d->model.why);
+        free(params);
+        return -1;
+    }
+    ft_xchg_msg mine;
+    memset(&mine, 0, sizeof mine);
+    mine.status = d->pending;
+    mine.hash = XXH64(params, n * sizeof(float), 0);
+    free(params);
+    if (ft_xchg_post(&d->x, &mine)) {
+        ft_rank_fail(&d->r, "the exchange of the parameter hashes could not be enqueued");
+        return -1;
+    }
+    if (wait_for_ranks(d, "the exchange of the parameter hashes") || check_statuses(d))
+        return -1;
+    uint64_t want = ft_xchg_got(&d->x, 0)->hash;
+    for (int k = 1; k < d->r.count; k++)
+        if (ft_xchg_got(&d->x, k)->hash != want) {
+            ft_rank_fail(&d->r, "the replicas diverged: rank %d's parameters hash to %016llx, "
+                         "rank 0's to %016llx, at step %lld", k,
+                         (unsigned long long)ft_xchg_got(&d->x, k)->hash,
+                         (unsigned long long)want, (long long)d->rc.end);
+            return -1;
+        }
+    if (d->r.index == 0)
+        printf("replicas: the parameters of all %d rank%s are bitwise identical at step %lld "
+               "(XXH64 %016llx)\n", d->r.count, d->r.count == 1 ? "" : "s",
+               (long long)d->rc.end, (unsigned long long)want);
+    return 0;
+}
+
+/* Rank 0, after the last exchange. */
+static int finish(dist_run *d, double seconds)
+{
+    const ft_options *o = d->o;
+    const int64_t start = d->rc.start, end = d->rc.end, todo = end - start;
+    if (d->log.tty && !o->quiet)
+        fputc('\n', stderr);
+    if (todo > 0)
+        printf("trained steps %lld..%lld (%s) at B = %d (%d process%s x %d), K = %d in %.2f s: "
+               "%.3f ms/step; loss %.5f at step %lld, %.5f at step %lld\n",
+               (long long)start + 1, (long long)end, o->graph ? "graph-replayed" : "eager",
+               d->rc.cfg.dims.batch, d->r.count, d->r.count == 1 ? "" : "es",
+               d->batch_per_rank, d->rc.cfg.dims.k, seconds, 1e3 * seconds / (double)todo,
+               (double)d->mean[0], (long long)start + 1, (double)d->mean[todo - 1],
+               (long long)end);
+    if (o->checkpoint) {
+        if (ft_state_save(&d->model, d->r.env.stream, &d->rc.cfg, o->checkpoint))
+            return -1;
+        printf("checkpoint: %s (step %lld)\n", o->checkpoint, (long long)end);
+    }
+    if (d->rc.cfg.n_heldout > 0) {
+        ft_eval_result after;
+        if (ft_evaluate(&d->model, &d->heldout, d->r.env.stream, &after))
+            return -1;
+        ft_print_eval("after training", &after);
+    }
+    return 0;
+}
+
+/* ---- the run --------------------------------------------------------------------- */
+
+int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nccl,
+                  const ft_dist_env *de, ft_watchdog *dog)
+{
+    /* The run's options as this rank sees them: the world is the number of
+     * GPUs (the resumed batch must split over it), and only rank 0 talks. */
+    ft_options o = *given;
+    o.gpus = de->world;
+    if (de->rank > 0)
+        o.quiet = 1;
+    dist_run *d = calloc(1, sizeof *d);
+    if (!d) {
+        fprintf(stderr, "fox-train: out of memory\n");
+        return FT_EXIT_FAILED;
+    }
+    d->o = &o, d->nccl = nccl, d->de = de, d->dog = dog;
+    if (gethostname(d->host, sizeof d->host - 1))
+        snprintf(d->host, sizeof d->host, "this host");
+    int rc = FT_EXIT_USAGE;
+    if (!o.resume && o.batch % de->world) {
+        fprintf(stderr, "fox-train: rank %d: --batch %d does not split evenly over the %d ranks "
+                "(%s=%d; --batch is the global batch: each rank takes batch/%d rows)\n",
+                de->rank, o.batch, de->world, de->world_var, de->world, de->world);
+        goto out;
+    }
+    rc = ft_run_config_make(&d->rc, &o);
+    if (rc != FT_EXIT_OK)
+        goto out;
+    rc = FT_EXIT_FAILED;
+    const ft_ckpt_meta *cfg = &d->rc.cfg;
+    d->batch_per_rank = cfg->dims.batch / de->world;
+    d->hp = (ft_hparams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay};
+    const int64_t todo = d->rc.end - d->rc.start;
+    double t0 = ft_now_s();
+    if (ft_data_generate_run(&d->train, &d->heldout, cfg))
+        goto out;
+    d->t_data = ft_now_s() - t0;
+    if (ft_team_init(&d->team, 1)) {
+        fprintf(stderr, "fox-train: could not create the rank's lock\n");
+        goto out;
+    }
+    ft_rank *r = &d->r;
+    r->index = de->rank, r->count = de->world, r->team = &d->team, r->nccl = nccl;
+    char why[600];
+    r->ordinal = ft_dist_pick_gpu(de, o.device, base->device_count, why, sizeof why);
+    if (r->ordinal < 0) {
+        fprintf(stderr, "fox-train: rank %d of %d (%s): %s\n", de->rank, de->world, d->host, why);
+        rc = FT_EXIT_NO_GPU;
+        goto team_out;
+    }
+    if (de->rank == 0) {
+        d->mean = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(float));
+        if (!d->mean) {
+            fprintf(stderr, "fox-train: out of memory for the loss curve\n");
+            goto team_out;
+        }
+        if (ft_losslog_open(&d->log, o.csv, d->mean, d->rc.start, d->rc.end))
+            goto team_out;
+        d->line_every = ft_status_period(o.progress_every, todo, d->log.tty);
+    }
+    /* Only rank 0 knows whether its stderr is a terminal, and the reporting
+     * points must be the same everywhere: with other ranks, everyone takes
+     * the period a log file gets. */
+    if (de->world > 1)
+        d->line_every = ft_status_period(o.progress_every, todo, 0);
+    rc = ft_rank_bind(r, base, &o);
+    if (rc != FT_EXIT_OK) {
+        ft_team_break(&d->team, rc);
+        goto rank_out;
+    }
+    rc = FT_EXIT_FAILED;
+    /* The communicator first: a missing rank shows in seconds, not after
+     * the kernels compiled. The first all-reduce (ft_rank_attach) then
+     * waits for the slowest rank's kernels. */
+    if (form_comm(d) || setup(d))
+        goto rank_out;
+    ft_watchdog_arm(dog, o.dist_timeout, "rank %d of %d (%s, GPU %d): the first all-reduce did "
+                    "not complete within %d s: another rank stopped (see its output) or is "
+                    "still compiling kernels (a cold kernel cache: raise --dist-timeout, or run "
+                    "fox-jit warm first); giving up", r->index, r->count, d->host, r->ordinal,
+                    o.dist_timeout);
+    int attached = ft_rank_attach(r, &d->model, 1);
+    ft_watchdog_disarm(dog);
+    if (attached || ft_stepper_init(&d->stepper, &d->model, &d->hp, o.graph, r->env.stream))
+        goto rank_out;
+    if (r->index == 0) {
+        if (!o.quiet)
+            banner(d);
+        if (d->rc.cfg.n_heldout > 0 && !o.resume) {
+            ft_eval_result before;
+            if (ft_evaluate(&d->model, &d->heldout, r->env.stream, &before))
+                goto rank_out;
+            ft_print_eval("before training", &before);
+        }
+    }
+    d->t0 = ft_now_s();
+    if (loop(d))
+        goto rank_out;
+    double seconds = ft_now_s() - d->t0;
+    if (check_replicas(d))
+        goto rank_out;
+    if (r->index == 0 && finish(d, seconds))
+        goto rank_out;
+    rc = FT_EXIT_OK;
+rank_out:
+    if (rc != FT_EXIT_OK && !ft_team_broken(&d->team))
+        ft_team_break(&d->team, rc);
+    if (ft_team_broken(&d->team))
+        rc = d->team.exit_status ? d->team.exit_status : FT_EXIT_FAILED;
+    /* As dp_train.c: after a failure the communicator goes first (abort
+     * cancels an all-reduce still waiting for a peer); otherwise the
+     * captured step goes first (destroying a communicator a live graph
+     * still holds hangs, NCCL 2.28). */
+    if (ft_team_broken(&d->team)) {
+        ft_rank_end_comm(r);
+        ft_stepper_free(&d->stepper);
+    } else {
+        ft_stepper_free(&d->stepper);
+        ft_rank_end_comm(r);
+    }
+    if (r->env.cu.cuMemFreeHost) {
+        ft_xchg_close(&d->x);
+        if (d->ring)
+            r->env.cu.cuMemFreeHost(d->ring);
+    }
+    ft_feed_close(&d->feed);
+    ft_model_free(&d->model);
+    ft_rank_release(r);
+team_out:
+    ft_team_destroy(&d->team);
+out:
+    ft_losslog_close(&d->log);
+    free(d->mean);
+    ft_data_free(&d->train);
+    ft_data_free(&d->heldout);
+    ft_run_config_free(&d->rc);
+    free(d);
+    return rc;
+}
+
+static const char *real_getenv(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+int ft_dist_main(const ft_options *o)
+{
+    ft_dist_env de;
+    char why[1024];
+    if (ft_dist_env_read(real_getenv, NULL, &de, why, sizeof why)) {
+        fprintf(stderr, "fox-train: %s\n", why);
+        return FT_EXIT_USAGE;
+    }
+    /* Before NCCL can read its environment (nccl.h says why). */
+    ft_nccl_disable_nvls();
+    ft_nccl nccl;
+    if (ft_nccl_load(&nccl, why, sizeof why)) {
+        fprintf(stderr, "fox-train: rank %d of %d: %s\n", de.rank, de.world, why);
+        return FT_EXIT_NO_NCCL;
+    }
+    ft_env base;
+    int rc = ft_env_load(&base, o);
+    ft_watchdog dog = {0};
+    if (rc == FT_EXIT_OK && ft_watchdog_start(&dog))
+        rc = FT_EXIT_FAILED;
+    if (rc == FT_EXIT_OK) {
+        rc = ft_dist_train(&base, o, &nccl, &de, &dog);
+        ft_watchdog_stop(&dog);
+    }
+    ft_env_close(&base);
+    ft_nccl_close(&nccl);
+    return rc;
+}
