@@ -65,10 +65,22 @@ int ft_plugin_load(ft_plugin *p, const char *explicit_path, char *why, size_t wh
         snprintf(path, sizeof path, "%s/../../runtime/libfoxjit.so", dir);
         if (access(path, F_OK) == 0 && try_one(p, path, why, why_len) == 0)
             return 0;
+#ifdef FT_LIBDIR_FROM_BINDIR
+        /* installed: the libdir as seen from the bindir (any prefix) */
+        snprintf(path, sizeof path, "%s/" FT_LIBDIR_FROM_BINDIR "/libfoxjit.so.1", dir);
+        if (access(path, F_OK) == 0 && try_one(p, path, why, why_len) == 0)
+            return 0;
+#endif
         snprintf(path, sizeof path, "%s/../lib/libfoxjit.so.1", dir);
         if (access(path, F_OK) == 0 && try_one(p, path, why, why_len) == 0)
             return 0;
     }
+#ifdef FT_LIBDIR
+    /* the configured libdir (prefix / libdir) */
+    if (access(FT_LIBDIR "/libfoxjit.so.1", F_OK) == 0 &&
+        try_one(p, FT_LIBDIR "/libfoxjit.so.1", why, why_len) == 0)
+        return 0;
+#endif
     if (try_one(p, "libfoxjit.so.1", why, why_len) == 0 ||
         try_one(p, "libfoxjit.so", why, why_len) == 0)
         return 0;

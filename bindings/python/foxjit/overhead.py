@@ -1,0 +1,109 @@
+"""python3 -m foxjit.overhead: what a call costs through Python.
+
+For a few ops at the trainers' shapes: host microseconds per call through
+the Python wrapper on torch tensors (foxjit.ops, with its checks), through
+the raw ctypes call on addresses (Runtime methods), and, with --c-json,
+through C (tools/examples/call_overhead, the same calls in a C loop); and
+the GPU microseconds per call through each (CUDA events around N calls
+back to back). Prints a Markdown table; --json FILE keeps the numbers."""
+
+import argparse
+import json
+import time
+
+import torch
+
+import foxjit
+from foxjit import ops
+
+
+def host_us(fn, n):
+    fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    host = (time.perf_counter() - t) / n * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
+def gpu_us(fn, n):
+    fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        fn()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / n * 1e3
+
+
+def cases():
+    rt = ops.runtime_for(0)
+    s = torch.cuda.current_stream().cuda_stream
+    x = torch.randn(8192, 42, device="cuda")
+    out = torch.empty(42, device="cuda")
+    r = torch.randn(4096 * 1000, device="cuda")
+    ro = torch.empty_like(r)
+    ws_bytes = rt.rank_normalize_workspace_size(r.numel())
+    ws = torch.empty(ws_bytes, dtype=torch.uint8, device="cuda")
+    b, n_in, n_hid = 32, 128, 128
+    xc, hc = torch.randn(b, n_in, device="cuda"), torch.randn(b, n_hid, device="cuda")
+    dt = torch.rand(b, device="cuda") + 0.5
+    p = [torch.randn(n_hid, n_in, device="cuda") * .1, torch.randn(n_hid, n_hid, device="cuda") * .1,
+         torch.zeros(n_hid, device="cuda"), torch.rand(n_hid, device="cuda") * 8 + 1]
+    h_out, u = torch.empty(b, n_hid, device="cuda"), torch.empty(b, n_hid, device="cuda")
+    cargs = foxjit.runtime.CfcArgs(batch=b, n_in=n_in, n_hid=n_hid, w_in=p[0].data_ptr(),
+                                   w_rec=p[1].data_ptr(), bias=p[2].data_ptr(),
+                                   tau=p[3].data_ptr(), x=xc.data_ptr(), h=hc.data_ptr(),
+                                   dt=dt.data_ptr(), u=u.data_ptr(), h_out=h_out.data_ptr())
+    xp = x.data_ptr()
+    yield ("column_sum 8192x42",
+           lambda: ops.column_sum(x, out=out),
+           lambda: rt.column_sum(xp, 8192, 42, out.data_ptr(), False, s))
+    yield ("rank_normalize 4096000",
+           lambda: ops.rank_normalize(r, 1.0, 0.0, out=ro, workspace=ws),
+           lambda: rt.rank_normalize(r.data_ptr(), r.numel(), 1.0, 0.0, "max", ro.data_ptr(),
+                                     ws.data_ptr(), ws_bytes, s))
+    yield ("cfc_forward 32x128x128",
+           lambda: ops.cfc_forward(xc, hc, dt, *p, h_out=h_out, u=u),
+           lambda: rt.cfc_forward(cargs, s))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--c-json", help="the C loop's figures (tools/examples/call_overhead)")
+    ap.add_argument("--json", help="write the table's numbers here")
+    a = ap.parse_args(argv)
+    c = {}
+    if a.c_json:
+        with open(a.c_json) as f:
+            c = json.load(f)
+    rows = []
+    for name, wrapper, raw in cases():
+        row = {"op": name,
+               "wrapper_host_us": host_us(wrapper, a.calls),
+               "ctypes_host_us": host_us(raw, a.calls),
+               "wrapper_gpu_us": gpu_us(wrapper, a.calls // 4),
+               "ctypes_gpu_us": gpu_us(raw, a.calls // 4)}
+        row.update({k: v for k, v in c.get(name, {}).items()})
+        rows.append(row)
+    print("| op | Python wrapper host us/call | raw ctypes host us/call | C host us/call "
+          "| GPU us/call (wrapper) | GPU us/call (ctypes) | GPU us/call (C) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %.2f | %.2f | %s | %.2f | %.2f | %s |" % (
+            r["op"], r["wrapper_host_us"], r["ctypes_host_us"],
+            "%.2f" % r["c_host_us"] if "c_host_us" in r else "-",
+            r["wrapper_gpu_us"], r["ctypes_gpu_us"],
+            "%.2f" % r["c_gpu_us"] if "c_gpu_us" in r else "-"))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

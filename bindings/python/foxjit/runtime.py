@@ -1,0 +1,237 @@
+"""Runtime: a foxjit_runtime and every C call on raw device addresses (ints)
+and raw CUstream handles (ints). The array-level functions in foxjit.ops
+call these; they are also the cheapest way in when you have addresses."""
+
+import ctypes
+
+from . import _lib
+from ._lib import (AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, Counters, HeadsArgs,
+                   HeadsSeqArgs, RuntimeParams, VsnArgs, VsnSeqArgs)
+
+__all__ = ["Runtime", "AdamwArgs", "AttnPoolArgs", "CfcArgs", "CfcSeqArgs", "HeadsArgs",
+           "HeadsSeqArgs", "VsnArgs", "VsnSeqArgs"]
+
+
+def _ties(ties):
+    if ties in (0, "max"):
+        return _lib.TIES_MAX
+    if ties in (1, "ordinal"):
+        return _lib.TIES_ORDINAL
+    raise ValueError("ties must be 'max' or 'ordinal', not %r" % (ties,))
+
+
+class Runtime:
+    """A fox-jit runtime bound to the CUDA context current when it is made.
+
+    close() (or the end of a with block, or garbage collection) destroys it;
+    the context must still exist then. Ops need that context current.
+    """
+
+    def __init__(self, lib=None, cache_dir=None, readonly_cache_dirs=None, cache_max_bytes=0,
+                 disable_disk_cache=False, _raw=None, _owned=True):
+        self.lib = lib if lib is not None else _lib.library()
+        self._api = self.lib.api
+        self._owned = _owned
+        if _raw is not None:
+            self._rt = ctypes.c_void_p(_raw)
+            return
+        self._rt = ctypes.c_void_p()
+        params = RuntimeParams()
+        self._api.runtime_default_params(ctypes.byref(params))
+        if cache_dir is not None:
+            params.cache_dir = str(cache_dir).encode()
+        if readonly_cache_dirs is not None:
+            params.readonly_cache_dirs = str(readonly_cache_dirs).encode()
+        if cache_max_bytes:
+            params.cache_max_bytes = int(cache_max_bytes)
+        if disable_disk_cache:
+            params.disable_disk_cache = 1
+        self.lib.check(self._api.runtime_create(ctypes.byref(params), ctypes.byref(self._rt)))
+
+    @classmethod
+    def from_raw(cls, ptr, lib=None, owned=False):
+        """Wraps a foxjit_runtime * (an int) made elsewhere in the process."""
+        return cls(lib=lib, _raw=ptr, _owned=owned)
+
+    @property
+    def raw(self):
+        """The foxjit_runtime * as an int."""
+        return self._rt.value or 0
+
+    def close(self):
+        if self._owned and self._rt.value:
+            self._api.runtime_destroy(ctypes.byref(self._rt))
+        self._rt = ctypes.c_void_p()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _call(self, status):
+        if status != 0:
+            raise _lib.Error(status, self.lib.last_error())
+
+    def arch(self):
+        return self._api.runtime_arch(self._rt).decode()
+
+    def counters(self):
+        c = Counters()
+        self._call(self._api.runtime_get_counters(self._rt, ctypes.byref(c)))
+        return {f: getattr(c, f) for f, _ in Counters._fields_}
+
+    def perception_limits(self):
+        return self.lib.perception_limits()
+
+    # ---- column sums -------------------------------------------------------
+    def column_sum(self, x, rows, cols, out, accumulate, stream):
+        self._call(self._api.column_sum(self._rt, x, rows, cols, out, int(bool(accumulate)),
+                                        stream))
+
+    def bias_grad_reduce(self, dy, batch, out_dim, db, stream):
+        self._call(self._api.bias_grad_reduce(self._rt, dy, batch, out_dim, db, stream))
+
+    def curiosity_bias_grad_reduce(self, dy, rows, out_dim, db, stream):
+        self._call(self._api.curiosity_bias_grad_reduce(self._rt, dy, rows, out_dim, db, stream))
+
+    def reduce_axis0(self, x, n_batch, n_tail, out, stream):
+        self._call(self._api.reduce_axis0(self._rt, x, n_batch, n_tail, out, stream))
+
+    def column_sum_prepare(self, rows, cols):
+        self._call(self._api.column_sum_prepare(self._rt, rows, cols))
+
+    # ---- sort and rank normalization ----------------------------------------
+    def radix_sort_pairs_workspace_size(self, n, begin_bit=0, end_bit=32):
+        b = ctypes.c_size_t()
+        self._call(self._api.radix_sort_pairs_workspace_size(self._rt, n, begin_bit, end_bit,
+                                                             ctypes.byref(b)))
+        return b.value
+
+    def radix_sort_pairs(self, keys_in, values_in, keys_out, values_out, n, begin_bit, end_bit,
+                         workspace, workspace_bytes, stream):
+        self._call(self._api.radix_sort_pairs(self._rt, keys_in, values_in, keys_out,
+                                              values_out, n, begin_bit, end_bit, workspace,
+                                              workspace_bytes, stream))
+
+    def radix_sort_prepare(self):
+        self._call(self._api.radix_sort_prepare(self._rt))
+
+    def rank_normalize_workspace_size(self, n, ties="max"):
+        b = ctypes.c_size_t()
+        self._call(self._api.rank_normalize_workspace_size(self._rt, n, _ties(ties),
+                                                           ctypes.byref(b)))
+        return b.value
+
+    def rank_normalize(self, rewards, n, std_ema, mean_ema, ties, out, workspace,
+                       workspace_bytes, stream):
+        self._call(self._api.rank_normalize(self._rt, rewards, n, std_ema, mean_ema, _ties(ties),
+                                            out, workspace, workspace_bytes, stream))
+
+    def rank_normalize_prepare(self, ties="max"):
+        self._call(self._api.rank_normalize_prepare(self._rt, _ties(ties)))
+
+    # ---- perception ops (args: the ctypes structs of foxjit._lib) ----------------
+    def _args(self, fn, args, stream):
+        self._call(fn(self._rt, ctypes.byref(args), stream))
+
+    def cfc_forward(self, args, stream):
+        self._args(self._api.cfc_forward, args, stream)
+
+    def cfc_backward(self, args, stream):
+        self._args(self._api.cfc_backward, args, stream)
+
+    def cfc_prepare(self, n_in, n_hid):
+        self._call(self._api.cfc_prepare(self._rt, n_in, n_hid))
+
+    def heads_forward(self, args, stream):
+        self._args(self._api.heads_forward, args, stream)
+
+    def heads_backward(self, args, stream):
+        self._args(self._api.heads_backward, args, stream)
+
+    def heads_prepare(self, d, e, h):
+        self._call(self._api.heads_prepare(self._rt, d, e, h))
+
+    def heads_workspace_size(self, batch, steps, e, h):
+        return self.lib.heads_workspace_size(batch, steps, e, h)
+
+    def vsn_forward(self, args, stream):
+        self._args(self._api.vsn_forward, args, stream)
+
+    def vsn_backward(self, args, stream):
+        self._args(self._api.vsn_backward, args, stream)
+
+    def vsn_prepare(self, f):
+        self._call(self._api.vsn_prepare(self._rt, f))
+
+    def attn_pool_forward(self, args, stream):
+        self._args(self._api.attn_pool_forward, args, stream)
+
+    def attn_pool_backward(self, args, stream):
+        self._args(self._api.attn_pool_backward, args, stream)
+
+    def attn_pool_prepare(self, d):
+        self._call(self._api.attn_pool_prepare(self._rt, d))
+
+    # ---- whole-sequence ops ---------------------------------------------------------
+    def cfc_seq_workspace_size(self, batch, k, n_in, n_hid):
+        b = ctypes.c_size_t()
+        self._call(self._api.cfc_seq_workspace_size(self._rt, batch, k, n_in, n_hid,
+                                                    ctypes.byref(b)))
+        return b.value
+
+    def cfc_seq_forward(self, args, stream):
+        self._args(self._api.cfc_seq_forward, args, stream)
+
+    def cfc_seq_backward(self, args, stream):
+        self._args(self._api.cfc_seq_backward, args, stream)
+
+    def cfc_seq_prepare(self, n_in, n_hid):
+        self._call(self._api.cfc_seq_prepare(self._rt, n_in, n_hid))
+
+    def heads_seq_workspace_size(self, batch, steps, d, e, h):
+        b = ctypes.c_size_t()
+        self._call(self._api.heads_seq_workspace_size(self._rt, batch, steps, d, e, h,
+                                                      ctypes.byref(b)))
+        return b.value
+
+    def heads_seq_forward(self, args, stream):
+        self._args(self._api.heads_seq_forward, args, stream)
+
+    def heads_seq_backward(self, args, stream):
+        self._args(self._api.heads_seq_backward, args, stream)
+
+    def heads_seq_prepare(self, d, e, h):
+        self._call(self._api.heads_seq_prepare(self._rt, d, e, h))
+
+    def vsn_seq_workspace_size(self, batch, t, f):
+        b = ctypes.c_size_t()
+        self._call(self._api.vsn_seq_workspace_size(self._rt, batch, t, f, ctypes.byref(b)))
+        return b.value
+
+    def vsn_seq_backward(self, args, stream):
+        self._args(self._api.vsn_seq_backward, args, stream)
+
+    def vsn_seq_prepare(self, f):
+        self._call(self._api.vsn_seq_prepare(self._rt, f))
+
+    # ---- training step --------------------------------------------------------------
+    def bce_with_logits(self, z, y, n, loss, loss_accumulate, dz, stream):
+        self._call(self._api.bce_with_logits(self._rt, z, y, n, loss, int(bool(loss_accumulate)),
+                                             dz, stream))
+
+    def adamw(self, args, stream):
+        self._args(self._api.adamw, args, stream)
+
+    def increment_step(self, step, stream):
+        self._call(self._api.increment_step(self._rt, step, stream))
+
+    def training_prepare(self):
+        self._call(self._api.training_prepare(self._rt))

@@ -1,0 +1,460 @@
+"""On a GPU with torch: every op against a torch float64 reference, the
+autograd wrappers' gradients against float64 autograd (gradcheck-style:
+the kernels are float32, so the check compares with the float64 analytic
+gradient instead of finite differences), torch.compile and CUDA graph
+capture of the custom ops, and a short training loop of the reference
+model. Runs under pytest or `python3 -m unittest tests.test_gpu`."""
+
+import math
+import unittest
+
+try:
+    import torch
+except ImportError:          # the runner reports the skip
+    torch = None
+
+import foxjit
+from foxjit import ops
+
+from ._common import need_library
+
+HAVE_GPU = torch is not None and torch.cuda.is_available()
+if HAVE_GPU:
+    import foxjit.torch as ft
+
+
+def setUpModule():
+    if not HAVE_GPU:
+        raise unittest.SkipTest("needs torch with a CUDA GPU")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def rnd(*shape, lo=-1.0, hi=1.0, gen=None):
+    return (torch.rand(shape, generator=gen, device="cuda") * (hi - lo) + lo).float()
+
+
+def close(test, what, got, want, atol=1e-4, rtol=1e-3):
+    got, want = got.detach().double(), want.detach().double()
+    test.assertEqual(tuple(got.shape), tuple(want.shape), what)
+    err = (got - want).abs()
+    bound = atol + rtol * want.abs()
+    bad = (err > bound).sum().item()
+    test.assertEqual(bad, 0, "%s: %d values off, worst error %.3e" % (what, bad, err.max().item()))
+
+
+# ---- float64 references (kernels.md) ---------------------------------------
+
+def ref_cfc_step(x, h, dt, w_in, w_rec, bias, tau):
+    u = torch.tanh(bias + x @ w_in.t() + h @ w_rec.t())
+    decay = torch.exp(-dt.unsqueeze(-1) / tau)
+    return decay * h + (1 - decay) * u
+
+
+def ref_cfc_seq(x, dt, w_in, w_rec, bias, tau, h0):
+    h, out = h0, []
+    for t in range(x.shape[1]):
+        h = ref_cfc_step(x[:, t], h, dt[:, t], w_in, w_rec, bias, tau)
+        out.append(h)
+    return torch.stack(out, 1)
+
+
+def ref_heads(x, w1, b1, w2, b2, w_gate, b_gate, w_main, b_main, w_skip, b_skip):
+    a = torch.einsum("...d,hed->...he", x, w1) + b1
+    eta = torch.nn.functional.elu(a)
+    c = torch.einsum("...he,hfe->...hf", eta, w2) + b2
+    g = torch.sigmoid((c * w_gate).sum(-1) + b_gate)
+    m = (c * w_main).sum(-1) + b_main
+    s = x @ w_skip.t() + b_skip
+    return s + g * m
+
+
+def ref_vsn(x, w, bias):
+    return torch.softmax(x @ w.t() + bias, dim=-1) * x
+
+
+def ref_attn(hs, q):
+    alpha = torch.softmax(hs @ q / math.sqrt(hs.shape[-1]), dim=1)
+    return (alpha.unsqueeze(-1) * hs).sum(1)
+
+
+def heads_params(d, e, h, gen=None):
+    s1, s2 = 1 / math.sqrt(d), 1 / math.sqrt(e)
+    return [rnd(h, e, d, lo=-s1, hi=s1, gen=gen), rnd(h, e, lo=-.1, hi=.1, gen=gen),
+            rnd(h, e, e, lo=-s2, hi=s2, gen=gen), rnd(h, e, lo=-.1, hi=.1, gen=gen),
+            rnd(h, e, lo=-s2, hi=s2, gen=gen), rnd(h, lo=-.1, hi=.1, gen=gen),
+            rnd(h, e, lo=-s2, hi=s2, gen=gen), rnd(h, lo=-.1, hi=.1, gen=gen),
+            rnd(h, d, lo=-s1, hi=s1, gen=gen), rnd(h, lo=-.1, hi=.1, gen=gen)]
+
+
+def cfc_params(n_in, n_hid):
+    return [rnd(n_hid, n_in, lo=-.3, hi=.3), rnd(n_hid, n_hid, lo=-.3, hi=.3),
+            rnd(n_hid, lo=-.1, hi=.1), rnd(n_hid, lo=1.0, hi=8.0)]
+
+
+def f64_grads(fn, inputs, gout):
+    """Output and d(sum(out * gout))/d input of fn in float64."""
+    xs = [t.detach().double().requires_grad_(True) for t in inputs]
+    out = fn(*xs)
+    grads = torch.autograd.grad((out * gout.double()).sum(), xs, allow_unused=True)
+    return out, grads
+
+
+class Cai:
+    """Only __cuda_array_interface__: the path of CuPy, Numba and others."""
+
+    def __init__(self, t):
+        self.t = t
+        self.__cuda_array_interface__ = t.__cuda_array_interface__
+
+
+class Ops(unittest.TestCase):
+    def setUp(self):
+        need_library(self)
+        torch.manual_seed(1234)
+
+    def test_column_sums(self):
+        for rows, cols in ((8192, 42), (32, 5000), (1000, 3)):
+            x = rnd(rows, cols)
+            want = x.double().sum(0)
+            atol = 2e-6 * rows
+            close(self, "column_sum", ops.column_sum(x), want, atol)
+            out = rnd(cols)
+            close(self, "column_sum acc", ops.column_sum(x, out=out.clone(), accumulate=True),
+                  want + out.double(), atol)
+            db = rnd(cols)
+            want_db = want + db.double()
+            close(self, "bias_grad_reduce", ops.bias_grad_reduce(x, db), want_db, atol)
+            close(self, "curiosity", ops.curiosity_bias_grad_reduce(x), want, atol)
+        s = rnd(32, 5, 64)
+        close(self, "reduce_axis0", ops.reduce_axis0(s), s.double().sum(0), 1e-4)
+
+    def test_sort(self):
+        n = 100_000
+        keys = torch.randint(0, 5000, (n,), device="cuda", dtype=torch.int32)
+        values = torch.arange(n, device="cuda", dtype=torch.int32)
+        ko, vo = ops.radix_sort_pairs(keys, values)
+        sk, order = torch.sort(keys.long(), stable=True)
+        self.assertTrue(torch.equal(ko.long(), sk))
+        self.assertTrue(torch.equal(vo.long(), order))
+
+    def ref_rank(self, r, std, mean, ties):
+        s = (r - mean) / std
+        a = s.abs()
+        n = r.numel()
+        if ties == "max":
+            rank = torch.searchsorted(torch.sort(a).values, a, right=True).double()
+        else:
+            order = torch.argsort(a, stable=True)
+            rank = torch.empty(n, dtype=torch.float64, device=r.device)
+            rank[order] = torch.arange(1, n + 1, dtype=torch.float64, device=r.device)
+        return torch.where(a > 0.001, torch.sign(s).double() * rank / n,
+                           torch.zeros_like(rank))
+
+    def test_rank_normalize(self):
+        n = 20_000
+        r = rnd(n, lo=-3, hi=3)
+        r[::97] = 0.25
+        r[1::53] = r[5].item()      # ties
+        for ties in ("max", "ordinal"):
+            got = ops.rank_normalize(r, 1.5, 0.25, ties=ties)
+            close(self, "rank_normalize " + ties, got, self.ref_rank(r, 1.5, 0.25, ties), 1e-6, 1e-6)
+        # in place
+        r2 = r.clone()
+        ops.rank_normalize(r2, 1.5, 0.25, out=r2)
+        close(self, "rank_normalize in place", r2, self.ref_rank(r, 1.5, 0.25, "max"), 1e-6, 1e-6)
+
+    def test_cuda_array_interface(self):
+        x = rnd(4096, 42)
+        out = torch.zeros(42, device="cuda")
+        stream = torch.cuda.current_stream().cuda_stream
+        ops.column_sum(Cai(x), out=Cai(out), stream=stream)
+        torch.cuda.synchronize()
+        close(self, "column_sum (CAI)", out, x.double().sum(0), 1e-2)
+        r = rnd(5000, lo=-2, hi=2)
+        rt = ops.runtime_for(0)
+        ws = torch.empty(rt.rank_normalize_workspace_size(5000), dtype=torch.uint8,
+                         device="cuda")
+        o = torch.empty_like(r)
+        ops.rank_normalize(Cai(r), 1.0, 0.0, out=Cai(o), workspace=Cai(ws), stream=stream)
+        torch.cuda.synchronize()
+        close(self, "rank_normalize (CAI)", o, self.ref_rank(r, 1.0, 0.0, "max"), 1e-6, 1e-6)
+
+    def test_checks_on_tensors(self):
+        with self.assertRaisesRegex(ValueError, "CUDA tensor"):
+            ops.column_sum(torch.zeros(4, 4))
+        with self.assertRaisesRegex(TypeError, "dtype"):
+            ops.column_sum(torch.zeros(4, 4, device="cuda", dtype=torch.float64))
+        with self.assertRaisesRegex(ValueError, "contiguous"):
+            ops.column_sum(torch.zeros(4, 8, device="cuda")[:, ::2])
+
+    def test_cfc_step(self):
+        b, n_in, n_hid = 6, 12, 20
+        p = cfc_params(n_in, n_hid)
+        x, h, dt = rnd(b, n_in), rnd(b, n_hid), rnd(b, lo=0.25, hi=1.75)
+        h_out, u = ops.cfc_forward(x, h, dt, *p)
+        g = rnd(b, n_hid)
+        want, grads = f64_grads(lambda x, h, w_in, w_rec, bias, tau:
+                                ref_cfc_step(x, h, dt.double(), w_in, w_rec, bias, tau),
+                                [x, h] + p, g)
+        close(self, "cfc h_out", h_out, want)
+        r = ops.cfc_backward(x, h, dt, *p, u, g)
+        for name, got, w in (("dx", r["dx"], grads[0]), ("dh", r["dh"], grads[1]),
+                             ("dw_in", r["dw_in"].sum(0), grads[2]),
+                             ("dw_rec", r["dw_rec"].sum(0), grads[3]),
+                             ("dbias", r["dbias"].sum(0), grads[4]),
+                             ("dtau", r["dtau"].sum(0), grads[5])):
+            close(self, "cfc " + name, got, w)
+
+    def test_heads(self):
+        b, d, e, h = 16, 32, 16, 5
+        p = heads_params(d, e, h)
+        x = rnd(b, d)
+        g = rnd(b, h)
+        want, grads = f64_grads(ref_heads, [x] + p, g)
+        close(self, "heads logits", ops.heads_forward(x, p), want)
+        r = ops.heads_backward(x, p, g)
+        close(self, "heads dx", r["dx"], grads[0])
+        for i, n in enumerate(ops.HEADS_PARAMS):
+            close(self, "heads d" + n, r["d" + n].sum(0), grads[i + 1])
+        # the sequence form over [B, S, D]
+        xs = rnd(4, 7, d)
+        gs = rnd(4, 7, h)
+        want, grads = f64_grads(ref_heads, [xs] + p, gs)
+        close(self, "heads_seq logits", ops.heads_seq_forward(xs, p), want)
+        r = ops.heads_seq_backward(xs, p, gs)
+        close(self, "heads_seq dx", r["dx"], grads[0])
+        for i, n in enumerate(ops.HEADS_PARAMS):
+            close(self, "heads_seq d" + n, r["d" + n], grads[i + 1], 1e-3)
+
+    def test_vsn_and_attention(self):
+        b, t, f, d = 4, 9, 10, 24
+        x, w, bias = rnd(b, t, f), rnd(f, f, lo=-.3, hi=.3), rnd(f, lo=-.1, hi=.1)
+        g = rnd(b, t, f)
+        want, grads = f64_grads(ref_vsn, [x, w, bias], g)
+        close(self, "vsn y", ops.vsn_forward(x, w, bias), want)
+        r = ops.vsn_backward(x, w, bias, g)
+        close(self, "vsn dx", r["dx"], grads[0])
+        close(self, "vsn dw", r["dw"].sum(0), grads[1])
+        close(self, "vsn dbias", r["dbias"].sum(0), grads[2])
+        r = ops.vsn_seq_backward(x, w, bias, g)
+        close(self, "vsn_seq dx", r["dx"], grads[0])
+        close(self, "vsn_seq dw", r["dw"], grads[1])
+        close(self, "vsn_seq dbias", r["dbias"], grads[2])
+        hs, q = rnd(b, t, d), rnd(d, lo=-.3, hi=.3)
+        gp = rnd(b, d)
+        want, grads = f64_grads(ref_attn, [hs, q], gp)
+        close(self, "attn pooled", ops.attn_pool_forward(hs, q), want)
+        r = ops.attn_pool_backward(hs, q, gp)
+        close(self, "attn dhs", r["dhs"], grads[0])
+        close(self, "attn dq", r["dq"].sum(0), grads[1])
+
+    def test_cfc_seq(self):
+        b, k, n_in, n_hid = 5, 12, 8, 16
+        p = cfc_params(n_in, n_hid)
+        x, dt, h0 = rnd(b, k, n_in), rnd(b, k, lo=0.25, hi=1.75), rnd(b, n_hid)
+        g = rnd(b, k, n_hid)
+        want, grads = f64_grads(lambda x, h0, *p: ref_cfc_seq(x, dt.double(), *p, h0),
+                                [x, h0] + p, g)
+        h, u = ops.cfc_seq_forward(x, dt, *p, h_init=h0)
+        close(self, "cfc_seq h", h, want)
+        r = ops.cfc_seq_backward(x, dt, *p, h, u, g, h_init=h0)
+        close(self, "cfc_seq dx", r["dx"], grads[0], 1e-3)
+        close(self, "cfc_seq dh_init", r["dh_init"], grads[1], 1e-3)
+        for i, n in enumerate(("dw_in", "dw_rec", "dbias", "dtau")):
+            close(self, "cfc_seq " + n, r[n], grads[i + 2], 1e-3)
+
+    def test_training_kernels(self):
+        z, y = rnd(64, 5, lo=-3, hi=3), (torch.rand(64, 5, device="cuda") < 0.5).float()
+        loss, dz = ops.bce_with_logits(z, y)
+        zd = z.double().requires_grad_(True)
+        ref = torch.nn.functional.binary_cross_entropy_with_logits(zd, y.double())
+        (gref,) = torch.autograd.grad(ref, zd)
+        close(self, "bce loss", loss, ref.reshape(1), 1e-6)
+        close(self, "bce dz", dz, gref, 1e-7)
+        n = 1000
+        prm, grad = rnd(n), rnd(n)
+        m, v = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
+        step = torch.ones(1, dtype=torch.int32, device="cuda")
+        ref = prm.clone().requires_grad_(True)
+        opt = torch.optim.AdamW([ref], lr=1e-2, betas=(0.9, 0.999), eps=1e-8,
+                                weight_decay=0.01)
+        for _ in range(3):
+            ops.adamw(prm, grad, m, v, step, lr=1e-2, weight_decay=0.01)
+            ops.increment_step(step)
+            ref.grad = grad.clone()
+            opt.step()
+        self.assertEqual(step.item(), 4)
+        close(self, "adamw", prm, ref.detach(), 1e-6, 1e-5)
+
+
+@unittest.skipUnless(HAVE_GPU, "needs a GPU")
+class Autograd(unittest.TestCase):
+    """The custom ops' gradients against float64 autograd of the reference."""
+
+    def setUp(self):
+        need_library(self)
+        self.ft = ft
+        torch.manual_seed(99)
+
+    def grads_match(self, name, fn, ref, inputs, atol=1e-4, rtol=1e-3):
+        xs = [t.detach().clone().requires_grad_(True) for t in inputs]
+        out = fn(*xs)
+        g = rnd(*out.shape)
+        got = torch.autograd.grad((out * g).sum(), xs)
+        want_out, want = f64_grads(ref, inputs, g)
+        close(self, name + " out", out, want_out, atol, rtol)
+        for i, (a, b) in enumerate(zip(got, want)):
+            close(self, "%s grad %d" % (name, i), a, b, atol, rtol)
+
+    def test_cfc_step(self):
+        p = cfc_params(8, 16)
+        dt = rnd(4, lo=0.25, hi=1.75)
+        self.grads_match("cfc_step",
+                         lambda x, h, *p: self.ft.cfc_step(x, h, dt, *p),
+                         lambda x, h, *p: ref_cfc_step(x, h, dt.double(), *p),
+                         [rnd(4, 8), rnd(4, 16)] + p)
+
+    def test_cfc_seq(self):
+        p = cfc_params(8, 16)
+        dt = rnd(3, 10, lo=0.25, hi=1.75)
+        self.grads_match("cfc_seq",
+                         lambda x, h0, *p: self.ft.cfc_seq(x, dt, *p, h_init=h0),
+                         lambda x, h0, *p: ref_cfc_seq(x, dt.double(), *p, h0),
+                         [rnd(3, 10, 8), rnd(3, 16)] + p, 1e-3)
+
+    def test_heads(self):
+        p = heads_params(16, 8, 3)
+        self.grads_match("heads", self.ft.heads, ref_heads, [rnd(5, 6, 16)] + p, 1e-3)
+        self.grads_match("heads 2-D", self.ft.heads, ref_heads, [rnd(7, 16)] + p, 1e-3)
+
+    def test_vsn(self):
+        self.grads_match("vsn", self.ft.vsn, ref_vsn,
+                         [rnd(3, 7, 6), rnd(6, 6, lo=-.3, hi=.3), rnd(6, lo=-.1, hi=.1)])
+
+    def test_attn_pool(self):
+        self.grads_match("attn_pool", self.ft.attn_pool, ref_attn,
+                         [rnd(3, 7, 12), rnd(12, lo=-.3, hi=.3)])
+
+
+# ---- the reference model (kernels.md "The reference perception model") ----------
+
+class Model(torch.nn.Module if torch is not None else object):
+    """VSN -> CfC over K steps -> attention pooling -> GRN heads on every
+    step's state and on the pooled state; loss = BCE over the per-step
+    logits + BCE over the sequence logits. fox=True runs fox-jit's custom
+    ops, else plain torch (the float32 peer)."""
+
+    def __init__(self, f, d, e, h, fox, gen):
+        super().__init__()
+        g = torch.Generator(device="cuda").manual_seed(gen)
+        P = torch.nn.Parameter
+        self.vsn_w = P(rnd(f, f, lo=-1 / math.sqrt(f), hi=1 / math.sqrt(f), gen=g))
+        self.vsn_b = P(torch.zeros(f, device="cuda"))
+        s = 0.5 * math.sqrt(3.0 / f)
+        self.w_in = P(rnd(d, f, lo=-s, hi=s, gen=g))
+        self.w_rec = P(rnd(d, d, lo=-1 / math.sqrt(d), hi=1 / math.sqrt(d), gen=g))
+        self.bias = P(torch.zeros(d, device="cuda"))
+        self.tau = P(torch.exp(rnd(d, lo=0, hi=math.log(16.0), gen=g)))
+        self.q = P(rnd(d, lo=-1 / math.sqrt(d), hi=1 / math.sqrt(d), gen=g))
+        self.heads = torch.nn.ParameterList([P(t) for t in heads_params(d, e, h, gen=g)])
+        self.fox = fox
+
+    def forward(self, x, dt, labels):
+        if self.fox:
+            y = ft.vsn(x, self.vsn_w, self.vsn_b)
+            hs = ft.cfc_seq(y, dt, self.w_in, self.w_rec, self.bias, self.tau)
+            pooled = ft.attn_pool(hs, self.q)
+            z_steps = ft.heads(hs, *self.heads)
+            z_seq = ft.heads(pooled, *self.heads)
+        else:
+            y = ref_vsn(x, self.vsn_w, self.vsn_b)
+            h0 = x.new_zeros(x.shape[0], self.w_rec.shape[0])
+            hs = ref_cfc_seq(y, dt, self.w_in, self.w_rec, self.bias, self.tau, h0)
+            pooled = ref_attn(hs, self.q)
+            z_steps = ref_heads(hs, *self.heads)
+            z_seq = ref_heads(pooled, *self.heads)
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        return bce(z_steps, labels[:, :-1]) + bce(z_seq, labels[:, -1])
+
+
+@unittest.skipUnless(HAVE_GPU, "needs a GPU")
+class Training(unittest.TestCase):
+    def setUp(self):
+        need_library(self)
+
+    def batch(self, b, k, f, h, seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        x = torch.randn(b, k, f, generator=g, device="cuda")
+        dt = 0.25 + 1.5 * torch.rand(b, k, generator=g, device="cuda")
+        # a learnable target: the sign of a running sum of the first variable
+        run = torch.cumsum(x[:, :, 0], dim=1)
+        lab = (run > 0).float().unsqueeze(-1).expand(b, k, h).contiguous()
+        labels = torch.cat([lab, lab[:, -1:]], dim=1)          # [B, K+1, H]
+        return x, dt, labels
+
+    def test_short_training_loop(self):
+        b, k, f, d, e, h = 16, 24, 8, 32, 16, 3
+        fox = Model(f, d, e, h, fox=True, gen=7)
+        peer = Model(f, d, e, h, fox=False, gen=7)
+        opt_f = torch.optim.Adam(fox.parameters(), lr=3e-3)
+        opt_p = torch.optim.Adam(peer.parameters(), lr=3e-3)
+        losses_f, losses_p = [], []
+        for step in range(60):
+            x, dt, labels = self.batch(b, k, f, h, step)
+            for model, opt, losses in ((fox, opt_f, losses_f), (peer, opt_p, losses_p)):
+                opt.zero_grad()
+                loss = model(x, dt, labels)
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+        # Same model, same data, float32 both: the trajectories stay close,
+        # and training lowers the loss.
+        for i in range(5):
+            self.assertAlmostEqual(losses_f[i], losses_p[i], delta=2e-3 * max(1, losses_p[i]),
+                                   msg="step %d: fox %.6f torch %.6f" % (i, losses_f[i],
+                                                                         losses_p[i]))
+        first, last = sum(losses_f[:5]) / 5, sum(losses_f[-5:]) / 5
+        print("\ntraining loop: loss %.4f -> %.4f (torch peer %.4f -> %.4f)"
+              % (first, last, sum(losses_p[:5]) / 5, sum(losses_p[-5:]) / 5))
+        self.assertLess(last, first * 0.9)
+
+    def test_torch_compile_and_cuda_graph(self):
+        b, k, f, d, e, h = 8, 16, 8, 32, 16, 3
+        model = Model(f, d, e, h, fox=True, gen=3)
+        x, dt, labels = self.batch(b, k, f, h, 0)
+        eager = model(x, dt, labels)
+        eager_grads = torch.autograd.grad(eager, list(model.parameters()))
+        compiled = torch.compile(model, fullgraph=True)
+        got = compiled(x, dt, labels)
+        got_grads = torch.autograd.grad(got, list(model.parameters()))
+        close(self, "compiled loss", got, eager, 1e-5)
+        for i, (a, c) in enumerate(zip(got_grads, eager_grads)):
+            close(self, "compiled grad %d" % i, a, c, 1e-5)
+        # CUDA graph of forward + backward (warmed up eagerly first: kernels
+        # compile on first use and are refused during capture).
+        static = [t.clone() for t in (x, dt, labels)]
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                torch.autograd.grad(model(*static), list(model.parameters()))
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            g_loss = model(*static)
+            g_grads = torch.autograd.grad(g_loss, list(model.parameters()))
+        x2, dt2, labels2 = self.batch(b, k, f, h, 1)
+        for dst, src in zip(static, (x2, dt2, labels2)):
+            dst.copy_(src)
+        graph.replay()
+        torch.cuda.synchronize()
+        want = model(x2, dt2, labels2)
+        want_grads = torch.autograd.grad(want, list(model.parameters()))
+        close(self, "graph loss", g_loss, want, 1e-6)
+        for i, (a, c) in enumerate(zip(g_grads, want_grads)):
+            close(self, "graph grad %d" % i, a, c, 1e-6)
+
+
+if __name__ == "__main__":
+    unittest.main()

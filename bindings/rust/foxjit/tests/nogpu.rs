@@ -1,0 +1,278 @@
+//! Tests that need no GPU: loading, the ABI checks, the version, the status
+//! and message of errors, and every op's argument checks reached through the
+//! crate (the library checks arguments before it looks at the runtime, so a
+//! placeholder runtime pointer that is never dereferenced is enough).
+mod common;
+
+use foxjit::{
+    AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, Error, HeadsArgs, HeadsSeqArgs, Library,
+    Runtime, RuntimeParams, Status, Ties, VsnArgs, VsnSeqArgs,
+};
+use std::sync::Mutex;
+
+// Tests that set environment variables take this lock.
+static ENV_LOCK: Mutex<()> = Mutex::new(());
+
+fn lib() -> Option<Library> {
+    match common::real_library() {
+        Some(p) => Some(Library::open_path(&p).expect("loading the built library")),
+        None => {
+            common::skip("libfoxjit.so.1 not built (set FOXJIT_TEST_LIBRARY)");
+            None
+        }
+    }
+}
+
+/// A runtime wrapper around a pointer the library never dereferences:
+/// every call below fails its argument checks first.
+fn placeholder(lib: &Library) -> Runtime {
+    unsafe { Runtime::from_raw(lib, 0x1000 as *mut std::os::raw::c_void, false) }
+}
+
+#[track_caller]
+fn expect_err<T: std::fmt::Debug>(r: foxjit::Result<T>, status: Status, needles: &[&str]) {
+    let e = r.expect_err("the call should have failed");
+    assert_eq!(e.status(), Some(status), "status of {:?}", e);
+    for n in needles {
+        assert!(e.message().contains(n), "message '{}' should mention '{}'", e.message(), n);
+    }
+    assert!(e.to_string().starts_with(&status.name()), "Display: {}", e);
+}
+
+#[test]
+fn missing_library_is_a_load_error() {
+    let e = Library::open_path("/nonexistent/dir/libfoxjit.so.1").unwrap_err();
+    match &e {
+        Error::Load { path, message } => {
+            assert_eq!(path, "/nonexistent/dir/libfoxjit.so.1");
+            assert!(message.contains("No such file"), "{}", message);
+        }
+        other => panic!("expected a load error, got {:?}", other),
+    }
+    assert_eq!(e.status(), None);
+}
+
+#[test]
+fn foreign_library_is_refused() {
+    let e = Library::open_path("libm.so.6").unwrap_err();
+    assert!(matches!(e, Error::Load { .. }), "{:?}", e);
+    assert!(e.message().contains("foxjit_get_api"), "{}", e);
+}
+
+#[test]
+fn env_variable_picks_the_library() {
+    let _g = ENV_LOCK.lock().unwrap();
+    std::env::set_var("FOXJIT_LIBRARY", "/nonexistent/from-env.so");
+    let e = Library::open().unwrap_err();
+    std::env::remove_var("FOXJIT_LIBRARY");
+    assert!(e.to_string().contains("/nonexistent/from-env.so"), "{}", e);
+}
+
+#[test]
+fn version_and_abi() {
+    let Some(lib) = lib() else { return };
+    assert_eq!(lib.version(), env!("CARGO_PKG_VERSION"));
+    let (size, major, minor) = lib.abi();
+    assert_eq!(major, foxjit::ABI_MAJOR);
+    assert!(minor >= foxjit::ABI_MINOR);
+    assert!(size > 0);
+    for s in 0..=12 {
+        assert_eq!(lib.status_string(Status(s)), Status(s).name());
+    }
+    assert_eq!(Status(99).name(), "FOXJIT_STATUS_99");
+    let l = lib.perception_limits();
+    assert!(l.max_batch >= 1024 && l.max_t >= 64 && l.max_n_hid >= 128, "{:?}", l);
+}
+
+#[test]
+fn library_of_another_abi_is_refused() {
+    let Some(fake) = common::from_env("FOXJIT_TEST_FAKE_LIBRARY") else {
+        common::skip("the fake library is built by meson (set FOXJIT_TEST_FAKE_LIBRARY)");
+        return;
+    };
+    let _g = ENV_LOCK.lock().unwrap();
+    for (mode, needle) in [
+        ("other_major", "does not implement ABI major 2"),
+        ("wrong_field", "table of ABI major 1"),
+        ("short_table", "install a newer fox-jit"),
+    ] {
+        std::env::set_var("FOXJIT_FAKE_MODE", mode);
+        let r = Library::open_path(&fake);
+        std::env::remove_var("FOXJIT_FAKE_MODE");
+        match r {
+            Err(Error::Abi { message, .. }) => {
+                assert!(message.contains(needle), "{}: '{}' lacks '{}'", mode, message, needle)
+            }
+            other => panic!("{}: expected an ABI error, got {:?}", mode, other),
+        }
+    }
+}
+
+#[test]
+fn struct_layouts_match_the_c_header() {
+    let Some(path) = common::from_env("FOXJIT_TEST_LAYOUT") else {
+        common::skip("the C layout listing is written by meson (set FOXJIT_TEST_LAYOUT)");
+        return;
+    };
+    let text = std::fs::read_to_string(&path).expect("reading the layout listing");
+    let c: std::collections::HashMap<String, usize> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+        })
+        .collect();
+    let mut checked = 0;
+    for (name, value) in foxjit::abi_layout() {
+        let want = *c.get(&name).unwrap_or_else(|| panic!("{} is not in the C listing", name));
+        if name == "foxjit_api.SIZE" {
+            // The crate's table may end before a newer library's.
+            assert!(value <= want, "{}: crate {} > C {}", name, value, want);
+        } else {
+            assert_eq!(value, want, "{}: crate {} != C {}", name, value, want);
+        }
+        checked += 1;
+    }
+    assert!(checked > 150, "only {} fields checked", checked);
+}
+
+#[test]
+fn runtime_without_a_context_fails_with_the_message() {
+    let Some(lib) = lib() else { return };
+    // No CUDA context is current on this test's thread (and there may be
+    // no driver at all): creation must fail with a status and a message.
+    let e = Runtime::new(&lib).unwrap_err();
+    let st = e.status().expect("a library status");
+    assert!(
+        [Status::DRIVER_NOT_FOUND, Status::NO_CONTEXT, Status::CUDA].contains(&st),
+        "{:?}",
+        e
+    );
+    assert!(!e.message().is_empty());
+    // A parameter string the C side cannot take is refused before the call.
+    let p = RuntimeParams { cache_dir: Some("a\0b".into()), ..Default::default() };
+    expect_err(Runtime::with_params(&lib, &p), Status::INVALID_ARGUMENT, &["cache_dir"]);
+}
+
+const G: u64 = 0x10000; // an aligned placeholder device address
+const S: foxjit::CUstream = std::ptr::null_mut();
+
+#[test]
+fn column_sum_argument_errors() {
+    let Some(lib) = lib() else { return };
+    let rt = placeholder(&lib);
+    let inv = Status::INVALID_ARGUMENT;
+    unsafe {
+        expect_err(rt.column_sum(G, 0, 4, G * 2, false, S), inv, &["foxjit_column_sum", "rows"]);
+        expect_err(rt.column_sum(G + 2, 4, 4, G * 2, true, S), inv, &["aligned"]);
+        expect_err(rt.column_sum(G, 4, 4, G, false, S), inv, &["overlaps"]);
+        expect_err(rt.column_sum(G, 1 << 31, 4, G * 2, false, S), Status::UNSUPPORTED, &["limit"]);
+        expect_err(rt.bias_grad_reduce(G, 4, -3, G * 2, S), inv,
+                   &["foxjit_bias_grad_reduce", "-3"]);
+        expect_err(rt.curiosity_bias_grad_reduce(G, 4, 4, 0, S), inv,
+                   &["foxjit_curiosity_bias_grad_reduce", "NULL"]);
+        expect_err(rt.reduce_axis0(0, 4, 4, G, S), inv, &["foxjit_reduce_axis0", "NULL"]);
+    }
+    expect_err(rt.column_sum_prepare(0, 1), inv, &["foxjit_column_sum_prepare"]);
+}
+
+#[test]
+fn sort_and_rank_argument_errors() {
+    let Some(lib) = lib() else { return };
+    let rt = placeholder(&lib);
+    let inv = Status::INVALID_ARGUMENT;
+    expect_err(rt.radix_sort_pairs_workspace_size(0, 0, 32), inv,
+               &["foxjit_radix_sort_pairs_workspace_size"]);
+    expect_err(rt.radix_sort_pairs_workspace_size(16, 8, 4), inv, &["bit"]);
+    assert!(rt.radix_sort_pairs_workspace_size(1000, 0, 32).unwrap() > 0);
+    expect_err(rt.rank_normalize_workspace_size(0, Ties::Max), inv,
+               &["foxjit_rank_normalize_workspace_size"]);
+    assert!(rt.rank_normalize_workspace_size(1000, Ties::Ordinal).unwrap() > 0);
+    let ws = rt.rank_normalize_workspace_size(1000, Ties::Max).unwrap();
+    unsafe {
+        expect_err(rt.radix_sort_pairs(G, G * 2, G * 3, G * 4, 0, 0, 32, G * 5, 1 << 20, S), inv,
+                   &["foxjit_radix_sort_pairs"]);
+        expect_err(rt.radix_sort_pairs(0, G * 2, G * 3, G * 4, 16, 0, 32, G * 5, 1 << 20, S),
+                   inv, &["NULL"]);
+        expect_err(rt.rank_normalize(G, 1000, f32::NAN, 0.0, Ties::Max, G, G * 100, ws, S), inv,
+                   &["foxjit_rank_normalize", "std_ema"]);
+        expect_err(rt.rank_normalize(G, 1000, 1.0, 0.0, Ties::Max, G, G * 100, ws / 2, S),
+                   Status::WORKSPACE_TOO_SMALL, &["foxjit_rank_normalize"]);
+        expect_err(rt.rank_normalize(G, -1, 1.0, 0.0, Ties::Max, G, G * 100, ws, S), inv,
+                   &["foxjit_rank_normalize"]);
+    }
+}
+
+#[test]
+fn perception_argument_errors() {
+    let Some(lib) = lib() else { return };
+    let rt = placeholder(&lib);
+    let inv = Status::INVALID_ARGUMENT;
+    unsafe {
+        let cfc = CfcArgs::default();
+        expect_err(rt.cfc_forward(&cfc, S), inv, &["foxjit_cfc_forward", "batch"]);
+        expect_err(rt.cfc_backward(&cfc, S), inv, &["foxjit_cfc_backward", "batch"]);
+        let heads = HeadsArgs { batch: 4, d: 8, e: 8, h: 0, ..Default::default() };
+        expect_err(rt.heads_forward(&heads, S), inv, &["foxjit_heads_forward"]);
+        expect_err(rt.heads_backward(&heads, S), inv, &["foxjit_heads_backward"]);
+        let vsn = VsnArgs { batch: 2, t: 3, f: 4, ..Default::default() };
+        expect_err(rt.vsn_forward(&vsn, S), inv, &["foxjit_vsn_forward", "NULL"]);
+        expect_err(rt.vsn_backward(&vsn, S), inv, &["foxjit_vsn_backward", "NULL"]);
+        let attn = AttnPoolArgs { batch: 2, t: 3, d: -1, ..Default::default() };
+        expect_err(rt.attn_pool_forward(&attn, S), inv, &["foxjit_attn_pool_forward"]);
+        expect_err(rt.attn_pool_backward(&attn, S), inv, &["foxjit_attn_pool_backward"]);
+        let too_big = CfcArgs { batch: 1 << 20, n_in: 8, n_hid: 8, ..Default::default() };
+        expect_err(rt.cfc_forward(&too_big, S), Status::UNSUPPORTED, &["limit"]);
+    }
+    expect_err(rt.cfc_prepare(0, 8), inv, &["foxjit_cfc_prepare"]);
+    expect_err(rt.heads_prepare(8, 0, 2), inv, &["foxjit_heads_prepare"]);
+    expect_err(rt.vsn_prepare(0), inv, &["foxjit_vsn_prepare"]);
+    expect_err(rt.attn_pool_prepare(0), inv, &["foxjit_attn_pool_prepare"]);
+    assert_eq!(rt.heads_workspace_size(4, 1, 8, 2), 0);
+    assert!(rt.heads_workspace_size(4, 8, 8, 2) > 0);
+}
+
+#[test]
+fn sequence_argument_errors() {
+    let Some(lib) = lib() else { return };
+    let rt = placeholder(&lib);
+    let inv = Status::INVALID_ARGUMENT;
+    expect_err(rt.cfc_seq_workspace_size(0, 4, 8, 8), inv, &["foxjit_cfc_seq_workspace_size"]);
+    let ws = rt.cfc_seq_workspace_size(2, 4, 8, 8).unwrap();
+    assert!(ws > 0);
+    expect_err(rt.heads_seq_workspace_size(2, 0, 8, 8, 2), inv,
+               &["foxjit_heads_seq_workspace_size"]);
+    assert!(rt.heads_seq_workspace_size(2, 4, 8, 8, 2).unwrap() > 0);
+    expect_err(rt.vsn_seq_workspace_size(2, 4, 0), inv, &["foxjit_vsn_seq_workspace_size"]);
+    assert!(rt.vsn_seq_workspace_size(2, 4, 8).unwrap() > 0);
+    unsafe {
+        let cfc = CfcSeqArgs::default();
+        expect_err(rt.cfc_seq_forward(&cfc, S), inv, &["foxjit_cfc_seq_forward"]);
+        expect_err(rt.cfc_seq_backward(&cfc, S), inv, &["foxjit_cfc_seq_backward"]);
+        let heads = HeadsSeqArgs::default();
+        expect_err(rt.heads_seq_forward(&heads, S), inv, &["foxjit_heads_seq_forward"]);
+        expect_err(rt.heads_seq_backward(&heads, S), inv, &["foxjit_heads_seq_backward"]);
+        let vsn = VsnSeqArgs::default();
+        expect_err(rt.vsn_seq_backward(&vsn, S), inv, &["foxjit_vsn_seq_backward"]);
+    }
+    expect_err(rt.cfc_seq_prepare(8, 0), inv, &["foxjit_cfc_seq_prepare"]);
+    expect_err(rt.heads_seq_prepare(0, 8, 2), inv, &["foxjit_heads_seq_prepare"]);
+    expect_err(rt.vsn_seq_prepare(-2), inv, &["foxjit_vsn_seq_prepare"]);
+}
+
+#[test]
+fn training_argument_errors() {
+    let Some(lib) = lib() else { return };
+    let rt = placeholder(&lib);
+    let inv = Status::INVALID_ARGUMENT;
+    unsafe {
+        expect_err(rt.bce_with_logits(G, G * 2, 0, G * 3, false, 0, S), inv,
+                   &["foxjit_bce_with_logits"]);
+        let a = AdamwArgs::default();
+        expect_err(rt.adamw(&a, S), inv, &["foxjit_adamw"]);
+        let a = AdamwArgs { n: 16, param: G, grad: G * 2, m: G * 3, v: G * 4, step: G * 5,
+                            lr: -1.0, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 };
+        expect_err(rt.adamw(&a, S), inv, &["lr"]);
+        expect_err(rt.increment_step(0, S), inv, &["foxjit_increment_step"]);
+    }
+}
