@@ -18,8 +18,8 @@
  *
  * What belongs to the part rather than the architecture stays the GPU's
  * own: its SM count and L2 size. Those differ between parts of one arch
- * (an L40S has 142 SMs and 48 MB of L2, an RTX 4090 128 and 72 MB, an L4
- * 58 and 48 MB), so no single "sm_89" value exists to pretend with, and a
+ * (an L40S has 142 SMs, an RTX 4090 128, an L4 58, with L2 sizes to match),
+ * so no single "sm_89" value exists to pretend with, and a
  * grid sized for 142 SMs on the H200's 132 would measure a wave imbalance
  * that neither GPU has. On the L40S itself these are read from the L40S, so
  * the plan made there is made for it. */
