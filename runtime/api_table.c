@@ -7,7 +7,7 @@
 static const foxjit_api api_v1 = {
     .struct_size = sizeof(foxjit_api),
     .abi_major = FOXJIT_ABI_MAJOR,
-    .abi_minor = 1,  /* 1: the whole-sequence ops */
+    .abi_minor = 2,  /* 1: the whole-sequence ops; 2: foxjit_runtime_params.target */
 
     .version = foxjit_version,
     .status_string = foxjit_status_string,

@@ -76,17 +76,23 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
     int major = 0, minor = 0;
     cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, rt->device);
     cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, rt->device);
-    cu->cuDeviceGetAttribute(&rt->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                             rt->device);
-    cu->cuDeviceGetAttribute(&rt->max_smem_optin,
-                             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, rt->device);
-    rt->cc = major * 10 + minor;
-    st = fj_target_for_device(tc->nvrtc, rt->cc, &rt->target);
+    const char *want = p.target, *from = "foxjit_runtime_params.target";
+    if (!want)
+        want = getenv(FJ_TARGET_ENV), from = FJ_TARGET_ENV;
+    st = fj_target_resolve(tc->nvrtc, major * 10 + minor, want, from, &rt->target, &rt->facts);
     if (st != FOXJIT_OK) {
         free(rt);
         return st;
     }
-    if (rt->target.ptx)
+    fj_plan_facts_read(cu, rt->device, &rt->facts);
+    rt->cc = rt->facts.plan_cc;
+    rt->sm_count = rt->facts.sm_count;
+    rt->max_smem_optin = rt->facts.smem_per_block_optin;
+    if (rt->facts.overridden)
+        fj_info("%s=%s: planning and compiling as for an sm_%d GPU on this sm_%d GPU (PTX "
+                "for %s, compiled by the driver); a testing aid, unset it for production",
+                from, want, rt->cc, rt->facts.device_cc, rt->target.name);
+    else if (rt->target.ptx)
         fj_warn("GPU sm_%d is newer than NVRTC %d.%d; building PTX for %s, which the driver "
                 "compiles at load time", rt->cc, tc->nvrtc->major, tc->nvrtc->minor,
                 rt->target.name);
@@ -103,7 +109,8 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
     }
     fj_module_table_init(&rt->modules);
     atomic_init(&rt->colsum_max_split, 0);
-    fj_debug("runtime for sm_%d (%d SMs), target %s, cache %s", rt->cc, rt->sm_count,
+    fj_debug("runtime for sm_%d (%d SMs), target %s, cache %s", rt->facts.device_cc,
+             rt->sm_count,
              rt->target.name, rt->cache ? fj_disk_cache_dir(rt->cache) : "(memory only)");
     *out = rt;
     return FOXJIT_OK;

@@ -8,6 +8,7 @@
 #include "disk_cache.h"
 #include "foxjit/foxjit.h"
 #include "module_cache.h"
+#include "target.h"
 #include "toolchain.h"
 
 struct foxjit_runtime {
@@ -15,10 +16,13 @@ struct foxjit_runtime {
     const fj_toolchain *tc;
     CUcontext ctx;
     CUdevice device;
-    int cc;                 /* device compute capability, e.g. 90 */
+    /* The compute capability plans and compiles are for, e.g. 90: the
+     * GPU's own, or the target override's (facts.device_cc is the GPU's). */
+    int cc;
     int sm_count;
     int max_smem_optin;     /* bytes of shared memory a block may opt into */
     fj_target target;
+    fj_plan_facts facts;    /* what plans are sized by (target.h) */
     fj_disk_cache *cache;   /* NULL: memory only */
     fj_counters counters;
     fj_module_table modules;

@@ -2,10 +2,18 @@
 # Runs every GPU check and benchmark of a build on the local GPU and keeps
 # the logs: the gpu suite (FOXJIT_REQUIRE_GPU=1), the unit and compile
 # suites, a cold and a warm `fox-jit warm`, `fox-jit info` and `fox-jit
-# bench`. Used on the lent H200 with a build made elsewhere:
+# bench`. Then the gpu suite and the bench again under each target override
+# of FOXJIT_CHECK_TARGETS (default compute_89: the L40S's plans and code
+# paths, as PTX the driver compiles for this GPU; "" for none). Used on the
+# lent H200 with a build made elsewhere:
 #   tools/gpu-check.sh BUILD_DIR OUT_DIR [bench groups...]
 # Test binaries are run directly (no meson needed on the GPU machine).
+# OUT_DIR gets checks.log, summary.txt (one block per pass), bench.txt and
+# bench.json, and bench-<target>.txt/.json per override.
 set -u
+# The first pass is the GPU's own arch whatever the caller's environment.
+unset FOXJIT_TARGET
+targets=${FOXJIT_CHECK_TARGETS-compute_89}
 B=$(cd "$1" && pwd); OUT=$2; shift 2
 mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +31,7 @@ run() { # name command...
     "$@" >> "$LOG" 2>&1
     local rc=$?
     local dt=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
-    summary+=("$(printf '%-28s rc=%-3d %7.1f s' "$name" "$rc" "$dt")")
+    summary+=("$(printf '%-34s rc=%-3d %7.1f s' "$name" "$rc" "$dt")")
     echo "=== $name rc=$rc (${dt}s)" >> "$LOG"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >> "$LOG" 2>&1
@@ -45,14 +53,49 @@ for t in "$B"/tests/unit_* ; do
     fi
 done
 run compile_all "$B/tests/compile_all"
-for t in "$B"/tests/gpu_* ; do
-    case "$t" in *.p) continue;; esac
-    if [ "$(basename "$t")" = gpu_trainer ] || [ "$(basename "$t")" = gpu_trainer_multi_gpu ]; then
-        run "$(basename "$t")" "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so"
-    else
-        run "$(basename "$t")" "$t"
-    fi
-done
+gpu_suite() { # suffix: every gpu test program, named with the suffix
+    for t in "$B"/tests/gpu_* ; do
+        case "$t" in *.p) continue;; esac
+        if [ "$(basename "$t")" = gpu_trainer ] || [ "$(basename "$t")" = gpu_trainer_multi_gpu ]; then
+            run "$(basename "$t")$1" "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so"
+        else
+            run "$(basename "$t")$1" "$t"
+        fi
+    done
+}
+bench_text() { # run name: that bench's table, from the log
+    awk -v s="=== $1: " -v e="=== $1 rc=" 'index($0, s) == 1 {on = 1; next}
+        index($0, e) == 1 {on = 0} on' "$LOG"
+}
+gpu_suite ""
 run bench "$B/tools/fox-jit" bench --json "$OUT/bench.json" "$@"
-grep -v '^===' "$LOG" | sed -n '/fox-jit bench on/,$p' > "$OUT/bench.txt"
-printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+bench_text bench > "$OUT/bench.txt"
+pass_summary() { # title first last: a block of summary lines with its count
+    local title=$1 first=$2 last=$3 bad=0 n=0
+    for ((i = first; i < last; i++)); do
+        n=$((n + 1))
+        case "${summary[$i]}" in *"rc=0 "*|*"rc=77 "*) ;; *) bad=$((bad + 1));; esac
+    done
+    printf '== %s: %d checks, %d failed\n' "$title" "$n" "$bad"
+    for ((i = first; i < last; i++)); do printf '%s\n' "${summary[$i]}"; done
+}
+blocks=()
+blocks+=("native (the GPU's own arch)|0|${#summary[@]}")
+# The same suite under each override: the plans, kernels and cache entries
+# of that arch. Results must match the float64 references as natively; the
+# gpu_target_paths test also compares the two paths' outputs.
+for target in $targets; do
+    first=${#summary[@]}
+    export FOXJIT_TARGET=$target
+    run "info-probe@$target" "$B/tools/fox-jit" info
+    run "warm@$target" "$B/tools/fox-jit" warm --arch "$target"
+    gpu_suite "@$target"
+    run "bench@$target" "$B/tools/fox-jit" bench --json "$OUT/bench-$target.json" "$@"
+    bench_text "bench@$target" > "$OUT/bench-$target.txt"
+    unset FOXJIT_TARGET
+    blocks+=("FOXJIT_TARGET=$target|$first|${#summary[@]}")
+done
+for blk in "${blocks[@]}"; do
+    IFS='|' read -r title first last <<< "$blk"
+    pass_summary "$title" "$first" "$last"
+done | tee "$OUT/summary.txt"

@@ -108,6 +108,16 @@ typedef struct foxjit_runtime_params {
     uint64_t cache_max_bytes;
     /* Nonzero: keep compiled kernels in memory only. */
     int disable_disk_cache;
+    /* ABI 2.2. A testing aid, not for production: plan, compile and cache
+     * as for an older GPU arch than the one present, e.g. "compute_89" on
+     * an H200 runs the kernels an L40S runs (no thread-block clusters, the
+     * sm_89 code paths and per-block limits), built as PTX for that arch,
+     * which the driver compiles for the GPU present; SM count and L2 stay
+     * the GPU's own. The target is part of every cache key. Refused
+     * (FOXJIT_ERROR_UNSUPPORTED) when the GPU is older than the target.
+     * NULL: $FOXJIT_TARGET; "" or "native" (here or there): the GPU's own
+     * arch. foxjit_runtime_arch() then names the target ("compute_89"). */
+    const char *target;
 } foxjit_runtime_params;
 
 FOXJIT_API void foxjit_runtime_default_params(foxjit_runtime_params *params);
@@ -141,7 +151,8 @@ typedef struct foxjit_counters {
 FOXJIT_API foxjit_status foxjit_runtime_get_counters(const foxjit_runtime *rt,
                                                      foxjit_counters *out);
 
-/* "sm_90" etc. for the runtime's device; valid while rt lives. */
+/* "sm_90" etc. for the runtime's device ("compute_89" under a target
+ * override, see foxjit_runtime_params.target); valid while rt lives. */
 FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt);
 
 /* ------------------------------------------------------------------------

@@ -39,8 +39,10 @@ const fj_variant fj_colsum_legacy_variant = {&fj_program_colsum_legacy, {0}};
 /* The alignment classes of an input pointer, in bytes: each can take its
  * own kernel (vector width), so prepare and warm build all three. */
 static const unsigned align_classes[3] = {16, 8, 4};
-/* Aim for about this many blocks so every SM has loads in flight. */
-#define TARGET_BLOCKS 264
+/* Aim for about this many blocks per SM so every SM has loads in flight
+ * (264 on the H200's 132 SMs, where it was measured). Only cluster splits
+ * use it: without clusters (before sm_90) a tile is one block. */
+#define TARGET_BLOCKS_PER_SM 2
 
 static unsigned vec_for(unsigned align, int64_t cols, int rows_mode)
 {
@@ -72,6 +74,12 @@ unsigned fj_colsum_split_limit(int cc)
  * portable limit of 8, blocks of 512 were best (3.92, 5.05, 5.97). */
 void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
                         fj_colsum_plan *p)
+{
+    fj_colsum_plan_for_sms(rows, cols, max_split, align, FJ_COLSUM_REFERENCE_SMS, p);
+}
+
+void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
+                            int sm_count, fj_colsum_plan *p)
 {
     p->rows_mode = cols <= ROWS_MODE_MAX_COLS;
     unsigned vec = vec_for(align, cols, p->rows_mode);
@@ -115,7 +123,8 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
     if (!split16_measured && max_split > FJ_PORTABLE_CLUSTER)
         max_split = FJ_PORTABLE_CLUSTER;
     if (max_split > 1) {
-        int64_t want = ceil_div(TARGET_BLOCKS, tiles);
+        int64_t want =
+            ceil_div((int64_t)TARGET_BLOCKS_PER_SM * (sm_count > 0 ? sm_count : 1), tiles);
         if (want > max_split)
             want = max_split;
         if (want > units)
@@ -208,7 +217,8 @@ foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols
     foxjit_status st = settle_split_limit(rt, stream, check_capture);
     if (st != FOXJIT_OK)
         return st;
-    fj_colsum_plan_for(rows, cols, fj_colsum_runtime_split_limit(rt), align, plan);
+    fj_colsum_plan_for_sms(rows, cols, fj_colsum_runtime_split_limit(rt), align, rt->sm_count,
+                           plan);
     return fj_module_get(rt, &plan->variant, stream, check_capture, k);
 }
 

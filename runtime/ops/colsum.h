@@ -21,6 +21,12 @@ typedef struct fj_colsum_plan {
  * for cudaMalloc'd). */
 void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
                         fj_colsum_plan *p);
+/* The same for a GPU of sm_count SMs (a runtime's plans); fj_colsum_plan_for
+ * assumes FJ_COLSUM_REFERENCE_SMS, the H200 the geometry was measured on
+ * (`fox-jit warm` has no GPU to ask). */
+#define FJ_COLSUM_REFERENCE_SMS 132
+void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
+                            int sm_count, fj_colsum_plan *p);
 
 /* The cluster limit assumed for compute capability cc (16 on sm_90+: H100,
  * H200; 1 before), and the one a runtime uses (settled at its first column

@@ -213,8 +213,10 @@ void bench_emit(bench_ctx *b, const bench_row *r)
         snprintf(gbs, sizeof gbs, "%.0f", r->bytes / (gpu_us * 1e3));
     if (r->graph_us > 0)
         snprintf(graph, sizeof graph, "%.2f", r->graph_us);
-    printf("%-22s %-11s %9.2f %9s %7s %8s  %-26s %-26s%s%s\n", r->name, r->shape, r->us, graph,
-           gbs, roof, b1, b2, r->note ? "  " : "", r->note ? r->note : "");
+    printf("%-22s %-11s %9.2f %9s %7s %8s  %-26s %-26s%s%s%s%s%s\n", r->name, r->shape, r->us,
+           graph, gbs, roof, b1, b2, r->note ? "  " : "", r->note ? r->note : "",
+           b->plan_overridden ? "  [" : "", b->plan_overridden ? b->plan : "",
+           b->plan_overridden ? "]" : "");
     fflush(stdout);
     if (!b->json)
         return;
@@ -239,5 +241,7 @@ void bench_emit(bench_ctx *b, const bench_row *r)
     }
     if (r->note)
         fprintf(b->json, ", \"note\": \"%s\"", r->note);
+    if (b->plan[0])
+        fprintf(b->json, ", \"plan\": \"%s\"", b->plan);
     fprintf(b->json, "}");
 }

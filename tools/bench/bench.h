@@ -25,6 +25,10 @@ typedef struct bench_ctx {
     char device_name[128];
     int sm_count;
     size_t l2_bytes;
+    /* "sm_90 on NVIDIA H200", or "sm_89 plan on NVIDIA H200" under a target
+     * override (FOXJIT_TARGET, --target): then every row says so. */
+    char plan[192];
+    int plan_overridden;
 } bench_ctx;
 
 /* Enqueues one call of the thing measured on ctx->stream; `iter` picks the

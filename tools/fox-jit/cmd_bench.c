@@ -8,7 +8,9 @@
 #include "../bench/bench.h"
 #include "cli.h"
 #include "manifest.h"
+#include "runtime.h"
 #include "status.h"
+#include "target.h"
 
 const char bench_usage[] =
     "usage: fox-jit bench [GROUP...] [--json FILE] [--samples N] [--quick] [--cache-dir DIR]\n\n"
@@ -22,7 +24,9 @@ const char bench_usage[] =
 #undef BENCH_HELP
     "\n  --json FILE   also write the rows as JSON\n"
     "  --samples N   timed samples per figure (median reported)\n"
-    "  --quick       fewer samples and shapes (smoke test)\n";
+    "  --quick       fewer samples and shapes (smoke test)\n"
+    "  --target ARCH plan and compile as for an older arch, e.g. compute_89 (sets\n"
+    "                FOXJIT_TARGET, a testing aid); rows say \"sm_89 plan on <GPU>\"\n";
 
 typedef struct group {
     const char *name;
@@ -47,6 +51,7 @@ int cmd_bench(int argc, char **argv)
                                          {"samples", required_argument, NULL, 's'},
                                          {"quick", no_argument, NULL, 'q'},
                                          {"cache-dir", required_argument, NULL, 'c'},
+                                         {"target", required_argument, NULL, 't'},
                                          {NULL, 0, NULL, 0}};
     optind = 1;
     int c;
@@ -59,6 +64,11 @@ int cmd_bench(int argc, char **argv)
             cache_dir = optarg;
             if (cli_check_cache_dir("bench", optarg))
                 return 2;
+            break;
+        case 't':
+            /* Through the environment, so that the processes the jit group
+             * starts plan for the same arch. */
+            setenv(FJ_TARGET_ENV, optarg, 1);
             break;
         default: fputs(bench_usage, stderr); return 2;
         }
@@ -110,6 +120,8 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "fox-jit bench: %s\n", foxjit_last_error());
         return 1;
     }
+    fj_plan_label(&b.rt->facts, b.device_name, b.plan, sizeof b.plan);
+    b.plan_overridden = b.rt->facts.overridden;
     if (json_path) {
         b.json = fopen(json_path, "w");
         if (!b.json) {
@@ -120,13 +132,16 @@ int cmd_bench(int argc, char **argv)
         char when[64];
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
         fprintf(b.json, "{\"fox_jit\": \"%s\", \"device\": \"%s\", \"arch\": \"%s\", "
-                "\"sms\": %d, \"samples\": %d, \"date\": \"%s\", \"rows\": [",
-                foxjit_version(), b.device_name, foxjit_runtime_arch(b.rt), b.sm_count,
-                b.samples, when);
+                "\"plan\": \"%s\", \"sms\": %d, \"samples\": %d, \"date\": \"%s\", "
+                "\"rows\": [", foxjit_version(), b.device_name, foxjit_runtime_arch(b.rt), b.plan,
+                b.sm_count, b.samples, when);
     }
     printf("fox-jit bench on %s (%s, %d SMs, L2 %zu MiB): median of %d samples after %d "
            "warm-up\n", b.device_name, foxjit_runtime_arch(b.rt), b.sm_count, b.l2_bytes >> 20,
            b.samples, b.warmup);
+    if (b.plan_overridden)
+        printf("target override %s: every row below is the %s, as PTX the driver compiled\n",
+               foxjit_runtime_arch(b.rt), b.plan);
     int failed = 0;
     for (size_t g = 0; g < n_groups; g++)
         if (selected[g] && groups[g].run(&b) != 0) {

@@ -11,6 +11,8 @@
 #include "manifest.h"
 #include "ops/colsum.h"
 #include "status.h"
+#include "runtime.h"
+#include "target.h"
 #include "toolchain.h"
 
 const char info_usage[] =
@@ -53,6 +55,19 @@ static void print_counters(const foxjit_counters *k)
            (unsigned long long)k->modules_loaded);
 }
 
+/* The target override is a testing aid: say so wherever it is set, so a
+ * slow trainer with a forgotten FOXJIT_TARGET is explained here. */
+static void print_target_override(void)
+{
+    const char *t = getenv(FJ_TARGET_ENV);
+    if (!t || !t[0] || !strcmp(t, "native"))
+        printf("target override: none (runtimes build for the GPU present)\n");
+    else
+        printf("target override: %s=%s (a testing aid): runtimes plan, compile and cache as "
+               "for that arch, as PTX the driver compiles for the GPU present\n",
+               FJ_TARGET_ENV, t);
+}
+
 /* Creates a runtime on device 0 and prepares the default column sums. */
 static void probe(const fj_cuda *cu, const char *cache_dir)
 {
@@ -93,7 +108,13 @@ static void probe(const fj_cuda *cu, const char *cache_dir)
         free(items);
     }
     double t2 = now_ms();
-    printf("probe (runtime on device 0, arch %s):\n", foxjit_runtime_arch(rt));
+    char label[192], name[128] = "";
+    cu->cuDeviceGetName(name, sizeof name, dev);
+    fj_plan_label(&rt->facts, name, label, sizeof label);
+    printf("probe (runtime on device 0, arch %s: %s; %d SMs, %d KiB shared memory per block, "
+           "L2 %d MiB, clusters %s):\n", foxjit_runtime_arch(rt), label, rt->facts.sm_count,
+           rt->facts.smem_per_block_optin >> 10, rt->facts.l2_bytes >> 20,
+           rt->facts.clusters ? "yes" : "no");
     printf("  runtime created in %.2f ms; %d default column-sum shapes prepared in %.2f ms%s\n",
            t1 - t0, prepared, t2 - t1, failed ? " (some failed)" : "");
     foxjit_counters k;
@@ -169,6 +190,7 @@ int cmd_info(int argc, char **argv)
     } else {
         printf("CUDA driver: %s\n", foxjit_last_error());
     }
+    print_target_override();
     fj_disk_cache *cache = cli_open_cache(cache_dir, NULL, CLI_CACHE_INSPECT);
     if (cache) {
         sizes s = {0};

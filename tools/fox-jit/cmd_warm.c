@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "jit.h"
 #include "status.h"
+#include "target.h"
 #include "toolchain.h"
 
 const char warm_usage[] =
@@ -23,7 +24,8 @@ const char warm_usage[] =
     "Entries already in the cache are checked and kept; a second run compiles nothing.\n"
     "\n"
     "  --arch LIST      comma-separated archs, e.g. sm_89,sm_90 (default: the local GPU's,\n"
-    "                   or sm_89,sm_90 when there is none)\n"
+    "                   or FOXJIT_TARGET's, or sm_89,sm_90 when there is none); compute_89\n"
+    "                   builds PTX, what a runtime under FOXJIT_TARGET=compute_89 loads\n"
     "  --manifest FILE  shapes to build, one op per line, e.g. 'column_sum rows=8192 cols=42'\n"
     "                   ('-' reads stdin; default: the trainer shapes of kernels.md, shown by\n"
     "                   `fox-jit warm --print-manifest`)\n"
@@ -191,7 +193,10 @@ int cmd_warm(int argc, char **argv)
         char why[512];
         int cc = cli_local_gpu_cc(why, sizeof why);
         fj_target t;
-        if (cc > 0 && fj_target_for_device(tc->nvrtc, cc, &t) == FOXJIT_OK) {
+        fj_plan_facts facts;
+        /* What a runtime here would build: FOXJIT_TARGET included. */
+        if (cc > 0 && fj_target_resolve(tc->nvrtc, cc, getenv(FJ_TARGET_ENV), FJ_TARGET_ENV, &t,
+                                        &facts) == FOXJIT_OK) {
             snprintf(archs, sizeof archs, "%s", t.name);
         } else {
             snprintf(archs, sizeof archs, "sm_89,sm_90");
