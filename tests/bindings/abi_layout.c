@@ -19,6 +19,7 @@ int main(void)
     SIZE(foxjit_runtime_params);
     F4(foxjit_runtime_params, struct_size, cache_dir, readonly_cache_dirs, cache_max_bytes);
     F1(foxjit_runtime_params, disable_disk_cache);
+    F1(foxjit_runtime_params, target);
 
     SIZE(foxjit_counters);
     F4(foxjit_counters, disk_hits, disk_misses, compiles, compile_ms);

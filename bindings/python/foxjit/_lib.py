@@ -65,7 +65,9 @@ def _struct(name, fields):
 RuntimeParams = _struct("foxjit_runtime_params", [
     ("struct_size", c_size), ("cache_dir", ctypes.c_char_p),
     ("readonly_cache_dirs", ctypes.c_char_p), ("cache_max_bytes", c_u64),
-    ("disable_disk_cache", c_int)])
+    ("disable_disk_cache", c_int),
+    # ABI 2.2: the library writes struct_size bytes, so the field must exist.
+    ("target", ctypes.c_char_p)])
 
 Counters = _struct("foxjit_counters", [
     ("disk_hits", c_u64), ("disk_misses", c_u64), ("compiles", c_u64),

@@ -28,7 +28,7 @@ class Runtime:
     """
 
     def __init__(self, lib=None, cache_dir=None, readonly_cache_dirs=None, cache_max_bytes=0,
-                 disable_disk_cache=False, _raw=None, _owned=True):
+                 disable_disk_cache=False, target=None, _raw=None, _owned=True):
         self.lib = lib if lib is not None else _lib.library()
         self._api = self.lib.api
         self._owned = _owned
@@ -46,6 +46,8 @@ class Runtime:
             params.cache_max_bytes = int(cache_max_bytes)
         if disable_disk_cache:
             params.disable_disk_cache = 1
+        if target is not None:  # a testing aid: e.g. "compute_89" (kernels.md, dims.md)
+            params.target = str(target).encode()
         self.lib.check(self._api.runtime_create(ctypes.byref(params), ctypes.byref(self._rt)))
 
     @classmethod

@@ -19,6 +19,8 @@ pub(crate) type RuntimePtr = *mut c_void;
 /// The ABI major version of the function table this crate was written for.
 pub const ABI_MAJOR: u32 = 2;
 /// The smallest ABI minor version the crate needs (2.1: the sequence ops).
+/// A 2.1 library ignores `RuntimeParams::target` (2.2): it reads only the
+/// struct_size bytes it knows.
 pub const ABI_MINOR: u32 = 1;
 
 #[repr(C)]
@@ -29,6 +31,9 @@ pub(crate) struct RawRuntimeParams {
     pub readonly_cache_dirs: *const c_char,
     pub cache_max_bytes: u64,
     pub disable_disk_cache: c_int,
+    /// ABI 2.2; the library writes struct_size bytes here, so the field must
+    /// exist even where the crate leaves it NULL.
+    pub target: *const c_char,
 }
 
 /// `foxjit_counters`: what the runtime's kernel cache has done.
@@ -396,7 +401,7 @@ pub fn layout() -> Vec<(String, usize)> {
     }
     let mut v = Vec::new();
     off!(v, RawRuntimeParams, "foxjit_runtime_params", struct_size, cache_dir,
-         readonly_cache_dirs, cache_max_bytes, disable_disk_cache);
+         readonly_cache_dirs, cache_max_bytes, disable_disk_cache, target);
     off!(v, Counters, "foxjit_counters", disk_hits, disk_misses, compiles, compile_ms,
          bytes_read, bytes_written, corrupt_entries, evictions, write_failures, modules_loaded);
     off!(v, CfcArgs, "foxjit_cfc_args", batch, n_in, n_hid, w_in, w_rec, bias, tau, x,

@@ -295,6 +295,9 @@ pub struct RuntimeParams {
     pub cache_max_bytes: u64,
     /// Keep compiled kernels in memory only.
     pub disable_disk_cache: bool,
+    /// A testing aid: plan and compile as for an older arch, e.g.
+    /// "compute_89" on an H200 (None: $FOXJIT_TARGET; "native": the GPU's own).
+    pub target: Option<String>,
 }
 
 /// A fox-jit runtime, bound to the CUDA context current when it was
@@ -356,6 +359,7 @@ impl Runtime {
             readonly_cache_dirs: std::ptr::null(),
             cache_max_bytes: 0,
             disable_disk_cache: 0,
+            target: std::ptr::null(),
         };
         unsafe { (api.runtime_default_params)(&mut raw) };
         let cache_dir = opt_cstring(&params.cache_dir, "cache_dir")?;
@@ -365,6 +369,10 @@ impl Runtime {
         }
         if let Some(c) = &ro {
             raw.readonly_cache_dirs = c.as_ptr();
+        }
+        let target = opt_cstring(&params.target, "target")?;
+        if let Some(c) = &target {
+            raw.target = c.as_ptr();
         }
         if params.cache_max_bytes != 0 {
             raw.cache_max_bytes = params.cache_max_bytes;
