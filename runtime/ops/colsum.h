@@ -10,6 +10,9 @@
 #define FJ_COLSUM_MAX_DIM 2147483647ll
 #define FJ_COLSUM_MAX_ELEMENTS (1ll << 40)
 
+/* The two shipped programs (the bench sweeps their parameters). */
+extern const fj_program fj_program_colsum_rows, fj_program_colsum_tiles;
+
 typedef struct fj_colsum_plan {
     fj_variant variant;
     unsigned grid_x, split, block;

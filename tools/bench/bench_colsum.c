@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
-#include "ops/colsum.h"
+#include "toolkit.h"
 
 #define MAX_ROT 64
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/perception.h"
+#include "toolkit.h"
 
 static const char *const names[KL_PARAM_COUNT] = {
     "cfc.w_in", "cfc.w_rec", "cfc.bias", "cfc.tau",
