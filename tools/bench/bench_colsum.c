@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "baselines.h"
 #include "toolkit.h"
 
 #define MAX_ROT 64

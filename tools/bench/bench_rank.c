@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "toolkit.h"
+#include "baselines.h"
 #include "bench.h"
 #ifdef FOXJIT_HAVE_CUB_BASELINE
 #include "cub_baseline.h"

@@ -3,6 +3,7 @@
  * y[:, t] (row stride K*F), writes hs[:, t] (row stride K*D), reads
  * dt[:, t] (row stride K). */
 #include "kloop_step.h"
+#include "baselines.h"
 
 #include <stdio.h>
 #include <string.h>
