@@ -1,4 +1,4 @@
-// Attention pooling pieces shared by attn_pool.cu and attn_pool_legacy.cu
+// Attention pooling pieces shared by attn_pool.cu and its seed baseline (kernel_src/baselines/)
 // (kernels.md section 6). Needs ATTN_D and BLOCK defined.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Helpers shared by the perception kernels (cfc, heads, vsn, attn_pool and
-// their legacy baselines). Compiled by NVRTC only.
+// their seed baselines in baselines/). Compiled by NVRTC only.
 //
 // Determinism: every sum below adds its terms in an order fixed by the
 // compile-time dims and the block size (and, where a length is a runtime

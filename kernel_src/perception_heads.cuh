@@ -1,5 +1,5 @@
 // The forward and backward of one GRN head for one input row (kernels.md
-// section 4), shared by heads.cu and heads_legacy.cu. Needs HEADS_D,
+// section 4), shared by heads.cu and its seed baseline. Needs HEADS_D,
 // HEADS_E, HEADS_H and BLOCK defined. Shared-memory state of a head lives in
 // fj_head_smem.
 #pragma once

@@ -1,4 +1,4 @@
-// Variable selection pieces shared by vsn.cu and vsn_legacy.cu (kernels.md
+// Variable selection pieces shared by vsn.cu and its seed baseline (kernels.md
 // section 5). Needs VSN_F and BLOCK defined. Rows live in shared memory as
 // [rows][F] arrays.
 #pragma once

@@ -1,6 +1,6 @@
 // The math of reward rank normalization (kernels.md section 2), shared by
-// the sort-based op (rank_normalize.cu) and the legacy quadratic baseline
-// (rank_legacy.cu) so that both compute bit-identical results:
+// the sort-based op (rank_normalize.cu) and the quadratic seed baseline
+// (baselines/) so that both compute bit-identical results:
 //
 //     s_i     = std > 1e-6 ? (r_i - mean) / std : r_i          (float32)
 //     trade_i = |s_i| > 0.001                                   (NaN: false)

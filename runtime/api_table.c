@@ -4,7 +4,8 @@
 
 #include "foxjit/foxjit.h"
 
-static const foxjit_api api_v1 = {
+/* One table for the whole of ABI 2 (it was named api_v1, after ABI 1). */
+static const foxjit_api api_table = {
     .struct_size = sizeof(foxjit_api),
     .abi_major = FOXJIT_ABI_MAJOR,
     .abi_minor = 2,  /* 1: the whole-sequence ops; 2: foxjit_runtime_params.target */
@@ -66,5 +67,5 @@ FOXJIT_API const foxjit_api *foxjit_get_api(uint32_t abi_major)
 {
     if (abi_major != FOXJIT_ABI_MAJOR)
         return NULL;
-    return &api_v1;
+    return &api_table;
 }

@@ -1,4 +1,5 @@
 #include "cache_entry.h"
+#include "entry_key.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,4 +127,13 @@ int fj_entry_parse(const uint8_t *buf, size_t len, const char *expected_key,
         view->payload_len = (size_t)payload_len;
     }
     return 0;
+}
+
+void fj_hash128_hex(const void *data, size_t len, char out[33])
+{
+    XXH128_hash_t h = XXH3_128bits(data, len);
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, h);
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", c.digest[i]);
 }

@@ -8,16 +8,13 @@
 #include <stddef.h>
 
 #include "arch.h"
+#include "entry_key.h"
 #include "registry.h"
 #include "toolchain.h"
 
-#define FJ_KEY_TEXT_MAX 2048
-#define FJ_MAX_OPTIONS 24
-
-typedef struct fj_key {
-    char text[FJ_KEY_TEXT_MAX];
-    char hex[33];  /* 128-bit hash as 32 lowercase hex digits */
-} fj_key;
+/* Four fixed options, one -D per parameter, the CCCL include: every
+ * variant fits, so there is no option to drop. */
+#define FJ_MAX_OPTIONS (4 + FJ_MAX_PARAMS + 1)
 
 /* The NVRTC options for a variant, in canonical order. The CCCL include
  * option is last when the program uses CCCL; its path is not part of the key
@@ -28,15 +25,21 @@ typedef struct fj_options {
     char storage[FJ_MAX_OPTIONS][560];
 } fj_options;
 
-void fj_build_options(const fj_variant *v, const fj_target *t, const fj_toolchain *tc,
-                      fj_options *out);
+int fj_build_options(const fj_variant *v, const fj_target *t, const fj_toolchain *tc,
+                     fj_options *out);
+/* fj_build_options returns 0, or -1 with the option that does not fit in
+ * the thread's message (a parameter name longer than an option slot). */
 
 /* Hash of every embedded kernel_src file (names and contents). */
 const char *fj_sources_hash_hex(void);
 
-void fj_key_build(const fj_variant *v, const fj_target *t, const fj_toolchain *tc, fj_key *out);
+/* 0, or -1 with the reason in the thread's message when an option or the
+ * key text does not fit (never cut: a cut key could name two kernels). */
+int fj_key_build(const fj_variant *v, const fj_target *t, const fj_toolchain *tc, fj_key *out);
 
-/* XXH3-128 of data as 32 hex digits. */
-void fj_hash128_hex(const void *data, size_t len, char out[33]);
+/* What an entry's key bytes say, for fox-jit list: the program and the
+ * target ("?" where the bytes are not a key this library wrote). */
+void fj_key_describe(const char *key, char *program, size_t program_len, char *target,
+                     size_t target_len);
 
 #endif

@@ -25,7 +25,7 @@ foxjit_status fj_compile(const fj_toolchain *tc, const fj_variant *v, const fj_t
     fj_variant_describe(v, desc, sizeof desc);
     *image = NULL;
     *size = 0;
-    const fj_embedded_file *src = fj_source_find(v->program->source);
+    const fj_embedded_file *src = fj_program_source(v->program);
     if (!src)
         return fj_fail(FOXJIT_ERROR_COMPILE, "kernel source %s of %s is not embedded (a build "
                        "problem: add it to kernel_src/meson.build)", v->program->source, desc);
@@ -35,24 +35,37 @@ foxjit_status fj_compile(const fj_toolchain *tc, const fj_variant *v, const fj_t
 
     /* Every embedded header is offered to NVRTC by name, so sources include
      * each other with #include "x.cuh" and never touch the file system. */
-    const char *header_names[64], *header_texts[64];
-    int nheaders = 0;
-    for (size_t i = 0; i < fj_embedded_file_count && nheaders < 64; i++) {
-        const char *name = fj_embedded_files[i].name;
-        size_t n = strlen(name);
-        if (n > 4 && !strcmp(name + n - 4, ".cuh")) {
-            header_names[nheaders] = name;
-            header_texts[nheaders] = fj_embedded_files[i].text;
-            nheaders++;
-        }
+    const fj_source_set *sets[2] = {&fj_library_sources, v->program->sources};
+    size_t room = fj_library_sources.count + (sets[1] ? sets[1]->count : 0);
+    const char **header_names = malloc((room ? room : 1) * sizeof *header_names);
+    const char **header_texts = malloc((room ? room : 1) * sizeof *header_texts);
+    if (!header_names || !header_texts) {
+        free(header_names), free(header_texts);
+        return fj_fail(FOXJIT_ERROR_OUT_OF_MEMORY, "out of host memory compiling %s", desc);
     }
+    int nheaders = 0;
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; sets[s] && i < sets[s]->count; i++) {
+            const char *name = sets[s]->files[i].name;
+            size_t n = strlen(name);
+            if (n > 4 && !strcmp(name + n - 4, ".cuh")) {
+                header_names[nheaders] = name;
+                header_texts[nheaders] = sets[s]->files[i].text;
+                nheaders++;
+            }
+        }
     fj_options opts;
-    fj_build_options(v, t, tc, &opts);
+    if (fj_build_options(v, t, tc, &opts)) {
+        free(header_names), free(header_texts);
+        return fj_fail(FOXJIT_ERROR_COMPILE, "%s: %s", desc, foxjit_last_error());
+    }
 
     double t0 = now_ms();
     nvrtcProgram prog;
     nvrtcResult r = nv->nvrtcCreateProgram(&prog, src->text, src->name, nheaders, header_texts,
                                            header_names);
+    /* NVRTC copies the headers' names and texts. */
+    free(header_names), free(header_texts);
     if (r != NVRTC_SUCCESS)
         return fj_fail(FOXJIT_ERROR_COMPILE, "nvrtcCreateProgram for %s failed: %s", desc,
                        nv->nvrtcGetErrorString(r));

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "foxjit/foxjit.h"
+
 void fj_counters_snapshot(const fj_counters *c, foxjit_counters *out)
 {
     memset(out, 0, sizeof *out);

@@ -18,7 +18,7 @@
 #include "cache_file.h"
 #include "cache_size.h"
 #include "log.h"
-#include "status.h"
+#include "message.h"
 
 #define FJ_ENTRY_MAX_FILE (FJ_ENTRY_HEADER_SIZE + FJ_ENTRY_MAX_KEY + FJ_ENTRY_MAX_PAYLOAD)
 
@@ -91,13 +91,12 @@ static void add_layers(fj_disk_cache *c, const char *ro)
     }
 }
 
-foxjit_status fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters,
-                                 fj_disk_cache **out)
+int fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters, fj_disk_cache **out)
 {
     *out = NULL;
     fj_disk_cache *c = calloc(1, sizeof *c);
     if (!c)
-        return fj_fail(FOXJIT_ERROR_OUT_OF_MEMORY, "out of host memory opening the cache");
+        return fj_fail_message("out of host memory opening the cache");
     c->counters = counters;
     c->inspect = cfg && cfg->inspect;
     c->shared = cfg && cfg->shared;
@@ -105,13 +104,13 @@ foxjit_status fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counte
     if (cfg && cfg->dir) {
         if (strlen(cfg->dir) >= sizeof c->dir) {
             free(c);
-            return fj_fail(FOXJIT_ERROR_CACHE, "cache path is longer than PATH_MAX (%zu bytes, "
+            return fj_fail_message("cache path is longer than PATH_MAX (%zu bytes, "
                            "at most %d); use a shorter path", strlen(cfg->dir), PATH_MAX - 1);
         }
         snprintf(c->dir, sizeof c->dir, "%s", cfg->dir);
     } else if (fj_cache_dir_default(c->dir, sizeof c->dir, why, sizeof why) != 0) {
         free(c);
-        return fj_fail(FOXJIT_ERROR_CACHE, "%s", why);
+        return fj_fail_message("%s", why);
     }
     c->dirfd = fj_cache_dir_open(c->dir, c->inspect ? FJ_DIR_INSPECT : FJ_DIR_WRITABLE,
                                  c->shared, why, sizeof why);
@@ -120,7 +119,7 @@ foxjit_status fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counte
         if (c->dirfd >= 0)
             close(c->dirfd);
         free(c);
-        return fj_fail(FOXJIT_ERROR_CACHE, "%s", why);
+        return fj_fail_message("%s", why);
     }
     c->max_bytes = (cfg && cfg->max_bytes) ? cfg->max_bytes : max_bytes_from_env();
     const char *ro = cfg && cfg->readonly_dirs ? cfg->readonly_dirs
@@ -128,7 +127,7 @@ foxjit_status fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counte
     if (ro && *ro)
         add_layers(c, ro);
     *out = c;
-    return FOXJIT_OK;
+    return 0;
 }
 
 void fj_disk_cache_close(fj_disk_cache *c)
@@ -398,21 +397,6 @@ static DIR *open_stream(int dirfd)
     return d;
 }
 
-/* Pulls "program X" and "target Y" out of an entry's key text. */
-static void describe_key(const fj_entry_view *v, fj_entry_info *e)
-{
-    char text[FJ_ENTRY_MAX_KEY + 1];
-    memcpy(text, v->key, v->key_len);
-    text[v->key_len] = '\0';
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (!strncmp(line, "program ", 8))
-            snprintf(e->program, sizeof e->program, "%s", line + 8);
-        else if (!strncmp(line, "target ", 7))
-            snprintf(e->target, sizeof e->target, "%s", line + 7);
-    }
-}
-
 static void check_entry(int dirfd, int trust_root, fj_entry_info *e)
 {
     size_t size = 0;
@@ -428,7 +412,9 @@ static void check_entry(int dirfd, int trust_root, fj_entry_info *e)
             snprintf(e->why, sizeof e->why, "file name does not match the key inside");
         else
             e->valid = 1;
-        describe_key(&v, e);
+        /* Bytes only: fox-jit list asks cache_key.c what they say. */
+        memcpy(e->key, v.key, v.key_len);
+        e->key[v.key_len] = '\0';
     }
     free(buf);
     e->ours = !e->valid && fj_cache_file_is_ours(dirfd, e->name);

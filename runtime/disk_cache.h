@@ -20,9 +20,8 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "cache_key.h"
 #include "counters.h"
-#include "foxjit/foxjit.h"
+#include "entry_key.h"
 
 #define FJ_CACHE_DEFAULT_MAX_BYTES (2ull << 30)
 #define FJ_CACHE_MAX_LAYERS 8
@@ -39,13 +38,13 @@ typedef struct fj_cache_config {
     int shared;                 /* fox-jit warm --shared: 0755 directories, 0644 entries */
 } fj_cache_config;
 
-/* Opens (creating, unless inspecting) the writable directory.
- * FOXJIT_ERROR_CACHE with the reason when it is unsafe, cannot be created or
+/* Opens (creating, unless inspecting) the writable directory. 0, or -1
+ * with the reason in the thread's message (the caller's status is
+ * FOXJIT_ERROR_CACHE) when it is unsafe, cannot be created or
  * is not a fox-jit cache directory (see cache_dir.h). Unsafe read-only
  * layers are skipped with a warning. A malformed $FOXJIT_CACHE_MAX_BYTES is
  * warned about once per process and the default used. */
-foxjit_status fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters,
-                                 fj_disk_cache **out);
+int fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters, fj_disk_cache **out);
 void fj_disk_cache_close(fj_disk_cache *c);
 
 const char *fj_disk_cache_dir(const fj_disk_cache *c);
@@ -84,8 +83,8 @@ typedef struct fj_entry_info {
     int ours;              /* checked entries only: starts with the fox-jit header, so
                               fj_disk_cache_remove_file may delete it */
     char why[256];         /* why it is invalid */
-    char program[64];      /* from the key text, when valid */
-    char target[32];
+    char key[FJ_ENTRY_MAX_KEY + 1]; /* the key bytes inside, NUL-terminated, when parsed
+                                       (fj_key_describe reads them) */
 } fj_entry_info;
 
 typedef int (*fj_entry_visitor)(const fj_entry_info *e, void *ud);

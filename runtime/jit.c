@@ -76,7 +76,8 @@ foxjit_status fj_jit_image(const fj_toolchain *tc, fj_disk_cache *cache, fj_coun
                            fj_image *out, fj_image_source *source)
 {
     fj_key key;
-    fj_key_build(v, t, tc, &key);
+    if (fj_key_build(v, t, tc, &key))
+        return fj_fail(FOXJIT_ERROR_COMPILE, "%s", foxjit_last_error());
     fj_image_source src_dummy;
     if (!source)
         source = &src_dummy;

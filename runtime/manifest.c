@@ -13,25 +13,32 @@
         return -1;                                 \
     } while (0)
 
-static const fj_manifest_op *find_op(const char *name)
+static const fj_manifest_op *find_op(const fj_manifest_op *ops, size_t n_ops, const char *name)
 {
-    for (size_t i = 0; i < fj_manifest_op_count; i++)
-        if (!strcmp(fj_manifest_ops[i].name, name))
-            return &fj_manifest_ops[i];
+    for (size_t i = 0; i < n_ops; i++)
+        if (!strcmp(ops[i].name, name))
+            return &ops[i];
     return NULL;
 }
 
-static void op_names(char *buf, size_t len)
+static void op_names(const fj_manifest_op *ops, size_t n_ops, char *buf, size_t len)
 {
     buf[0] = '\0';
-    for (size_t i = 0; i < fj_manifest_op_count; i++) {
+    for (size_t i = 0; i < n_ops; i++) {
         size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", i ? ", " : "", fj_manifest_ops[i].name);
+        snprintf(buf + used, len - used, "%s%s", i ? ", " : "", ops[i].name);
     }
 }
 
 int fj_manifest_parse(const char *text, fj_manifest_item **items, size_t *count, char *why,
                       size_t why_len)
+{
+    return fj_manifest_parse_ops(text, fj_manifest_ops, fj_manifest_op_count, items, count, why,
+                                 why_len);
+}
+
+int fj_manifest_parse_ops(const char *text, const fj_manifest_op *ops, size_t n_ops,
+                          fj_manifest_item **items, size_t *count, char *why, size_t why_len)
 {
     fj_manifest_item *list = NULL;
     size_t n = 0, cap = 0;
@@ -56,10 +63,10 @@ int fj_manifest_parse(const char *text, fj_manifest_item **items, size_t *count,
         char *word = strtok_r(line, " \t\r", &save);
         if (!word)
             continue;
-        const fj_manifest_op *op = find_op(word);
+        const fj_manifest_op *op = find_op(ops, n_ops, word);
         if (!op) {
             char names[512];
-            op_names(names, sizeof names);
+            op_names(ops, n_ops, names, sizeof names);
             WHY("line %d: unknown op '%s' (known: %s)", line_no, word, names);
         }
         fj_manifest_item item;

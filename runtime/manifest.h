@@ -41,6 +41,9 @@ typedef struct fj_manifest_item {
  * "line N: what is wrong" in why. */
 int fj_manifest_parse(const char *text, fj_manifest_item **items, size_t *count, char *why,
                       size_t why_len);
+/* The same against another list of ops (the baselines' manifest). */
+int fj_manifest_parse_ops(const char *text, const fj_manifest_op *ops, size_t n_ops,
+                          fj_manifest_item **items, size_t *count, char *why, size_t why_len);
 
 /* Appends the variants every item uses on compute capability cc to
  * out[*n .. max), skipping variants already in out[0 .. *n). Returns 0, or -1

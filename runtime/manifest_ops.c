@@ -22,16 +22,6 @@ static int column_sum_variants(const int64_t *v, int cc, fj_variant *out, int ma
     return n < max ? n : max;
 }
 
-static int column_sum_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max,
-                                      char *why, size_t why_len)
-{
-    (void)v, (void)cc, (void)why, (void)why_len;
-    if (max < 1)
-        return 0;
-    out[0] = fj_colsum_legacy_variant;
-    return 1;
-}
-
 /* One variant each: the sort and the rank op (both tie modes) have no
  * shape-dependent specialization. */
 static int one_variant(const fj_variant *v, fj_variant *out, int max)
@@ -56,13 +46,6 @@ static int rank_normalize_variants(const int64_t *v, int cc, fj_variant *out, in
     return one_variant(&fj_rank_normalize_variant, out, max);
 }
 
-static int rank_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
-                                size_t why_len)
-{
-    (void)v, (void)cc, (void)why, (void)why_len;
-    return one_variant(&fj_rank_legacy_variant, out, max);
-}
-
 /* Perception ops: one variant per dims (kernels.md sections 3-6). Values
  * past int range are rejected by the variant functions as out of range. */
 static int dim(int64_t v) { return v < 0 || v > 1 << 20 ? -1 : (int)v; }
@@ -79,15 +62,6 @@ static int cfc_variants(const int64_t *v, int cc, fj_variant *out, int max, char
     fj_variant x;
     return perception_result(fj_cfc_variant(dim(v[0]), dim(v[1]), &x, why, why_len), &x, out,
                              max);
-}
-
-static int cfc_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
-                               size_t why_len)
-{
-    (void)cc;
-    fj_variant x;
-    return perception_result(fj_cfc_legacy_variant(dim(v[0]), dim(v[1]), &x, why, why_len), &x,
-                             out, max);
 }
 
 static int cfc_seq_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
@@ -122,16 +96,6 @@ static int heads_variants(const int64_t *v, int cc, fj_variant *out, int max, ch
         fj_heads_variant(dim(v[0]), dim(v[1]), dim(v[2]), cc, &x, why, why_len), &x, out, max);
 }
 
-static int heads_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
-                                 size_t why_len)
-{
-    (void)cc;
-    fj_variant x;
-    return perception_result(
-        fj_heads_legacy_variant(dim(v[0]), dim(v[1]), dim(v[2]), &x, why, why_len), &x, out,
-        max);
-}
-
 static int vsn_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                         size_t why_len)
 {
@@ -140,29 +104,12 @@ static int vsn_variants(const int64_t *v, int cc, fj_variant *out, int max, char
     return perception_result(fj_vsn_variant(dim(v[0]), &x, why, why_len), &x, out, max);
 }
 
-static int vsn_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
-                               size_t why_len)
-{
-    (void)cc;
-    fj_variant x;
-    return perception_result(fj_vsn_legacy_variant(dim(v[0]), &x, why, why_len), &x, out, max);
-}
-
 static int attn_pool_variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                               size_t why_len)
 {
     (void)cc;
     fj_variant x;
     return perception_result(fj_attn_pool_variant(dim(v[0]), &x, why, why_len), &x, out, max);
-}
-
-static int attn_pool_legacy_variants(const int64_t *v, int cc, fj_variant *out, int max,
-                                     char *why, size_t why_len)
-{
-    (void)cc;
-    fj_variant x;
-    return perception_result(fj_attn_pool_legacy_variant(dim(v[0]), &x, why, why_len), &x, out,
-                             max);
 }
 
 /* The training-step kernels (BCE, AdamW, step counter): one variant. */
@@ -176,30 +123,19 @@ static int training_variants(const int64_t *v, int cc, fj_variant *out, int max,
 const fj_manifest_op fj_manifest_ops[] = {
     {"column_sum", {"rows", "cols", NULL},
      "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]", column_sum_variants},
-    {"column_sum_legacy", {NULL}, "the serial and two-phase baselines (bench only)",
-     column_sum_legacy_variants},
     {"radix_sort", {NULL}, "foxjit_radix_sort_pairs (any n and bit range)",
      radix_sort_variants},
     {"rank_normalize", {NULL}, "foxjit_rank_normalize (any n, both tie modes)",
      rank_normalize_variants},
-    {"rank_legacy", {NULL}, "the quadratic rank baseline (bench only)", rank_legacy_variants},
     {"cfc", {"n_in", "n_hid", NULL}, "CfC step forward and backward", cfc_variants},
-    {"cfc_legacy", {"n_in", "n_hid", NULL}, "the single-block CfC backward (bench only)",
-     cfc_legacy_variants},
     {"heads", {"d", "e", "h", NULL}, "GRN heads forward and backward", heads_variants},
     {"cfc_seq", {"n_in", "n_hid", NULL}, "CfC over a whole sequence, forward and backward",
      cfc_seq_variants},
     {"heads_seq", {"d", "e", "h", NULL}, "GRN heads over batch x steps rows, both directions",
      heads_seq_variants},
     {"vsn_seq", {"f", NULL}, "variable selection backward over all rows", vsn_seq_variants},
-    {"heads_legacy", {"d", "e", "h", NULL}, "the single-block heads backward (bench only)",
-     heads_legacy_variants},
     {"vsn", {"f", NULL}, "variable selection forward and backward", vsn_variants},
-    {"vsn_legacy", {"f", NULL}, "the single-block VSN backward (bench only)",
-     vsn_legacy_variants},
     {"attn_pool", {"d", NULL}, "attention pooling forward and backward", attn_pool_variants},
-    {"attn_pool_legacy", {"d", NULL}, "the single-block pooling backward (bench only)",
-     attn_pool_legacy_variants},
     {"training", {NULL}, "BCE with logits, AdamW and the step counter (any n)",
      training_variants},
 };
@@ -223,11 +159,9 @@ const char fj_default_manifest[] =
     "column_sum rows=32 cols=128\n"    /* CfC bias, tau; attention q */
     "column_sum rows=32 cols=40\n"     /* VSN bias */
     "column_sum rows=32 cols=5\n"      /* heads b_gate, b_main, b_skip */
-    "column_sum_legacy\n"
     "# reward rank normalization (N = 4,096,000) and its sort\n"
     "radix_sort\n"
     "rank_normalize\n"
-    "rank_legacy\n"
     "# perception model (B = 32, K = 64): CfC with n_in = F = 40 (the reference model)\n"
     "# and n_in = n_hid = 128, heads D = 128 E = 64 H = 5, VSN F = 40, pooling D = 128\n"
     "cfc n_in=40 n_hid=128\n"
@@ -239,10 +173,5 @@ const char fj_default_manifest[] =
     "cfc_seq n_in=40 n_hid=128\n"
     "heads_seq d=128 e=64 h=5\n"
     "vsn_seq f=40\n"
-    "cfc_legacy n_in=40 n_hid=128\n"
-    "cfc_legacy n_in=128 n_hid=128\n"
-    "heads_legacy d=128 e=64 h=5\n"
-    "vsn_legacy f=40\n"
-    "attn_pool_legacy d=128\n"
     "# training step of the end-to-end trainer: BCE with logits, AdamW\n"
     "training\n";

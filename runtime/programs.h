@@ -9,21 +9,15 @@
 #define FJ_PROGRAMS(X) \
     X(fj_program_colsum_rows) \
     X(fj_program_colsum_tiles) \
-    X(fj_program_colsum_legacy) \
     X(fj_program_radix_sort) \
     X(fj_program_rank_normalize) \
-    X(fj_program_rank_legacy) \
     X(fj_program_cfc) \
-    X(fj_program_cfc_legacy) \
     X(fj_program_cfc_seq) \
     X(fj_program_heads) \
-    X(fj_program_heads_legacy) \
     X(fj_program_heads_seq) \
     X(fj_program_vsn) \
-    X(fj_program_vsn_legacy) \
     X(fj_program_vsn_seq) \
     X(fj_program_attn_pool) \
-    X(fj_program_attn_pool_legacy) \
     X(fj_program_train)
 
 #define FJ_DECLARE_PROGRAM(sym) extern const fj_program sym;

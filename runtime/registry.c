@@ -20,11 +20,12 @@ const fj_program *fj_program_find(const char *name)
     return NULL;
 }
 
-const fj_embedded_file *fj_source_find(const char *name)
+const fj_embedded_file *fj_program_source(const fj_program *p)
 {
-    for (size_t i = 0; i < fj_embedded_file_count; i++)
-        if (!strcmp(fj_embedded_files[i].name, name))
-            return &fj_embedded_files[i];
+    const fj_source_set *set = p->sources ? p->sources : &fj_library_sources;
+    for (size_t i = 0; i < set->count; i++)
+        if (!strcmp(set->files[i].name, p->source))
+            return &set->files[i];
     return NULL;
 }
 

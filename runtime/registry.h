@@ -18,9 +18,17 @@ typedef struct fj_embedded_file {
     size_t size;
 } fj_embedded_file;
 
-/* Generated at build time from kernel_src/ (tools/embed_sources.py). */
-extern const fj_embedded_file fj_embedded_files[];
-extern const size_t fj_embedded_file_count;
+/* A set of embedded files, generated at build time from kernel_src/
+ * (tools/embed_sources.py). */
+typedef struct fj_source_set {
+    const fj_embedded_file *files;
+    size_t count;
+} fj_source_set;
+
+/* The shipped kernels' sources and headers, inside libfoxjit. The bench and
+ * test baselines carry their own set (baselines/), so their text never
+ * ships. */
+extern const fj_source_set fj_library_sources;
 
 typedef struct fj_program {
     const char *name;                        /* unique, e.g. "colsum_tall" */
@@ -33,6 +41,10 @@ typedef struct fj_program {
      * the non-portable cluster opt-in at load; other variants never do,
      * since the opt-in slowed their plain launches (measured on the H200). */
     const char *cluster_param;
+    /* Where source lives: NULL for the library's set; a baseline program
+     * points at its own. Headers (.cuh) come from the library's set and
+     * from this one. */
+    const fj_source_set *sources;
 } fj_program;
 
 typedef struct fj_variant {
@@ -40,7 +52,8 @@ typedef struct fj_variant {
     int values[FJ_MAX_PARAMS];
 } fj_variant;
 
-const fj_embedded_file *fj_source_find(const char *name);
+/* The embedded source file p compiles, or NULL. */
+const fj_embedded_file *fj_program_source(const fj_program *p);
 int fj_program_param_count(const fj_program *p);
 int fj_program_kernel_count(const fj_program *p);
 

@@ -100,8 +100,7 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
     if (!p.disable_disk_cache) {
         fj_cache_config cfg = {.dir = p.cache_dir, .readonly_dirs = p.readonly_cache_dirs,
                                .max_bytes = p.cache_max_bytes};
-        st = fj_disk_cache_open(&cfg, &rt->counters, &rt->cache);
-        if (st != FOXJIT_OK) {
+        if (fj_disk_cache_open(&cfg, &rt->counters, &rt->cache) != 0) {
             fj_warn("%s; kernels will be kept in memory only", foxjit_last_error());
             fj_clear_error();
             rt->cache = NULL;

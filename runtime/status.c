@@ -1,6 +1,7 @@
 /* Thread-local error messages: each public call clears the message on entry,
  * and the first failure on its path records what happened and what to do. */
 #include "status.h"
+#include "message.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,15 @@ foxjit_status fj_fail(foxjit_status st, const char *fmt, ...)
     vsnprintf(error_text, sizeof error_text, fmt, ap);
     va_end(ap);
     return st;
+}
+
+int fj_fail_message(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_text, sizeof error_text, fmt, ap);
+    va_end(ap);
+    return -1;
 }
 
 void fj_fail_append(const char *text)

@@ -1,29 +1,16 @@
 /* Attention pooling (kernels.md section 6): argument checks, launch.
- * Kernels: kernel_src/attn_pool.cu, kernel_src/attn_pool_legacy.cu; one
+ * Kernels: kernel_src/attn_pool.cu; one
  * block per batch row, the T softmax weights in dynamic shared memory. */
 #include "perception.h"
 
 #include "status.h"
 
-/* Floats of slack after the softmax arrays in dynamic shared memory: NVCC
- * widens the unrolled reads of alpha[0, T) into 16-byte loads that can run up
- * to 3 floats past T (compute-sanitizer memcheck reported "Invalid __shared__
- * read of size 16" at T = 17, D = 256 on the H200). The slack keeps those
- * reads inside the block's allocation; the values read there are never used. */
-#define FJ_ATTN_SMEM_PAD 8
 
 const fj_program fj_program_attn_pool = {
     .name = "attn_pool",
     .source = "attn_pool.cu",
     .params = {"ATTN_D", "BLOCK", NULL},
     .kernels = {"attn_pool_forward", "attn_pool_backward", NULL},
-};
-
-const fj_program fj_program_attn_pool_legacy = {
-    .name = "attn_pool_legacy",
-    .source = "attn_pool_legacy.cu",
-    .params = {"ATTN_D", "BLOCK", NULL},
-    .kernels = {"attn_pool_backward_legacy", NULL},
 };
 
 #define BLOCK 256
@@ -33,14 +20,6 @@ int fj_attn_pool_variant(int d, fj_variant *v, char *why, size_t why_len)
     if (fj_perc_dim_why("d", d, FJ_PERC_MAX_D, why, why_len))
         return -1;
     *v = (fj_variant){&fj_program_attn_pool, {d, BLOCK}};
-    return 0;
-}
-
-int fj_attn_pool_legacy_variant(int d, fj_variant *v, char *why, size_t why_len)
-{
-    if (fj_perc_dim_why("d", d, FJ_PERC_MAX_D, why, why_len))
-        return -1;
-    *v = (fj_variant){&fj_program_attn_pool_legacy, {d, BLOCK}};
     return 0;
 }
 
@@ -56,13 +35,11 @@ static foxjit_status check_common(const char *op, const foxjit_attn_pool_args *a
 }
 
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_attn_pool_args *a,
-                          int legacy, CUstream stream, const fj_loaded **k)
+                          CUstream stream, const fj_loaded **k)
 {
     fj_variant v;
     char why[160];
-    int bad = legacy ? fj_attn_pool_legacy_variant(a->d, &v, why, sizeof why)
-                     : fj_attn_pool_variant(a->d, &v, why, sizeof why);
-    if (bad)
+    if (fj_attn_pool_variant(a->d, &v, why, sizeof why))
         return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
     foxjit_status st = fj_enter(rt, stream);
     if (st != FOXJIT_OK)
@@ -80,7 +57,7 @@ FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
     if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a)) ||
         (st = fj_check_ptr(op, "pooled", a->pooled)) ||
         (st = fj_perc_distinct(op, "pooled", a->pooled, "hs", a->hs)) ||
-        (st = load(rt, op, a, 0, stream, &k)))
+        (st = load(rt, op, a, stream, &k)))
         return st;
     CUdeviceptr q = a->q, hs = a->hs, pooled = a->pooled;
     int t = a->t;
@@ -90,39 +67,33 @@ FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
                      op);
 }
 
-static foxjit_status backward(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
-                              CUstream stream, int legacy)
+foxjit_status fj_attn_pool_check_backward(const char *op, const foxjit_runtime *rt,
+                                          const foxjit_attn_pool_args *a)
 {
-    const char *op = legacy ? "attn_pool_backward_legacy" : "foxjit_attn_pool_backward";
-    const fj_loaded *k;
     foxjit_status st;
     if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a)) ||
         (st = fj_check_ptr(op, "dpooled", a->dpooled)) ||
         (st = fj_check_ptr(op, "dhs", a->dhs)) || (st = fj_check_ptr(op, "dq", a->dq)) ||
         (st = fj_perc_distinct(op, "dhs", a->dhs, "hs", a->hs)) ||
-        (st = fj_perc_distinct(op, "dhs", a->dhs, "dpooled", a->dpooled)) ||
-        (st = load(rt, op, a, legacy, stream, &k)))
+        (st = fj_perc_distinct(op, "dhs", a->dhs, "dpooled", a->dpooled)))
         return st;
-    CUdeviceptr q = a->q, hs = a->hs, dpooled = a->dpooled, dhs = a->dhs, dq = a->dq;
-    int acc = a->dhs_accumulate ? 1 : 0, t = a->t, batch = a->batch;
-    void *args[] = {&q, &hs, &dpooled, &dhs, &acc, &dq, &t, &batch};
-    unsigned smem = (unsigned)((2 * a->t + FJ_ATTN_SMEM_PAD) * sizeof(float));
-    if (legacy)
-        return fj_launch(rt, k->fn[0], 1, 1, 1, BLOCK, smem, stream, args, op);
-    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, args, op);
+    return FOXJIT_OK;
 }
 
 FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,
                                                    const foxjit_attn_pool_args *a,
                                                    CUstream stream)
 {
-    return backward(rt, a, stream, 0);
-}
-
-foxjit_status fj_attn_pool_backward_legacy(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
-                                           CUstream stream)
-{
-    return backward(rt, a, stream, 1);
+    const char *op = "foxjit_attn_pool_backward";
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_attn_pool_check_backward(op, rt, a)) || (st = load(rt, op, a, stream, &k)))
+        return st;
+    CUdeviceptr q = a->q, hs = a->hs, dpooled = a->dpooled, dhs = a->dhs, dq = a->dq;
+    int acc = a->dhs_accumulate ? 1 : 0, t = a->t, batch = a->batch;
+    void *args[] = {&q, &hs, &dpooled, &dhs, &acc, &dq, &t, &batch};
+    unsigned smem = (unsigned)((2 * a->t + FJ_ATTN_SMEM_PAD) * sizeof(float));
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_attn_pool_prepare(foxjit_runtime *rt, int d)

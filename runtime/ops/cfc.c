@@ -1,5 +1,5 @@
 /* CfC step (kernels.md section 3): argument checks, launch shape, launch.
- * Kernels: kernel_src/cfc.cu (grid (B, split)), kernel_src/cfc_legacy.cu. */
+ * Kernels: kernel_src/cfc.cu (grid (B, split)). */
 #include "perception.h"
 
 #include "status.h"
@@ -11,15 +11,7 @@ const fj_program fj_program_cfc = {
     .kernels = {"cfc_forward", "cfc_backward", NULL},
 };
 
-const fj_program fj_program_cfc_legacy = {
-    .name = "cfc_legacy",
-    .source = "cfc_legacy.cu",
-    .params = {"N_IN", "N_HID", "BLOCK", NULL},
-    .kernels = {"cfc_backward_legacy", NULL},
-};
-
 #define BWD_BLOCK 256
-#define LEGACY_BLOCK 256
 
 /* A block per 32 hidden units: at B = 32, n_hid = 128 that is 128 blocks,
  * about one per SM, each reading a quarter of the weights. Depends only on
@@ -47,18 +39,7 @@ int fj_cfc_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len
     return 0;
 }
 
-int fj_cfc_legacy_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len)
-{
-    if (check_dims(n_in, n_hid, why, why_len))
-        return -1;
-    *v = (fj_variant){&fj_program_cfc_legacy, {n_in, n_hid, LEGACY_BLOCK}};
-    return 0;
-}
-
-/* Effective strides of every activation. */
-typedef struct cfc_strides {
-    long long x, h, dt, u, h_out, dh_out, dh, dx;
-} cfc_strides;
+typedef fj_cfc_strides cfc_strides;
 
 static foxjit_status check_common(const char *op, const foxjit_cfc_args *a, cfc_strides *s)
 {
@@ -93,10 +74,11 @@ static foxjit_status check_forward(const char *op, const foxjit_cfc_args *a, cfc
     return FOXJIT_OK;
 }
 
-static foxjit_status check_backward(const char *op, const foxjit_cfc_args *a, cfc_strides *s)
+foxjit_status fj_cfc_check_backward(const char *op, const foxjit_runtime *rt,
+                                    const foxjit_cfc_args *a, fj_cfc_strides *s)
 {
     foxjit_status st;
-    if ((st = check_common(op, a, s)) || (st = fj_check_ptr(op, "dh_out", a->dh_out)) ||
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, s)) || (st = fj_check_ptr(op, "dh_out", a->dh_out)) ||
         (st = fj_perc_optional_ptr(op, "dh", a->dh)) ||
         (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
         (st = fj_check_ptr(op, "dw_in", a->dw_in)) ||
@@ -115,13 +97,11 @@ static foxjit_status check_backward(const char *op, const foxjit_cfc_args *a, cf
 }
 
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_cfc_args *a,
-                          int legacy, CUstream stream, const fj_loaded **k)
+                          CUstream stream, const fj_loaded **k)
 {
     fj_variant v;
     char why[160];
-    int bad = legacy ? fj_cfc_legacy_variant(a->n_in, a->n_hid, &v, why, sizeof why)
-                     : fj_cfc_variant(a->n_in, a->n_hid, &v, why, sizeof why);
-    if (bad)
+    if (fj_cfc_variant(a->n_in, a->n_hid, &v, why, sizeof why))
         return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
     foxjit_status st = fj_enter(rt, stream);
     if (st != FOXJIT_OK)
@@ -137,7 +117,7 @@ FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc
     const fj_loaded *k;
     foxjit_status st;
     if ((st = fj_perc_begin(op, rt, a)) || (st = check_forward(op, a, &s)) ||
-        (st = load(rt, op, a, 0, stream, &k)))
+        (st = load(rt, op, a, stream, &k)))
         return st;
     CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, bias = a->bias, tau = a->tau, x = a->x,
                 h = a->h, dt = a->dt, u = a->u, h_out = a->h_out;
@@ -147,17 +127,14 @@ FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc
                      (unsigned)fwd_block(a->n_hid), 0, stream, args, op);
 }
 
-/* The backward kernels of both forms take the same arguments (the legacy
- * one adds the batch size at the end). */
-static foxjit_status backward(foxjit_runtime *rt, const foxjit_cfc_args *a, CUstream stream,
-                              int legacy)
+FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a,
+                                             CUstream stream)
 {
-    const char *op = legacy ? "cfc_backward_legacy" : "foxjit_cfc_backward";
+    const char *op = "foxjit_cfc_backward";
     cfc_strides s;
     const fj_loaded *k;
     foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, a)) || (st = check_backward(op, a, &s)) ||
-        (st = load(rt, op, a, legacy, stream, &k)))
+    if ((st = fj_cfc_check_backward(op, rt, a, &s)) || (st = load(rt, op, a, stream, &k)))
         return st;
     CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, tau = a->tau, x = a->x, h = a->h, dt = a->dt,
                 u = a->u, dh_out = a->dh_out, dh = a->dh, dx = a->dx, dw_in = a->dw_in,
@@ -166,22 +143,8 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_cfc_args *a, CUst
     void *args[] = {&w_in, &w_rec, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
                     &dh_out, &s.dh_out, &dh, &s.dh, &dh_acc, &dx, &s.dx, &dx_acc,
                     &dw_in, &dw_rec, &dbias, &dtau, &batch};
-    if (legacy)
-        return fj_launch(rt, k->fn[0], 1, 1, 1, LEGACY_BLOCK, 0, stream, args, op);
     return fj_launch(rt, k->fn[1], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
                      BWD_BLOCK, 0, stream, args, op);
-}
-
-FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a,
-                                             CUstream stream)
-{
-    return backward(rt, a, stream, 0);
-}
-
-foxjit_status fj_cfc_backward_legacy(foxjit_runtime *rt, const foxjit_cfc_args *a,
-                                     CUstream stream)
-{
-    return backward(rt, a, stream, 1);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_prepare(foxjit_runtime *rt, int n_in, int n_hid)

@@ -1,5 +1,5 @@
 /* Column sums (kernels.md section 1): argument checks, kernel choice,
- * launch. Kernels: kernel_src/colsum.cu, kernel_src/colsum_legacy.cu. */
+ * launch. Kernels: kernel_src/colsum.cu. */
 #include "colsum.h"
 
 #include <stdatomic.h>
@@ -23,14 +23,6 @@ const fj_program fj_program_colsum_tiles = {
     .cluster_param = "FJ_MAX_SPLIT",
 };
 
-const fj_program fj_program_colsum_legacy = {
-    .name = "colsum_legacy",
-    .source = "colsum_legacy.cu",
-    .params = {NULL},
-    .kernels = {"colsum_serial", "colsum_p1", "colsum_p2", NULL},
-};
-
-const fj_variant fj_colsum_legacy_variant = {&fj_program_colsum_legacy, {0}};
 
 /* Widest column count summed with whole-row blocks. */
 #define ROWS_MODE_MAX_COLS 32
@@ -324,49 +316,4 @@ FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t r
             return st;
     }
     return FOXJIT_OK;
-}
-
-/* ---- baselines ---------------------------------------------------------- */
-
-#define LEGACY_CHUNK 256 /* rows per p1 chunk, as in colsum_legacy.cu */
-
-foxjit_status fj_colsum_legacy_serial(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
-                                      int64_t cols, CUdeviceptr out, int accumulate,
-                                      CUstream stream)
-{
-    foxjit_status st = fj_enter(rt, stream);
-    const fj_loaded *k;
-    if (st != FOXJIT_OK || (st = check_shape("colsum_serial", rows, cols)) != FOXJIT_OK ||
-        (st = fj_module_get(rt, &fj_colsum_legacy_variant, stream, 1, &k)) != FOXJIT_OK)
-        return st;
-    long long r = rows, c = cols;
-    int acc = accumulate ? 1 : 0;
-    void *args[] = {&x, &r, &c, &out, &acc};
-    return fj_launch(rt, k->fn[0], (unsigned)ceil_div(cols, 256), 1, 1, 256, 0, stream, args,
-                     "colsum_serial");
-}
-
-size_t fj_colsum_two_phase_workspace(int64_t rows, int64_t cols)
-{
-    return (size_t)ceil_div(rows, LEGACY_CHUNK) * (size_t)cols * sizeof(float);
-}
-
-foxjit_status fj_colsum_legacy_two_phase(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
-                                         int64_t cols, CUdeviceptr out, int accumulate,
-                                         CUdeviceptr workspace, CUstream stream)
-{
-    foxjit_status st = fj_enter(rt, stream);
-    const fj_loaded *k;
-    if (st != FOXJIT_OK || (st = check_shape("colsum_two_phase", rows, cols)) != FOXJIT_OK ||
-        (st = fj_module_get(rt, &fj_colsum_legacy_variant, stream, 1, &k)) != FOXJIT_OK)
-        return st;
-    long long r = rows, c = cols, chunks = ceil_div(rows, LEGACY_CHUNK);
-    int acc = accumulate ? 1 : 0;
-    unsigned gx = (unsigned)ceil_div(cols, 256);
-    void *a1[] = {&x, &r, &c, &workspace};
-    if ((st = fj_launch(rt, k->fn[1], gx, (unsigned)chunks, 1, 256, 0, stream, a1,
-                        "colsum_p1")) != FOXJIT_OK)
-        return st;
-    void *a2[] = {&workspace, &chunks, &c, &out, &acc};
-    return fj_launch(rt, k->fn[2], gx, 1, 1, 256, 0, stream, a2, "colsum_p2");
 }

@@ -1,4 +1,4 @@
-/* Column sums: kernel choice for a shape, and the legacy baselines. */
+/* Column sums: kernel choice for a shape (baselines: tools/baselines/). */
 #ifndef FJ_OPS_COLSUM_H
 #define FJ_OPS_COLSUM_H
 
@@ -9,6 +9,9 @@
 
 #define FJ_COLSUM_MAX_DIM 2147483647ll
 #define FJ_COLSUM_MAX_ELEMENTS (1ll << 40)
+
+/* The two shipped programs (the bench sweeps their parameters). */
+extern const fj_program fj_program_colsum_rows, fj_program_colsum_tiles;
 
 typedef struct fj_colsum_plan {
     fj_variant variant;
@@ -49,17 +52,5 @@ foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols
 /* The variants a shape can use (the three alignment classes: 16, 8 and 4
  * bytes), for `fox-jit warm`. Returns the count (at most 3). */
 int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3]);
-
-/* Baselines (bench, tests): one thread per column over all rows; and the
- * seed's two-phase kernels with a workspace of
- * fj_colsum_two_phase_workspace(rows, cols) bytes. */
-foxjit_status fj_colsum_legacy_serial(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
-                                      int64_t cols, CUdeviceptr out, int accumulate,
-                                      CUstream stream);
-size_t fj_colsum_two_phase_workspace(int64_t rows, int64_t cols);
-foxjit_status fj_colsum_legacy_two_phase(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
-                                         int64_t cols, CUdeviceptr out, int accumulate,
-                                         CUdeviceptr workspace, CUstream stream);
-extern const fj_variant fj_colsum_legacy_variant;
 
 #endif

@@ -1,5 +1,5 @@
 /* Multi-horizon GRN heads (kernels.md section 4): argument checks, launch
- * shape, launch. Kernels: kernel_src/heads.cu, kernel_src/heads_legacy.cu.
+ * shape, launch. Kernels: kernel_src/heads.cu.
  *
  * Forward: grid (B, H, steps). Backward on sm_90+: grid (B, H) in clusters
  * of the H heads of a row, which add their dx through distributed shared
@@ -32,14 +32,6 @@ FOXJIT_API size_t foxjit_heads_workspace_size(int batch, int steps, int e, int h
     return (size_t)steps * (size_t)batch * (size_t)h * terms_floats(e) * sizeof(float);
 }
 
-const fj_program fj_program_heads_legacy = {
-    .name = "heads_legacy",
-    .source = "heads_legacy.cu",
-    .params = {"HEADS_D", "HEADS_E", "HEADS_H", "BLOCK", NULL},
-    .kernels = {"heads_backward_legacy", NULL},
-};
-
-#define LEGACY_BLOCK 256
 
 /* A (row, head) block makes about 6 E*D global accesses (the recomputed
  * forward, two scratch updates, two column dots): from E*D = 4096 on, 512
@@ -65,14 +57,6 @@ int fj_heads_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size
     if (check_dims(d, e, h, why, why_len))
         return -1;
     *v = (fj_variant){&fj_program_heads, {d, e, h, use_cluster(cc, h), (int)block_for(d, e)}};
-    return 0;
-}
-
-int fj_heads_legacy_variant(int d, int e, int h, fj_variant *v, char *why, size_t why_len)
-{
-    if (check_dims(d, e, h, why, why_len))
-        return -1;
-    *v = (fj_variant){&fj_program_heads_legacy, {d, e, h, LEGACY_BLOCK}};
     return 0;
 }
 
@@ -161,7 +145,7 @@ static head_ptrs params_of(const foxjit_heads_args *a)
 }
 
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads_args *a,
-                          int legacy, CUstream stream, const fj_loaded **k)
+                          CUstream stream, const fj_loaded **k)
 {
     fj_variant v;
     char why[160];
@@ -169,9 +153,7 @@ static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads
     foxjit_status st = fj_enter(rt, stream);
     if (st != FOXJIT_OK)
         return st;
-    int bad = legacy ? fj_heads_legacy_variant(a->d, a->e, a->h, &v, why, sizeof why)
-                     : fj_heads_variant(a->d, a->e, a->h, rt->cc, &v, why, sizeof why);
-    if (bad)
+    if (fj_heads_variant(a->d, a->e, a->h, rt->cc, &v, why, sizeof why))
         return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
     return fj_module_get(rt, &v, stream, 1, k);
 }
@@ -193,7 +175,7 @@ FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_h
         (st = step_stride(op, "logits_step_stride", a->logits_step_stride, steps, a->batch, ls,
                           a->h, 1, &lss)) ||
         (st = fj_perc_distinct(op, "logits", a->logits, "x", a->x)) ||
-        (st = load(rt, op, a, 0, stream, &k)))
+        (st = load(rt, op, a, stream, &k)))
         return st;
     head_ptrs p = params_of(a);
     CUdeviceptr x = a->x, logits = a->logits;
@@ -202,50 +184,53 @@ FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_h
                      block_for(a->d, a->e), 0, stream, args, op);
 }
 
-static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CUstream stream,
-                              int legacy)
+foxjit_status fj_heads_check_backward(const char *op, const foxjit_runtime *rt,
+                                      const foxjit_heads_args *a, fj_heads_strides *s)
 {
-    const char *op = legacy ? "heads_backward_legacy" : "foxjit_heads_backward";
     static const char *const names[10] = {"dw1", "db1", "dw2", "db2", "dw_gate",
                                           "db_gate", "dw_main", "db_main", "dw_skip", "db_skip"};
-    head_ptrs g = {{a ? a->dw1 : 0, a ? a->db1 : 0, a ? a->dw2 : 0, a ? a->db2 : 0,
-                    a ? a->dw_gate : 0, a ? a->db_gate : 0, a ? a->dw_main : 0,
-                    a ? a->db_main : 0, a ? a->dw_skip : 0, a ? a->db_skip : 0}};
-    long long xs, dls, dxs, xss, dlss, dxss;
-    int steps = 1;
-    const fj_loaded *k;
     foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs)) ||
-        (st = steps_of(op, a, &steps)))
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &s->x)) ||
+        (st = steps_of(op, a, &s->steps)))
         return st;
-    if (legacy && steps > 1)
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: the legacy baseline takes one time step "
-                       "per call (steps is %d)", op, steps);
+    const CUdeviceptr g[10] = {a->dw1, a->db1, a->dw2, a->db2, a->dw_gate,
+                               a->db_gate, a->dw_main, a->db_main, a->dw_skip, a->db_skip};
     for (int i = 0; i < 10; i++)
-        if ((st = fj_check_ptr(op, names[i], g.p[i])))
+        if ((st = fj_check_ptr(op, names[i], g[i])))
             return st;
     if ((st = fj_check_ptr(op, "dlogits", a->dlogits)) ||
-        (st = fj_perc_stride(op, "dlogits_stride", a->dlogits_stride, a->h, &dls)) ||
+        (st = fj_perc_stride(op, "dlogits_stride", a->dlogits_stride, a->h, &s->dlogits)) ||
         (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
-        (st = fj_perc_stride(op, "dx_stride", a->dx_stride, a->d, &dxs)) ||
-        (st = step_stride(op, "x_step_stride", a->x_step_stride, steps, a->batch, xs, a->d, 0,
-                          &xss)) ||
-        (st = step_stride(op, "dlogits_step_stride", a->dlogits_step_stride, steps, a->batch,
-                          dls, a->h, 0, &dlss)) ||
-        (st = step_stride(op, "dx_step_stride", a->dx_step_stride, steps, a->batch, dxs, a->d,
-                          a->dx != 0, &dxss)) ||
-        (!legacy && (st = check_work(op, a, steps))) ||
+        (st = fj_perc_stride(op, "dx_stride", a->dx_stride, a->d, &s->dx)) ||
+        (st = step_stride(op, "x_step_stride", a->x_step_stride, s->steps, a->batch, s->x, a->d,
+                          0, &s->x_step)) ||
+        (st = step_stride(op, "dlogits_step_stride", a->dlogits_step_stride, s->steps, a->batch,
+                          s->dlogits, a->h, 0, &s->dlogits_step)) ||
+        (st = step_stride(op, "dx_step_stride", a->dx_step_stride, s->steps, a->batch, s->dx,
+                          a->d, a->dx != 0, &s->dx_step)) ||
         (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "dlogits", a->dlogits)) ||
-        (st = load(rt, op, a, legacy, stream, &k)))
+        (st = fj_perc_distinct(op, "dx", a->dx, "dlogits", a->dlogits)))
+        return st;
+    return FOXJIT_OK;
+}
+
+FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,
+                                               CUstream stream)
+{
+    const char *op = "foxjit_heads_backward";
+    fj_heads_strides s;
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_heads_check_backward(op, rt, a, &s)) || (st = check_work(op, a, s.steps)) ||
+        (st = load(rt, op, a, stream, &k)))
         return st;
     head_ptrs p = params_of(a);
+    head_ptrs g = {{a->dw1, a->db1, a->dw2, a->db2, a->dw_gate, a->db_gate, a->dw_main,
+                    a->db_main, a->dw_skip, a->db_skip}};
     CUdeviceptr x = a->x, dlogits = a->dlogits, dx = a->dx;
-    int dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
-    if (legacy) {
-        void *args[] = {&p, &g, &x, &xs, &dlogits, &dls, &dx, &dxs, &dx_acc, &batch};
-        return fj_launch(rt, k->fn[0], 1, 1, 1, LEGACY_BLOCK, 0, stream, args, op);
-    }
+    int dx_acc = a->dx_accumulate ? 1 : 0, steps = s.steps;
+    long long xs = s.x, xss = s.x_step, dls = s.dlogits, dlss = s.dlogits_step, dxs = s.dx,
+              dxss = s.dx_step;
     unsigned block = block_for(a->d, a->e);
     const int cluster = use_cluster(rt->cc, a->h);
     if (steps > 1 && a->work) {
@@ -267,18 +252,6 @@ static foxjit_status backward(foxjit_runtime *rt, const foxjit_heads_args *a, CU
         return fj_launch_cluster(rt, k->fn[K_BACKWARD], (unsigned)a->batch, (unsigned)a->h, block,
                                  (unsigned)a->h, stream, args, op);
     return fj_launch(rt, k->fn[K_BACKWARD], (unsigned)a->batch, 1, 1, block, 0, stream, args, op);
-}
-
-FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,
-                                               CUstream stream)
-{
-    return backward(rt, a, stream, 0);
-}
-
-foxjit_status fj_heads_backward_legacy(foxjit_runtime *rt, const foxjit_heads_args *a,
-                                       CUstream stream)
-{
-    return backward(rt, a, stream, 1);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_prepare(foxjit_runtime *rt, int d, int e, int h)

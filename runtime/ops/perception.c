@@ -99,27 +99,3 @@ int fj_perc_dim_why(const char *name, int v, int max, char *why, size_t why_len)
              name, v, max);
     return -1;
 }
-
-foxjit_status fj_perception_legacy_prepare(foxjit_runtime *rt, int n_in, int n_hid, int d, int e,
-                                           int h, int f)
-{
-    const char *op = "fj_perception_legacy_prepare";
-    foxjit_status st = fj_perc_begin(op, rt, rt);
-    if (st != FOXJIT_OK)
-        return st;
-    fj_variant v[4];
-    char why[256];
-    if (fj_cfc_legacy_variant(n_in, n_hid, &v[0], why, sizeof why) ||
-        fj_heads_legacy_variant(d, e, h, &v[1], why, sizeof why) ||
-        fj_vsn_legacy_variant(f, &v[2], why, sizeof why) ||
-        fj_attn_pool_legacy_variant(d, &v[3], why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
-        return st;
-    for (int i = 0; i < 4; i++) {
-        const fj_loaded *k;
-        if ((st = fj_module_get(rt, &v[i], NULL, 0, &k)) != FOXJIT_OK)
-            return st;
-    }
-    return FOXJIT_OK;
-}

@@ -1,6 +1,7 @@
 /* The perception ops (kernels.md sections 3-6): limits, kernel variants for
- * prepare and `fox-jit warm`, shared argument checks, and the legacy
- * single-block backwards (benchmark baselines and test cross-checks).
+ * prepare and `fox-jit warm`, and shared argument checks. The seed's
+ * single-block backwards are baselines outside the library
+ * (tools/baselines/), which reuse the backward checks declared here.
  * Public entry points are in include/foxjit/foxjit.h. */
 #ifndef FJ_OPS_PERCEPTION_H
 #define FJ_OPS_PERCEPTION_H
@@ -21,6 +22,14 @@
 #define FJ_PERC_MAX_E 256
 #define FJ_PERC_MAX_H 8     /* heads form one thread-block cluster (portable size 8) */
 #define FJ_PERC_MAX_F 256
+/* Attention pooling's dynamic shared memory, shipped kernel and baseline. */
+/* Floats of slack after the softmax arrays in dynamic shared memory: NVCC
+ * widens the unrolled reads of alpha[0, T) into 16-byte loads that can run up
+ * to 3 floats past T (compute-sanitizer memcheck reported "Invalid __shared__
+ * read of size 16" at T = 17, D = 256 on the H200). The slack keeps those
+ * reads inside the block's allocation; the values read there are never used. */
+#define FJ_ATTN_SMEM_PAD 8
+
 /* Largest stride accepted, in floats (far past any real tensor). */
 #define FJ_PERC_MAX_STRIDE (1ll << 40)
 
@@ -28,11 +37,8 @@
  * Each returns 0 and the variant, or -1 with a message in why (dims out of
  * range). cc is the compute capability the variant is for. */
 int fj_cfc_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len);
-int fj_cfc_legacy_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len);
 int fj_heads_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len);
-int fj_heads_legacy_variant(int d, int e, int h, fj_variant *v, char *why, size_t why_len);
 int fj_vsn_variant(int f, fj_variant *v, char *why, size_t why_len);
-int fj_vsn_legacy_variant(int f, fj_variant *v, char *why, size_t why_len);
 int fj_attn_pool_variant(int d, fj_variant *v, char *why, size_t why_len);
 /* The whole-sequence ops (runtime/ops/cfc_seq.c, heads_seq.c): one program
  * each, holding every kernel of both directions, for any batch and k. */
@@ -43,28 +49,32 @@ int fj_vsn_seq_variant(int f, int cc, fj_variant *v, char *why, size_t why_len);
 int fj_cfc_seq_kernels(int backward);
 int fj_heads_seq_kernels(int backward);
 int fj_vsn_seq_kernels(void);
-int fj_attn_pool_legacy_variant(int d, fj_variant *v, char *why, size_t why_len);
 
 /* Launch shape details the tests and benches report. */
 int fj_cfc_split(int n_hid);       /* blocks per batch row */
 int fj_vsn_bwd_blocks(int f);      /* backward blocks per batch row */
 
-/* ---- legacy baselines ------------------------------------------------------
- * grid = 1 block that loops over the batch; the parameter-gradient pointers
- * of the args (dw_in, dw1, dw, dq, ...) are the FINAL gradients, without the
- * leading batch dimension, and are added to (+=). Input gradients follow the
- * accumulate flags as in the block-per-batch ops. Same argument checks. */
-foxjit_status fj_cfc_backward_legacy(foxjit_runtime *rt, const foxjit_cfc_args *a,
-                                     CUstream stream);
-foxjit_status fj_heads_backward_legacy(foxjit_runtime *rt, const foxjit_heads_args *a,
-                                       CUstream stream);
-foxjit_status fj_vsn_backward_legacy(foxjit_runtime *rt, const foxjit_vsn_args *a,
-                                     CUstream stream);
-foxjit_status fj_attn_pool_backward_legacy(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
-                                           CUstream stream);
-/* Compiles and loads the legacy kernels of these dims (before graph capture). */
-foxjit_status fj_perception_legacy_prepare(foxjit_runtime *rt, int n_in, int n_hid, int d,
-                                           int e, int h, int f);
+int fj_vsn_bwd_rows(int f);         /* batch rows per VSN backward block's shared memory */
+
+/* ---- backward argument checks ----------------------------------------------
+ * Everything a backward checks before it loads a kernel: NULL runtime or
+ * args, dims, pointers, strides, aliasing (not the heads' workspace). The
+ * baselines run the same checks. */
+typedef struct fj_cfc_strides {  /* effective strides, in floats */
+    long long x, h, dt, u, h_out, dh_out, dh, dx;
+} fj_cfc_strides;
+foxjit_status fj_cfc_check_backward(const char *op, const foxjit_runtime *rt,
+                                    const foxjit_cfc_args *a, fj_cfc_strides *s);
+typedef struct fj_heads_strides {
+    int steps;
+    long long x, dlogits, dx, x_step, dlogits_step, dx_step;
+} fj_heads_strides;
+foxjit_status fj_heads_check_backward(const char *op, const foxjit_runtime *rt,
+                                      const foxjit_heads_args *a, fj_heads_strides *s);
+foxjit_status fj_vsn_check_backward(const char *op, const foxjit_runtime *rt,
+                                    const foxjit_vsn_args *a);
+foxjit_status fj_attn_pool_check_backward(const char *op, const foxjit_runtime *rt,
+                                          const foxjit_attn_pool_args *a);
 
 /* ---- shared argument checks (runtime/ops/perception.c) ------------------- */
 

@@ -1,7 +1,7 @@
 /* Reward rank normalization (kernels.md section 2): argument checks,
  * workspace, launches. Kernels: kernel_src/rank_normalize.cu (the sort of
  * radix_sort.cu with the keys computed in its first pass and the output
- * written by its last), kernel_src/rank_legacy.cu (baseline).
+ * written by its last).
  *
  * Launches, all on the caller's stream (graph-capturable, nothing
  * allocated or read back):
@@ -27,16 +27,8 @@ const fj_program fj_program_rank_normalize = {
     .uses_cccl = 1,
 };
 
-const fj_program fj_program_rank_legacy = {
-    .name = "rank_legacy",
-    .source = "rank_legacy.cu",
-    .params = {NULL},
-    .kernels = {"rank_legacy_abs", "rank_legacy_quadratic", NULL},
-};
-
 const fj_variant fj_rank_normalize_variant = {
     &fj_program_rank_normalize, {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS, FJ_RADIX_OCCUPANCY}};
-const fj_variant fj_rank_legacy_variant = {&fj_program_rank_legacy, {0}};
 
 enum { K_HIST = 0, K_REDUCE, K_FIRST, K_PASS, K_LAST_ORDINAL, K_MAX_FINAL };
 
@@ -224,34 +216,4 @@ FOXJIT_API foxjit_status foxjit_rank_normalize_prepare(foxjit_runtime *rt, foxji
     /* Both tie modes live in one program. */
     const fj_loaded *k;
     return fj_module_get(rt, &fj_rank_normalize_variant, NULL, 0, &k);
-}
-
-/* ---- baseline ----------------------------------------------------------- */
-
-#define LEGACY_BLOCK 256
-
-size_t fj_rank_legacy_scratch_bytes(int64_t n) { return n > 0 ? (size_t)n * 4 : 0; }
-
-foxjit_status fj_rank_legacy(foxjit_runtime *rt, CUdeviceptr rewards, int64_t n, float std_ema,
-                             float mean_ema, CUdeviceptr out, CUdeviceptr abs_scratch,
-                             CUstream stream)
-{
-    const char *op = "rank_legacy";
-    foxjit_status st = fj_enter(rt, stream);
-    const fj_loaded *k;
-    if (st != FOXJIT_OK || (st = fj_check_size(op, "n", n, FJ_RADIX_MAX_N)) != FOXJIT_OK ||
-        (st = fj_check_ptr(op, "rewards", rewards)) != FOXJIT_OK ||
-        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK ||
-        (st = fj_check_ptr(op, "abs_scratch", abs_scratch)) != FOXJIT_OK ||
-        (st = fj_module_get(rt, &fj_rank_legacy_variant, stream, 1, &k)) != FOXJIT_OK)
-        return st;
-    long long ln = n;
-    unsigned grid = (unsigned)((n + LEGACY_BLOCK - 1) / LEGACY_BLOCK);
-    void *a1[] = {&rewards, &ln, &std_ema, &mean_ema, &abs_scratch};
-    if ((st = fj_launch(rt, k->fn[0], grid, 1, 1, LEGACY_BLOCK, 0, stream, a1,
-                        "rank_legacy_abs")) != FOXJIT_OK)
-        return st;
-    void *a2[] = {&rewards, &abs_scratch, &ln, &std_ema, &mean_ema, &out};
-    return fj_launch(rt, k->fn[1], grid, 1, 1, LEGACY_BLOCK, 0, stream, a2,
-                     "rank_legacy_quadratic");
 }

@@ -1,5 +1,5 @@
-/* Reward rank normalization: workspace layout and the legacy quadratic
- * baseline (bench, tests). The op itself is foxjit_rank_normalize. */
+/* Reward rank normalization: workspace layout (the quadratic baseline is
+ * in tools/baselines/). The op itself is foxjit_rank_normalize. */
 #ifndef FJ_OPS_RANK_NORMALIZE_H
 #define FJ_OPS_RANK_NORMALIZE_H
 
@@ -32,15 +32,5 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
                                       float mean_ema, foxjit_tie_mode ties, CUdeviceptr out,
                                       CUdeviceptr workspace, size_t workspace_bytes,
                                       CUstream stream);
-
-/* The seed's O(N^2) kernel (kernels.md 2, legacy): |s| into abs_scratch
- * (fj_rank_legacy_scratch_bytes(n) bytes), then one thread per element
- * counting over all n. Same output bits as foxjit_rank_normalize with
- * FOXJIT_TIES_MAX. */
-size_t fj_rank_legacy_scratch_bytes(int64_t n);
-foxjit_status fj_rank_legacy(foxjit_runtime *rt, CUdeviceptr rewards, int64_t n, float std_ema,
-                             float mean_ema, CUdeviceptr out, CUdeviceptr abs_scratch,
-                             CUstream stream);
-extern const fj_variant fj_rank_legacy_variant;
 
 #endif

@@ -1,5 +1,5 @@
 /* Variable selection (kernels.md section 5): argument checks, launch shape,
- * launch. Kernels: kernel_src/vsn.cu, kernel_src/vsn_legacy.cu. */
+ * launch. Kernels: kernel_src/vsn.cu. */
 #include "perception.h"
 
 #include "status.h"
@@ -11,13 +11,6 @@ const fj_program fj_program_vsn = {
     .kernels = {"vsn_forward", "vsn_backward", NULL},
 };
 
-const fj_program fj_program_vsn_legacy = {
-    .name = "vsn_legacy",
-    .source = "vsn_legacy.cu",
-    .params = {"VSN_F", "ROWS", "BLOCK", NULL},
-    .kernels = {"vsn_backward_legacy", NULL},
-};
-
 #define BLOCK 256
 /* Forward rows per block: small, so that B = 32, T = 64 gives 256 blocks. */
 #define FWD_ROWS 8
@@ -27,7 +20,7 @@ const fj_program fj_program_vsn_legacy = {
 /* dW accumulators per thread of the backward (registers). */
 #define MAX_ACC 16
 
-static int bwd_rows(int f)
+int fj_vsn_bwd_rows(int f)
 {
     int r = BWD_SMEM_FLOATS / (4 * f);
     return r > 32 ? 32 : r < 1 ? 1 : r;
@@ -51,15 +44,7 @@ int fj_vsn_variant(int f, fj_variant *v, char *why, size_t why_len)
 {
     if (fj_perc_dim_why("f", f, FJ_PERC_MAX_F, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_vsn, {f, FWD_ROWS, bwd_rows(f), rows_per_block(f), BLOCK}};
-    return 0;
-}
-
-int fj_vsn_legacy_variant(int f, fj_variant *v, char *why, size_t why_len)
-{
-    if (fj_perc_dim_why("f", f, FJ_PERC_MAX_F, why, why_len))
-        return -1;
-    *v = (fj_variant){&fj_program_vsn_legacy, {f, bwd_rows(f), BLOCK}};
+    *v = (fj_variant){&fj_program_vsn, {f, FWD_ROWS, fj_vsn_bwd_rows(f), rows_per_block(f), BLOCK}};
     return 0;
 }
 
@@ -76,13 +61,11 @@ static foxjit_status check_common(const char *op, const foxjit_vsn_args *a)
 }
 
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_vsn_args *a,
-                          int legacy, CUstream stream, const fj_loaded **k)
+                          CUstream stream, const fj_loaded **k)
 {
     fj_variant v;
     char why[160];
-    int bad = legacy ? fj_vsn_legacy_variant(a->f, &v, why, sizeof why)
-                     : fj_vsn_variant(a->f, &v, why, sizeof why);
-    if (bad)
+    if (fj_vsn_variant(a->f, &v, why, sizeof why))
         return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
     foxjit_status st = fj_enter(rt, stream);
     if (st != FOXJIT_OK)
@@ -99,7 +82,7 @@ FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn
     if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a)) ||
         (st = fj_check_ptr(op, "y", a->y)) ||
         (st = fj_perc_distinct(op, "y", a->y, "x", a->x)) ||
-        (st = load(rt, op, a, 0, stream, &k)))
+        (st = load(rt, op, a, stream, &k)))
         return st;
     CUdeviceptr w = a->w, bias = a->bias, x = a->x, y = a->y;
     int t = a->t;
@@ -108,39 +91,33 @@ FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn
                      (unsigned)a->batch, 1, BLOCK, 0, stream, args, op);
 }
 
-static foxjit_status backward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream stream,
-                              int legacy)
+foxjit_status fj_vsn_check_backward(const char *op, const foxjit_runtime *rt,
+                                    const foxjit_vsn_args *a)
 {
-    const char *op = legacy ? "vsn_backward_legacy" : "foxjit_vsn_backward";
-    const fj_loaded *k;
     foxjit_status st;
     if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a)) ||
         (st = fj_check_ptr(op, "dy", a->dy)) || (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
         (st = fj_check_ptr(op, "dw", a->dw)) || (st = fj_check_ptr(op, "dbias", a->dbias)) ||
         (st = fj_perc_distinct(op, "dx", a->dx, "dy", a->dy)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)) ||
-        (st = load(rt, op, a, legacy, stream, &k)))
+        (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)))
         return st;
-    CUdeviceptr w = a->w, bias = a->bias, x = a->x, dy = a->dy, dx = a->dx, dw = a->dw,
-                dbias = a->dbias;
-    int dx_acc = a->dx_accumulate ? 1 : 0, t = a->t, batch = a->batch;
-    void *args[] = {&w, &bias, &x, &dy, &dx, &dx_acc, &dw, &dbias, &t, &batch};
-    if (legacy)
-        return fj_launch(rt, k->fn[0], 1, 1, 1, BLOCK, 0, stream, args, op);
-    return fj_launch(rt, k->fn[1], (unsigned)fj_vsn_bwd_blocks(a->f), (unsigned)a->batch, 1,
-                     BLOCK, 0, stream, args, op);
+    return FOXJIT_OK;
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *a,
                                              CUstream stream)
 {
-    return backward(rt, a, stream, 0);
-}
-
-foxjit_status fj_vsn_backward_legacy(foxjit_runtime *rt, const foxjit_vsn_args *a,
-                                     CUstream stream)
-{
-    return backward(rt, a, stream, 1);
+    const char *op = "foxjit_vsn_backward";
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_vsn_check_backward(op, rt, a)) || (st = load(rt, op, a, stream, &k)))
+        return st;
+    CUdeviceptr w = a->w, bias = a->bias, x = a->x, dy = a->dy, dx = a->dx, dw = a->dw,
+                dbias = a->dbias;
+    int dx_acc = a->dx_accumulate ? 1 : 0, t = a->t, batch = a->batch;
+    void *args[] = {&w, &bias, &x, &dy, &dx, &dx_acc, &dw, &dbias, &t, &batch};
+    return fj_launch(rt, k->fn[1], (unsigned)fj_vsn_bwd_blocks(a->f), (unsigned)a->batch, 1,
+                     BLOCK, 0, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_prepare(foxjit_runtime *rt, int f)

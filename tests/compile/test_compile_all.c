@@ -1,4 +1,5 @@
-/* compile suite: every kernel variant of the default manifest, for sm_89 and
+/* compile suite: every kernel variant of the default manifest and of the
+ * baselines' manifest, for sm_89 and
  * sm_90, through the real NVRTC path (no GPU needed). Compiles straight
  * through fj_compile so nothing is served from a cache. */
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "baselines.h"
 #include "cache_entry.h"
 #include "compiler.h"
 #include "manifest.h"
@@ -28,7 +30,8 @@ static int setup(void **state)
     return 0;
 }
 
-/* Variants of the default manifest for one cc, without duplicates. */
+/* Variants of the default and the baselines' manifests for one cc,
+ * without duplicates. */
 static size_t manifest_variants(int cc, fj_variant *out, size_t max)
 {
     fj_manifest_item *items;
@@ -37,6 +40,12 @@ static size_t manifest_variants(int cc, fj_variant *out, size_t max)
     assert_int_equal(fj_manifest_parse(fj_default_manifest, &items, &count, why, sizeof why), 0);
     if (fj_manifest_expand(items, count, cc, out, max, &n, why, sizeof why))
         fail_msg("default manifest %s", why);
+    free(items);
+    assert_int_equal(fj_manifest_parse_ops(fj_baseline_manifest, fj_baseline_manifest_op_list,
+                                           fj_baseline_manifest_op_count, &items, &count, why,
+                                           sizeof why), 0);
+    if (fj_manifest_expand(items, count, cc, out, max, &n, why, sizeof why))
+        fail_msg("baselines' manifest %s", why);
     free(items);
     return n;
 }
@@ -81,13 +90,15 @@ static void test_every_program_is_covered(void **state)
     (void)state;
     static fj_variant v[512];
     size_t n = manifest_variants(90, v, 512);
-    for (size_t p = 0; p < fj_program_count; p++) {
+    for (size_t p = 0; p < fj_program_count + fj_baseline_program_count; p++) {
+        const fj_program *prog = p < fj_program_count ? fj_programs[p]
+                                                      : fj_baseline_programs[p - fj_program_count];
         int found = 0;
         for (size_t i = 0; i < n && !found; i++)
-            found = v[i].program == fj_programs[p];
+            found = v[i].program == prog;
         if (!found)
-            fail_msg("program %s is not reached by the default manifest",
-                     fj_programs[p]->name);
+            fail_msg("program %s is not reached by the default or the baselines' manifest",
+                     prog->name);
     }
 }
 

@@ -84,7 +84,7 @@ static fj_disk_cache *open_cache(const char *name, fj_counters *n)
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     fj_cache_config cfg = {.dir = dir, .readonly_dirs = ""};
     fj_disk_cache *c;
-    if (fj_disk_cache_open(&cfg, n, &c) != FOXJIT_OK)
+    if (fj_disk_cache_open(&cfg, n, &c) != 0)
         fail_msg("open %s: %s", dir, foxjit_last_error());
     return c;
 }

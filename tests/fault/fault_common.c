@@ -303,7 +303,7 @@ int ft_load_all(const char *dir, uint64_t *corrupt)
     fj_counters counters = {0};
     fj_cache_config cfg = {.dir = dir, .readonly_dirs = ""};
     fj_disk_cache *c;
-    if (fj_disk_cache_open(&cfg, &counters, &c) != FOXJIT_OK)
+    if (fj_disk_cache_open(&cfg, &counters, &c) != 0)
         fail_msg("open %s: %s", dir, foxjit_last_error());
     int hits = 0;
     for (int i = 0; i < ft.key_count; i++) {

@@ -81,7 +81,7 @@ static fj_disk_cache *open_quiet(fj_counters *n)
     close(null);
     fj_cache_config cfg = {.dir = dir, .readonly_dirs = ""};
     fj_disk_cache *c;
-    if (fj_disk_cache_open(&cfg, n, &c) != FOXJIT_OK)
+    if (fj_disk_cache_open(&cfg, n, &c) != 0)
         fail_msg("%s", foxjit_last_error());
     return c;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "baselines.h"
 #include "ops/colsum.h"
 #include "runtime.h"
 

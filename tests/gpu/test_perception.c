@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "baselines.h"
 #include "ops/perception.h"
 #include "perception_cases.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "baselines.h"
 #include "ops/rank_normalize.h"
 
 /* ---- data ----------------------------------------------------------------- */

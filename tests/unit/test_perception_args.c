@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "manifest.h"
+#include "baselines.h"
 #include "ops/perception.h"
 #include "programs.h"
 
@@ -277,7 +278,7 @@ static void test_manifest_lines(void **state)
 {
     (void)state;
     const char *text = "cfc n_in=40 n_hid=128\nheads d=128 e=64 h=5\nvsn f=40\n"
-                       "attn_pool d=128\ncfc_legacy n_in=128 n_hid=128\n";
+                       "attn_pool d=128\ncfc_seq n_in=128 n_hid=128\n";
     fj_manifest_item *items;
     size_t n;
     char why[256];
@@ -295,6 +296,15 @@ static void test_manifest_lines(void **state)
     assert_int_equal(items[0].op->variants(items[0].values, 90, v, 4, why, sizeof why), -1);
     assert_non_null(strstr(why, "n_hid"));
     free(items);
+    /* Baselines are not in the library's manifest, but in their own. */
+    assert_int_equal(fj_manifest_parse("cfc_legacy n_in=128 n_hid=128\n", &items, &n, why,
+                                       sizeof why), -1);
+    assert_int_equal(fj_manifest_parse_ops("cfc_legacy n_in=128 n_hid=128\n",
+                                           fj_baseline_manifest_op_list,
+                                           fj_baseline_manifest_op_count, &items, &n, why,
+                                           sizeof why), 0);
+    free(items);
+    assert_null(strstr(fj_default_manifest, "legacy"));
     /* The default manifest has the trainer dims. */
     assert_non_null(strstr(fj_default_manifest, "cfc n_in=40 n_hid=128"));
     assert_non_null(strstr(fj_default_manifest, "cfc n_in=128 n_hid=128"));

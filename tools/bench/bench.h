@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "cuda_loader.h"
+#include "toolkit.h"
 #include "foxjit/foxjit.h"
 
 typedef struct bench_ctx {

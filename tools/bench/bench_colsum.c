@@ -4,7 +4,8 @@
 #include <stdlib.h>
 
 #include "bench.h"
-#include "ops/colsum.h"
+#include "baselines.h"
+#include "toolkit.h"
 
 #define MAX_ROT 64
 

@@ -4,10 +4,7 @@
 #include <stdio.h>
 
 #include "bench.h"
-#include "module_cache.h"
-#include "ops/colsum.h"
-#include "programs.h"
-#include "runtime.h"
+#include "toolkit.h"
 
 typedef struct sweep {
     CUdeviceptr x[64], out;

@@ -6,9 +6,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
-#include "module_cache.h"
-#include "ops/colsum.h"
-#include "runtime.h"
+#include "toolkit.h"
 
 #define CALLS 200 /* calls per timed sample */
 

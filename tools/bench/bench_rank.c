@@ -10,12 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
+#include "toolkit.h"
+#include "baselines.h"
 #include "bench.h"
-#include "compiler.h"
-#include "ops/radix_sort.h"
-#include "ops/rank_normalize.h"
-#include "toolchain.h"
 #ifdef FOXJIT_HAVE_CUB_BASELINE
 #include "cub_baseline.h"
 #endif

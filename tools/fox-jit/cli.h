@@ -5,10 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arch.h"
-#include "disk_cache.h"
-#include "manifest.h"
-#include "registry.h"
+#include "toolkit.h"
 
 typedef struct cli_command {
     const char *name;

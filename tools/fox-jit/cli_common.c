@@ -4,11 +4,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cache_size.h"
+#include "toolkit.h"
 #include "cli.h"
-#include "cuda_loader.h"
 #include "foxjit/foxjit.h"
-#include "status.h"
 
 fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters, int flags)
 {
@@ -16,7 +14,7 @@ fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters, int flags)
                            .inspect = (flags & CLI_CACHE_INSPECT) != 0,
                            .shared = (flags & CLI_CACHE_SHARED) != 0};
     fj_disk_cache *c;
-    if (fj_disk_cache_open(&cfg, counters, &c) != FOXJIT_OK) {
+    if (fj_disk_cache_open(&cfg, counters, &c) != 0) {
         fprintf(stderr, "fox-jit: cannot use the cache: %s\n", foxjit_last_error());
         return NULL;
     }

@@ -7,10 +7,7 @@
 
 #include "../bench/bench.h"
 #include "cli.h"
-#include "manifest.h"
-#include "runtime.h"
-#include "status.h"
-#include "target.h"
+#include "toolkit.h"
 
 const char bench_usage[] =
     "usage: fox-jit bench [GROUP...] [--json FILE] [--samples N] [--quick] [--cache-dir DIR]\n\n"

@@ -91,8 +91,10 @@ static int print_entry(const fj_entry_info *e, void *ud)
     }
     t->entries++;
     t->bytes += e->size;
-    printf("%-40s %-16s %-12s %9llu  %s%s\n", e->name, e->program[0] ? e->program : "?",
-           e->target[0] ? e->target : "?", (unsigned long long)e->size, when,
+    char program[64], target[32];
+    fj_key_describe(e->key, program, sizeof program, target, sizeof target);
+    printf("%-40s %-16s %-12s %9llu  %s%s\n", e->name, program, target,
+           (unsigned long long)e->size, when,
            e->layer >= 0 ? "  (read-only layer)" : "");
     return 0;
 }

@@ -6,14 +6,8 @@
 #include <time.h>
 
 #include "cli.h"
-#include "cuda_loader.h"
+#include "toolkit.h"
 #include "foxjit/foxjit.h"
-#include "manifest.h"
-#include "ops/colsum.h"
-#include "status.h"
-#include "runtime.h"
-#include "target.h"
-#include "toolchain.h"
 
 const char info_usage[] =
     "usage: fox-jit info [--cache-dir DIR] [--no-probe]\n\n"

@@ -10,10 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "jit.h"
-#include "status.h"
-#include "target.h"
-#include "toolchain.h"
+#include "toolkit.h"
 
 const char warm_usage[] =
     "usage: fox-jit warm [--arch LIST] [--manifest FILE] [-j N] [--cache-dir DIR] [--shared]\n"

@@ -3,11 +3,12 @@
  * y[:, t] (row stride K*F), writes hs[:, t] (row stride K*D), reads
  * dt[:, t] (row stride K). */
 #include "kloop_step.h"
+#include "baselines.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/perception.h"
+#include "toolkit.h"
 
 static const char *const names[KL_PARAM_COUNT] = {
     "cfc.w_in", "cfc.w_rec", "cfc.bias", "cfc.tau",

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "cuda_loader.h"
+#include "toolkit.h"
 #include "foxjit/foxjit.h"
 
 /* The parameter tensors, in reducer order (the same order as pr_param in

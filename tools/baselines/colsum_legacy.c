@@ -1,0 +1,60 @@
+/* The column-sum baselines: kernel_src/baselines/colsum_legacy.cu. */
+#include "baselines_internal.h"
+
+#include "ops/colsum.h"
+
+#define LEGACY_CHUNK 256 /* rows per p1 chunk, as in colsum_legacy.cu */
+
+const fj_variant fj_colsum_legacy_variant = {&fj_program_colsum_legacy, {0}};
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static foxjit_status begin(foxjit_runtime *rt, const char *op, CUdeviceptr x, int64_t rows,
+                           int64_t cols, CUdeviceptr out, CUstream stream, const fj_loaded **k)
+{
+    foxjit_status st;
+    if ((st = fj_enter(rt, stream)) || (st = fj_check_size(op, "rows", rows, FJ_COLSUM_MAX_DIM)) ||
+        (st = fj_check_size(op, "cols", cols, FJ_COLSUM_MAX_DIM)) ||
+        (st = fj_check_ptr(op, "x", x)) || (st = fj_check_ptr(op, "out", out)))
+        return st;
+    return fj_module_get(rt, &fj_colsum_legacy_variant, stream, 1, k);
+}
+
+foxjit_status fj_colsum_legacy_serial(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
+                                      int64_t cols, CUdeviceptr out, int accumulate,
+                                      CUstream stream)
+{
+    const fj_loaded *k;
+    foxjit_status st = begin(rt, "colsum_serial", x, rows, cols, out, stream, &k);
+    if (st != FOXJIT_OK)
+        return st;
+    long long r = rows, c = cols;
+    int acc = accumulate ? 1 : 0;
+    void *args[] = {&x, &r, &c, &out, &acc};
+    return fj_launch(rt, k->fn[0], (unsigned)ceil_div(cols, FJ_LEGACY_BLOCK), 1, 1,
+                     FJ_LEGACY_BLOCK, 0, stream, args, "colsum_serial");
+}
+
+size_t fj_colsum_two_phase_workspace(int64_t rows, int64_t cols)
+{
+    return (size_t)ceil_div(rows, LEGACY_CHUNK) * (size_t)cols * sizeof(float);
+}
+
+foxjit_status fj_colsum_legacy_two_phase(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
+                                         int64_t cols, CUdeviceptr out, int accumulate,
+                                         CUdeviceptr workspace, CUstream stream)
+{
+    const fj_loaded *k;
+    foxjit_status st = begin(rt, "colsum_two_phase", x, rows, cols, out, stream, &k);
+    if (st != FOXJIT_OK)
+        return st;
+    long long r = rows, c = cols, chunks = ceil_div(rows, LEGACY_CHUNK);
+    int acc = accumulate ? 1 : 0;
+    unsigned gx = (unsigned)ceil_div(cols, FJ_LEGACY_BLOCK);
+    void *a1[] = {&x, &r, &c, &workspace};
+    if ((st = fj_launch(rt, k->fn[1], gx, (unsigned)chunks, 1, FJ_LEGACY_BLOCK, 0, stream, a1,
+                        "colsum_p1")) != FOXJIT_OK)
+        return st;
+    void *a2[] = {&workspace, &chunks, &c, &out, &acc};
+    return fj_launch(rt, k->fn[2], gx, 1, 1, FJ_LEGACY_BLOCK, 0, stream, a2, "colsum_p2");
+}
