@@ -441,26 +441,32 @@ class Training(unittest.TestCase):
         close(self, "compiled loss", got, eager, 1e-5)
         for i, (a, c) in enumerate(zip(got_grads, eager_grads)):
             close(self, "compiled grad %d" % i, a, c, 1e-5)
-        # CUDA graph of forward + backward (warmed up eagerly first: kernels
-        # compile on first use and are refused during capture).
+        # CUDA graph of forward + backward, the whole-network capture pattern
+        # of torch's CUDA graphs notes: warm-up on a side stream (kernels
+        # compile on first use and are refused during capture), gradients
+        # left in .grad by backward() and set to None before capture.
+        params = list(model.parameters())
         static = [t.clone() for t in (x, dt, labels)]
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
             for _ in range(2):
-                torch.autograd.grad(model(*static), list(model.parameters()))
+                model.zero_grad(set_to_none=True)
+                model(*static).backward()
         torch.cuda.current_stream().wait_stream(s)
+        model.zero_grad(set_to_none=True)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             g_loss = model(*static)
-            g_grads = torch.autograd.grad(g_loss, list(model.parameters()))
+            g_loss.backward()
         x2, dt2, labels2 = self.batch(b, k, f, h, 1)
         for dst, src in zip(static, (x2, dt2, labels2)):
             dst.copy_(src)
         graph.replay()
         torch.cuda.synchronize()
+        g_grads = [p.grad.clone() for p in params]
         want = model(x2, dt2, labels2)
-        want_grads = torch.autograd.grad(want, list(model.parameters()))
+        want_grads = torch.autograd.grad(want, params)
         close(self, "graph loss", g_loss, want, 1e-6)
         for i, (a, c) in enumerate(zip(g_grads, want_grads)):
             close(self, "graph grad %d" % i, a, c, 1e-6)
