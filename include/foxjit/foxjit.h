@@ -29,9 +29,11 @@
  *    capturing stream whose kernel is not loaded fails with
  *    FOXJIT_ERROR_NOT_PREPARED instead of compiling.
  *
- * Thread safety: a foxjit_runtime may be used from many threads at once
- * (ops, prepare, counters). Create and destroy are not concurrent with any
- * other use of the same runtime.
+ * Thread safety: each declaration below says which threads may call it
+ * ("Threads: ..."). In short: a foxjit_runtime may be used from many threads
+ * at once (ops, prepare, workspace sizes, counters), each with the runtime's
+ * context current for ops and prepare; destroy is not concurrent with any
+ * other use of the same runtime; error messages are per thread.
  */
 #ifndef FOXJIT_FOXJIT_H
 #define FOXJIT_FOXJIT_H
@@ -77,13 +79,16 @@ typedef enum foxjit_status {
 } foxjit_status;
 
 /* Name of a status ("FOXJIT_ERROR_UNSUPPORTED"); never NULL. */
+/* Threads: any thread, any time; needs no runtime and no context. */
 FOXJIT_API const char *foxjit_status_string(foxjit_status status);
 
 /* Message for the last failure on the calling thread; "" if none. The
  * pointer stays valid until the next foxjit call on this thread. */
+/* Threads: per thread; reports the calling thread's last failure only. */
 FOXJIT_API const char *foxjit_last_error(void);
 
 /* "0.2.0" */
+/* Threads: any thread, any time; needs no runtime and no context. */
 FOXJIT_API const char *foxjit_version(void);
 
 /* ------------------------------------------------------------------------
@@ -120,6 +125,7 @@ typedef struct foxjit_runtime_params {
     const char *target;
 } foxjit_runtime_params;
 
+/* Threads: any thread, any time; needs no runtime and no context. */
 FOXJIT_API void foxjit_runtime_default_params(foxjit_runtime_params *params);
 
 /* Creates a runtime bound to the calling thread's current CUcontext.
@@ -127,11 +133,14 @@ FOXJIT_API void foxjit_runtime_default_params(foxjit_runtime_params *params);
  * FOXJIT_ERROR_NO_CONTEXT, ... and a message. A cache directory that is
  * unsafe or unwritable does not fail creation: the runtime warns once and
  * keeps kernels in memory. The caller owns *out. */
+/* Threads: any thread with the context to bind current; creates may run at once. */
 FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *params,
                                                foxjit_runtime **out);
 
 /* Unloads every module and frees the runtime; sets *rt to NULL. The bound
  * context must still exist. NULL and *rt == NULL are accepted. */
+/* Threads: not concurrent with any other call on *rt; finish (synchronize) the
+ * streams that ran its ops first. */
 FOXJIT_API void foxjit_runtime_destroy(foxjit_runtime **rt);
 
 typedef struct foxjit_counters {
@@ -148,11 +157,13 @@ typedef struct foxjit_counters {
 } foxjit_counters;
 
 /* Thread-safe snapshot. */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API foxjit_status foxjit_runtime_get_counters(const foxjit_runtime *rt,
                                                      foxjit_counters *out);
 
 /* "sm_90" etc. for the runtime's device ("compute_89" under a target
  * override, see foxjit_runtime_params.target); valid while rt lives. */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt);
 
 /* ------------------------------------------------------------------------
@@ -163,22 +174,37 @@ FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt);
  * ------------------------------------------------------------------------ */
 
 /* General form; accumulate != 0 adds to out, else overwrites it. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_column_sum(foxjit_runtime *rt, CUdeviceptr x,
                                            int64_t rows, int64_t cols, CUdeviceptr out,
                                            int accumulate, CUstream stream);
 /* db[out_dim] += sum over batch of dy[batch, out_dim]. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_bias_grad_reduce(foxjit_runtime *rt, CUdeviceptr dy,
                                                  int64_t batch, int64_t out_dim,
                                                  CUdeviceptr db, CUstream stream);
 /* db[out_dim] = sum over rows of dy[rows, out_dim]. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_curiosity_bias_grad_reduce(foxjit_runtime *rt, CUdeviceptr dy,
                                                            int64_t rows, int64_t out_dim,
                                                            CUdeviceptr db, CUstream stream);
 /* out[n_tail] = sum over n_batch of x[n_batch, n_tail]. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x,
                                              int64_t n_batch, int64_t n_tail, CUdeviceptr out,
                                              CUstream stream);
 /* Compiles and loads the kernels a column sum of this shape uses. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t rows,
                                                    int64_t cols);
 
@@ -187,17 +213,24 @@ FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t r
  * ------------------------------------------------------------------------ */
 
 /* Bytes of workspace foxjit_radix_sort_pairs needs for n pairs. */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API foxjit_status foxjit_radix_sort_pairs_workspace_size(foxjit_runtime *rt, int64_t n,
                                                                 int begin_bit, int end_bit,
                                                                 size_t *bytes);
 /* Stable ascending sort of uint32 keys (bits [begin_bit, end_bit)) with
  * uint32 values. n in [1, 2^31-1]. Inputs are not modified; outputs must
  * not overlap inputs or workspace. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr keys_in,
                                                  CUdeviceptr values_in, CUdeviceptr keys_out,
                                                  CUdeviceptr values_out, int64_t n, int begin_bit,
                                                  int end_bit, CUdeviceptr workspace,
                                                  size_t workspace_bytes, CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_radix_sort_prepare(foxjit_runtime *rt);
 
 typedef enum foxjit_tie_mode {
@@ -205,17 +238,24 @@ typedef enum foxjit_tie_mode {
     FOXJIT_TIES_ORDINAL = 1,  /* rank = 1 + stable ascending sort position */
 } foxjit_tie_mode;
 
+/* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API foxjit_status foxjit_rank_normalize_workspace_size(foxjit_runtime *rt, int64_t n,
                                                               foxjit_tie_mode ties,
                                                               size_t *bytes);
 /* out[i] = trade_i ? sign(s_i) * rank_i / n : 0, see kernels.md. out may be
  * rewards (in place). std_ema must be finite and >= 0, mean_ema finite
  * (else INVALID_ARGUMENT). */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr rewards,
                                                int64_t n, float std_ema, float mean_ema,
                                                foxjit_tie_mode ties, CUdeviceptr out,
                                                CUdeviceptr workspace, size_t workspace_bytes,
                                                CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_rank_normalize_prepare(foxjit_runtime *rt,
                                                        foxjit_tie_mode ties);
 
@@ -255,10 +295,19 @@ typedef struct foxjit_cfc_args {
     CUdeviceptr dtau;   /* scratch [batch, n_hid], += */
 } foxjit_cfc_args;
 
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc_args *args,
                                             CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *args,
                                              CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_cfc_prepare(foxjit_runtime *rt, int n_in, int n_hid);
 
 /* Multi-horizon GRN heads. The backward recomputes the forward
@@ -306,12 +355,22 @@ typedef struct foxjit_heads_args {
 
 /* Bytes of the workspace a heads backward over `steps` steps needs (0 for
  * one step or an invalid dim). */
+/* Threads: any thread, any time; needs no runtime and no context. */
 FOXJIT_API size_t foxjit_heads_workspace_size(int batch, int steps, int e, int h);
 
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *args,
                                               CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *args,
                                                CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_heads_prepare(foxjit_runtime *rt, int d, int e, int h);
 
 /* Variable selection over all T rows of each batch row. */
@@ -327,10 +386,19 @@ typedef struct foxjit_vsn_args {
     CUdeviceptr dbias;    /* scratch [batch, F], += */
 } foxjit_vsn_args;
 
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *args,
                                             CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *args,
                                              CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_vsn_prepare(foxjit_runtime *rt, int f);
 
 /* Attention pooling with a learned query. */
@@ -345,12 +413,21 @@ typedef struct foxjit_attn_pool_args {
     CUdeviceptr dq;       /* scratch [batch, D], += */
 } foxjit_attn_pool_args;
 
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
                                                   const foxjit_attn_pool_args *args,
                                                   CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,
                                                    const foxjit_attn_pool_args *args,
                                                    CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_attn_pool_prepare(foxjit_runtime *rt, int d);
 
 /* Largest supported dims of the perception ops. */
@@ -365,6 +442,7 @@ typedef struct foxjit_perception_limits {
     int max_d;       /* attention D */
 } foxjit_perception_limits;
 
+/* Threads: any thread, any time; needs no runtime and no context. */
 FOXJIT_API void foxjit_get_perception_limits(foxjit_perception_limits *out);
 
 /* ------------------------------------------------------------------------
@@ -412,18 +490,28 @@ typedef struct foxjit_cfc_seq_args {
 } foxjit_cfc_seq_args;
 
 /* Bytes of workspace foxjit_cfc_seq_backward needs for these dims. */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API foxjit_status foxjit_cfc_seq_workspace_size(foxjit_runtime *rt, int batch, int k,
                                                        int n_in, int n_hid, size_t *bytes);
 /* h and u for every step (kernels.md section 3 applied k times). */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_cfc_seq_forward(foxjit_runtime *rt,
                                                 const foxjit_cfc_seq_args *args,
                                                 CUstream stream);
 /* From t = k-1 down to 0, carrying the recurrent gradient: dx, dh_init and
  * the parameter gradients summed over all (b, t). */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_cfc_seq_backward(foxjit_runtime *rt,
                                                  const foxjit_cfc_seq_args *args,
                                                  CUstream stream);
 /* Every kernel of both directions, for any batch and k. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_cfc_seq_prepare(foxjit_runtime *rt, int n_in, int n_hid);
 
 /* GRN heads over batch x steps rows. Row (b, s) of a tensor starts
@@ -451,15 +539,25 @@ typedef struct foxjit_heads_seq_args {
     size_t work_bytes;
 } foxjit_heads_seq_args;
 
+/* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API foxjit_status foxjit_heads_seq_workspace_size(foxjit_runtime *rt, int batch,
                                                          int steps, int d, int e, int h,
                                                          size_t *bytes);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
                                                   const foxjit_heads_seq_args *args,
                                                   CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
                                                    const foxjit_heads_seq_args *args,
                                                    CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h);
 
 /* Variable selection backward over all batch x t rows at once (the forward
@@ -481,11 +579,18 @@ typedef struct foxjit_vsn_seq_args {
     size_t work_bytes;
 } foxjit_vsn_seq_args;
 
+/* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API foxjit_status foxjit_vsn_seq_workspace_size(foxjit_runtime *rt, int batch, int t,
                                                        int f, size_t *bytes);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_vsn_seq_backward(foxjit_runtime *rt,
                                                  const foxjit_vsn_seq_args *args,
                                                  CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_vsn_seq_prepare(foxjit_runtime *rt, int f);
 
 /* ------------------------------------------------------------------------
@@ -495,6 +600,9 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_prepare(foxjit_runtime *rt, int f);
 /* loss[0] (+)= mean over n of BCE-with-logits(z, y); dz = (sigmoid(z)-y)/n
  * (dz may be 0 = not needed, or z or y itself). loss is one float on the
  * device. Deterministic. n in [1, 2^31-1]. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
                                                 int64_t n, CUdeviceptr loss, int loss_accumulate,
                                                 CUdeviceptr dz, CUstream stream);
@@ -513,11 +621,20 @@ typedef struct foxjit_adamw_args {
     float lr, beta1, beta2, eps, weight_decay;
 } foxjit_adamw_args;
 
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_adamw(foxjit_runtime *rt, const foxjit_adamw_args *args,
                                       CUstream stream);
 /* step[0] += 1 on the device (one int32). */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
 FOXJIT_API foxjit_status foxjit_increment_step(foxjit_runtime *rt, CUdeviceptr step,
                                                CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_training_prepare(foxjit_runtime *rt);
 
 /* ------------------------------------------------------------------------
@@ -605,6 +722,7 @@ typedef struct foxjit_api {
 
 /* Returns the table for abi_major (FOXJIT_ABI_MAJOR), or NULL if this
  * library does not implement that major version. The table is static. */
+/* Threads: any thread, any time; needs no runtime and no context. */
 FOXJIT_API const foxjit_api *foxjit_get_api(uint32_t abi_major);
 typedef const foxjit_api *(*foxjit_get_api_fn)(uint32_t abi_major);
 
