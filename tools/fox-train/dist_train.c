@@ -13,6 +13,7 @@
 #include "model.h"
 #include "params.h"
 #include "rank.h"
+#include "replica.h"
 #include "state.h"
 #include "stepper.h"
 #include "dist_xchg.h"
@@ -91,27 +92,11 @@ static int setup(dist_run *d)
 {
     ft_rank *r = &d->r;
     ft_env *e = &r->env;
-    const ft_ckpt_meta *cfg = &d->rc.cfg;
-    ft_dims dims = cfg->dims;
-    dims.batch = d->batch_per_rank;
-    if (ft_model_alloc(&d->model, e->api, e->rt, &e->cu, &dims,
-                       d->o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
-        ft_rank_fail(r, "%s", d->model.why);
-        return -1;
-    }
-    e->api->runtime_get_counters(e->rt, &d->before);
-    double t0 = ft_now_s();
-    if (ft_model_prepare(&d->model)) {
-        ft_rank_fail(r, "preparing the kernels failed: %s", d->model.why);
-        return -1;
-    }
-    d->prepare_s = ft_now_s() - t0;
-    e->api->runtime_get_counters(e->rt, &d->after);
-    if (ft_state_load(&d->model, e->stream, cfg->seed, d->rc.start, d->rc.params, d->rc.m,
-                      d->rc.v) ||
-        ft_feed_open_slice(&d->feed, &e->cu, &d->train, cfg->dims.batch, r->index, r->count,
-                           cfg->seed) ||
-        ft_xchg_open(&d->x, d->nccl, r->comm, &e->cu, e->stream, r->count))
+    ft_prepare_stats ps = {0};
+    int rc = ft_replica_open(r, &d->model, &d->feed, &d->rc, &d->train, d->batch_per_rank,
+                             d->o->per_step, &ps);
+    d->before = ps.before, d->after = ps.after, d->prepare_s = ps.seconds;
+    if (rc || ft_xchg_open(&d->x, d->nccl, r->comm, &e->cu, e->stream, r->count))
         return -1;
     int64_t todo = d->rc.end - d->rc.start;
     size_t n = (size_t)(todo > 0 ? todo : 1);

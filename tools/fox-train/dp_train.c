@@ -11,6 +11,7 @@
 #include "model.h"
 #include "params.h"
 #include "rank.h"
+#include "replica.h"
 #include "state.h"
 #include "stepper.h"
 
@@ -54,36 +55,19 @@ static int setup_rank(dp_rank *d)
     dp_shared *sh = d->sh;
     ft_rank *r = &d->r;
     ft_env *e = &r->env;
-    const ft_ckpt_meta *cfg = &sh->rc.cfg;
-    ft_dims dims = cfg->dims;
-    dims.batch = sh->batch_per_rank;
-    if (ft_model_alloc(&d->model, e->api, e->rt, &e->cu, &dims,
-                       sh->o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
-        ft_rank_fail(r, "%s", d->model.why);
+    ft_prepare_stats ps = {0};
+    int rc = ft_replica_open(r, &d->model, &d->feed, &sh->rc, &sh->train, sh->batch_per_rank,
+                             sh->o->per_step, &ps);
+    d->before = ps.before, d->after = ps.after, d->prepare_s = ps.seconds;
+    if (rc == -1)
         return -1;
-    }
-    e->api->runtime_get_counters(e->rt, &d->before);
-    double t0 = ft_now_s();
-    /* Every rank prepares on its own runtime at the same time; the library
-     * compiles each kernel once and the others load it. */
-    if (ft_model_prepare(&d->model)) {
-        ft_rank_fail(r, "preparing the kernels failed: %s", d->model.why);
-        return -1;
-    }
-    d->prepare_s = ft_now_s() - t0;
-    e->api->runtime_get_counters(e->rt, &d->after);
-    /* Every replica starts from the same state: the same seed or the same
-     * checkpoint. */
-    if (ft_state_load(&d->model, e->stream, cfg->seed, sh->rc.start, sh->rc.params, sh->rc.m,
-                      sh->rc.v) ||
-        ft_feed_open_slice(&d->feed, &e->cu, &sh->train, cfg->dims.batch, r->index,
-                           sh->nranks, cfg->seed)) {
+    if (rc) {
         ft_team_break(&sh->team, FT_EXIT_FAILED);
         return -1;
     }
     int64_t todo = sh->rc.end - sh->rc.start;
     size_t n = (size_t)(todo > 0 ? todo : 1);
-    d->params = malloc(ft_param_total(&dims) * sizeof(float));
+    d->params = malloc(ft_param_total(&d->model.dims) * sizeof(float));
     if (!d->params ||
         ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&d->ring, n * sizeof(float)),
                     "cuMemAllocHost of the loss ring")) {

@@ -1,0 +1,31 @@
+#include "replica.h"
+
+#include "losslog.h"
+#include "state.h"
+
+int ft_replica_open(ft_rank *r, ft_model *model, ft_feed *feed, const ft_run_config *rc,
+                    const ft_dataset *train, int batch_per_rank, int per_step,
+                    ft_prepare_stats *stats)
+{
+    ft_env *e = &r->env;
+    const ft_ckpt_meta *cfg = &rc->cfg;
+    ft_dims dims = cfg->dims;
+    dims.batch = batch_per_rank;
+    if (ft_model_alloc(model, e->api, e->rt, &e->cu, &dims,
+                       per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
+        ft_rank_fail(r, "%s", model->why);
+        return -1;
+    }
+    e->api->runtime_get_counters(e->rt, &stats->before);
+    double t0 = ft_now_s();
+    if (ft_model_prepare(model)) {
+        ft_rank_fail(r, "preparing the kernels failed: %s", model->why);
+        return -1;
+    }
+    stats->seconds = ft_now_s() - t0;
+    e->api->runtime_get_counters(e->rt, &stats->after);
+    if (ft_state_load(model, e->stream, cfg->seed, rc->start, rc->params, rc->m, rc->v) ||
+        ft_feed_open_slice(feed, &e->cu, train, cfg->dims.batch, r->index, r->count, cfg->seed))
+        return -2;
+    return 0;
+}
