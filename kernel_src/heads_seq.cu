@@ -104,36 +104,16 @@ struct hs_work {
 
 FJ_DEVICE float hs_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
-// ---- a register-tiled block product -------------------------------------------
-// out[TMo, NPo] += A[TMo, K] B[K, NPo]. Thread t owns rows r0 .. r0 + RM - 1
-// (row group rg) and columns n0 .. n0 + 3 (column group cg). Both operands
-// sit in shared memory k-major (A[k][r], B[k][n]) so a thread reads its RM
-// rows and 4 columns as vectors. A warp spans up to 8 column groups and 4
-// row groups: its reads of B are then 128 contiguous bytes (one shared
-// memory wavefront) and those of A at most 4 distinct vectors. When the rows
-// outnumber the tile (NPo <= 8) the extra threads idle.
-template <int TMo, int NPo>
-struct hs_simt_tile {
-    static constexpr int TMO = TMo, NPO = NPo;
-    static constexpr int CT = NPo / 4, RT = NT / CT, RM = fj_cmax(1, TMo / RT);
-    static constexpr int WC = CT >= 8 ? 8 : CT;  // column groups a warp spans
-    static constexpr int WR = 32 / WC;           // row groups a warp spans
-    static constexpr int WN = CT / WC;           // warps across the columns
-    static_assert(NPo % 4 == 0 && NT % CT == 0, "column groups divide the block");
-    static_assert(RT > TMo ? RM == 1 : RT * RM == TMo, "row groups cover the tile");
-    static_assert(RM == 1 || RM == 2 || RM == 4, "vector reads of A");
+// ---- what every block-product tile holds ----------------------------------------
+// A thread's RM x 4 piece of the output: rows r0 .. r0 + RM - 1, columns
+// n0 .. n0 + 3 (the epilogues below are written against this layout).
+template <int RM_>
+struct hs_tile_base {
+    static constexpr int RM = RM_;
     int r0, n0;
     bool active;
     float acc[RM][4];
 
-    FJ_DEVICE hs_simt_tile()
-    {
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        r0 = ((warp / WN) * WR + lane / WC) * RM;
-        n0 = ((warp % WN) * WC + lane % WC) * 4;
-        active = r0 < TMo;
-        zero();
-    }
     // v[i][j] (row r0 + i, column n0 + j) into a k-major array s[n][r] (row
     // stride ld, a multiple of 4): a vector store per column when RM = 4.
     FJ_DEVICE void store_t(float *s, int ld, const float (&v)[RM][4]) const
@@ -157,6 +137,40 @@ struct hs_simt_tile {
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 acc[i][j] = 0.0f;
+    }
+};
+
+// ---- a register-tiled block product -------------------------------------------
+// out[TMo, NPo] += A[TMo, K] B[K, NPo]. Thread t owns rows r0 .. r0 + RM - 1
+// (row group rg) and columns n0 .. n0 + 3 (column group cg). Both operands
+// sit in shared memory k-major (A[k][r], B[k][n]) so a thread reads its RM
+// rows and 4 columns as vectors. A warp spans up to 8 column groups and 4
+// row groups: its reads of B are then 128 contiguous bytes (one shared
+// memory wavefront) and those of A at most 4 distinct vectors. When the rows
+// outnumber the tile (NPo <= 8) the extra threads idle.
+template <int TMo, int NPo>
+struct hs_simt_tile : hs_tile_base<fj_cmax(1, TMo / (NT / (NPo / 4)))> {
+    static constexpr int TMO = TMo, NPO = NPo;
+    static constexpr int CT = NPo / 4, RT = NT / CT;
+    using hs_tile_base<fj_cmax(1, TMo / (NT / (NPo / 4)))>::RM;
+    using hs_tile_base<RM>::r0;
+    using hs_tile_base<RM>::n0;
+    using hs_tile_base<RM>::active;
+    using hs_tile_base<RM>::acc;
+    static constexpr int WC = CT >= 8 ? 8 : CT;  // column groups a warp spans
+    static constexpr int WR = 32 / WC;           // row groups a warp spans
+    static constexpr int WN = CT / WC;           // warps across the columns
+    static_assert(NPo % 4 == 0 && NT % CT == 0, "column groups divide the block");
+    static_assert(RT > TMo ? RM == 1 : RT * RM == TMo, "row groups cover the tile");
+    static_assert(RM == 1 || RM == 2 || RM == 4, "vector reads of A");
+
+    FJ_DEVICE hs_simt_tile()
+    {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        r0 = ((warp / WN) * WR + lane / WC) * RM;
+        n0 = ((warp % WN) * WC + lane % WC) * 4;
+        active = r0 < TMo;
+        this->zero();
     }
     // One k of the product.
     FJ_DEVICE void step(const float *a, int lda, const float *b, int ldb, int k)
@@ -252,13 +266,10 @@ FJ_DEVICE void hs_mma_tf32(float &d0, float &d1, float &d2, float &d3, const uns
 }
 
 template <int TMo, int NPo>
-struct hs_tc_tile {
-    static constexpr int TMO = TMo, NPO = NPo, RM = 4;
+struct hs_tc_tile : hs_tile_base<4> {
+    static constexpr int TMO = TMo, NPO = NPo;
     static constexpr int WN = NPo / 16, WARPS = (TMo / 32) * WN;
     static_assert(hs_use_tc(TMo, NPo), "the warps' 32 x 16 pieces cover the tile");
-    int r0, n0;
-    bool active;
-    float acc[RM][4];
 
     FJ_DEVICE hs_tc_tile()
     {
@@ -267,21 +278,6 @@ struct hs_tc_tile {
         n0 = (warp % WN) * 16 + (lane % 4) * 4;
         active = warp < WARPS;
         zero();
-    }
-    FJ_DEVICE void store_t(float *s, int ld, const float (&v)[RM][4]) const
-    {
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            *reinterpret_cast<float4 *>(s + (n0 + j) * ld + r0) =
-                make_float4(v[0][j], v[1][j], v[2][j], v[3][j]);
-    }
-    FJ_DEVICE void zero()
-    {
-#pragma unroll
-        for (int i = 0; i < RM; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                acc[i][j] = 0.0f;
     }
     // k .. k + 7 of the product (a: [k][row], b: [k][column], k-major).
     FJ_DEVICE void step8(const float *a, int lda, const float *b, int ldb, int k)
