@@ -40,7 +40,15 @@ int fj_program_param_count(const fj_program *p)
 int fj_program_kernel_count(const fj_program *p)
 {
     int n = 0;
-    while (n < FJ_MAX_KERNELS && p->kernels[n])
+    while (n < FJ_MAX_KERNELS && p->kernels[n].name)
+        n++;
+    return n;
+}
+
+int fj_kernel_arg_count(const fj_kernel *k)
+{
+    int n = 0;
+    while (n < FJ_MAX_KERNEL_ARGS && k->args[n])
         n++;
     return n;
 }

@@ -10,7 +10,10 @@ const fj_program fj_program_attn_pool = {
     .name = "attn_pool",
     .source = "attn_pool.cu",
     .params = {"ATTN_D", "BLOCK", NULL},
-    .kernels = {"attn_pool_forward", "attn_pool_backward", NULL},
+    .kernels = {
+        {"attn_pool_forward", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32}},
+        {"attn_pool_backward", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_PTR, FJ_I32}},
+    },
 };
 
 #define BLOCK 256

@@ -8,7 +8,15 @@ const fj_program fj_program_cfc = {
     .name = "cfc",
     .source = "cfc.cu",
     .params = {"N_IN", "N_HID", "SPLIT", "FWD_BLOCK", "BWD_BLOCK", NULL},
-    .kernels = {"cfc_forward", "cfc_backward", NULL},
+    .kernels = {
+        {"cfc_forward",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_PTR,
+          FJ_I64, FJ_PTR, FJ_I64}},
+        {"cfc_backward",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64,
+          FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_I32, FJ_PTR, FJ_I64, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR,
+          FJ_PTR}},
+    },
 };
 
 #define BWD_BLOCK 256
@@ -139,10 +147,11 @@ FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cf
     CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, tau = a->tau, x = a->x, h = a->h, dt = a->dt,
                 u = a->u, dh_out = a->dh_out, dh = a->dh, dx = a->dx, dw_in = a->dw_in,
                 dw_rec = a->dw_rec, dbias = a->dbias, dtau = a->dtau;
-    int dh_acc = a->dh_accumulate ? 1 : 0, dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
+    int dh_acc = a->dh_accumulate ? 1 : 0, dx_acc = a->dx_accumulate ? 1 : 0;
+    /* The batch is the grid's x extent; the kernel takes no batch argument. */
     void *args[] = {&w_in, &w_rec, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
                     &dh_out, &s.dh_out, &dh, &s.dh, &dh_acc, &dx, &s.dx, &dx_acc,
-                    &dw_in, &dw_rec, &dbias, &dtau, &batch};
+                    &dw_in, &dw_rec, &dbias, &dtau};
     return fj_launch(rt, k->fn[1], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
                      BWD_BLOCK, 0, stream, args, op);
 }

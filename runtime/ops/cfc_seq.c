@@ -14,7 +14,17 @@ const fj_program fj_program_cfc_seq = {
     .name = "cfc_seq",
     .source = "cfc_seq.cu",
     .params = {"N_IN", "N_HID", "SPLIT", "THREADS", "RMAX", "WREG", NULL},
-    .kernels = {"cfc_seq_forward", "cfc_seq_backward_rec", "cfc_seq_backward_grads", NULL},
+    .kernels = {
+        {"cfc_seq_forward",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32,
+          FJ_I32}},
+        {"cfc_seq_backward_rec",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR,
+          FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32}},
+        {"cfc_seq_backward_grads",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR,
+          FJ_PTR, FJ_I32, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32}},
+    },
 };
 enum { K_FORWARD, K_BACKWARD_REC, K_BACKWARD_GRADS };
 

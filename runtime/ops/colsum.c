@@ -11,7 +11,9 @@ const fj_program fj_program_colsum_rows = {
     .name = "colsum_rows",
     .source = "colsum.cu",
     .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
-    .kernels = {"colsum_rows", NULL},
+    .kernels = {
+        {"colsum_rows", {FJ_PTR, FJ_I64, FJ_PTR, FJ_I32}},
+    },
     .cluster_param = "FJ_MAX_SPLIT",
 };
 
@@ -19,7 +21,9 @@ const fj_program fj_program_colsum_tiles = {
     .name = "colsum_tiles",
     .source = "colsum.cu",
     .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "LANES", "FJ_MAX_SPLIT", NULL},
-    .kernels = {"colsum_tiles", NULL},
+    .kernels = {
+        {"colsum_tiles", {FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I32}},
+    },
     .cluster_param = "FJ_MAX_SPLIT",
 };
 

@@ -15,8 +15,16 @@ const fj_program fj_program_heads = {
     .name = "heads",
     .source = "heads.cu",
     .params = {"HEADS_D", "HEADS_E", "HEADS_H", "CLUSTER", "BLOCK", NULL},
-    .kernels = {"heads_forward", "heads_backward", "heads_backward_rows", "heads_backward_sum",
-                NULL},
+    .kernels = {
+        {"heads_forward", {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64}},
+        {"heads_backward",
+         {FJ_PTRS(10), FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR,
+          FJ_I64, FJ_I64, FJ_I32, FJ_I32}},
+        {"heads_backward_rows",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64,
+          FJ_I32, FJ_PTR}},
+        {"heads_backward_sum", {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I32}},
+    },
 };
 enum { K_FORWARD, K_BACKWARD, K_ROWS, K_SUM };
 

@@ -13,7 +13,15 @@ const fj_program fj_program_heads_seq = {
     .name = "heads_seq",
     .source = "heads_seq.cu",
     .params = {"HS_D", "HS_E", "HS_H", "HS_TM", NULL},
-    .kernels = {"heads_seq_forward", "heads_seq_rows", "heads_seq_grads", NULL},
+    .kernels = {
+        {"heads_seq_forward",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32}},
+        {"heads_seq_rows",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(6)}},
+        {"heads_seq_grads",
+         {FJ_PTRS(10), FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR,
+          FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTRS(6)}},
+    },
 };
 enum { K_FORWARD, K_ROWS, K_GRADS };
 

@@ -16,7 +16,12 @@ const fj_program fj_program_radix_sort = {
     .name = "radix_sort",
     .source = "radix_sort.cu",
     .params = {"BLOCK", "ITEMS", "OCC", NULL},
-    .kernels = {"radix_hist", "radix_reduce", "radix_pass", NULL},
+    .kernels = {
+        {"radix_hist", {FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR}},
+        {"radix_reduce", {FJ_PTR, FJ_I32, FJ_I32, FJ_PTR}},
+        {"radix_pass",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR}},
+    },
     .uses_cccl = 1,
 };
 

@@ -22,8 +22,16 @@ const fj_program fj_program_rank_normalize = {
     .name = "rank_normalize",
     .source = "rank_normalize.cu",
     .params = {"BLOCK", "ITEMS", "OCC", NULL},
-    .kernels = {"rank_hist", "radix_reduce", "rank_first", "radix_pass", "rank_last_ordinal",
-                "rank_max_final", NULL},
+    .kernels = {
+        {"rank_hist", {FJ_PTR, FJ_I32, FJ_F32, FJ_F32, FJ_I32, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR}},
+        {"radix_reduce", {FJ_PTR, FJ_I32, FJ_I32, FJ_PTR}},
+        {"rank_first",
+         {FJ_PTR, FJ_F32, FJ_F32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR}},
+        {"radix_pass",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR}},
+        {"rank_last_ordinal", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR}},
+        {"rank_max_final", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32}},
+    },
     .uses_cccl = 1,
 };
 

@@ -24,7 +24,12 @@ const fj_program fj_program_train = {
     .name = "train",
     .source = "train.cu",
     .params = {"BCE_BLOCK", "ADAM_BLOCK", NULL},
-    .kernels = {"bce_with_logits", "adamw", "increment_step", NULL},
+    .kernels = {
+        {"bce_with_logits", {FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_PTR}},
+        {"adamw",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I64, FJ_F32, FJ_F32, FJ_F32, FJ_F32, FJ_F32}},
+        {"increment_step", {FJ_PTR}},
+    },
 };
 
 const fj_variant fj_train_variant = {&fj_program_train, {BCE_BLOCK, ADAM_BLOCK}};

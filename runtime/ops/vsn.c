@@ -8,7 +8,10 @@ const fj_program fj_program_vsn = {
     .name = "vsn",
     .source = "vsn.cu",
     .params = {"VSN_F", "FWD_ROWS", "BWD_ROWS", "JR", "BLOCK", NULL},
-    .kernels = {"vsn_forward", "vsn_backward", NULL},
+    .kernels = {
+        {"vsn_forward", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32}},
+        {"vsn_backward", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR, FJ_I32}},
+    },
 };
 
 #define BLOCK 256

@@ -16,7 +16,12 @@ const fj_program fj_program_vsn_seq = {
     .name = "vsn_seq",
     .source = "vsn_seq.cu",
     .params = {"VSN_F", "VSN_TR", "VSN_TE", NULL},
-    .kernels = {"vsn_seq_rows", "vsn_seq_grads", NULL},
+    .kernels = {
+        {"vsn_seq_rows",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32}},
+        {"vsn_seq_grads",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32}},
+    },
 };
 enum { K_ROWS, K_GRADS };
 
