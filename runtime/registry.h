@@ -85,9 +85,9 @@ void fj_variant_describe(const fj_variant *v, char *buf, size_t len);
 int fj_variant_equal(const fj_variant *a, const fj_variant *b);
 uint64_t fj_variant_hash(const fj_variant *v);
 
-/* All registered programs (for listings and compile tests). */
-extern const fj_program *const fj_programs[];
-extern const size_t fj_program_count;
+/* All the library's programs, those of the ops of ops/op_list.h (for
+ * listings and compile tests): sets *out and returns the count. */
+size_t fj_program_list(const fj_program *const **out);
 const fj_program *fj_program_find(const char *name);
 
 #endif

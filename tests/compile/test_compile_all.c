@@ -40,7 +40,7 @@ static size_t manifest_variants(int cc, fj_variant *out, size_t max)
     fj_manifest_item *items;
     size_t count, n = 0;
     char why[512];
-    assert_int_equal(fj_manifest_parse(fj_default_manifest, &items, &count, why, sizeof why), 0);
+    assert_int_equal(fj_manifest_parse(fj_default_manifest(), &items, &count, why, sizeof why), 0);
     if (fj_manifest_expand(items, count, cc, out, max, &n, why, sizeof why))
         fail_msg("default manifest %s", why);
     free(items);
@@ -121,9 +121,12 @@ static void test_every_program_is_covered(void **state)
     (void)state;
     static fj_variant v[512];
     size_t n = manifest_variants(90, v, 512);
-    for (size_t p = 0; p < fj_program_count + fj_baseline_program_count; p++) {
-        const fj_program *prog = p < fj_program_count ? fj_programs[p]
-                                                      : fj_baseline_programs[p - fj_program_count];
+    const fj_program *const *programs;
+    size_t program_count = fj_program_list(&programs);
+    assert_true(program_count > 0);
+    for (size_t p = 0; p < program_count + fj_baseline_program_count; p++) {
+        const fj_program *prog = p < program_count ? programs[p]
+                                                   : fj_baseline_programs[p - program_count];
         int found = 0;
         for (size_t i = 0; i < n && !found; i++)
             found = v[i].program == prog;

@@ -30,7 +30,7 @@ static void test_default_manifest_loads_checked(void **state)
     size_t count, n = 0;
     char why[512];
     static fj_variant v[512];
-    assert_int_equal(fj_manifest_parse(fj_default_manifest, &items, &count, why, sizeof why), 0);
+    assert_int_equal(fj_manifest_parse(fj_default_manifest(), &items, &count, why, sizeof why), 0);
     if (fj_manifest_expand(items, count, gh.rt->cc, v, 512, &n, why, sizeof why))
         fail_msg("%s", why);
     free(items);
