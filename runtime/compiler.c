@@ -20,6 +20,15 @@ static double now_ms(void)
 foxjit_status fj_compile(const fj_toolchain *tc, const fj_variant *v, const fj_target *t,
                          uint8_t **image, size_t *size, uint32_t *kind, double *ms)
 {
+    return fj_compile_with_ptx(tc, v, t, image, size, kind, ms, NULL);
+}
+
+foxjit_status fj_compile_with_ptx(const fj_toolchain *tc, const fj_variant *v,
+                                  const fj_target *t, uint8_t **image, size_t *size,
+                                  uint32_t *kind, double *ms, char **ptx)
+{
+    if (ptx)
+        *ptx = NULL;
     const fj_nvrtc *nv = tc->nvrtc;
     char desc[256];
     fj_variant_describe(v, desc, sizeof desc);
@@ -112,6 +121,15 @@ foxjit_status fj_compile(const fj_toolchain *tc, const fj_variant *v, const fj_t
         if (out && nv->nvrtcGetCUBIN(prog, (char *)out) != NVRTC_SUCCESS)
             n = 0;
         *kind = FJ_ENTRY_KIND_CUBIN;
+    }
+    /* NVRTC keeps the PTX it made the cubin from. */
+    size_t ptx_size = 0;
+    if (ptx && out && n && nv->nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS && ptx_size) {
+        *ptx = malloc(ptx_size);
+        if (*ptx && nv->nvrtcGetPTX(prog, *ptx) != NVRTC_SUCCESS) {
+            free(*ptx);
+            *ptx = NULL;
+        }
     }
     nv->nvrtcDestroyProgram(&prog);
     if (!out || n == 0) {

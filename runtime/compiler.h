@@ -15,4 +15,11 @@
 foxjit_status fj_compile(const fj_toolchain *tc, const fj_variant *v, const fj_target *t,
                          uint8_t **image, size_t *size, uint32_t *kind, double *ms);
 
+/* The same, and the PTX the image was made from in *ptx (malloc'd,
+ * NUL-terminated; NULL when NVRTC kept none): what the compile suite reads
+ * the kernels' parameter lists from. */
+foxjit_status fj_compile_with_ptx(const fj_toolchain *tc, const fj_variant *v,
+                                  const fj_target *t, uint8_t **image, size_t *size,
+                                  uint32_t *kind, double *ms, char **ptx);
+
 #endif

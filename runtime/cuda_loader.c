@@ -18,11 +18,14 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 #define FJ_STR(x) FJ_STR2(x)
 
 /* Entry points a machine may lack without harm: the context creation used
- * only by tests, and cuEventElapsedTime_v2 (drivers before 12.8 have only
- * the first version, with the same signature). */
+ * only by tests, and cuFuncGetParamInfo, which only checks kernel arguments
+ * at load (module_cache.c skips the check without it). cuEventElapsedTime_v2
+ * is handled below (drivers before 12.8 have only the first version, with
+ * the same signature). */
 static int is_optional(const char *name)
 {
-    return !strcmp(name, "cuCtxCreate") || !strcmp(name, "cuCtxDestroy");
+    return !strcmp(name, "cuCtxCreate") || !strcmp(name, "cuCtxDestroy") ||
+           !strcmp(name, "cuFuncGetParamInfo");
 }
 
 static void load_driver(void)

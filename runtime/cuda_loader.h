@@ -15,7 +15,8 @@
     X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) \
     X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxCreate) X(cuCtxDestroy) \
     X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
-    X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuOccupancyMaxActiveClusters) \
+    X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuFuncGetParamInfo) \
+    X(cuOccupancyMaxActiveClusters) \
     X(cuLaunchKernel) X(cuLaunchKernelEx) \
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing) \
     X(cuStreamGetCtx) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
@@ -28,7 +29,9 @@
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) \
     X(cuEventElapsedTime)
 
-/* cuCtxCreate and cuCtxDestroy may be NULL (only tests use them). */
+/* cuCtxCreate and cuCtxDestroy may be NULL (only tests use them), and
+ * cuFuncGetParamInfo (CUDA 12.4+: without it the load-time check of kernel
+ * arguments is skipped). */
 typedef struct fj_cuda {
 #define FJ_CUDA_MEMBER(name) __typeof__(name) *name;
     FJ_CUDA_FUNCTIONS(FJ_CUDA_MEMBER)

@@ -13,31 +13,31 @@
         return -1;                                 \
     } while (0)
 
-static const fj_manifest_op *find_op(const fj_manifest_op *ops, size_t n_ops, const char *name)
+static const fj_manifest_op *find_op(const fj_manifest_op *const *ops, size_t n_ops,
+                                     const char *name)
 {
     for (size_t i = 0; i < n_ops; i++)
-        if (!strcmp(ops[i].name, name))
-            return &ops[i];
+        if (!strcmp(ops[i]->name, name))
+            return ops[i];
     return NULL;
 }
 
-static void op_names(const fj_manifest_op *ops, size_t n_ops, char *buf, size_t len)
+static void op_names(const fj_manifest_op *const *ops, size_t n_ops, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (size_t i = 0; i < n_ops; i++) {
         size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", i ? ", " : "", ops[i].name);
+        snprintf(buf + used, len - used, "%s%s", i ? ", " : "", ops[i]->name);
     }
 }
 
 int fj_manifest_parse(const char *text, fj_manifest_item **items, size_t *count, char *why,
                       size_t why_len)
 {
-    return fj_manifest_parse_ops(text, fj_manifest_ops, fj_manifest_op_count, items, count, why,
-                                 why_len);
+    return fj_manifest_parse_ops(text, fj_ops, fj_op_count, items, count, why, why_len);
 }
 
-int fj_manifest_parse_ops(const char *text, const fj_manifest_op *ops, size_t n_ops,
+int fj_manifest_parse_ops(const char *text, const fj_manifest_op *const *ops, size_t n_ops,
                           fj_manifest_item **items, size_t *count, char *why, size_t why_len)
 {
     fj_manifest_item *list = NULL;
@@ -120,7 +120,9 @@ int fj_manifest_expand(const fj_manifest_item *items, size_t count, int cc, fj_v
     for (size_t i = 0; i < count; i++) {
         fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
         char op_why[256] = "";
-        int k = items[i].op->variants(items[i].values, cc, v, FJ_MANIFEST_MAX_VARIANTS, op_why,
+        int k = fj_op_check_values(items[i].op, items[i].values, op_why, sizeof op_why);
+        if (k == 0)
+            k = items[i].op->variants(items[i].values, cc, v, FJ_MANIFEST_MAX_VARIANTS, op_why,
                                       sizeof op_why);
         if (k < 0) {
             snprintf(why, why_len, "line %d (%s): %s", items[i].line, items[i].op->name, op_why);

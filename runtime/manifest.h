@@ -13,23 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "op.h"
 #include "registry.h"
 
-#define FJ_MANIFEST_MAX_KEYS 6
-#define FJ_MANIFEST_MAX_VARIANTS 16
+#define FJ_MANIFEST_MAX_KEYS FJ_OP_MAX_KEYS
+#define FJ_MANIFEST_MAX_VARIANTS FJ_OP_MAX_VARIANTS
 
-typedef struct fj_manifest_op {
-    const char *name;
-    const char *keys[FJ_MANIFEST_MAX_KEYS + 1]; /* NULL-terminated; all required */
-    const char *help;
-    /* Variants for these key values on compute capability cc. Returns the
-     * count, or -1 with why for unsupported values. */
-    int (*variants)(const int64_t *values, int cc, fj_variant *out, int max, char *why,
-                    size_t why_len);
-} fj_manifest_op;
-
-extern const fj_manifest_op fj_manifest_ops[];
-extern const size_t fj_manifest_op_count;
+/* A manifest names ops by their descriptors' names (runtime/op.h). */
+typedef fj_op fj_manifest_op;
 
 typedef struct fj_manifest_item {
     const fj_manifest_op *op;
@@ -42,7 +33,7 @@ typedef struct fj_manifest_item {
 int fj_manifest_parse(const char *text, fj_manifest_item **items, size_t *count, char *why,
                       size_t why_len);
 /* The same against another list of ops (the baselines' manifest). */
-int fj_manifest_parse_ops(const char *text, const fj_manifest_op *ops, size_t n_ops,
+int fj_manifest_parse_ops(const char *text, const fj_manifest_op *const *ops, size_t n_ops,
                           fj_manifest_item **items, size_t *count, char *why, size_t why_len);
 
 /* Appends the variants every item uses on compute capability cc to
@@ -53,7 +44,7 @@ int fj_manifest_expand(const fj_manifest_item *items, size_t count, int cc, fj_v
                        size_t max, size_t *n, char *why, size_t why_len);
 
 /* The trainer shapes of kernels.md (the default for warm and the compile
- * tests). */
-extern const char fj_default_manifest[];
+ * tests): every op's shapes, in op list order. */
+const char *fj_default_manifest(void);
 
 #endif

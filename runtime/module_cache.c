@@ -5,6 +5,7 @@
 
 #include "cache_entry.h"
 #include "jit.h"
+#include "kernel_args.h"
 #include "log.h"
 #include "runtime.h"
 #include "status.h"
@@ -41,6 +42,35 @@ static fj_module_slot *probe(fj_module_table *t, const fj_variant *v, uint64_t h
     return NULL;
 }
 
+/* Checks kernel k of v's program against the parameter list the driver
+ * reports for f: the launch passes exactly the declared arguments, so a
+ * declaration that drifted from the kernel would corrupt them silently. */
+static foxjit_status check_kernel_args(const foxjit_runtime *rt, const fj_program *p,
+                                       const fj_kernel *k, CUfunction f)
+{
+    if (!rt->cu->cuFuncGetParamInfo) {
+        fj_debug("kernel %s: the driver has no cuFuncGetParamInfo (CUDA 12.4+); its "
+                 "arguments are not checked at load", k->name);
+        return FOXJIT_OK;
+    }
+    size_t sizes[FJ_MAX_KERNEL_ARGS + 1];
+    int n = 0;
+    /* One past the most a declaration holds, so a longer kernel shows. */
+    for (; n <= FJ_MAX_KERNEL_ARGS; n++) {
+        size_t offset = 0;
+        CUresult r = rt->cu->cuFuncGetParamInfo(f, (size_t)n, &offset, &sizes[n]);
+        if (r == CUDA_ERROR_INVALID_VALUE)
+            break;  /* past the last parameter */
+        if (r != CUDA_SUCCESS) {
+            char buf[200];
+            fj_debug("kernel %s: cuFuncGetParamInfo(%d) failed (%s); its arguments are not "
+                     "checked at load", k->name, n, fj_cuda_error_text(r, buf, sizeof buf));
+            return FOXJIT_OK;
+        }
+    }
+    return fj_kernel_args_check(p, k, sizes, n, "the loaded module");
+}
+
 /* Loads an image into the runtime's context and finds its kernels. */
 static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const fj_image *img,
                                  fj_loaded *out, CUresult *load_error)
@@ -59,14 +89,20 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
     }
     memset(out, 0, sizeof *out);
     out->module = m;
-    for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k]; k++) {
-        r = cu->cuModuleGetFunction(&out->fn[k], m, v->program->kernels[k]);
+    for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k].name; k++) {
+        r = cu->cuModuleGetFunction(&out->fn[k], m, v->program->kernels[k].name);
         if (r != CUDA_SUCCESS) {
             char buf[200];
             cu->cuModuleUnload(m);
             *load_error = r;
             return fj_fail(FOXJIT_ERROR_CUDA, "kernel %s not found in module %s: %s",
-                           v->program->kernels[k], desc, fj_cuda_error_text(r, buf, sizeof buf));
+                           v->program->kernels[k].name, desc, fj_cuda_error_text(r, buf, sizeof buf));
+        }
+        foxjit_status st = check_kernel_args(rt, v->program, &v->program->kernels[k], out->fn[k]);
+        if (st != FOXJIT_OK) {
+            cu->cuModuleUnload(m);
+            *load_error = CUDA_ERROR_INVALID_VALUE;
+            return st;
         }
         /* Allow every kernel the device's full opt-in shared memory, so ops
          * can size dynamic shared memory per launch. */
@@ -85,7 +121,7 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
             fj_warn("program %s: cluster_param %s is not one of its parameters", v->program->name,
                     v->program->cluster_param);
         else if (v->values[i] > FJ_PORTABLE_CLUSTER)
-            for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k]; k++)
+            for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k].name; k++)
                 /* Refused by GPUs without large clusters: the op checks before using one. */
                 cu->cuFuncSetAttribute(out->fn[k],
                                        CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
@@ -104,7 +140,9 @@ static foxjit_status load_variant(foxjit_runtime *rt, const fj_variant *v, fj_lo
         return st;
     CUresult load_error;
     st = load_module(rt, v, &img, out, &load_error);
-    if (st == FOXJIT_OK || source == FJ_IMAGE_COMPILED)
+    /* A kernel whose arguments disagree with its declaration stays wrong
+     * however often it is compiled. */
+    if (st == FOXJIT_OK || source == FJ_IMAGE_COMPILED || st == FOXJIT_ERROR_COMPILE)
         return st;
     /* An image that came from the cache and does not load is a miss:
      * recompile it once (which also replaces the disk entry). */

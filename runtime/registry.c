@@ -1,22 +1,46 @@
 #include "registry.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "programs.h"
+#include "op.h"
 
-const fj_program *const fj_programs[] = {
-#define FJ_LIST_PROGRAM(sym) &sym,
-    FJ_PROGRAMS(FJ_LIST_PROGRAM)
-#undef FJ_LIST_PROGRAM
-};
-const size_t fj_program_count = sizeof fj_programs / sizeof fj_programs[0];
+/* Every program of every op, each once, in op list order: built at first
+ * use from the descriptors, which are the only place a program is named. */
+static const fj_program *programs[64];
+static size_t program_count;
+static pthread_once_t programs_once = PTHREAD_ONCE_INIT;
+
+static void collect_programs(void)
+{
+    for (size_t i = 0; i < fj_op_count; i++)
+        for (int j = 0; j < FJ_OP_MAX_PROGRAMS && fj_ops[i]->programs[j]; j++) {
+            const fj_program *p = fj_ops[i]->programs[j];
+            size_t k = 0;
+            while (k < program_count && programs[k] != p)
+                k++;
+            /* More programs than the table holds is a build-time mistake
+             * the compile suite's coverage test shows. */
+            if (k == program_count && program_count < sizeof programs / sizeof programs[0])
+                programs[program_count++] = p;
+        }
+}
+
+size_t fj_program_list(const fj_program *const **out)
+{
+    pthread_once(&programs_once, collect_programs);
+    *out = programs;
+    return program_count;
+}
 
 const fj_program *fj_program_find(const char *name)
 {
-    for (size_t i = 0; i < fj_program_count; i++)
-        if (!strcmp(fj_programs[i]->name, name))
-            return fj_programs[i];
+    const fj_program *const *list;
+    size_t n = fj_program_list(&list);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(list[i]->name, name))
+            return list[i];
     return NULL;
 }
 
@@ -40,7 +64,15 @@ int fj_program_param_count(const fj_program *p)
 int fj_program_kernel_count(const fj_program *p)
 {
     int n = 0;
-    while (n < FJ_MAX_KERNELS && p->kernels[n])
+    while (n < FJ_MAX_KERNELS && p->kernels[n].name)
+        n++;
+    return n;
+}
+
+int fj_kernel_arg_count(const fj_kernel *k)
+{
+    int n = 0;
+    while (n < FJ_MAX_KERNEL_ARGS && k->args[n])
         n++;
     return n;
 }

@@ -11,6 +11,7 @@
 
 #define FJ_MAX_PARAMS 8
 #define FJ_MAX_KERNELS 8
+#define FJ_MAX_KERNEL_ARGS 32
 
 typedef struct fj_embedded_file {
     const char *name;  /* path relative to kernel_src/, e.g. "colsum.cu" */
@@ -30,11 +31,29 @@ typedef struct fj_source_set {
  * ships. */
 extern const fj_source_set fj_library_sources;
 
+/* A kernel of a program and the arguments the host launches it with: the
+ * size in bytes of each, in the order of the kernel's parameter list. The
+ * runtime checks them against the compiled kernel once, at module load
+ * (cuFuncGetParamInfo), and the compile suite against the PTX's .entry
+ * list, so a host argument list that drifts from the kernel's is a load
+ * error naming the argument, not a launch that reads garbage. Spell each
+ * size with the macros below, or sizeof(T) for a struct passed by value. */
+typedef struct fj_kernel {
+    const char *name;                       /* extern "C" name */
+    uint16_t args[FJ_MAX_KERNEL_ARGS + 1];  /* 0-terminated */
+} fj_kernel;
+
+#define FJ_PTR 8  /* a device pointer (CUdeviceptr, T *) */
+#define FJ_I64 8  /* long long, int64_t */
+#define FJ_I32 4  /* int, unsigned */
+#define FJ_F32 4  /* float */
+#define FJ_PTRS(n) ((n) * FJ_PTR)  /* a struct of n device pointers, by value */
+
 typedef struct fj_program {
     const char *name;                        /* unique, e.g. "colsum_tall" */
     const char *source;                      /* embedded file compiled */
     const char *params[FJ_MAX_PARAMS + 1];   /* NULL-terminated */
-    const char *kernels[FJ_MAX_KERNELS + 1]; /* extern "C" names, NULL-terminated */
+    fj_kernel kernels[FJ_MAX_KERNELS + 1];   /* terminated by one without a name */
     int uses_cccl;                           /* needs -I<CCCL> (CUB block primitives) */
     /* Name of the parameter holding the largest cluster the variant is
      * launched with, or NULL. Above 8 (the portable limit) its kernels get
@@ -56,6 +75,8 @@ typedef struct fj_variant {
 const fj_embedded_file *fj_program_source(const fj_program *p);
 int fj_program_param_count(const fj_program *p);
 int fj_program_kernel_count(const fj_program *p);
+/* Arguments k declares. */
+int fj_kernel_arg_count(const fj_kernel *k);
 
 /* "colsum_tall(COLS=3,BLOCK=256)" */
 void fj_variant_describe(const fj_variant *v, char *buf, size_t len);
@@ -64,9 +85,9 @@ void fj_variant_describe(const fj_variant *v, char *buf, size_t len);
 int fj_variant_equal(const fj_variant *a, const fj_variant *b);
 uint64_t fj_variant_hash(const fj_variant *v);
 
-/* All registered programs (for listings and compile tests). */
-extern const fj_program *const fj_programs[];
-extern const size_t fj_program_count;
+/* All the library's programs, those of the ops of ops/op_list.h (for
+ * listings and compile tests): sets *out and returns the count. */
+size_t fj_program_list(const fj_program *const **out);
 const fj_program *fj_program_find(const char *name);
 
 #endif

@@ -8,7 +8,7 @@
  *   loading:   fj_cuda_get, fj_toolchain_get (driver and NVRTC, dlopen'd)
  *   targets:   fj_target_for_name, fj_target_for_device
  *   programs:  fj_programs, fj_variant_describe, fj_manifest_parse/expand,
- *              fj_default_manifest
+ *              fj_default_manifest()
  *   compiling: fj_jit_image, fj_compile, fj_key_build, fj_key_describe
  *   the cache: fj_disk_cache_* (open, walk, prune, clear, make_shared)
  *   sizes:     fj_parse_size

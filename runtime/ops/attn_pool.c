@@ -10,7 +10,10 @@ const fj_program fj_program_attn_pool = {
     .name = "attn_pool",
     .source = "attn_pool.cu",
     .params = {"ATTN_D", "BLOCK", NULL},
-    .kernels = {"attn_pool_forward", "attn_pool_backward", NULL},
+    .kernels = {
+        {"attn_pool_forward", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32}},
+        {"attn_pool_backward", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_PTR, FJ_I32}},
+    },
 };
 
 #define BLOCK 256
@@ -26,25 +29,35 @@ int fj_attn_pool_variant(int d, fj_variant *v, char *why, size_t why_len)
 static foxjit_status check_common(const char *op, const foxjit_attn_pool_args *a)
 {
     foxjit_status st;
-    if ((st = fj_perc_dim(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
-        (st = fj_perc_dim(op, "t", a->t, FJ_PERC_MAX_T)) ||
-        (st = fj_perc_dim(op, "d", a->d, FJ_PERC_MAX_D)) ||
+    if ((st = fj_check_size(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_check_size(op, "t", a->t, FJ_PERC_MAX_T)) ||
+        (st = fj_check_size(op, "d", a->d, FJ_PERC_MAX_D)) ||
         (st = fj_check_ptr(op, "q", a->q)) || (st = fj_check_ptr(op, "hs", a->hs)))
         return st;
     return FOXJIT_OK;
 }
 
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    (void)cc;
+    return max < 1 || fj_attn_pool_variant((int)v[0], out, why, why_len) ? -1 : 1;
+}
+
+const fj_op fj_op_attn_pool = {
+    .name = "attn_pool",
+    .keys = {"d", NULL},
+    .limits = {FJ_PERC_MAX_D},
+    .help = "attention pooling forward and backward",
+    .variants = variants,
+    .programs = {&fj_program_attn_pool, NULL},
+    .shapes = "attn_pool d=128\n",
+};
+
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_attn_pool_args *a,
                           CUstream stream, const fj_loaded **k)
 {
-    fj_variant v;
-    char why[160];
-    if (fj_attn_pool_variant(a->d, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
-    return fj_module_get(rt, &v, stream, 1, k);
+    return fj_op_load(rt, &fj_op_attn_pool, (int64_t[]){a->d}, stream, op, k);
 }
 
 FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
@@ -98,17 +111,5 @@ FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,
 
 FOXJIT_API foxjit_status foxjit_attn_pool_prepare(foxjit_runtime *rt, int d)
 {
-    const char *op = "foxjit_attn_pool_prepare";
-    fj_variant v;
-    char why[160];
-    const fj_loaded *k;
-    foxjit_status st = fj_perc_begin(op, rt, rt);
-    if (st != FOXJIT_OK)
-        return st;
-    if (fj_attn_pool_variant(d, &v, why, sizeof why))
-        return fj_fail(d < 1 ? FOXJIT_ERROR_INVALID_ARGUMENT : FOXJIT_ERROR_UNSUPPORTED,
-                       "%s: %s", op, why);
-    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
-        return st;
-    return fj_module_get(rt, &v, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_attn_pool, (int64_t[]){d}, "foxjit_attn_pool_prepare");
 }

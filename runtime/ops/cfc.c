@@ -8,7 +8,15 @@ const fj_program fj_program_cfc = {
     .name = "cfc",
     .source = "cfc.cu",
     .params = {"N_IN", "N_HID", "SPLIT", "FWD_BLOCK", "BWD_BLOCK", NULL},
-    .kernels = {"cfc_forward", "cfc_backward", NULL},
+    .kernels = {
+        {"cfc_forward",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_PTR,
+          FJ_I64, FJ_PTR, FJ_I64}},
+        {"cfc_backward",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_PTR, FJ_I64,
+          FJ_PTR, FJ_I64, FJ_PTR, FJ_I64, FJ_I32, FJ_PTR, FJ_I64, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR,
+          FJ_PTR}},
+    },
 };
 
 #define BWD_BLOCK 256
@@ -44,9 +52,9 @@ typedef fj_cfc_strides cfc_strides;
 static foxjit_status check_common(const char *op, const foxjit_cfc_args *a, cfc_strides *s)
 {
     foxjit_status st;
-    if ((st = fj_perc_dim(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
-        (st = fj_perc_dim(op, "n_in", a->n_in, FJ_PERC_MAX_N_IN)) ||
-        (st = fj_perc_dim(op, "n_hid", a->n_hid, FJ_PERC_MAX_N_HID)) ||
+    if ((st = fj_check_size(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_check_size(op, "n_in", a->n_in, FJ_PERC_MAX_N_IN)) ||
+        (st = fj_check_size(op, "n_hid", a->n_hid, FJ_PERC_MAX_N_HID)) ||
         (st = fj_check_ptr(op, "w_in", a->w_in)) || (st = fj_check_ptr(op, "w_rec", a->w_rec)) ||
         (st = fj_check_ptr(op, "tau", a->tau)) || (st = fj_check_ptr(op, "x", a->x)) ||
         (st = fj_perc_optional_ptr(op, "h", a->h)) || (st = fj_check_ptr(op, "dt", a->dt)) ||
@@ -96,17 +104,31 @@ foxjit_status fj_cfc_check_backward(const char *op, const foxjit_runtime *rt,
     return FOXJIT_OK;
 }
 
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    (void)cc;
+    return max < 1 || fj_cfc_variant((int)v[0], (int)v[1], out, why, why_len) ? -1 : 1;
+}
+
+const fj_op fj_op_cfc = {
+    .name = "cfc",
+    .keys = {"n_in", "n_hid", NULL},
+    .limits = {FJ_PERC_MAX_N_IN, FJ_PERC_MAX_N_HID},
+    .help = "CfC step forward and backward",
+    .variants = variants,
+    .programs = {&fj_program_cfc, NULL},
+    .shapes = "# perception model (B = 32, K = 64): CfC with n_in = F = 40 (the reference\n"
+              "# model) and n_in = n_hid = 128, heads D = 128 E = 64 H = 5, VSN F = 40,\n"
+              "# pooling D = 128\n"
+              "cfc n_in=40 n_hid=128\n"
+              "cfc n_in=128 n_hid=128\n",
+};
+
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_cfc_args *a,
                           CUstream stream, const fj_loaded **k)
 {
-    fj_variant v;
-    char why[160];
-    if (fj_cfc_variant(a->n_in, a->n_hid, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
-    return fj_module_get(rt, &v, stream, 1, k);
+    return fj_op_load(rt, &fj_op_cfc, (int64_t[]){a->n_in, a->n_hid}, stream, op, k);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc_args *a,
@@ -139,27 +161,16 @@ FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cf
     CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, tau = a->tau, x = a->x, h = a->h, dt = a->dt,
                 u = a->u, dh_out = a->dh_out, dh = a->dh, dx = a->dx, dw_in = a->dw_in,
                 dw_rec = a->dw_rec, dbias = a->dbias, dtau = a->dtau;
-    int dh_acc = a->dh_accumulate ? 1 : 0, dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
+    int dh_acc = a->dh_accumulate ? 1 : 0, dx_acc = a->dx_accumulate ? 1 : 0;
+    /* The batch is the grid's x extent; the kernel takes no batch argument. */
     void *args[] = {&w_in, &w_rec, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
                     &dh_out, &s.dh_out, &dh, &s.dh, &dh_acc, &dx, &s.dx, &dx_acc,
-                    &dw_in, &dw_rec, &dbias, &dtau, &batch};
+                    &dw_in, &dw_rec, &dbias, &dtau};
     return fj_launch(rt, k->fn[1], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
                      BWD_BLOCK, 0, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_prepare(foxjit_runtime *rt, int n_in, int n_hid)
 {
-    const char *op = "foxjit_cfc_prepare";
-    fj_variant v;
-    char why[160];
-    const fj_loaded *k;
-    foxjit_status st = fj_perc_begin(op, rt, rt);
-    if (st != FOXJIT_OK)
-        return st;
-    if (fj_cfc_variant(n_in, n_hid, &v, why, sizeof why))
-        return fj_fail(n_in < 1 || n_hid < 1 ? FOXJIT_ERROR_INVALID_ARGUMENT
-                                             : FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
-        return st;
-    return fj_module_get(rt, &v, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_cfc, (int64_t[]){n_in, n_hid}, "foxjit_cfc_prepare");
 }

@@ -14,7 +14,17 @@ const fj_program fj_program_cfc_seq = {
     .name = "cfc_seq",
     .source = "cfc_seq.cu",
     .params = {"N_IN", "N_HID", "SPLIT", "THREADS", "RMAX", "WREG", NULL},
-    .kernels = {"cfc_seq_forward", "cfc_seq_backward_rec", "cfc_seq_backward_grads", NULL},
+    .kernels = {
+        {"cfc_seq_forward",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32,
+          FJ_I32}},
+        {"cfc_seq_backward_rec",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR,
+          FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32}},
+        {"cfc_seq_backward_grads",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR,
+          FJ_PTR, FJ_I32, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32}},
+    },
 };
 enum { K_FORWARD, K_BACKWARD_REC, K_BACKWARD_GRADS };
 
@@ -112,26 +122,35 @@ static seq_layout layout_of(int batch, int k, int n_in, int n_hid)
 static foxjit_status check_dims(const char *op, int batch, int k, int n_in, int n_hid)
 {
     foxjit_status st;
-    if ((st = fj_perc_dim(op, "batch", batch, FJ_PERC_MAX_BATCH)) ||
-        (st = fj_perc_dim(op, "k", k, FJ_PERC_MAX_T)) ||
-        (st = fj_perc_dim(op, "n_in", n_in, FJ_PERC_MAX_N_IN)) ||
-        (st = fj_perc_dim(op, "n_hid", n_hid, FJ_PERC_MAX_N_HID)))
+    if ((st = fj_check_size(op, "batch", batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_check_size(op, "k", k, FJ_PERC_MAX_T)) ||
+        (st = fj_check_size(op, "n_in", n_in, FJ_PERC_MAX_N_IN)) ||
+        (st = fj_check_size(op, "n_hid", n_hid, FJ_PERC_MAX_N_HID)))
         return st;
     return FOXJIT_OK;
 }
 
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    return max < 1 || fj_cfc_seq_variant((int)v[0], (int)v[1], cc, out, why, why_len) ? -1 : 1;
+}
+
+const fj_op fj_op_cfc_seq = {
+    .name = "cfc_seq",
+    .keys = {"n_in", "n_hid", NULL},
+    .limits = {FJ_PERC_MAX_N_IN, FJ_PERC_MAX_N_HID},
+    .help = "CfC over a whole sequence, forward and backward",
+    .variants = variants,
+    .programs = {&fj_program_cfc_seq, NULL},
+    .shapes = "# the whole-sequence ops the trainer uses by default\n"
+              "cfc_seq n_in=40 n_hid=128\n",
+};
+
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_cfc_seq_args *a,
                           CUstream stream, const fj_loaded **k)
 {
-    fj_variant v;
-    char why[160];
-    /* rt->cc is only read after fj_enter has vouched for rt. */
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
-    if (fj_cfc_seq_variant(a->n_in, a->n_hid, rt->cc, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    return fj_module_get(rt, &v, stream, 1, k);
+    return fj_op_load(rt, &fj_op_cfc_seq, (int64_t[]){a->n_in, a->n_hid}, stream, op, k);
 }
 
 /* Batch rows per block: enough blocks to cover the SMs once, at most rmax
@@ -263,18 +282,7 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_backward(foxjit_runtime *rt,
 
 FOXJIT_API foxjit_status foxjit_cfc_seq_prepare(foxjit_runtime *rt, int n_in, int n_hid)
 {
-    const char *op = "foxjit_cfc_seq_prepare";
-    fj_variant v;
-    char why[160];
-    const fj_loaded *k;
-    foxjit_status st = fj_perc_begin(op, rt, rt);
-    if (st != FOXJIT_OK || (st = fj_perc_dim(op, "n_in", n_in, FJ_PERC_MAX_N_IN)) ||
-        (st = fj_perc_dim(op, "n_hid", n_hid, FJ_PERC_MAX_N_HID)) ||
-        (st = fj_enter(rt, NULL)) != FOXJIT_OK)
-        return st;
-    if (fj_cfc_seq_variant(n_in, n_hid, rt->cc, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    return fj_module_get(rt, &v, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_cfc_seq, (int64_t[]){n_in, n_hid}, "foxjit_cfc_seq_prepare");
 }
 
 int fj_cfc_seq_kernels(int backward)

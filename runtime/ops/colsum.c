@@ -11,7 +11,9 @@ const fj_program fj_program_colsum_rows = {
     .name = "colsum_rows",
     .source = "colsum.cu",
     .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
-    .kernels = {"colsum_rows", NULL},
+    .kernels = {
+        {"colsum_rows", {FJ_PTR, FJ_I64, FJ_PTR, FJ_I32}},
+    },
     .cluster_param = "FJ_MAX_SPLIT",
 };
 
@@ -19,7 +21,9 @@ const fj_program fj_program_colsum_tiles = {
     .name = "colsum_tiles",
     .source = "colsum.cu",
     .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "LANES", "FJ_MAX_SPLIT", NULL},
-    .kernels = {"colsum_tiles", NULL},
+    .kernels = {
+        {"colsum_tiles", {FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I32}},
+    },
     .cluster_param = "FJ_MAX_SPLIT",
 };
 
@@ -155,6 +159,42 @@ int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3])
     }
     return n;
 }
+
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    (void)why, (void)why_len;
+    fj_variant tmp[3];
+    int n = fj_colsum_variants(v[0], v[1], cc, tmp);
+    for (int i = 0; i < n && i < max; i++)
+        out[i] = tmp[i];
+    return n <= max ? n : -1;
+}
+
+const fj_op fj_op_colsum = {
+    .name = "column_sum",
+    .keys = {"rows", "cols", NULL},
+    .limits = {FJ_COLSUM_MAX_DIM, FJ_COLSUM_MAX_DIM},
+    .help = "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]",
+    .variants = variants,
+    .programs = {&fj_program_colsum_rows, &fj_program_colsum_tiles, NULL},
+    .shapes = "# DQN backward bias gradients (B = 8192) and curiosity (N = 8192, 42 / 128)\n"
+              "column_sum rows=8192 cols=3\n"
+              "column_sum rows=8192 cols=42\n"
+              "column_sum rows=8192 cols=128\n"
+              "column_sum rows=8192 cols=256\n"
+              "# perception reducers at B = 32: the 17 parameter tensors (n_in 40 and 128)\n"
+              "column_sum rows=32 cols=40960\n"  /* heads W1  5x64x128 */
+              "column_sum rows=32 cols=20480\n"  /* heads W2  5x64x64  */
+              "column_sum rows=32 cols=16384\n"  /* CfC W_rec, W_in (n_in 128) */
+              "column_sum rows=32 cols=5120\n"   /* CfC W_in (n_in 40) */
+              "column_sum rows=32 cols=1600\n"   /* VSN W 40x40 */
+              "column_sum rows=32 cols=640\n"    /* heads w_skip */
+              "column_sum rows=32 cols=320\n"    /* heads b1, b2, w_gate, w_main */
+              "column_sum rows=32 cols=128\n"    /* CfC bias, tau; attention q */
+              "column_sum rows=32 cols=40\n"     /* VSN bias */
+              "column_sum rows=32 cols=5\n",     /* heads b_gate, b_main, b_skip */
+};
 
 unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt)
 {

@@ -15,8 +15,16 @@ const fj_program fj_program_heads = {
     .name = "heads",
     .source = "heads.cu",
     .params = {"HEADS_D", "HEADS_E", "HEADS_H", "CLUSTER", "BLOCK", NULL},
-    .kernels = {"heads_forward", "heads_backward", "heads_backward_rows", "heads_backward_sum",
-                NULL},
+    .kernels = {
+        {"heads_forward", {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64}},
+        {"heads_backward",
+         {FJ_PTRS(10), FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR,
+          FJ_I64, FJ_I64, FJ_I32, FJ_I32}},
+        {"heads_backward_rows",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64,
+          FJ_I32, FJ_PTR}},
+        {"heads_backward_sum", {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I32}},
+    },
 };
 enum { K_FORWARD, K_BACKWARD, K_ROWS, K_SUM };
 
@@ -67,10 +75,10 @@ static foxjit_status check_common(const char *op, const foxjit_heads_args *a, lo
                                           "b_gate", "w_main", "b_main", "w_skip", "b_skip"};
     const CUdeviceptr params[10] = {a->w1, a->b1, a->w2, a->b2, a->w_gate,
                                     a->b_gate, a->w_main, a->b_main, a->w_skip, a->b_skip};
-    if ((st = fj_perc_dim(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
-        (st = fj_perc_dim(op, "d", a->d, FJ_PERC_MAX_D)) ||
-        (st = fj_perc_dim(op, "e", a->e, FJ_PERC_MAX_E)) ||
-        (st = fj_perc_dim(op, "h", a->h, FJ_PERC_MAX_H)))
+    if ((st = fj_check_size(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_check_size(op, "d", a->d, FJ_PERC_MAX_D)) ||
+        (st = fj_check_size(op, "e", a->e, FJ_PERC_MAX_E)) ||
+        (st = fj_check_size(op, "h", a->h, FJ_PERC_MAX_H)))
         return st;
     for (int i = 0; i < 10; i++)
         if ((st = fj_check_ptr(op, names[i], params[i])))
@@ -88,7 +96,7 @@ static foxjit_status steps_of(const char *op, const foxjit_heads_args *a, int *s
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: steps is %d; pass 0 or 1 for one "
                        "time step, or the number of steps", op, a->steps);
     *steps = a->steps ? a->steps : 1;
-    return *steps > 1 ? fj_perc_dim(op, "steps", *steps, FJ_PERC_MAX_T) : FOXJIT_OK;
+    return *steps > 1 ? fj_check_size(op, "steps", *steps, FJ_PERC_MAX_T) : FOXJIT_OK;
 }
 
 /* The step stride of a [steps][batch rows of `width` floats, `row` apart]
@@ -144,18 +152,26 @@ static head_ptrs params_of(const foxjit_heads_args *a)
                         a->b_main, a->w_skip, a->b_skip}};
 }
 
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    return max < 1 || fj_heads_variant((int)v[0], (int)v[1], (int)v[2], cc, out, why, why_len) ? -1 : 1;
+}
+
+const fj_op fj_op_heads = {
+    .name = "heads",
+    .keys = {"d", "e", "h", NULL},
+    .limits = {FJ_PERC_MAX_D, FJ_PERC_MAX_E, FJ_PERC_MAX_H},
+    .help = "GRN heads forward and backward",
+    .variants = variants,
+    .programs = {&fj_program_heads, NULL},
+    .shapes = "heads d=128 e=64 h=5\n",
+};
+
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads_args *a,
                           CUstream stream, const fj_loaded **k)
 {
-    fj_variant v;
-    char why[160];
-    /* rt->cc is only read after fj_enter has vouched for rt. */
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
-    if (fj_heads_variant(a->d, a->e, a->h, rt->cc, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    return fj_module_get(rt, &v, stream, 1, k);
+    return fj_op_load(rt, &fj_op_heads, (int64_t[]){a->d, a->e, a->h}, stream, op, k);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *a,
@@ -256,18 +272,5 @@ FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_
 
 FOXJIT_API foxjit_status foxjit_heads_prepare(foxjit_runtime *rt, int d, int e, int h)
 {
-    const char *op = "foxjit_heads_prepare";
-    fj_variant v;
-    char why[160];
-    const fj_loaded *k;
-    foxjit_status st = fj_perc_begin(op, rt, rt);
-    if (st != FOXJIT_OK)
-        return st;
-    if (check_dims(d, e, h, why, sizeof why))
-        return fj_fail(d < 1 || e < 1 || h < 1 ? FOXJIT_ERROR_INVALID_ARGUMENT
-                                               : FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
-        return st;
-    fj_heads_variant(d, e, h, rt->cc, &v, why, sizeof why);
-    return fj_module_get(rt, &v, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_heads, (int64_t[]){d, e, h}, "foxjit_heads_prepare");
 }

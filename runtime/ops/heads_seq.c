@@ -13,7 +13,15 @@ const fj_program fj_program_heads_seq = {
     .name = "heads_seq",
     .source = "heads_seq.cu",
     .params = {"HS_D", "HS_E", "HS_H", "HS_TM", NULL},
-    .kernels = {"heads_seq_forward", "heads_seq_rows", "heads_seq_grads", NULL},
+    .kernels = {
+        {"heads_seq_forward",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32}},
+        {"heads_seq_rows",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(6)}},
+        {"heads_seq_grads",
+         {FJ_PTRS(10), FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR,
+          FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTRS(6)}},
+    },
 };
 enum { K_FORWARD, K_ROWS, K_GRADS };
 
@@ -106,11 +114,11 @@ static plan plan_of(int batch, int steps, int d, int e, int h)
 static foxjit_status check_dims(const char *op, int batch, int steps, int d, int e, int h)
 {
     foxjit_status st;
-    if ((st = fj_perc_dim(op, "batch", batch, FJ_PERC_MAX_BATCH)) ||
-        (st = fj_perc_dim(op, "steps", steps, FJ_PERC_MAX_T)) ||
-        (st = fj_perc_dim(op, "d", d, FJ_PERC_MAX_D)) ||
-        (st = fj_perc_dim(op, "e", e, FJ_PERC_MAX_E)) ||
-        (st = fj_perc_dim(op, "h", h, FJ_PERC_MAX_H)))
+    if ((st = fj_check_size(op, "batch", batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_check_size(op, "steps", steps, FJ_PERC_MAX_T)) ||
+        (st = fj_check_size(op, "d", d, FJ_PERC_MAX_D)) ||
+        (st = fj_check_size(op, "e", e, FJ_PERC_MAX_E)) ||
+        (st = fj_check_size(op, "h", h, FJ_PERC_MAX_H)))
         return st;
     return FOXJIT_OK;
 }
@@ -212,17 +220,26 @@ static foxjit_status check_common(const char *op, const foxjit_heads_seq_args *a
     return FOXJIT_OK;
 }
 
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    return max < 1 || fj_heads_seq_variant((int)v[0], (int)v[1], (int)v[2], cc, out, why, why_len) ? -1 : 1;
+}
+
+const fj_op fj_op_heads_seq = {
+    .name = "heads_seq",
+    .keys = {"d", "e", "h", NULL},
+    .limits = {FJ_PERC_MAX_D, FJ_PERC_MAX_E, FJ_PERC_MAX_H},
+    .help = "GRN heads over batch x steps rows, both directions",
+    .variants = variants,
+    .programs = {&fj_program_heads_seq, NULL},
+    .shapes = "heads_seq d=128 e=64 h=5\n",
+};
+
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
                           CUstream stream, const fj_loaded **k)
 {
-    fj_variant v;
-    char why[160];
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
-    if (fj_heads_seq_variant(a->d, a->e, a->h, rt->cc, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    return fj_module_get(rt, &v, stream, 1, k);
+    return fj_op_load(rt, &fj_op_heads_seq, (int64_t[]){a->d, a->e, a->h}, stream, op, k);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
@@ -323,20 +340,7 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
 
 FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h)
 {
-    const char *op = "foxjit_heads_seq_prepare";
-    fj_variant v;
-    char why[160];
-    const fj_loaded *k;
-    foxjit_status st = fj_perc_begin(op, rt, rt);
-    if (st != FOXJIT_OK)
-        return st;
-    if (check_dims_why(d, e, h, why, sizeof why))
-        return fj_fail(d < 1 || e < 1 || h < 1 ? FOXJIT_ERROR_INVALID_ARGUMENT
-                                               : FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
-        return st;
-    fj_heads_seq_variant(d, e, h, rt->cc, &v, why, sizeof why);
-    return fj_module_get(rt, &v, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_heads_seq, (int64_t[]){d, e, h}, "foxjit_heads_seq_prepare");
 }
 
 int fj_heads_seq_kernels(int backward)

@@ -31,18 +31,6 @@ foxjit_status fj_perc_begin(const char *op, const foxjit_runtime *rt, const void
     return FOXJIT_OK;
 }
 
-foxjit_status fj_perc_dim(const char *op, const char *name, int64_t v, int64_t max)
-{
-    if (v <= 0)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s is %lld; it must be at least 1",
-                       op, name, (long long)v);
-    if (v > max)
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s is %lld, past the supported limit of "
-                       "%lld (see docs/dims.md and foxjit_get_perception_limits)", op, name,
-                       (long long)v, (long long)max);
-    return FOXJIT_OK;
-}
-
 foxjit_status fj_perc_stride(const char *op, const char *name, int64_t stride, int64_t width,
                              long long *out)
 {

@@ -80,8 +80,6 @@ foxjit_status fj_attn_pool_check_backward(const char *op, const foxjit_runtime *
 
 /* NULL runtime / NULL args; clears the thread's message first. */
 foxjit_status fj_perc_begin(const char *op, const foxjit_runtime *rt, const void *args);
-/* A dim in [1, max] (INVALID_ARGUMENT below, UNSUPPORTED above). */
-foxjit_status fj_perc_dim(const char *op, const char *name, int64_t v, int64_t max);
 /* A stride of a tensor whose rows are `width` floats: 0 = dense (width),
  * else >= width. Writes the effective stride. */
 foxjit_status fj_perc_stride(const char *op, const char *name, int64_t stride, int64_t width,

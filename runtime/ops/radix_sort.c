@@ -16,7 +16,12 @@ const fj_program fj_program_radix_sort = {
     .name = "radix_sort",
     .source = "radix_sort.cu",
     .params = {"BLOCK", "ITEMS", "OCC", NULL},
-    .kernels = {"radix_hist", "radix_reduce", "radix_pass", NULL},
+    .kernels = {
+        {"radix_hist", {FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR}},
+        {"radix_reduce", {FJ_PTR, FJ_I32, FJ_I32, FJ_PTR}},
+        {"radix_pass",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR}},
+    },
     .uses_cccl = 1,
 };
 
@@ -275,11 +280,28 @@ FOXJIT_API foxjit_status foxjit_radix_sort_pairs(foxjit_runtime *rt, CUdeviceptr
                                      workspace_bytes, stream);
 }
 
+/* One variant: the sort has no shape-dependent specialization. */
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    (void)v, (void)cc, (void)why, (void)why_len;
+    if (max < 1)
+        return -1;
+    out[0] = fj_radix_sort_variant;
+    return 1;
+}
+
+const fj_op fj_op_radix_sort = {
+    .name = "radix_sort",
+    .keys = {NULL},
+    .help = "foxjit_radix_sort_pairs (any n and bit range)",
+    .variants = variants,
+    .programs = {&fj_program_radix_sort, NULL},
+    .shapes = "# reward rank normalization (N = 4,096,000) and its sort\n"
+              "radix_sort\n",
+};
+
 FOXJIT_API foxjit_status foxjit_radix_sort_prepare(foxjit_runtime *rt)
 {
-    foxjit_status st = fj_enter(rt, NULL);
-    if (st != FOXJIT_OK)
-        return st;
-    const fj_loaded *k;
-    return fj_module_get(rt, &fj_radix_sort_variant, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_radix_sort, NULL, "foxjit_radix_sort_prepare");
 }

@@ -22,8 +22,16 @@ const fj_program fj_program_rank_normalize = {
     .name = "rank_normalize",
     .source = "rank_normalize.cu",
     .params = {"BLOCK", "ITEMS", "OCC", NULL},
-    .kernels = {"rank_hist", "radix_reduce", "rank_first", "radix_pass", "rank_last_ordinal",
-                "rank_max_final", NULL},
+    .kernels = {
+        {"rank_hist", {FJ_PTR, FJ_I32, FJ_F32, FJ_F32, FJ_I32, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR}},
+        {"radix_reduce", {FJ_PTR, FJ_I32, FJ_I32, FJ_PTR}},
+        {"rank_first",
+         {FJ_PTR, FJ_F32, FJ_F32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR}},
+        {"radix_pass",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR}},
+        {"rank_last_ordinal", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR}},
+        {"rank_max_final", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32}},
+    },
     .uses_cccl = 1,
 };
 
@@ -203,6 +211,26 @@ FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr r
                                    ties, out, workspace, workspace_bytes, stream);
 }
 
+/* One variant, both tie modes. */
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    (void)v, (void)cc, (void)why, (void)why_len;
+    if (max < 1)
+        return -1;
+    out[0] = fj_rank_normalize_variant;
+    return 1;
+}
+
+const fj_op fj_op_rank_normalize = {
+    .name = "rank_normalize",
+    .keys = {NULL},
+    .help = "foxjit_rank_normalize (any n, both tie modes)",
+    .variants = variants,
+    .programs = {&fj_program_rank_normalize, NULL},
+    .shapes = "rank_normalize\n",
+};
+
 FOXJIT_API foxjit_status foxjit_rank_normalize_prepare(foxjit_runtime *rt, foxjit_tie_mode ties)
 {
     const char *op = "foxjit_rank_normalize_prepare";
@@ -211,9 +239,8 @@ FOXJIT_API foxjit_status foxjit_rank_normalize_prepare(foxjit_runtime *rt, foxji
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
                        "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
     foxjit_status st = check_ties(op, ties);
-    if (st != FOXJIT_OK || (st = fj_enter(rt, NULL)) != FOXJIT_OK)
+    if (st != FOXJIT_OK)
         return st;
     /* Both tie modes live in one program. */
-    const fj_loaded *k;
-    return fj_module_get(rt, &fj_rank_normalize_variant, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_rank_normalize, NULL, op);
 }

@@ -24,7 +24,12 @@ const fj_program fj_program_train = {
     .name = "train",
     .source = "train.cu",
     .params = {"BCE_BLOCK", "ADAM_BLOCK", NULL},
-    .kernels = {"bce_with_logits", "adamw", "increment_step", NULL},
+    .kernels = {
+        {"bce_with_logits", {FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_PTR}},
+        {"adamw",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I64, FJ_F32, FJ_F32, FJ_F32, FJ_F32, FJ_F32}},
+        {"increment_step", {FJ_PTR}},
+    },
 };
 
 const fj_variant fj_train_variant = {&fj_program_train, {BCE_BLOCK, ADAM_BLOCK}};
@@ -37,22 +42,36 @@ unsigned fj_bce_blocks(int64_t n, int cc)
     return want > BCE_MAX_CLUSTER ? BCE_MAX_CLUSTER : (unsigned)want;
 }
 
-static foxjit_status begin(const char *op, const foxjit_runtime *rt)
+/* The training-step kernels (BCE, AdamW, step counter): one variant. */
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
 {
-    fj_clear_error();
-    if (!rt)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL; create one with "
-                       "foxjit_runtime_create()", op);
-    return FOXJIT_OK;
+    (void)v, (void)cc, (void)why, (void)why_len;
+    if (max < 1)
+        return -1;
+    out[0] = fj_train_variant;
+    return 1;
 }
 
-static foxjit_status load(foxjit_runtime *rt, CUstream stream, int check_capture,
+const fj_op fj_op_train = {
+    .name = "training",
+    .keys = {NULL},
+    .help = "BCE with logits, AdamW and the step counter (any n)",
+    .variants = variants,
+    .programs = {&fj_program_train, NULL},
+    .shapes = "# training step of the end-to-end trainer: BCE with logits, AdamW\n"
+              "training\n",
+};
+
+static foxjit_status begin(const char *op, const foxjit_runtime *rt)
+{
+    return fj_op_begin(op, rt);
+}
+
+static foxjit_status load(foxjit_runtime *rt, const char *op, CUstream stream,
                           const fj_loaded **k)
 {
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
-    return fj_module_get(rt, &fj_train_variant, stream, check_capture, k);
+    return fj_op_load(rt, &fj_op_train, NULL, stream, op, k);
 }
 
 FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
@@ -65,7 +84,7 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr 
     if ((st = begin(op, rt)) || (st = fj_check_size(op, "n", n, FJ_BCE_MAX_N)) ||
         (st = fj_check_ptr(op, "z", z)) || (st = fj_check_ptr(op, "y", y)) ||
         (st = fj_check_ptr(op, "loss", loss)) ||
-        (st = dz ? fj_check_ptr(op, "dz", dz) : FOXJIT_OK) || (st = load(rt, stream, 1, &k)))
+        (st = dz ? fj_check_ptr(op, "dz", dz) : FOXJIT_OK) || (st = load(rt, op, stream, &k)))
         return st;
     long long nn = n;
     int acc = loss_accumulate ? 1 : 0;
@@ -123,7 +142,7 @@ FOXJIT_API foxjit_status foxjit_adamw(foxjit_runtime *rt, const foxjit_adamw_arg
         return st;
     if (!a)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: args is NULL", op);
-    if ((st = check_adamw(op, a)) || (st = load(rt, stream, 1, &k)))
+    if ((st = check_adamw(op, a)) || (st = load(rt, op, stream, &k)))
         return st;
     CUdeviceptr p = a->param, g = a->grad, m = a->m, v = a->v, step = a->step;
     long long n = a->n;
@@ -144,7 +163,7 @@ FOXJIT_API foxjit_status foxjit_increment_step(foxjit_runtime *rt, CUdeviceptr s
     const fj_loaded *k;
     foxjit_status st;
     if ((st = begin(op, rt)) || (st = fj_check_ptr(op, "step", step)) ||
-        (st = load(rt, stream, 1, &k)))
+        (st = load(rt, op, stream, &k)))
         return st;
     void *args[] = {&step};
     return fj_launch(rt, k->fn[K_INCREMENT], 1, 1, 1, 32, 0, stream, args, op);
@@ -152,10 +171,5 @@ FOXJIT_API foxjit_status foxjit_increment_step(foxjit_runtime *rt, CUdeviceptr s
 
 FOXJIT_API foxjit_status foxjit_training_prepare(foxjit_runtime *rt)
 {
-    const char *op = "foxjit_training_prepare";
-    const fj_loaded *k;
-    foxjit_status st;
-    if ((st = begin(op, rt)))
-        return st;
-    return load(rt, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_train, NULL, "foxjit_training_prepare");
 }

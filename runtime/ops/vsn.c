@@ -8,7 +8,10 @@ const fj_program fj_program_vsn = {
     .name = "vsn",
     .source = "vsn.cu",
     .params = {"VSN_F", "FWD_ROWS", "BWD_ROWS", "JR", "BLOCK", NULL},
-    .kernels = {"vsn_forward", "vsn_backward", NULL},
+    .kernels = {
+        {"vsn_forward", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32}},
+        {"vsn_backward", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR, FJ_I32}},
+    },
 };
 
 #define BLOCK 256
@@ -51,26 +54,36 @@ int fj_vsn_variant(int f, fj_variant *v, char *why, size_t why_len)
 static foxjit_status check_common(const char *op, const foxjit_vsn_args *a)
 {
     foxjit_status st;
-    if ((st = fj_perc_dim(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
-        (st = fj_perc_dim(op, "t", a->t, FJ_PERC_MAX_T)) ||
-        (st = fj_perc_dim(op, "f", a->f, FJ_PERC_MAX_F)) ||
+    if ((st = fj_check_size(op, "batch", a->batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_check_size(op, "t", a->t, FJ_PERC_MAX_T)) ||
+        (st = fj_check_size(op, "f", a->f, FJ_PERC_MAX_F)) ||
         (st = fj_check_ptr(op, "w", a->w)) || (st = fj_check_ptr(op, "bias", a->bias)) ||
         (st = fj_check_ptr(op, "x", a->x)))
         return st;
     return FOXJIT_OK;
 }
 
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    (void)cc;
+    return max < 1 || fj_vsn_variant((int)v[0], out, why, why_len) ? -1 : 1;
+}
+
+const fj_op fj_op_vsn = {
+    .name = "vsn",
+    .keys = {"f", NULL},
+    .limits = {FJ_PERC_MAX_F},
+    .help = "variable selection forward and backward",
+    .variants = variants,
+    .programs = {&fj_program_vsn, NULL},
+    .shapes = "vsn f=40\n",
+};
+
 static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_vsn_args *a,
                           CUstream stream, const fj_loaded **k)
 {
-    fj_variant v;
-    char why[160];
-    if (fj_vsn_variant(a->f, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
-    return fj_module_get(rt, &v, stream, 1, k);
+    return fj_op_load(rt, &fj_op_vsn, (int64_t[]){a->f}, stream, op, k);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *a,
@@ -114,25 +127,14 @@ FOXJIT_API foxjit_status foxjit_vsn_backward(foxjit_runtime *rt, const foxjit_vs
         return st;
     CUdeviceptr w = a->w, bias = a->bias, x = a->x, dy = a->dy, dx = a->dx, dw = a->dw,
                 dbias = a->dbias;
-    int dx_acc = a->dx_accumulate ? 1 : 0, t = a->t, batch = a->batch;
-    void *args[] = {&w, &bias, &x, &dy, &dx, &dx_acc, &dw, &dbias, &t, &batch};
+    int dx_acc = a->dx_accumulate ? 1 : 0, t = a->t;
+    /* The batch is the grid's y extent; the kernel takes no batch argument. */
+    void *args[] = {&w, &bias, &x, &dy, &dx, &dx_acc, &dw, &dbias, &t};
     return fj_launch(rt, k->fn[1], (unsigned)fj_vsn_bwd_blocks(a->f), (unsigned)a->batch, 1,
                      BLOCK, 0, stream, args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_prepare(foxjit_runtime *rt, int f)
 {
-    const char *op = "foxjit_vsn_prepare";
-    fj_variant v;
-    char why[160];
-    const fj_loaded *k;
-    foxjit_status st = fj_perc_begin(op, rt, rt);
-    if (st != FOXJIT_OK)
-        return st;
-    if (fj_vsn_variant(f, &v, why, sizeof why))
-        return fj_fail(f < 1 ? FOXJIT_ERROR_INVALID_ARGUMENT : FOXJIT_ERROR_UNSUPPORTED,
-                       "%s: %s", op, why);
-    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
-        return st;
-    return fj_module_get(rt, &v, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_vsn, (int64_t[]){f}, "foxjit_vsn_prepare");
 }

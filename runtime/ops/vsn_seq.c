@@ -16,7 +16,12 @@ const fj_program fj_program_vsn_seq = {
     .name = "vsn_seq",
     .source = "vsn_seq.cu",
     .params = {"VSN_F", "VSN_TR", "VSN_TE", NULL},
-    .kernels = {"vsn_seq_rows", "vsn_seq_grads", NULL},
+    .kernels = {
+        {"vsn_seq_rows",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32}},
+        {"vsn_seq_grads",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32}},
+    },
 };
 enum { K_ROWS, K_GRADS };
 
@@ -99,9 +104,9 @@ static plan plan_of(int batch, int t, int f)
 static foxjit_status check_dims(const char *op, int batch, int t, int f)
 {
     foxjit_status st;
-    if ((st = fj_perc_dim(op, "batch", batch, FJ_PERC_MAX_BATCH)) ||
-        (st = fj_perc_dim(op, "t", t, FJ_PERC_MAX_T)) ||
-        (st = fj_perc_dim(op, "f", f, FJ_PERC_MAX_F)))
+    if ((st = fj_check_size(op, "batch", batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_check_size(op, "t", t, FJ_PERC_MAX_T)) ||
+        (st = fj_check_size(op, "f", f, FJ_PERC_MAX_F)))
         return st;
     return FOXJIT_OK;
 }
@@ -124,18 +129,26 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_workspace_size(foxjit_runtime *rt, int b
     return FOXJIT_OK;
 }
 
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    return max < 1 || fj_vsn_seq_variant((int)v[0], cc, out, why, why_len) ? -1 : 1;
+}
+
+const fj_op fj_op_vsn_seq = {
+    .name = "vsn_seq",
+    .keys = {"f", NULL},
+    .limits = {FJ_PERC_MAX_F},
+    .help = "variable selection backward over all rows",
+    .variants = variants,
+    .programs = {&fj_program_vsn_seq, NULL},
+    .shapes = "vsn_seq f=40\n",
+};
+
 static foxjit_status load(foxjit_runtime *rt, const char *op, int f, CUstream stream,
                           const fj_loaded **k)
 {
-    fj_variant v;
-    char why[160];
-    /* rt->cc is only read after fj_enter has vouched for rt. */
-    foxjit_status st = fj_enter(rt, stream);
-    if (st != FOXJIT_OK)
-        return st;
-    if (fj_vsn_seq_variant(f, rt->cc, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    return fj_module_get(rt, &v, stream, 1, k);
+    return fj_op_load(rt, &fj_op_vsn_seq, (int64_t[]){f}, stream, op, k);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_seq_backward(foxjit_runtime *rt,
@@ -187,18 +200,7 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_backward(foxjit_runtime *rt,
 
 FOXJIT_API foxjit_status foxjit_vsn_seq_prepare(foxjit_runtime *rt, int f)
 {
-    const char *op = "foxjit_vsn_seq_prepare";
-    const fj_loaded *k;
-    foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, rt)) || (st = fj_perc_dim(op, "f", f, FJ_PERC_MAX_F)))
-        return st;
-    if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
-        return st;
-    fj_variant v;
-    char why[160];
-    if (fj_vsn_seq_variant(f, rt->cc, &v, why, sizeof why))
-        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", op, why);
-    return fj_module_get(rt, &v, NULL, 0, &k);
+    return fj_op_prepare(rt, &fj_op_vsn_seq, (int64_t[]){f}, "foxjit_vsn_seq_prepare");
 }
 
 int fj_vsn_seq_kernels(void)

@@ -1,7 +1,8 @@
 /* compile suite: every kernel variant of the default manifest and of the
- * baselines' manifest, for sm_89 and
- * sm_90, through the real NVRTC path (no GPU needed). Compiles straight
- * through fj_compile so nothing is served from a cache. */
+ * baselines' manifest, for sm_89 and sm_90, through the real NVRTC path (no
+ * GPU needed), and each kernel's declared arguments against the parameter
+ * list of its PTX .entry. Compiles straight through fj_compile so nothing is
+ * served from a cache. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,7 +15,9 @@
 #include "baselines.h"
 #include "cache_entry.h"
 #include "compiler.h"
+#include "kernel_args.h"
 #include "manifest.h"
+#include "ptx_params.h"
 #include "registry.h"
 #include "toolchain.h"
 
@@ -37,7 +40,7 @@ static size_t manifest_variants(int cc, fj_variant *out, size_t max)
     fj_manifest_item *items;
     size_t count, n = 0;
     char why[512];
-    assert_int_equal(fj_manifest_parse(fj_default_manifest, &items, &count, why, sizeof why), 0);
+    assert_int_equal(fj_manifest_parse(fj_default_manifest(), &items, &count, why, sizeof why), 0);
     if (fj_manifest_expand(items, count, cc, out, max, &n, why, sizeof why))
         fail_msg("default manifest %s", why);
     free(items);
@@ -48,6 +51,30 @@ static size_t manifest_variants(int cc, fj_variant *out, size_t max)
         fail_msg("baselines' manifest %s", why);
     free(items);
     return n;
+}
+
+/* Every kernel of v's program declares the arguments its PTX .entry takes.
+ * Returns 0, or -1 after printing why. */
+static int check_kernel_args(const fj_variant *v, const char *ptx, const char *desc)
+{
+    if (!ptx) {
+        fprintf(stderr, "FAILED %s: NVRTC kept no PTX to check the kernels' arguments\n", desc);
+        return -1;
+    }
+    for (int k = 0; k < fj_program_kernel_count(v->program); k++) {
+        const fj_kernel *kern = &v->program->kernels[k];
+        fj_ptx_entry e;
+        char why[512];
+        if (fj_ptx_entry_params(ptx, kern->name, &e, why, sizeof why)) {
+            fprintf(stderr, "FAILED %s: %s\n", desc, why);
+            return -1;
+        }
+        if (fj_kernel_args_check(v->program, kern, e.sizes, e.count, "the PTX") != FOXJIT_OK) {
+            fprintf(stderr, "FAILED %s: %s\n", desc, foxjit_last_error());
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static void compile_all_for(const char *arch)
@@ -66,11 +93,15 @@ static void compile_all_for(const char *arch)
         size_t size;
         uint32_t kind;
         double ms = 0;
-        if (fj_compile(tc, &v[i], &t, &image, &size, &kind, &ms) != FOXJIT_OK) {
+        char *ptx;
+        if (fj_compile_with_ptx(tc, &v[i], &t, &image, &size, &kind, &ms, &ptx) != FOXJIT_OK) {
             fprintf(stderr, "FAILED %s %s: %s\n", arch, desc, foxjit_last_error());
             failures++;
             continue;
         }
+        if (check_kernel_args(&v[i], ptx, desc))
+            failures++;
+        free(ptx);
         /* A cubin is an ELF file. */
         assert_int_equal(kind, FJ_ENTRY_KIND_CUBIN);
         assert_true(size > 4 && !memcmp(image, "\177ELF", 4));
@@ -90,9 +121,12 @@ static void test_every_program_is_covered(void **state)
     (void)state;
     static fj_variant v[512];
     size_t n = manifest_variants(90, v, 512);
-    for (size_t p = 0; p < fj_program_count + fj_baseline_program_count; p++) {
-        const fj_program *prog = p < fj_program_count ? fj_programs[p]
-                                                      : fj_baseline_programs[p - fj_program_count];
+    const fj_program *const *programs;
+    size_t program_count = fj_program_list(&programs);
+    assert_true(program_count > 0);
+    for (size_t p = 0; p < program_count + fj_baseline_program_count; p++) {
+        const fj_program *prog = p < program_count ? programs[p]
+                                                   : fj_baseline_programs[p - program_count];
         int found = 0;
         for (size_t i = 0; i < n && !found; i++)
             found = v[i].program == prog;
@@ -111,7 +145,7 @@ static void test_compile_error_has_log(void **state)
     /* colsum.cu refuses to build without BLOCK (#error). */
     static const fj_program broken = {
         .name = "broken", .source = "colsum.cu", .params = {"ROWS_MODE", NULL},
-        .kernels = {"colsum_rows", NULL}};
+        .kernels = {{"colsum_rows", {FJ_PTR, FJ_I64, FJ_PTR, FJ_I32}}}};
     fj_variant v = {&broken, {1}};
     uint8_t *image;
     size_t size;
@@ -120,6 +154,51 @@ static void test_compile_error_has_log(void **state)
     const char *msg = foxjit_last_error();
     assert_non_null(strstr(msg, "BLOCK must be defined"));
     assert_non_null(strstr(msg, "sm_90"));
+}
+
+/* A declaration that disagrees with its kernel is named: the kernel, the
+ * argument, the declared and the actual size; and one argument too many or
+ * too few is a count mismatch. */
+static void test_mismatched_declaration_is_named(void **state)
+{
+    (void)state;
+    fj_target t;
+    assert_int_equal(fj_target_for_name(tc->nvrtc, "sm_90", &t), FOXJIT_OK);
+    /* colsum_rows takes (const float *x, long long rows, float *out,
+     * int accumulate): declare rows as an int. */
+    static const fj_program wrong = {
+        .name = "colsum_rows_wrong", .source = "colsum.cu",
+        .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
+        .kernels = {{"colsum_rows", {FJ_PTR, FJ_I32, FJ_PTR, FJ_I32}}}};
+    static const fj_program extra = {
+        .name = "colsum_rows_extra", .source = "colsum.cu",
+        .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
+        .kernels = {{"colsum_rows", {FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_I32}}}};
+    fj_variant v = {&wrong, {1, 3, 1, 256, 2}};
+    uint8_t *image;
+    size_t size;
+    uint32_t kind;
+    char *ptx;
+    assert_int_equal(fj_compile_with_ptx(tc, &v, &t, &image, &size, &kind, NULL, &ptx),
+                     FOXJIT_OK);
+    free(image);
+    assert_non_null(ptx);
+    fj_ptx_entry e;
+    char why[256];
+    assert_int_equal(fj_ptx_entry_params(ptx, "colsum_rows", &e, why, sizeof why), 0);
+    assert_int_equal(e.count, 4);
+    assert_int_equal(fj_kernel_args_check(&wrong, &wrong.kernels[0], e.sizes, e.count, "the PTX"),
+                     FOXJIT_ERROR_COMPILE);
+    const char *msg = foxjit_last_error();
+    assert_non_null(strstr(msg, "kernel colsum_rows"));
+    assert_non_null(strstr(msg, "argument 1 is declared as 4 bytes"));
+    assert_non_null(strstr(msg, "takes 8 bytes"));
+    assert_int_equal(fj_kernel_args_check(&extra, &extra.kernels[0], e.sizes, e.count, "the PTX"),
+                     FOXJIT_ERROR_COMPILE);
+    msg = foxjit_last_error();
+    assert_non_null(strstr(msg, "5 arguments are declared but the kernel takes 4"));
+    assert_non_null(strstr(msg, "argument 4"));
+    free(ptx);
 }
 
 static void test_unknown_arch_is_refused(void **state)
@@ -140,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_every_program_is_covered),
         cmocka_unit_test(test_compile_error_has_log),
         cmocka_unit_test(test_unknown_arch_is_refused),
+        cmocka_unit_test(test_mismatched_declaration_is_named),
         cmocka_unit_test(test_sm89),
         cmocka_unit_test(test_sm90),
     };

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "ops/colsum.h"
-#include "programs.h"
 
 /* Never dereferenced: every call below fails argument checks first. */
 static foxjit_runtime *const fake_rt = (foxjit_runtime *)(uintptr_t)0x1000;

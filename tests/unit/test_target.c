@@ -12,7 +12,6 @@
 #include "ops/colsum.h"
 #include "ops/perception.h"
 #include "ops/train.h"
-#include "programs.h"
 #include "target.h"
 
 /* NVRTC 13.0's archs (no sm_70 any more). */

@@ -55,8 +55,8 @@ foxjit_status fj_perception_legacy_prepare(foxjit_runtime *rt, int n_in, int n_h
 /* The baselines' manifest: its ops (column_sum_legacy, rank_legacy,
  * cfc_legacy, ...) for fj_manifest_parse_ops, and the trainer shapes
  * (compile tests; `fox-jit warm --baselines`). */
-struct fj_manifest_op;
-extern const struct fj_manifest_op *const fj_baseline_manifest_op_list;
+struct fj_op;
+extern const struct fj_op *const *const fj_baseline_manifest_op_list;
 extern const size_t fj_baseline_manifest_op_count;
 extern const char fj_baseline_manifest[];
 

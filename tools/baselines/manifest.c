@@ -65,14 +65,18 @@ static int attn_pool_variants(const int64_t *v, int cc, fj_variant *out, int max
 }
 
 static const fj_manifest_op ops[] = {
-    {"column_sum_legacy", {NULL}, "the serial and two-phase column sums", colsum_variants},
-    {"rank_legacy", {NULL}, "the quadratic rank", rank_variants},
-    {"cfc_legacy", {"n_in", "n_hid", NULL}, "the single-block CfC backward", cfc_variants},
-    {"heads_legacy", {"d", "e", "h", NULL}, "the single-block heads backward", heads_variants},
-    {"vsn_legacy", {"f", NULL}, "the single-block VSN backward", vsn_variants},
-    {"attn_pool_legacy", {"d", NULL}, "the single-block pooling backward", attn_pool_variants},
+    {.name = "column_sum_legacy", .keys = {NULL}, .help = "the serial and two-phase column sums", .variants = colsum_variants},
+    {.name = "rank_legacy", .keys = {NULL}, .help = "the quadratic rank", .variants = rank_variants},
+    {.name = "cfc_legacy", .keys = {"n_in", "n_hid", NULL}, .help = "the single-block CfC backward", .variants = cfc_variants},
+    {.name = "heads_legacy", .keys = {"d", "e", "h", NULL}, .help = "the single-block heads backward", .variants = heads_variants},
+    {.name = "vsn_legacy", .keys = {"f", NULL}, .help = "the single-block VSN backward", .variants = vsn_variants},
+    {.name = "attn_pool_legacy", .keys = {"d", NULL}, .help = "the single-block pooling backward", .variants = attn_pool_variants},
 };
-const fj_manifest_op *const fj_baseline_manifest_op_list = ops;
+static const fj_manifest_op *const op_list[] = {&ops[0], &ops[1], &ops[2],
+                                                &ops[3], &ops[4], &ops[5]};
+_Static_assert(sizeof op_list / sizeof op_list[0] == sizeof ops / sizeof ops[0],
+               "op_list names every baseline op");
+const fj_manifest_op *const *const fj_baseline_manifest_op_list = op_list;
 const size_t fj_baseline_manifest_op_count = sizeof ops / sizeof ops[0];
 
 const char fj_baseline_manifest[] =

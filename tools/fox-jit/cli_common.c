@@ -34,7 +34,7 @@ int cli_check_cache_dir(const char *cmd, const char *dir)
 char *cli_read_manifest(const char *path)
 {
     if (!path)
-        return strdup(fj_default_manifest);
+        return strdup(fj_default_manifest());
     if (!*path) {
         fprintf(stderr, "fox-jit: --manifest is empty; give a file ('-' reads stdin)\n");
         return NULL;

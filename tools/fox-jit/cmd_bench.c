@@ -186,7 +186,7 @@ int cmd_jit_probe(int argc, char **argv)
     fj_manifest_item *items;
     size_t n;
     char why[256];
-    if (fj_manifest_parse(fj_default_manifest, &items, &n, why, sizeof why) != 0)
+    if (fj_manifest_parse(fj_default_manifest(), &items, &n, why, sizeof why) != 0)
         return 1;
     for (size_t i = 0; i < n; i++)
         if (!strcmp(items[i].op->name, "column_sum") &&

@@ -87,7 +87,7 @@ static void probe(const fj_cuda *cu, const char *cache_dir)
     size_t n;
     char why[256];
     int prepared = 0, failed = 0;
-    if (fj_manifest_parse(fj_default_manifest, &items, &n, why, sizeof why) == 0) {
+    if (fj_manifest_parse(fj_default_manifest(), &items, &n, why, sizeof why) == 0) {
         for (size_t i = 0; i < n; i++) {
             if (strcmp(items[i].op->name, "column_sum"))
                 continue;

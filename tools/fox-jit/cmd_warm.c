@@ -156,7 +156,7 @@ int cmd_warm(int argc, char **argv)
             break;
         case 's': shared = 1; break;
         case 'q': quiet = 1; break;
-        case 'p': fputs(fj_default_manifest, stdout); return 0;
+        case 'p': fputs(fj_default_manifest(), stdout); return 0;
         case 'j': {
             char *end;
             jobs_n = strtol(optarg, &end, 10);

@@ -1,0 +1,46 @@
+/* An op as one declared unit: what `fox-jit warm`, the manifest, prepare
+ * and the program registry need to know of it, in one descriptor that the
+ * op's file (runtime/ops/<op>.c) exports as fj_op_<op>. The list of ops is
+ * runtime/ops/op_list.h. No CUDA here: the manifest and the tools read
+ * descriptors without a driver. */
+#ifndef FJ_OP_H
+#define FJ_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry.h"
+
+#define FJ_OP_MAX_KEYS 6
+#define FJ_OP_MAX_PROGRAMS 4
+#define FJ_OP_MAX_VARIANTS 16
+
+typedef struct fj_op {
+    /* The name a manifest line starts with ("cfc"), then its keys, all
+     * required, in the order variants() reads them. */
+    const char *name;
+    const char *keys[FJ_OP_MAX_KEYS + 1];  /* NULL-terminated */
+    const char *help;
+    /* The kernel variants a shape (values of keys) uses on compute
+     * capability cc: the count (at most max), or -1 with why. The one
+     * function behind both the op's prepare and `fox-jit warm`, so warm
+     * builds exactly what the op loads. Values are inside limits. */
+    int (*variants)(const int64_t *values, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len);
+    /* Key i must be in [1, limits[i]] (0: no limit checked here). */
+    int64_t limits[FJ_OP_MAX_KEYS];
+    /* Every program the op's variants use (the registry of programs is
+     * built from these). */
+    const fj_program *programs[FJ_OP_MAX_PROGRAMS + 1];
+    /* Its lines of the default manifest (the trainers' shapes), or NULL. */
+    const char *shapes;
+} fj_op;
+
+/* The library's ops, in op_list.h order. */
+extern const fj_op *const fj_ops[];
+extern const size_t fj_op_count;
+
+/* Fills why and returns -1 when a value is outside its op's limits. */
+int fj_op_check_values(const fj_op *op, const int64_t *values, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,68 @@
+/* The op side of the runtime: the guard every entry point passes, the
+ * launches, the argument checks shared by the ops, and an op's prepare and
+ * kernel lookup from its descriptor (op.h). */
+#ifndef FJ_OP_ENTRY_H
+#define FJ_OP_ENTRY_H
+
+#include <stdint.h>
+
+#include <cuda.h>
+
+#include "foxjit/foxjit.h"
+#include "module_cache.h"
+#include "op.h"
+
+/* Start of every op: rt is valid, its context is current and the stream
+ * belongs to it. Clears the thread's error message. */
+foxjit_status fj_enter(foxjit_runtime *rt, CUstream stream);
+
+/* cuLaunchKernel with a readable error. */
+foxjit_status fj_launch(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
+                        unsigned gz, unsigned bx, unsigned smem, CUstream stream, void **args,
+                        const char *what);
+
+/* cuLaunchKernelEx with a thread-block cluster of (1, cluster_y, 1); plain
+ * launch when cluster_y <= 1. */
+foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
+                                unsigned bx, unsigned cluster_y, CUstream stream, void **args,
+                                const char *what);
+
+/* Thread-block cluster sizes (sm_90+): every such GPU runs clusters of up
+ * to 8 blocks; H100 and H200 also run 16 once a kernel opts in
+ * (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED). */
+#define FJ_PORTABLE_CLUSTER 8
+#define FJ_NON_PORTABLE_CLUSTER 16
+
+/* The cuLaunchKernelEx configuration of a grid (gx, gy, gz) of blocks of bx
+ * threads in clusters of (1, cluster_y, 1); cfg points at attr. */
+void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx, unsigned gy,
+                       unsigned gz, unsigned bx, unsigned cluster_y, CUstream stream);
+
+/* The same over a grid of gz layers (clusters never span layers). */
+foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, CUfunction f, unsigned gx,
+                                   unsigned gy, unsigned gz, unsigned bx, unsigned cluster_y,
+                                   CUstream stream, void **args, const char *what);
+
+/* Checks shared by the ops' argument validation. Each returns FOXJIT_OK or
+ * records a message naming the op and the argument. */
+foxjit_status fj_check_ptr(const char *op, const char *name, CUdeviceptr p);
+/* A size or dim in [1, max]: INVALID_ARGUMENT below, UNSUPPORTED above. */
+foxjit_status fj_check_size(const char *op, const char *name, int64_t v, int64_t max);
+
+/* NULL runtime; clears the thread's message first (entry is the public
+ * name, e.g. "foxjit_cfc_prepare"). */
+foxjit_status fj_op_begin(const char *entry, const foxjit_runtime *rt);
+
+/* An op's prepare: the runtime, values (one per key of op) inside the
+ * op's limits, the context, then every variant op->variants() gives for
+ * them compiled and loaded. */
+foxjit_status fj_op_prepare(foxjit_runtime *rt, const fj_op *op, const int64_t *values,
+                            const char *entry);
+
+/* The loaded kernels of an op whose shape uses one variant: the variant
+ * of values, the context and stream (fj_enter), then the module, capture
+ * safe (an unloaded variant during graph capture is NOT_PREPARED). */
+foxjit_status fj_op_load(foxjit_runtime *rt, const fj_op *op, const int64_t *values,
+                         CUstream stream, const char *entry, const fj_loaded **k);
+
+#endif

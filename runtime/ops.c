@@ -1,0 +1,66 @@
+/* What the list of ops (ops/op_list.h) builds on the runtime side: the
+ * table of descriptors the manifest reads, and the default manifest. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest.h"
+#include "op.h"
+#include "ops/op_list.h"
+
+#define FJ_DECLARE_OP(op, entries) extern const fj_op fj_op_##op;
+FJ_OPS(FJ_DECLARE_OP)
+#undef FJ_DECLARE_OP
+
+const fj_op *const fj_ops[] = {
+#define FJ_LIST_OP(op, entries) &fj_op_##op,
+    FJ_OPS(FJ_LIST_OP)
+#undef FJ_LIST_OP
+};
+const size_t fj_op_count = sizeof fj_ops / sizeof fj_ops[0];
+
+int fj_op_check_values(const fj_op *op, const int64_t *values, char *why, size_t why_len)
+{
+    for (int i = 0; i < FJ_OP_MAX_KEYS && op->keys[i]; i++)
+        if (op->limits[i] && (values[i] < 1 || values[i] > op->limits[i])) {
+            snprintf(why, why_len, "%s = %lld is outside the supported range [1, %lld] "
+                     "(docs/dims.md)", op->keys[i], (long long)values[i],
+                     (long long)op->limits[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static char *default_text;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void build_default(void)
+{
+    static const char head[] =
+        "# fox-jit default manifest: the shapes of kernels.md used by the trainers.\n";
+    size_t len = sizeof head;
+    for (size_t i = 0; i < fj_op_count; i++)
+        len += fj_ops[i]->shapes ? strlen(fj_ops[i]->shapes) : 0;
+    default_text = malloc(len);
+    if (!default_text)
+        return;
+    char *p = default_text;
+    memcpy(p, head, sizeof head - 1);
+    p += sizeof head - 1;
+    for (size_t i = 0; i < fj_op_count; i++)
+        if (fj_ops[i]->shapes) {
+            size_t n = strlen(fj_ops[i]->shapes);
+            memcpy(p, fj_ops[i]->shapes, n);
+            p += n;
+        }
+    *p = '\0';
+}
+
+const char *fj_default_manifest(void)
+{
+    pthread_once(&default_once, build_default);
+    /* Out of host memory at the first call: an empty manifest, which warm
+     * reports as nothing to build. */
+    return default_text ? default_text : "";
+}
