@@ -58,7 +58,9 @@ if [ "$extra" = 1 ]; then
     echo "=== valgrind memcheck: unit suite"
     if command -v valgrind >/dev/null 2>&1; then
         rm -f build/meson-logs/testlog-valgrind.json
-        meson test -C build --print-errorlogs --suite unit \
+        # valgrind runs a program 20-50x slower (the trainer's threaded host
+        # tests take about a minute under it), hence the longer timeouts.
+        meson test -C build --print-errorlogs --suite unit --timeout-multiplier 5 \
             --wrapper 'valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --track-origins=yes --quiet' ||
             rc=1
         logs="$logs build/meson-logs/testlog-valgrind.json"
