@@ -90,7 +90,8 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
     memset(out, 0, sizeof *out);
     out->module = m;
     for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k].name; k++) {
-        r = cu->cuModuleGetFunction(&out->fn[k], m, v->program->kernels[k].name);
+        r = cu->cuModuleGetFunction(&out->fn[k].f, m, v->program->kernels[k].name);
+        out->fn[k].decl = &v->program->kernels[k];
         if (r != CUDA_SUCCESS) {
             char buf[200];
             cu->cuModuleUnload(m);
@@ -98,7 +99,7 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
             return fj_fail(FOXJIT_ERROR_CUDA, "kernel %s not found in module %s: %s",
                            v->program->kernels[k].name, desc, fj_cuda_error_text(r, buf, sizeof buf));
         }
-        foxjit_status st = check_kernel_args(rt, v->program, &v->program->kernels[k], out->fn[k]);
+        foxjit_status st = check_kernel_args(rt, v->program, &v->program->kernels[k], out->fn[k].f);
         if (st != FOXJIT_OK) {
             cu->cuModuleUnload(m);
             *load_error = CUDA_ERROR_INVALID_VALUE;
@@ -107,10 +108,10 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
         /* Allow every kernel the device's full opt-in shared memory, so ops
          * can size dynamic shared memory per launch. */
         int static_smem = 0;
-        cu->cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, out->fn[k]);
+        cu->cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, out->fn[k].f);
         int dyn = rt->max_smem_optin - static_smem;
         if (dyn > 0)
-            cu->cuFuncSetAttribute(out->fn[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            cu->cuFuncSetAttribute(out->fn[k].f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                    dyn);
     }
     if (v->program->cluster_param) {
@@ -123,7 +124,7 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
         else if (v->values[i] > FJ_PORTABLE_CLUSTER)
             for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k].name; k++)
                 /* Refused by GPUs without large clusters: the op checks before using one. */
-                cu->cuFuncSetAttribute(out->fn[k],
+                cu->cuFuncSetAttribute(out->fn[k].f,
                                        CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     }
     fj_count(&rt->counters, modules_loaded, 1);

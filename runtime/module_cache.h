@@ -16,9 +16,16 @@
 
 #define FJ_MODULE_SLOTS 1024
 
+/* A loaded kernel and its declaration (the argument sizes fj_launch checks
+ * every launch site's arguments against). */
+typedef struct fj_fn {
+    CUfunction f;
+    const fj_kernel *decl;
+} fj_fn;
+
 typedef struct fj_loaded {
     CUmodule module;
-    CUfunction fn[FJ_MAX_KERNELS];
+    fj_fn fn[FJ_MAX_KERNELS];
 } fj_loaded;
 
 typedef struct fj_module_slot {

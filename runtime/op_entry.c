@@ -31,11 +31,38 @@ foxjit_status fj_enter(foxjit_runtime *rt, CUstream stream)
     return FOXJIT_OK;
 }
 
-foxjit_status fj_launch(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
-                        unsigned gz, unsigned bx, unsigned smem, CUstream stream, void **args,
-                        const char *what)
+/* The launch site's arguments against the kernel's declaration: same count,
+ * same size each. Load compared the declaration with the compiled kernel,
+ * so a launch that passes this hands the kernel what it reads. A mismatch
+ * is a fox-jit bug, caught before the launch rather than as garbage. */
+static foxjit_status check_launch_args(fj_fn fn, const fj_args *a, const char *what)
 {
-    CUresult r = rt->cu->cuLaunchKernel(f, gx, gy, gz, bx, 1, 1, smem, stream, args, NULL);
+    const uint16_t *d = fn.decl->args;
+    int n = 0;
+    while (n < FJ_MAX_KERNEL_ARGS && d[n])
+        n++;
+    if (a->n != n)
+        return fj_fail(FOXJIT_ERROR_COMPILE, "launch of %s: the host passes %d arguments to "
+                       "kernel %s, which declares %d; a fox-jit bug (its op file and the "
+                       "kernel source disagree), please report it", what, a->n, fn.decl->name, n);
+    for (int i = 0; i < n; i++)
+        if (a->size[i] != d[i])
+            return fj_fail(FOXJIT_ERROR_COMPILE, "launch of %s: argument %d of kernel %s is "
+                           "%u bytes at the launch site and declared as %u; a fox-jit bug, "
+                           "please report it", what, i, fn.decl->name, (unsigned)a->size[i],
+                           (unsigned)d[i]);
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_launch(const foxjit_runtime *rt, fj_fn fn, unsigned gx, unsigned gy,
+                        unsigned gz, unsigned bx, unsigned smem, CUstream stream,
+                        const fj_args *args, const char *what)
+{
+    foxjit_status st = check_launch_args(fn, args, what);
+    if (st != FOXJIT_OK)
+        return st;
+    CUresult r = rt->cu->cuLaunchKernel(fn.f, gx, gy, gz, bx, 1, 1, smem, stream,
+                                        (void **)args->v, NULL);
     if (r != CUDA_SUCCESS) {
         char buf[200];
         return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u x %u, block %u, %u bytes "
@@ -45,11 +72,11 @@ foxjit_status fj_launch(const foxjit_runtime *rt, CUfunction f, unsigned gx, uns
     return FOXJIT_OK;
 }
 
-foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
-                                unsigned bx, unsigned cluster_y, CUstream stream, void **args,
-                                const char *what)
+foxjit_status fj_launch_cluster(const foxjit_runtime *rt, fj_fn fn, unsigned gx, unsigned gy,
+                                unsigned bx, unsigned cluster_y, CUstream stream,
+                                const fj_args *args, const char *what)
 {
-    return fj_launch_cluster_3d(rt, f, gx, gy, 1, bx, cluster_y, stream, args, what);
+    return fj_launch_cluster_3d(rt, fn, gx, gy, 1, bx, cluster_y, stream, args, what);
 }
 
 void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx, unsigned gy,
@@ -72,16 +99,19 @@ void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx
     cfg->numAttrs = 1;
 }
 
-foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, CUfunction f, unsigned gx,
+foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, fj_fn fn, unsigned gx,
                                    unsigned gy, unsigned gz, unsigned bx, unsigned cluster_y,
-                                   CUstream stream, void **args, const char *what)
+                                   CUstream stream, const fj_args *args, const char *what)
 {
     if (cluster_y <= 1)
-        return fj_launch(rt, f, gx, gy, gz, bx, 0, stream, args, what);
+        return fj_launch(rt, fn, gx, gy, gz, bx, 0, stream, args, what);
+    foxjit_status st = check_launch_args(fn, args, what);
+    if (st != FOXJIT_OK)
+        return st;
     CUlaunchAttribute attr;
     CUlaunchConfig cfg;
     fj_cluster_config(&cfg, &attr, gx, gy, gz, bx, cluster_y, stream);
-    CUresult r = rt->cu->cuLaunchKernelEx(&cfg, f, args, NULL);
+    CUresult r = rt->cu->cuLaunchKernelEx(&cfg, fn.f, (void **)args->v, NULL);
     if (r != CUDA_SUCCESS) {
         char buf[200];
         return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u x %u, block %u, cluster 1 x "

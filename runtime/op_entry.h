@@ -9,6 +9,7 @@
 #include <cuda.h>
 
 #include "foxjit/foxjit.h"
+#include "launch_args.h"
 #include "module_cache.h"
 #include "op.h"
 
@@ -16,16 +17,18 @@
  * belongs to it. Clears the thread's error message. */
 foxjit_status fj_enter(foxjit_runtime *rt, CUstream stream);
 
-/* cuLaunchKernel with a readable error. */
-foxjit_status fj_launch(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
-                        unsigned gz, unsigned bx, unsigned smem, CUstream stream, void **args,
-                        const char *what);
+/* cuLaunchKernel of a loaded kernel with a readable error. args (FJ_ARGS,
+ * launch_args.h) must match the kernel's declaration in count and sizes,
+ * else nothing is launched (FOXJIT_ERROR_COMPILE, naming the argument). */
+foxjit_status fj_launch(const foxjit_runtime *rt, fj_fn fn, unsigned gx, unsigned gy,
+                        unsigned gz, unsigned bx, unsigned smem, CUstream stream,
+                        const fj_args *args, const char *what);
 
 /* cuLaunchKernelEx with a thread-block cluster of (1, cluster_y, 1); plain
- * launch when cluster_y <= 1. */
-foxjit_status fj_launch_cluster(const foxjit_runtime *rt, CUfunction f, unsigned gx, unsigned gy,
-                                unsigned bx, unsigned cluster_y, CUstream stream, void **args,
-                                const char *what);
+ * launch when cluster_y <= 1. The same argument check. */
+foxjit_status fj_launch_cluster(const foxjit_runtime *rt, fj_fn fn, unsigned gx, unsigned gy,
+                                unsigned bx, unsigned cluster_y, CUstream stream,
+                                const fj_args *args, const char *what);
 
 /* Thread-block cluster sizes (sm_90+): every such GPU runs clusters of up
  * to 8 blocks; H100 and H200 also run 16 once a kernel opts in
@@ -39,9 +42,9 @@ void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx
                        unsigned gz, unsigned bx, unsigned cluster_y, CUstream stream);
 
 /* The same over a grid of gz layers (clusters never span layers). */
-foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, CUfunction f, unsigned gx,
+foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, fj_fn fn, unsigned gx,
                                    unsigned gy, unsigned gz, unsigned bx, unsigned cluster_y,
-                                   CUstream stream, void **args, const char *what);
+                                   CUstream stream, const fj_args *args, const char *what);
 
 /* Checks shared by the ops' argument validation. Each returns FOXJIT_OK or
  * records a message naming the op and the argument. */

@@ -74,9 +74,9 @@ FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
         return st;
     CUdeviceptr q = a->q, hs = a->hs, pooled = a->pooled;
     int t = a->t;
-    void *args[] = {&q, &hs, &pooled, &t};
+    FJ_ARGS(args, q, hs, pooled, t);
     return fj_launch(rt, k->fn[0], (unsigned)a->batch, 1, 1, BLOCK,
-                     (unsigned)((a->t + FJ_ATTN_SMEM_PAD) * sizeof(float)), stream, args,
+                     (unsigned)((a->t + FJ_ATTN_SMEM_PAD) * sizeof(float)), stream, &args,
                      op);
 }
 
@@ -104,9 +104,9 @@ FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,
         return st;
     CUdeviceptr q = a->q, hs = a->hs, dpooled = a->dpooled, dhs = a->dhs, dq = a->dq;
     int acc = a->dhs_accumulate ? 1 : 0, t = a->t, batch = a->batch;
-    void *args[] = {&q, &hs, &dpooled, &dhs, &acc, &dq, &t, &batch};
+    FJ_ARGS(args, q, hs, dpooled, dhs, acc, dq, t, batch);
     unsigned smem = (unsigned)((2 * a->t + FJ_ATTN_SMEM_PAD) * sizeof(float));
-    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, args, op);
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_attn_pool_prepare(foxjit_runtime *rt, int d)

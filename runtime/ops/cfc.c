@@ -143,10 +143,9 @@ FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc
         return st;
     CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, bias = a->bias, tau = a->tau, x = a->x,
                 h = a->h, dt = a->dt, u = a->u, h_out = a->h_out;
-    void *args[] = {&w_in, &w_rec, &bias, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
-                    &h_out, &s.h_out};
+    FJ_ARGS(args, w_in, w_rec, bias, tau, x, s.x, h, s.h, dt, s.dt, u, s.u, h_out, s.h_out);
     return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
-                     (unsigned)fwd_block(a->n_hid), 0, stream, args, op);
+                     (unsigned)fwd_block(a->n_hid), 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a,
@@ -163,11 +162,10 @@ FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cf
                 dw_rec = a->dw_rec, dbias = a->dbias, dtau = a->dtau;
     int dh_acc = a->dh_accumulate ? 1 : 0, dx_acc = a->dx_accumulate ? 1 : 0;
     /* The batch is the grid's x extent; the kernel takes no batch argument. */
-    void *args[] = {&w_in, &w_rec, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
-                    &dh_out, &s.dh_out, &dh, &s.dh, &dh_acc, &dx, &s.dx, &dx_acc,
-                    &dw_in, &dw_rec, &dbias, &dtau};
+    FJ_ARGS(args, w_in, w_rec, tau, x, s.x, h, s.h, dt, s.dt, u, s.u, dh_out, s.dh_out, dh, s.dh,
+            dh_acc, dx, s.dx, dx_acc, dw_in, dw_rec, dbias, dtau);
     return fj_launch(rt, k->fn[1], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
-                     BWD_BLOCK, 0, stream, args, op);
+                     BWD_BLOCK, 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_prepare(foxjit_runtime *rt, int n_in, int n_hid)

@@ -204,9 +204,9 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_forward(foxjit_runtime *rt, const foxjit
     CUdeviceptr w_in = a->w_in, w_rec = a->w_rec, bias = a->bias, tau = a->tau, x = a->x,
                 dt = a->dt, h_init = a->h_init, h = a->h, u = a->u;
     int batch = a->batch, k = a->k, rows = rows_per_block(rt, a->batch, sh.rmax);
-    void *args[] = {&w_in, &w_rec, &bias, &tau, &x, &dt, &h_init, &h, &u, &batch, &k, &rows};
+    FJ_ARGS(args, w_in, w_rec, bias, tau, x, dt, h_init, h, u, batch, k, rows);
     return fj_launch(rt, kn->fn[K_FORWARD], (unsigned)cdiv(batch, rows), 1, 1,
-                     (unsigned)sh.threads, 0, stream, args, op);
+                     (unsigned)sh.threads, 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_seq_backward(foxjit_runtime *rt,
@@ -263,10 +263,10 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_backward(foxjit_runtime *rt,
     int dh_init_acc = a->dh_init_accumulate ? 1 : 0, dx_acc = a->dx_accumulate ? 1 : 0;
     int grad_acc = a->grad_accumulate ? 1 : 0;
     {
-        void *args[] = {&w_rec, &tau, &dt, &h_init, &h, &u, &dh, &dh_init, &dh_init_acc,
-                        &dpre, &part, &tickets, &l.tiles, &batch, &k, &rows};
+        FJ_ARGS(args, w_rec, tau, dt, h_init, h, u, dh, dh_init, dh_init_acc, dpre, part, tickets,
+                l.tiles, batch, k, rows);
         if ((st = fj_launch(rt, kn->fn[K_BACKWARD_REC], (unsigned)cdiv(batch, rows), 1, 1,
-                            (unsigned)sh.threads, 0, stream, args, op)))
+                            (unsigned)sh.threads, 0, stream, &args, op)))
             return st;
     }
     /* Tiles over the chunks, then the dbias / dtau sums, then dx tiles. */
@@ -274,10 +274,10 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_backward(foxjit_runtime *rt,
     long long blocks = (long long)l.chunks * l.tiles + cdiv(2 * a->n_hid, SUM_COLS);
     if (dx)
         blocks += (m + GEMM_TILE - 1) / GEMM_TILE * cdiv(a->n_in, GEMM_TILE);
-    void *args[] = {&w_in, &x, &h_init, &h, &dpre, &part, &gpart, &tickets, &dw_in, &dw_rec,
-                    &dbias, &dtau, &grad_acc, &dx, &dx_acc, &batch, &k, &l.chunk, &l.chunks};
+    FJ_ARGS(args, w_in, x, h_init, h, dpre, part, gpart, tickets, dw_in, dw_rec, dbias, dtau,
+            grad_acc, dx, dx_acc, batch, k, l.chunk, l.chunks);
     return fj_launch(rt, kn->fn[K_BACKWARD_GRADS], (unsigned)blocks, 1, 1, GEMM_THREADS, 0,
-                     stream, args, op);
+                     stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_seq_prepare(foxjit_runtime *rt, int n_in, int n_hid)

@@ -222,7 +222,7 @@ static foxjit_status settle_split_limit(foxjit_runtime *rt, CUstream stream, int
         CUlaunchConfig cfg;
         fj_cluster_config(&cfg, &attr, 1, limit, 1, ref.block, limit, NULL);
         int clusters = 0;
-        CUresult r = rt->cu->cuOccupancyMaxActiveClusters(&clusters, k->fn[0], &cfg);
+        CUresult r = rt->cu->cuOccupancyMaxActiveClusters(&clusters, k->fn[0].f, &cfg);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_CLUSTER_SIZE &&
             r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE) {
             char buf[200];
@@ -254,15 +254,16 @@ foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols
     return fj_module_get(rt, &plan->variant, stream, check_capture, k);
 }
 
-foxjit_status fj_colsum_launch(const foxjit_runtime *rt, const fj_colsum_plan *p, CUfunction f,
+foxjit_status fj_colsum_launch(const foxjit_runtime *rt, const fj_colsum_plan *p, fj_fn f,
                                CUdeviceptr x, int64_t rows, int64_t cols, CUdeviceptr out,
                                int accumulate, CUstream stream, const char *what)
 {
     long long r = rows, c = cols;
     int acc = accumulate ? 1 : 0;
-    void *rows_args[] = {&x, &r, &out, &acc}, *tiles_args[] = {&x, &r, &c, &out, &acc};
+    FJ_ARGS(rows_args, x, r, out, acc);
+    FJ_ARGS(tiles_args, x, r, c, out, acc);
     return fj_launch_cluster(rt, f, p->grid_x, p->split, p->block, p->split, stream,
-                             p->rows_mode ? rows_args : tiles_args, what);
+                             p->rows_mode ? &rows_args : &tiles_args, what);
 }
 
 static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols)

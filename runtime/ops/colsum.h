@@ -39,7 +39,7 @@ unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt);
 
 /* Launches a planned call with its kernel f (the argument lists of the rows
  * and tiles kernels). */
-foxjit_status fj_colsum_launch(const foxjit_runtime *rt, const fj_colsum_plan *p, CUfunction f,
+foxjit_status fj_colsum_launch(const foxjit_runtime *rt, const fj_colsum_plan *p, fj_fn f,
                                CUdeviceptr x, int64_t rows, int64_t cols, CUdeviceptr out,
                                int accumulate, CUstream stream, const char *what);
 

@@ -195,9 +195,9 @@ FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_h
         return st;
     head_ptrs p = params_of(a);
     CUdeviceptr x = a->x, logits = a->logits;
-    void *args[] = {&p, &x, &xs, &xss, &logits, &ls, &lss};
+    FJ_ARGS(args, p, x, xs, xss, logits, ls, lss);
     return fj_launch(rt, k->fn[K_FORWARD], (unsigned)a->batch, (unsigned)a->h, (unsigned)steps,
-                     block_for(a->d, a->e), 0, stream, args, op);
+                     block_for(a->d, a->e), 0, stream, &args, op);
 }
 
 foxjit_status fj_heads_check_backward(const char *op, const foxjit_runtime *rt,
@@ -252,22 +252,20 @@ FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_
     if (steps > 1 && a->work) {
         /* Every (row, step, head) at once, then the sums over the steps. */
         CUdeviceptr work = a->work;
-        void *rows_args[] = {&p, &x, &xs, &xss, &dlogits, &dls, &dlss, &dx, &dxs, &dxss,
-                             &dx_acc, &work};
-        void *sum_args[] = {&g, &x, &xs, &xss, &work, &steps};
+        FJ_ARGS(rows_args, p, x, xs, xss, dlogits, dls, dlss, dx, dxs, dxss, dx_acc, work);
+        FJ_ARGS(sum_args, g, x, xs, xss, work, steps);
         if ((st = fj_launch_cluster_3d(rt, k->fn[K_ROWS], (unsigned)a->batch,
                                        cluster ? (unsigned)a->h : 1, (unsigned)steps, block,
-                                       cluster ? (unsigned)a->h : 1, stream, rows_args, op)))
+                                       cluster ? (unsigned)a->h : 1, stream, &rows_args, op)))
             return st;
         return fj_launch(rt, k->fn[K_SUM], (unsigned)a->batch, (unsigned)a->h, 1, block, 0, stream,
-                         sum_args, op);
+                         &sum_args, op);
     }
-    void *args[] = {&p, &g, &x, &xs, &xss, &dlogits, &dls, &dlss, &dx, &dxs, &dxss, &dx_acc,
-                    &steps};
+    FJ_ARGS(args, p, g, x, xs, xss, dlogits, dls, dlss, dx, dxs, dxss, dx_acc, steps);
     if (cluster)
         return fj_launch_cluster(rt, k->fn[K_BACKWARD], (unsigned)a->batch, (unsigned)a->h, block,
-                                 (unsigned)a->h, stream, args, op);
-    return fj_launch(rt, k->fn[K_BACKWARD], (unsigned)a->batch, 1, 1, block, 0, stream, args, op);
+                                 (unsigned)a->h, stream, &args, op);
+    return fj_launch(rt, k->fn[K_BACKWARD], (unsigned)a->batch, 1, 1, block, 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_prepare(foxjit_runtime *rt, int d, int e, int h)

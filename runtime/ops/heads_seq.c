@@ -265,9 +265,9 @@ FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
     plan pl = plan_of(a->batch, a->steps, a->d, a->e, a->h);
     CUdeviceptr x = a->x, logits = a->logits;
     int steps = a->steps, rows = pl.rows;
-    void *args[] = {&p, &x, &xs, &xss, &logits, &ls, &lss, &steps, &rows};
+    FJ_ARGS(args, p, x, xs, xss, logits, ls, lss, steps, rows);
     return fj_launch(rt, k->fn[K_FORWARD], (unsigned)pl.tiles, (unsigned)a->h, 1, NT, 0, stream,
-                     args, op);
+                     &args, op);
 }
 
 /* The device-side hs_work. */
@@ -326,16 +326,15 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
     int steps = a->steps, rows = pl.rows, tiles = pl.tiles, chunks = pl.chunks,
         chunk_rows = pl.chunk_rows;
     int dx_acc = a->dx_accumulate ? 1 : 0, grad_acc = a->grad_accumulate ? 1 : 0;
-    void *rows_args[] = {&p, &x, &xs, &xss, &z, &zs, &zss, &steps, &rows, &w};
+    FJ_ARGS(rows_args, p, x, xs, xss, z, zs, zss, steps, rows, w);
     if ((st = fj_launch(rt, k->fn[K_ROWS], (unsigned)pl.tiles, (unsigned)a->h, 1, NT, 0, stream,
-                        rows_args, op)))
+                        &rows_args, op)))
         return st;
     long long blocks = pl.nv + (long long)pl.ng * pl.chunks +
                        (a->dx ? (long long)cdiv(pl.rows, GT) * pl.xn : 0);
-    void *grads_args[] = {&p,  &g,    &x,     &xs,    &xss,   &z,     &zs,         &zss,
-                          &dx, &dxs,  &dxss,  &dx_acc, &grad_acc, &steps, &rows, &tiles,
-                          &chunks, &chunk_rows, &w};
-    return fj_launch(rt, k->fn[K_GRADS], (unsigned)blocks, 1, 1, NT, 0, stream, grads_args, op);
+    FJ_ARGS(grads_args, p, g, x, xs, xss, z, zs, zss, dx, dxs, dxss, dx_acc, grad_acc, steps, rows,
+            tiles, chunks, chunk_rows, w);
+    return fj_launch(rt, k->fn[K_GRADS], (unsigned)blocks, 1, 1, NT, 0, stream, &grads_args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h)

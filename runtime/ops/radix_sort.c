@@ -87,16 +87,16 @@ int fj_ranges_overlap(CUdeviceptr a, size_t an, CUdeviceptr b, size_t bn)
     return a < b + bn && b < a + an;
 }
 
-foxjit_status fj_radix_launch_reduce(const foxjit_runtime *rt, CUfunction f,
+foxjit_status fj_radix_launch_reduce(const foxjit_runtime *rt, fj_fn f,
                                      const fj_radix_layout *l, CUdeviceptr base,
                                      CUstream stream)
 {
     CUdeviceptr partial = base + l->partial, totals = base + l->totals;
     unsigned blocks = l->hist_blocks;
     int passes = l->passes;
-    void *args[] = {&partial, &blocks, &passes, &totals};
+    FJ_ARGS(args, partial, blocks, passes, totals);
     return fj_launch(rt, f, FJ_RADIX_DIGITS / 32, (unsigned)passes, 1, FJ_RADIX_REDUCE_BLOCK, 0,
-                     stream, args, "radix_reduce");
+                     stream, &args, "radix_reduce");
 }
 
 static foxjit_status check_shape(const char *op, int64_t n, int begin_bit, int end_bit)
@@ -241,10 +241,10 @@ foxjit_status fj_radix_sort_pairs_tuned(foxjit_runtime *rt, const fj_radix_tunin
     unsigned long long lookback_words = l.lookback_words;
     int passes = l.passes;
     {
-        void *args[] = {&keys_in, &un, &passes, &begin_bit, &end_bit, &partial, &lookback,
-                        &lookback_words, &counters};
+        FJ_ARGS(args, keys_in, un, passes, begin_bit, end_bit, partial, lookback, lookback_words,
+                counters);
         if ((st = fj_launch(rt, k->fn[K_HIST], l.hist_blocks, 1, 1, FJ_RADIX_HIST_BLOCK, 0, stream,
-                            args, "radix_hist")) != FOXJIT_OK)
+                            &args, "radix_hist")) != FOXJIT_OK)
             return st;
     }
     if ((st = fj_radix_launch_reduce(rt, k->fn[K_REDUCE], &l, base, stream)) != FOXJIT_OK)
@@ -258,10 +258,10 @@ foxjit_status fj_radix_sort_pairs_tuned(foxjit_runtime *rt, const fj_radix_tunin
         CUdeviceptr dst_k = to_out ? keys_out : base + l.keys[0];
         CUdeviceptr dst_v = to_out ? values_out : base + l.values[0];
         unsigned pass = p;
-        void *args[] = {&src_k, &src_v, &dst_k, &dst_v, &un, &pass, &begin_bit, &end_bit,
-                        &totals, &counters, &lookback};
+        FJ_ARGS(args, src_k, src_v, dst_k, dst_v, un, pass, begin_bit, end_bit, totals, counters,
+                lookback);
         if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, (unsigned)t->block, 0, stream,
-                            args, "radix_pass")) != FOXJIT_OK)
+                            &args, "radix_pass")) != FOXJIT_OK)
             return st;
         src_k = dst_k;
         src_v = dst_v;

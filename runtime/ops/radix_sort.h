@@ -74,7 +74,7 @@ CUdeviceptr fj_radix_base(CUdeviceptr workspace);
 int fj_ranges_overlap(CUdeviceptr a, size_t an, CUdeviceptr b, size_t bn);
 
 /* Launches radix_reduce (function f) over the partial histograms. */
-foxjit_status fj_radix_launch_reduce(const foxjit_runtime *rt, CUfunction f,
+foxjit_status fj_radix_launch_reduce(const foxjit_runtime *rt, fj_fn f,
                                      const fj_radix_layout *l, CUdeviceptr base,
                                      CUstream stream);
 

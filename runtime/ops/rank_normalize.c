@@ -157,18 +157,18 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
     int descending = ties == FOXJIT_TIES_MAX;
     int begin_bit = 0, end_bit = FJ_RANK_KEY_BITS;
     {
-        void *args[] = {&rewards, &un, &std_ema, &mean_ema, &descending, &partial, &lookback,
-                        &lookback_words, &counters};
+        FJ_ARGS(args, rewards, un, std_ema, mean_ema, descending, partial, lookback,
+                lookback_words, counters);
         if ((st = fj_launch(rt, k->fn[K_HIST], l.hist_blocks, 1, 1, FJ_RADIX_HIST_BLOCK, 0, stream,
-                            args, "rank_hist")) != FOXJIT_OK)
+                            &args, "rank_hist")) != FOXJIT_OK)
             return st;
     }
     if ((st = fj_radix_launch_reduce(rt, k->fn[K_REDUCE], &l, base, stream)) != FOXJIT_OK)
         return st;
     {
-        void *args[] = {&rewards, &std_ema, &mean_ema, &descending, &un, &k0, &v0, &totals,
-                        &counters, &lookback};
-        if ((st = fj_launch(rt, k->fn[K_FIRST], l.tiles, 1, 1, block, 0, stream, args,
+        FJ_ARGS(args, rewards, std_ema, mean_ema, descending, un, k0, v0, totals, counters,
+                lookback);
+        if ((st = fj_launch(rt, k->fn[K_FIRST], l.tiles, 1, 1, block, 0, stream, &args,
                             "rank_first")) != FOXJIT_OK)
             return st;
     }
@@ -176,28 +176,26 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
     for (unsigned pass = 1; pass <= 2; pass++) {
         CUdeviceptr sk = pass == 1 ? k0 : k1, sv = pass == 1 ? v0 : v1;
         CUdeviceptr dk = pass == 1 ? k1 : k0, dv = pass == 1 ? v1 : v0;
-        void *args[] = {&sk, &sv, &dk, &dv, &un, &pass, &begin_bit, &end_bit, &totals,
-                        &counters, &lookback};
-        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, block, 0, stream, args,
+        FJ_ARGS(args, sk, sv, dk, dv, un, pass, begin_bit, end_bit, totals, counters, lookback);
+        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, block, 0, stream, &args,
                             "radix_pass")) != FOXJIT_OK)
             return st;
     }
     unsigned last = FJ_RANK_PASSES - 1;
     if (ties == FOXJIT_TIES_ORDINAL) {
-        void *args[] = {&k0, &v0, &out, &un, &last, &totals, &counters, &lookback};
+        FJ_ARGS(args, k0, v0, out, un, last, totals, counters, lookback);
         return fj_launch(rt, k->fn[K_LAST_ORDINAL], l.tiles, 1, 1, block, 0, stream,
-                         args, "rank_last_ordinal");
+                         &args, "rank_last_ordinal");
     }
     {
-        void *args[] = {&k0, &v0, &k1, &v1, &un, &last, &begin_bit, &end_bit, &totals,
-                        &counters, &lookback};
-        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, block, 0, stream, args,
+        FJ_ARGS(args, k0, v0, k1, v1, un, last, begin_bit, end_bit, totals, counters, lookback);
+        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, block, 0, stream, &args,
                             "radix_pass")) != FOXJIT_OK)
             return st;
     }
-    void *args[] = {&k1, &v1, &out, &un};
+    FJ_ARGS(args, k1, v1, out, un);
     unsigned grid = (unsigned)((n + FJ_RANK_FINAL_TILE - 1) / FJ_RANK_FINAL_TILE);
-    return fj_launch(rt, k->fn[K_MAX_FINAL], grid, 1, 1, FJ_RANK_FINAL_BLOCK, 0, stream, args,
+    return fj_launch(rt, k->fn[K_MAX_FINAL], grid, 1, 1, FJ_RANK_FINAL_BLOCK, 0, stream, &args,
                      "rank_max_final");
 }
 

@@ -88,9 +88,9 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr 
         return st;
     long long nn = n;
     int acc = loss_accumulate ? 1 : 0;
-    void *args[] = {&z, &y, &nn, &loss, &acc, &dz};
+    FJ_ARGS(args, z, y, nn, loss, acc, dz);
     unsigned blocks = fj_bce_blocks(n, rt->cc);
-    return fj_launch_cluster(rt, k->fn[K_BCE], 1, blocks, BCE_BLOCK, blocks, stream, args, op);
+    return fj_launch_cluster(rt, k->fn[K_BCE], 1, blocks, BCE_BLOCK, blocks, stream, &args, op);
 }
 
 /* A hyperparameter in [lo, hi) (hi_open) or [lo, hi]; NaN fails. */
@@ -147,12 +147,12 @@ FOXJIT_API foxjit_status foxjit_adamw(foxjit_runtime *rt, const foxjit_adamw_arg
     CUdeviceptr p = a->param, g = a->grad, m = a->m, v = a->v, step = a->step;
     long long n = a->n;
     float lr = a->lr, b1 = a->beta1, b2 = a->beta2, eps = a->eps, wd = a->weight_decay;
-    void *args[] = {&p, &g, &m, &v, &step, &n, &lr, &b1, &b2, &eps, &wd};
+    FJ_ARGS(args, p, g, m, v, step, n, lr, b1, b2, eps, wd);
     int64_t blocks = (a->n + ADAM_BLOCK - 1) / ADAM_BLOCK;
     int64_t cap = (int64_t)(rt->sm_count > 0 ? rt->sm_count : 1) * ADAM_BLOCKS_PER_SM;
     if (blocks > cap)
         blocks = cap;
-    return fj_launch(rt, k->fn[K_ADAMW], (unsigned)blocks, 1, 1, ADAM_BLOCK, 0, stream, args,
+    return fj_launch(rt, k->fn[K_ADAMW], (unsigned)blocks, 1, 1, ADAM_BLOCK, 0, stream, &args,
                      op);
 }
 
@@ -165,8 +165,8 @@ FOXJIT_API foxjit_status foxjit_increment_step(foxjit_runtime *rt, CUdeviceptr s
     if ((st = begin(op, rt)) || (st = fj_check_ptr(op, "step", step)) ||
         (st = load(rt, op, stream, &k)))
         return st;
-    void *args[] = {&step};
-    return fj_launch(rt, k->fn[K_INCREMENT], 1, 1, 1, 32, 0, stream, args, op);
+    FJ_ARGS(args, step);
+    return fj_launch(rt, k->fn[K_INCREMENT], 1, 1, 1, 32, 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_training_prepare(foxjit_runtime *rt)

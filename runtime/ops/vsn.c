@@ -99,9 +99,9 @@ FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn
         return st;
     CUdeviceptr w = a->w, bias = a->bias, x = a->x, y = a->y;
     int t = a->t;
-    void *args[] = {&w, &bias, &x, &y, &t};
+    FJ_ARGS(args, w, bias, x, y, t);
     return fj_launch(rt, k->fn[0], (unsigned)((a->t + FWD_ROWS - 1) / FWD_ROWS),
-                     (unsigned)a->batch, 1, BLOCK, 0, stream, args, op);
+                     (unsigned)a->batch, 1, BLOCK, 0, stream, &args, op);
 }
 
 foxjit_status fj_vsn_check_backward(const char *op, const foxjit_runtime *rt,
@@ -129,9 +129,9 @@ FOXJIT_API foxjit_status foxjit_vsn_backward(foxjit_runtime *rt, const foxjit_vs
                 dbias = a->dbias;
     int dx_acc = a->dx_accumulate ? 1 : 0, t = a->t;
     /* The batch is the grid's y extent; the kernel takes no batch argument. */
-    void *args[] = {&w, &bias, &x, &dy, &dx, &dx_acc, &dw, &dbias, &t};
+    FJ_ARGS(args, w, bias, x, dy, dx, dx_acc, dw, dbias, t);
     return fj_launch(rt, k->fn[1], (unsigned)fj_vsn_bwd_blocks(a->f), (unsigned)a->batch, 1,
-                     BLOCK, 0, stream, args, op);
+                     BLOCK, 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_prepare(foxjit_runtime *rt, int f)

@@ -188,14 +188,13 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_backward(foxjit_runtime *rt,
                 gp = a->work + pl.off_gp;
     int dx_acc = a->dx_accumulate ? 1 : 0, grad_acc = a->grad_accumulate ? 1 : 0;
     int n_tickets = pl.ng, rows = (int)pl.rows, chunk_rows = pl.chunk_rows, chunks = pl.chunks;
-    void *rows_args[] = {&w, &bias, &x, &dy, &dx, &dx_acc, &dl, &tickets, &n_tickets, &rows};
+    FJ_ARGS(rows_args, w, bias, x, dy, dx, dx_acc, dl, tickets, n_tickets, rows);
     if ((st = fj_launch(rt, k->fn[K_ROWS], (unsigned)pl.row_blocks, 1, 1, NT, 0, stream,
-                        rows_args, op)))
+                        &rows_args, op)))
         return st;
-    void *grads_args[] = {&x, &dl, &gp, &tickets, &dw, &dbias, &grad_acc, &rows, &chunk_rows,
-                          &chunks};
+    FJ_ARGS(grads_args, x, dl, gp, tickets, dw, dbias, grad_acc, rows, chunk_rows, chunks);
     return fj_launch(rt, k->fn[K_GRADS], (unsigned)(pl.ng * pl.chunks), 1, 1, NT, 0, stream,
-                     grads_args, op);
+                     &grads_args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_seq_prepare(foxjit_runtime *rt, int f)

@@ -42,7 +42,7 @@ static void test_default_manifest_loads_checked(void **state)
             const fj_kernel *kern = &v[i].program->kernels[j];
             int params = 0;
             size_t off, size;
-            while (gh.cu->cuFuncGetParamInfo(k->fn[j], (size_t)params, &off, &size) ==
+            while (gh.cu->cuFuncGetParamInfo(k->fn[j].f, (size_t)params, &off, &size) ==
                    CUDA_SUCCESS) {
                 assert_int_equal(size, kern->args[params]);
                 params++;

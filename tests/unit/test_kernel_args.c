@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernel_args.h"
+#include "op_entry.h"
 #include "ptx_params.h"
 
 static const char ptx[] =
@@ -70,12 +71,37 @@ static void test_mismatch_names_kernel_and_argument(void **state)
                            "5 arguments are declared but the kernel takes 2 parameters"));
 }
 
+/* A launch site out of step with its kernel's declaration is refused before
+ * the driver is called (rt is never touched, so NULL here). */
+static void test_launch_site_out_of_step(void **state)
+{
+    (void)state;
+    fj_fn fn = {NULL, &prog.kernels[0]};  /* heads_forward: 80, 8, 8, 4, 4 bytes */
+    struct { CUdeviceptr p[10]; } params = {{0}};
+    CUdeviceptr x = 0;
+    long long stride = 0;
+    float f = 0;
+    int i = 0;
+    FJ_ARGS(extra, params, x, stride, f, i, i);
+    assert_int_equal(fj_launch(NULL, fn, 1, 1, 1, 32, 0, NULL, &extra, "heads_forward"),
+                     FOXJIT_ERROR_COMPILE);
+    assert_non_null(strstr(foxjit_last_error(), "the host passes 6 arguments to kernel "
+                           "heads_forward, which declares 5"));
+    int narrow = 0;
+    FJ_ARGS(wrong_size, params, x, narrow, f, i);
+    assert_int_equal(fj_launch_cluster(NULL, fn, 1, 2, 32, 2, NULL, &wrong_size, "heads_forward"),
+                     FOXJIT_ERROR_COMPILE);
+    assert_non_null(strstr(foxjit_last_error(), "argument 2 of kernel heads_forward is 4 bytes "
+                           "at the launch site and declared as 8"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ptx_entries),
         cmocka_unit_test(test_matching_declaration_passes),
         cmocka_unit_test(test_mismatch_names_kernel_and_argument),
+        cmocka_unit_test(test_launch_site_out_of_step),
     };
     return cmocka_run_group_tests_name("kernel_args", tests, NULL, NULL);
 }

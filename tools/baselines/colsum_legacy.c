@@ -30,9 +30,9 @@ foxjit_status fj_colsum_legacy_serial(foxjit_runtime *rt, CUdeviceptr x, int64_t
         return st;
     long long r = rows, c = cols;
     int acc = accumulate ? 1 : 0;
-    void *args[] = {&x, &r, &c, &out, &acc};
+    FJ_ARGS(args, x, r, c, out, acc);
     return fj_launch(rt, k->fn[0], (unsigned)ceil_div(cols, FJ_LEGACY_BLOCK), 1, 1,
-                     FJ_LEGACY_BLOCK, 0, stream, args, "colsum_serial");
+                     FJ_LEGACY_BLOCK, 0, stream, &args, "colsum_serial");
 }
 
 size_t fj_colsum_two_phase_workspace(int64_t rows, int64_t cols)
@@ -51,10 +51,10 @@ foxjit_status fj_colsum_legacy_two_phase(foxjit_runtime *rt, CUdeviceptr x, int6
     long long r = rows, c = cols, chunks = ceil_div(rows, LEGACY_CHUNK);
     int acc = accumulate ? 1 : 0;
     unsigned gx = (unsigned)ceil_div(cols, FJ_LEGACY_BLOCK);
-    void *a1[] = {&x, &r, &c, &workspace};
-    if ((st = fj_launch(rt, k->fn[1], gx, (unsigned)chunks, 1, FJ_LEGACY_BLOCK, 0, stream, a1,
+    FJ_ARGS(a1, x, r, c, workspace);
+    if ((st = fj_launch(rt, k->fn[1], gx, (unsigned)chunks, 1, FJ_LEGACY_BLOCK, 0, stream, &a1,
                         "colsum_p1")) != FOXJIT_OK)
         return st;
-    void *a2[] = {&workspace, &chunks, &c, &out, &acc};
-    return fj_launch(rt, k->fn[2], gx, 1, 1, FJ_LEGACY_BLOCK, 0, stream, a2, "colsum_p2");
+    FJ_ARGS(a2, workspace, chunks, c, out, acc);
+    return fj_launch(rt, k->fn[2], gx, 1, 1, FJ_LEGACY_BLOCK, 0, stream, &a2, "colsum_p2");
 }

@@ -67,10 +67,9 @@ foxjit_status fj_cfc_backward_legacy(foxjit_runtime *rt, const foxjit_cfc_args *
                 u = a->u, dh_out = a->dh_out, dh = a->dh, dx = a->dx, dw_in = a->dw_in,
                 dw_rec = a->dw_rec, dbias = a->dbias, dtau = a->dtau;
     int dh_acc = a->dh_accumulate ? 1 : 0, dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
-    void *args[] = {&w_in, &w_rec, &tau, &x, &s.x, &h, &s.h, &dt, &s.dt, &u, &s.u,
-                    &dh_out, &s.dh_out, &dh, &s.dh, &dh_acc, &dx, &s.dx, &dx_acc,
-                    &dw_in, &dw_rec, &dbias, &dtau, &batch};
-    return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, 0, stream, args, op);
+    FJ_ARGS(args, w_in, w_rec, tau, x, s.x, h, s.h, dt, s.dt, u, s.u, dh_out, s.dh_out, dh, s.dh,
+            dh_acc, dx, s.dx, dx_acc, dw_in, dw_rec, dbias, dtau, batch);
+    return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, 0, stream, &args, op);
 }
 
 foxjit_status fj_heads_backward_legacy(foxjit_runtime *rt, const foxjit_heads_args *a,
@@ -97,8 +96,8 @@ foxjit_status fj_heads_backward_legacy(foxjit_runtime *rt, const foxjit_heads_ar
                                         a->dw_main, a->db_main, a->dw_skip, a->db_skip}};
     CUdeviceptr x = a->x, dlogits = a->dlogits, dx = a->dx;
     int dx_acc = a->dx_accumulate ? 1 : 0, batch = a->batch;
-    void *args[] = {&p, &g, &x, &s.x, &dlogits, &s.dlogits, &dx, &s.dx, &dx_acc, &batch};
-    return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, 0, stream, args, op);
+    FJ_ARGS(args, p, g, x, s.x, dlogits, s.dlogits, dx, s.dx, dx_acc, batch);
+    return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, 0, stream, &args, op);
 }
 
 foxjit_status fj_vsn_backward_legacy(foxjit_runtime *rt, const foxjit_vsn_args *a,
@@ -116,8 +115,8 @@ foxjit_status fj_vsn_backward_legacy(foxjit_runtime *rt, const foxjit_vsn_args *
     CUdeviceptr w = a->w, bias = a->bias, x = a->x, dy = a->dy, dx = a->dx, dw = a->dw,
                 dbias = a->dbias;
     int dx_acc = a->dx_accumulate ? 1 : 0, t = a->t, batch = a->batch;
-    void *args[] = {&w, &bias, &x, &dy, &dx, &dx_acc, &dw, &dbias, &t, &batch};
-    return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, 0, stream, args, op);
+    FJ_ARGS(args, w, bias, x, dy, dx, dx_acc, dw, dbias, t, batch);
+    return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, 0, stream, &args, op);
 }
 
 foxjit_status fj_attn_pool_backward_legacy(foxjit_runtime *rt, const foxjit_attn_pool_args *a,
@@ -134,9 +133,9 @@ foxjit_status fj_attn_pool_backward_legacy(foxjit_runtime *rt, const foxjit_attn
         return st;
     CUdeviceptr q = a->q, hs = a->hs, dpooled = a->dpooled, dhs = a->dhs, dq = a->dq;
     int acc = a->dhs_accumulate ? 1 : 0, t = a->t, batch = a->batch;
-    void *args[] = {&q, &hs, &dpooled, &dhs, &acc, &dq, &t, &batch};
+    FJ_ARGS(args, q, hs, dpooled, dhs, acc, dq, t, batch);
     unsigned smem = (unsigned)((2 * a->t + FJ_ATTN_SMEM_PAD) * sizeof(float));
-    return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, smem, stream, args, op);
+    return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, smem, stream, &args, op);
 }
 
 foxjit_status fj_perception_legacy_prepare(foxjit_runtime *rt, int n_in, int n_hid, int d, int e,

@@ -22,11 +22,11 @@ foxjit_status fj_rank_legacy(foxjit_runtime *rt, CUdeviceptr rewards, int64_t n,
         return st;
     long long ln = n;
     unsigned grid = (unsigned)((n + FJ_LEGACY_BLOCK - 1) / FJ_LEGACY_BLOCK);
-    void *a1[] = {&rewards, &ln, &std_ema, &mean_ema, &abs_scratch};
-    if ((st = fj_launch(rt, k->fn[0], grid, 1, 1, FJ_LEGACY_BLOCK, 0, stream, a1,
+    FJ_ARGS(a1, rewards, ln, std_ema, mean_ema, abs_scratch);
+    if ((st = fj_launch(rt, k->fn[0], grid, 1, 1, FJ_LEGACY_BLOCK, 0, stream, &a1,
                         "rank_legacy_abs")) != FOXJIT_OK)
         return st;
-    void *a2[] = {&rewards, &abs_scratch, &ln, &std_ema, &mean_ema, &out};
-    return fj_launch(rt, k->fn[1], grid, 1, 1, FJ_LEGACY_BLOCK, 0, stream, a2,
+    FJ_ARGS(a2, rewards, abs_scratch, ln, std_ema, mean_ema, out);
+    return fj_launch(rt, k->fn[1], grid, 1, 1, FJ_LEGACY_BLOCK, 0, stream, &a2,
                      "rank_legacy_quadratic");
 }
