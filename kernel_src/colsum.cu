@@ -10,7 +10,8 @@
 // clusters of one.
 //
 // Two programs share this file:
-//   colsum_rows  (ROWS_MODE=1): cols = COLS <= 64 and a block reads whole
+//   colsum_rows  (ROWS_MODE=1): cols = COLS, few (the host picks this mode
+//                up to ROWS_MODE_MAX_COLS, runtime/ops/colsum.c), and a block reads whole
 //                rows, i.e. one contiguous range of memory, VEC floats per
 //                load, perfectly coalesced for any COLS.
 //   colsum_tiles (ROWS_MODE=0): a block owns LANES * VEC adjacent columns;
@@ -115,7 +116,7 @@ FJ_DEVICE void fj_cluster_finish(const float *part, float *gather, float *out, i
 }
 
 #if ROWS_MODE
-// ---- whole rows, COLS <= 64 ------------------------------------------------
+// ---- whole rows, few columns (COLS) -----------------------------------------
 // S threads are active, S a multiple of COLS / gcd(COLS, VEC), so that a
 // pass of S vectors covers whole rows (RP of them) and thread t always sees
 // the same columns: (VEC * t + j) % COLS.

@@ -104,4 +104,8 @@ foxjit_status fj_perc_distinct_all(const char *op, const fj_perc_named *outs, in
  * out of range (for the variant functions), else 0. */
 int fj_perc_dim_why(const char *name, int v, int max, char *why, size_t why_len);
 
+/* The perception ops' programs (their kernels and declared arguments). */
+extern const fj_program fj_program_cfc, fj_program_heads, fj_program_vsn, fj_program_attn_pool,
+    fj_program_cfc_seq, fj_program_heads_seq, fj_program_vsn_seq;
+
 #endif

@@ -95,4 +95,7 @@ foxjit_status fj_radix_sort_pairs_tuned(foxjit_runtime *rt, const fj_radix_tunin
                                         int begin_bit, int end_bit, CUdeviceptr workspace,
                                         size_t workspace_bytes, CUstream stream);
 
+/* The sort's program. */
+extern const fj_program fj_program_radix_sort;
+
 #endif

@@ -33,4 +33,7 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
                                       CUdeviceptr workspace, size_t workspace_bytes,
                                       CUstream stream);
 
+/* Rank normalization's program. */
+extern const fj_program fj_program_rank_normalize;
+
 #endif

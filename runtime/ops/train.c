@@ -14,8 +14,6 @@ enum { K_BCE = 0, K_ADAMW, K_INCREMENT };
  * cluster barrier; the trainer's per-step logits at B = 32 (10240) stay
  * in one plain block. */
 #define BCE_PER_BLOCK 16384
-/* Portable cluster size limit of sm_90+. */
-#define BCE_MAX_CLUSTER 8
 /* AdamW grid cap in blocks per SM: enough to hide latency, and a grid
  * stride loop covers the rest. */
 #define ADAM_BLOCKS_PER_SM 8
@@ -39,7 +37,7 @@ unsigned fj_bce_blocks(int64_t n, int cc)
     if (cc < 90 || n <= BCE_PER_BLOCK)
         return 1;
     int64_t want = (n + BCE_PER_BLOCK - 1) / BCE_PER_BLOCK;
-    return want > BCE_MAX_CLUSTER ? BCE_MAX_CLUSTER : (unsigned)want;
+    return want > FJ_PORTABLE_CLUSTER ? FJ_PORTABLE_CLUSTER : (unsigned)want;
 }
 
 /* The training-step kernels (BCE, AdamW, step counter): one variant. */

@@ -19,4 +19,7 @@ extern const fj_variant fj_train_variant;
  * cluster of that many blocks (1 below sm_90, or for small n). */
 unsigned fj_bce_blocks(int64_t n, int cc);
 
+/* The training-step kernels' program. */
+extern const fj_program fj_program_train;
+
 #endif

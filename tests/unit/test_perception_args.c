@@ -12,7 +12,6 @@
 #include "manifest.h"
 #include "baselines.h"
 #include "ops/perception.h"
-extern const fj_program fj_program_cfc;
 
 /* Never dereferenced: every call below fails argument checks first. */
 static foxjit_runtime *const fake_rt = (foxjit_runtime *)(uintptr_t)0x1000;

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "ops/train.h"
-extern const fj_program fj_program_train;
 
 /* Never dereferenced: every call below fails argument checks first. */
 static foxjit_runtime *const fake_rt = (foxjit_runtime *)(uintptr_t)0x1000;
