@@ -460,6 +460,10 @@ struct __align__(16) hs_rows_smem {
 // correction step gives the exact b.
 FJ_DEVICE long long hs_off(int rho, int steps, long long stride, long long step_stride)
 {
+    // Rows laid out back to back ([batch, steps, width] dense, the trainer's
+    // states): the offset is rho rows, without the division.
+    if (stride == (long long)steps * step_stride)
+        return (long long)rho * step_stride;
     int b = (int)((float)rho * (1.0f / (float)steps));
     int s = rho - b * steps;
     if (s < 0)
