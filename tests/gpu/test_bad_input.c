@@ -1,8 +1,9 @@
 /* gpu suite: every public op refuses bad input with its documented status
  * and a message, and launches nothing.
  *
- * For each op (column sums, radix sort, rank normalization, the perception
- * forwards and backwards, BCE, AdamW, the step counter) and its prepare and
+ * For each op of the op list (runtime/ops/op_list.h: column sums, radix
+ * sort, rank normalization, the perception forwards and backwards, the
+ * whole-sequence ops, BCE, AdamW, the step counter) and its prepare and
  * workspace-size calls: sizes 0, negative and past the limit, NULL and
  * misaligned pointers, outputs that alias inputs, workspaces too small,
  * unsupported dims, bad enum and hyperparameter values. Every refused call
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "ops/op_list.h"
 
 /* The runtime and stream that the calls below use (the capture test swaps
  * in a fresh runtime). */
@@ -32,7 +34,7 @@ static long refused_calls;
 
 /* ---- buffers ------------------------------------------------------------- */
 
-#define MAX_BUFFERS 96
+#define MAX_BUFFERS 192
 static CUdeviceptr buffers[MAX_BUFFERS];
 static int buffer_count;
 
@@ -811,7 +813,346 @@ static void increment_refusals(void)
     REFUSED(INVALID, foxjit_increment_step(RT, aw.step + 2, S));
 }
 
-static const op_case ops[] = {
+/* CfC over a whole sequence. The parameter gradients are added to
+ * (grad_accumulate), dx and dh_init overwritten. */
+enum { CQ_B = 2, CQ_K = 3, CQ_IN = 8, CQ_HID = 16 };
+static foxjit_cfc_seq_args cq;
+
+static void cfc_seq_setup(void)
+{
+    if (!cq.w_in) {
+        cq.batch = CQ_B, cq.k = CQ_K, cq.n_in = CQ_IN, cq.n_hid = CQ_HID;
+        GH_CHECK(foxjit_cfc_seq_workspace_size(gh.rt, CQ_B, CQ_K, CQ_IN, CQ_HID,
+                                               &cq.work_bytes));
+        cq.w_in = input(CQ_HID * CQ_IN);
+        cq.w_rec = input(CQ_HID * CQ_HID);
+        cq.bias = input(CQ_HID);
+        cq.tau = input(CQ_HID);
+        cq.x = input(CQ_B * CQ_K * CQ_IN);
+        cq.dt = input(CQ_B * CQ_K);
+        cq.h_init = input(CQ_B * CQ_HID);
+        cq.h = buffer(CQ_B * CQ_K * CQ_HID, NAN_BITS);
+        cq.u = buffer(CQ_B * CQ_K * CQ_HID, NAN_BITS);
+        cq.dh = input(CQ_B * CQ_K * CQ_HID);
+        cq.dx = buffer(CQ_B * CQ_K * CQ_IN, NAN_BITS);
+        cq.dh_init = buffer(CQ_B * CQ_HID, NAN_BITS);
+        cq.dw_in = buffer(CQ_HID * CQ_IN, SENTINEL_BITS);
+        cq.dw_rec = buffer(CQ_HID * CQ_HID, SENTINEL_BITS);
+        cq.dbias = buffer(CQ_HID, SENTINEL_BITS);
+        cq.dtau = buffer(CQ_HID, SENTINEL_BITS);
+        cq.grad_accumulate = 1;
+        cq.work = buffer((cq.work_bytes + 3) / 4, 0);
+    }
+}
+
+static void cfc_seq_forward_setup(void)
+{
+    cfc_seq_setup();
+    watch_buffer("h", cq.h, CQ_B * CQ_K * CQ_HID, NAN_BITS);
+    watch_buffer("u", cq.u, CQ_B * CQ_K * CQ_HID, NAN_BITS);
+}
+
+static void cfc_seq_backward_setup(void)
+{
+    cfc_seq_setup();
+    watch_buffer("dx", cq.dx, CQ_B * CQ_K * CQ_IN, NAN_BITS);
+    watch_buffer("dh_init", cq.dh_init, CQ_B * CQ_HID, NAN_BITS);
+    watch_buffer("dw_in", cq.dw_in, CQ_HID * CQ_IN, SENTINEL_BITS);
+    watch_buffer("dw_rec", cq.dw_rec, CQ_HID * CQ_HID, SENTINEL_BITS);
+    watch_buffer("dbias", cq.dbias, CQ_HID, SENTINEL_BITS);
+    watch_buffer("dtau", cq.dtau, CQ_HID, SENTINEL_BITS);
+}
+
+static foxjit_status cfc_seq_forward_valid(void) { return foxjit_cfc_seq_forward(RT, &cq, S); }
+static foxjit_status cfc_seq_backward_valid(void) { return foxjit_cfc_seq_backward(RT, &cq, S); }
+static foxjit_status cfc_seq_prepare(void) { return foxjit_cfc_seq_prepare(RT, CQ_IN, CQ_HID); }
+
+static void cfc_seq_forward_refusals(void)
+{
+    foxjit_cfc_seq_args a;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_cfc_seq_forward(NULL, &cq, S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, NULL, S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, batch, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, batch, -4), S));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_forward(RT, WITH(cq, batch, 1025), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, k, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_forward(RT, WITH(cq, k, 4097), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, n_in, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_forward(RT, WITH(cq, n_in, 257), S));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_forward(RT, WITH(cq, n_hid, 257), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, w_in, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, w_rec, cq.w_rec + 2), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, bias, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, tau, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, x, cq.x + 1), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, dt, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, h_init, cq.h_init + 2), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, h, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, u, cq.u + 1), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, h, cq.x), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, h, cq.h_init), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, u, cq.w_rec), S));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(RT, WITH(cq, u, cq.h), S));
+    REFUSED(INVALID, foxjit_cfc_seq_workspace_size(NULL, CQ_B, CQ_K, CQ_IN, CQ_HID, &bytes));
+    REFUSED(INVALID, foxjit_cfc_seq_workspace_size(RT, CQ_B, CQ_K, CQ_IN, CQ_HID, NULL));
+    REFUSED(INVALID, foxjit_cfc_seq_workspace_size(RT, 0, CQ_K, CQ_IN, CQ_HID, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_workspace_size(RT, CQ_B, 5000, CQ_IN, CQ_HID, &bytes));
+    REFUSED(INVALID, foxjit_cfc_seq_prepare(NULL, CQ_IN, CQ_HID));
+    REFUSED(INVALID, foxjit_cfc_seq_prepare(RT, 0, CQ_HID));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_prepare(RT, CQ_IN, 300));
+}
+
+static void cfc_seq_backward_refusals(void)
+{
+    foxjit_cfc_seq_args a;
+    REFUSED(INVALID, foxjit_cfc_seq_backward(NULL, &cq, S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, NULL, S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, batch, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, k, -1), S));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_backward(RT, WITH(cq, n_hid, 1000), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, w_in, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, tau, cq.tau + 2), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, h, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, u, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dh, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dx, cq.dx + 1), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dh_init, cq.dh_init + 2), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dw_in, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dw_rec, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dbias, cq.dbias + 1), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dtau, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dx, cq.x), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dh_init, cq.h_init), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dtau, cq.tau), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, dw_rec, cq.dw_in), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, work, cq.dh), S));
+    REFUSED(TOO_SMALL, foxjit_cfc_seq_backward(RT, WITH(cq, work, 0), S));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(RT, WITH(cq, work, cq.work + 4), S));
+    REFUSED(TOO_SMALL, foxjit_cfc_seq_backward(RT, WITH(cq, work_bytes, cq.work_bytes - 1), S));
+    REFUSED(TOO_SMALL, foxjit_cfc_seq_backward(RT, WITH(cq, work_bytes, 0), S));
+}
+
+/* GRN heads over batch x steps rows (dense: every stride 0). */
+enum { HQ_B = 2, HQ_S = 3, HQ_D = 8, HQ_E = 8, HQ_H = 2 };
+static foxjit_heads_seq_args hq;
+
+static void heads_seq_setup(void)
+{
+    if (!hq.w1) {
+        hq.batch = HQ_B, hq.steps = HQ_S, hq.d = HQ_D, hq.e = HQ_E, hq.h = HQ_H;
+        GH_CHECK(foxjit_heads_seq_workspace_size(gh.rt, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H,
+                                                 &hq.work_bytes));
+        hq.w1 = input(HQ_H * HQ_E * HQ_D);
+        hq.b1 = input(HQ_H * HQ_E);
+        hq.w2 = input(HQ_H * HQ_E * HQ_E);
+        hq.b2 = input(HQ_H * HQ_E);
+        hq.w_gate = input(HQ_H * HQ_E);
+        hq.b_gate = input(HQ_H);
+        hq.w_main = input(HQ_H * HQ_E);
+        hq.b_main = input(HQ_H);
+        hq.w_skip = input(HQ_H * HQ_D);
+        hq.b_skip = input(HQ_H);
+        hq.x = input(HQ_B * HQ_S * HQ_D);
+        hq.logits = buffer(HQ_B * HQ_S * HQ_H, NAN_BITS);
+        hq.dlogits = input(HQ_B * HQ_S * HQ_H);
+        hq.dx = buffer(HQ_B * HQ_S * HQ_D, NAN_BITS);
+        hq.dw1 = buffer(HQ_H * HQ_E * HQ_D, SENTINEL_BITS);
+        hq.db1 = buffer(HQ_H * HQ_E, SENTINEL_BITS);
+        hq.dw2 = buffer(HQ_H * HQ_E * HQ_E, SENTINEL_BITS);
+        hq.db2 = buffer(HQ_H * HQ_E, SENTINEL_BITS);
+        hq.dw_gate = buffer(HQ_H * HQ_E, SENTINEL_BITS);
+        hq.db_gate = buffer(HQ_H, SENTINEL_BITS);
+        hq.dw_main = buffer(HQ_H * HQ_E, SENTINEL_BITS);
+        hq.db_main = buffer(HQ_H, SENTINEL_BITS);
+        hq.dw_skip = buffer(HQ_H * HQ_D, SENTINEL_BITS);
+        hq.db_skip = buffer(HQ_H, SENTINEL_BITS);
+        hq.grad_accumulate = 1;
+        hq.work = buffer((hq.work_bytes + 3) / 4, 0);
+    }
+}
+
+static void heads_seq_forward_setup(void)
+{
+    heads_seq_setup();
+    watch_buffer("logits", hq.logits, HQ_B * HQ_S * HQ_H, NAN_BITS);
+}
+
+static void heads_seq_backward_setup(void)
+{
+    heads_seq_setup();
+    watch_buffer("dx", hq.dx, HQ_B * HQ_S * HQ_D, NAN_BITS);
+    watch_buffer("dw1", hq.dw1, HQ_H * HQ_E * HQ_D, SENTINEL_BITS);
+    watch_buffer("db1", hq.db1, HQ_H * HQ_E, SENTINEL_BITS);
+    watch_buffer("dw2", hq.dw2, HQ_H * HQ_E * HQ_E, SENTINEL_BITS);
+    watch_buffer("db2", hq.db2, HQ_H * HQ_E, SENTINEL_BITS);
+    watch_buffer("dw_gate", hq.dw_gate, HQ_H * HQ_E, SENTINEL_BITS);
+    watch_buffer("db_gate", hq.db_gate, HQ_H, SENTINEL_BITS);
+    watch_buffer("dw_main", hq.dw_main, HQ_H * HQ_E, SENTINEL_BITS);
+    watch_buffer("db_main", hq.db_main, HQ_H, SENTINEL_BITS);
+    watch_buffer("dw_skip", hq.dw_skip, HQ_H * HQ_D, SENTINEL_BITS);
+    watch_buffer("db_skip", hq.db_skip, HQ_H, SENTINEL_BITS);
+}
+
+static foxjit_status heads_seq_forward_valid(void)
+{
+    return foxjit_heads_seq_forward(RT, &hq, S);
+}
+static foxjit_status heads_seq_backward_valid(void)
+{
+    return foxjit_heads_seq_backward(RT, &hq, S);
+}
+static foxjit_status heads_seq_prepare(void)
+{
+    return foxjit_heads_seq_prepare(RT, HQ_D, HQ_E, HQ_H);
+}
+
+static void heads_seq_forward_refusals(void)
+{
+    foxjit_heads_seq_args a;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_heads_seq_forward(NULL, &hq, S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, NULL, S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, batch, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(RT, WITH(hq, batch, 5000), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, steps, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(RT, WITH(hq, steps, 4097), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, d, -8), S));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(RT, WITH(hq, d, 257), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, e, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(RT, WITH(hq, e, 257), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, h, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(RT, WITH(hq, h, 9), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, w1, 0), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, w_gate, 0), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, b_skip, hq.b_skip + 2), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, x, 0), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, x, hq.x + 1), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, x_stride, -1), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, x_stride, HQ_D - 1), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, x_step_stride, -1), S));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(RT, WITH(hq, x_stride, (1ll << 40) + 1), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, logits, 0), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, logits, hq.logits + 2), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, logits_stride, 1), S));
+    /* Row stride H with the dense step stride H: every step of a batch row
+     * lands on the next batch row's floats. */
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, logits_stride, HQ_H), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, logits, hq.x), S));
+    REFUSED(INVALID, foxjit_heads_seq_forward(RT, WITH(hq, logits, hq.b1), S));
+    REFUSED(INVALID, foxjit_heads_seq_workspace_size(NULL, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H,
+                                                     &bytes));
+    REFUSED(INVALID, foxjit_heads_seq_workspace_size(RT, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H, NULL));
+    REFUSED(INVALID, foxjit_heads_seq_workspace_size(RT, HQ_B, 0, HQ_D, HQ_E, HQ_H, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_workspace_size(RT, HQ_B, HQ_S, HQ_D, 300, HQ_H,
+                                                         &bytes));
+    REFUSED(INVALID, foxjit_heads_seq_prepare(NULL, HQ_D, HQ_E, HQ_H));
+    REFUSED(INVALID, foxjit_heads_seq_prepare(RT, 0, HQ_E, HQ_H));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_prepare(RT, HQ_D, HQ_E, 9));
+}
+
+static void heads_seq_backward_refusals(void)
+{
+    foxjit_heads_seq_args a;
+    REFUSED(INVALID, foxjit_heads_seq_backward(NULL, &hq, S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, NULL, S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, batch, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_backward(RT, WITH(hq, e, 512), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dlogits, 0), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dlogits, hq.dlogits + 1), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dlogits_stride, -2), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dlogits_step_stride, 1), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dx, hq.dx + 2), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dx_stride, 5), S));
+    /* dx rows of one step overlapping the next batch row (see the forward). */
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dx_stride, HQ_D), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dw1, 0), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, db_skip, 0), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dw_gate, hq.dw_gate + 1), S));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward(RT, WITH(hq, work, 0), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, work, hq.work + 4), S));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward(RT, WITH(hq, work_bytes, hq.work_bytes - 1),
+                                                 S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dx, hq.x), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dx, hq.dlogits), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, dw1, hq.w1), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, db2, hq.db1), S));
+    REFUSED(INVALID, foxjit_heads_seq_backward(RT, WITH(hq, work, hq.x), S));
+}
+
+/* Variable selection backward over all rows (its forward is foxjit_vsn_forward). */
+enum { VQ_B = 2, VQ_T = 3, VQ_F = 8 };
+static foxjit_vsn_seq_args vq;
+
+static void vsn_seq_setup(void)
+{
+    if (!vq.w) {
+        vq.batch = VQ_B, vq.t = VQ_T, vq.f = VQ_F;
+        GH_CHECK(foxjit_vsn_seq_workspace_size(gh.rt, VQ_B, VQ_T, VQ_F, &vq.work_bytes));
+        vq.w = input(VQ_F * VQ_F);
+        vq.bias = input(VQ_F);
+        vq.x = input(VQ_B * VQ_T * VQ_F);
+        vq.dy = input(VQ_B * VQ_T * VQ_F);
+        vq.dx = buffer(VQ_B * VQ_T * VQ_F, NAN_BITS);
+        vq.dw = buffer(VQ_F * VQ_F, SENTINEL_BITS);
+        vq.dbias = buffer(VQ_F, SENTINEL_BITS);
+        vq.grad_accumulate = 1;
+        vq.work = buffer((vq.work_bytes + 3) / 4, 0);
+    }
+    watch_buffer("dx", vq.dx, VQ_B * VQ_T * VQ_F, NAN_BITS);
+    watch_buffer("dw", vq.dw, VQ_F * VQ_F, SENTINEL_BITS);
+    watch_buffer("dbias", vq.dbias, VQ_F, SENTINEL_BITS);
+}
+
+static foxjit_status vsn_seq_backward_valid(void) { return foxjit_vsn_seq_backward(RT, &vq, S); }
+static foxjit_status vsn_seq_prepare(void) { return foxjit_vsn_seq_prepare(RT, VQ_F); }
+
+static void vsn_seq_backward_refusals(void)
+{
+    foxjit_vsn_seq_args a;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_vsn_seq_backward(NULL, &vq, S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, NULL, S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, batch, -1), S));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_backward(RT, WITH(vq, batch, 1025), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, t, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_backward(RT, WITH(vq, t, 4097), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, f, 0), S));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_backward(RT, WITH(vq, f, 257), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, w, 0), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, bias, vq.bias + 1), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, x, 0), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, dy, vq.dy + 2), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, dx, vq.dx + 1), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, dw, 0), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, dbias, 0), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, dx, vq.dy), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, dx, vq.x), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, dw, vq.w), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, dbias, vq.dw), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, work, vq.x), S));
+    REFUSED(TOO_SMALL, foxjit_vsn_seq_backward(RT, WITH(vq, work, 0), S));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(RT, WITH(vq, work, vq.work + 4), S));
+    REFUSED(TOO_SMALL, foxjit_vsn_seq_backward(RT, WITH(vq, work_bytes, vq.work_bytes - 1), S));
+    REFUSED(TOO_SMALL, foxjit_vsn_seq_backward(RT, WITH(vq, work_bytes, 0), S));
+    REFUSED(INVALID, foxjit_vsn_seq_workspace_size(NULL, VQ_B, VQ_T, VQ_F, &bytes));
+    REFUSED(INVALID, foxjit_vsn_seq_workspace_size(RT, VQ_B, VQ_T, VQ_F, NULL));
+    REFUSED(INVALID, foxjit_vsn_seq_workspace_size(RT, VQ_B, 0, VQ_F, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_workspace_size(RT, VQ_B, VQ_T, 300, &bytes));
+    REFUSED(INVALID, foxjit_vsn_seq_prepare(NULL, VQ_F));
+    REFUSED(INVALID, foxjit_vsn_seq_prepare(RT, 0));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_prepare(RT, 257));
+}
+
+/* ---- the table, from the op list ------------------------------------------
+ * Each op of runtime/ops/op_list.h has its cases here as cases_<op>: the
+ * table below is FJ_OPS expanded, so an op added to the list without them
+ * does not compile ("'cases_<op>' undeclared"), and test_every_entry_has_a_case
+ * fails, naming the entry, when an op's line names an entry point (other
+ * than its prepare and workspace sizes, which the cases call) that none of
+ * its cases makes. */
+
+static const op_case cases_colsum[] = {
     {"foxjit_column_sum", colsum_setup, colsum_valid, colsum_prepare, colsum_refusals},
     {"foxjit_bias_grad_reduce", colsum_setup, bias_grad_valid, colsum_prepare,
      bias_grad_refusals},
@@ -819,31 +1160,98 @@ static const op_case ops[] = {
      curiosity_refusals},
     {"foxjit_reduce_axis0", colsum_setup, reduce_axis0_valid, colsum_prepare,
      reduce_axis0_refusals},
+};
+static const op_case cases_radix_sort[] = {
     {"foxjit_radix_sort_pairs", radix_setup, radix_valid, radix_prepare, radix_refusals},
+};
+static const op_case cases_rank_normalize[] = {
     {"foxjit_rank_normalize", rank_setup, rank_valid, rank_prepare, rank_refusals},
     {"foxjit_rank_normalize (ordinal)", rank_setup, rank_ordinal_valid, rank_prepare, NULL},
+};
+static const op_case cases_cfc[] = {
     {"foxjit_cfc_forward", cfc_forward_setup, cfc_forward_valid, cfc_prepare,
      cfc_forward_refusals},
     {"foxjit_cfc_backward", cfc_backward_setup, cfc_backward_valid, cfc_prepare,
      cfc_backward_refusals},
+};
+static const op_case cases_heads[] = {
     {"foxjit_heads_forward", heads_forward_setup, heads_forward_valid, heads_prepare,
      heads_forward_refusals},
     {"foxjit_heads_backward", heads_backward_setup, heads_backward_valid, heads_prepare,
      heads_backward_refusals},
+};
+static const op_case cases_vsn[] = {
     {"foxjit_vsn_forward", vsn_forward_setup, vsn_forward_valid, vsn_prepare,
      vsn_forward_refusals},
     {"foxjit_vsn_backward", vsn_backward_setup, vsn_backward_valid, vsn_prepare,
      vsn_backward_refusals},
+};
+static const op_case cases_attn_pool[] = {
     {"foxjit_attn_pool_forward", attn_forward_setup, attn_forward_valid, attn_prepare,
      attn_forward_refusals},
     {"foxjit_attn_pool_backward", attn_backward_setup, attn_backward_valid, attn_prepare,
      attn_backward_refusals},
+};
+static const op_case cases_train[] = {
     {"foxjit_bce_with_logits", bce_setup, bce_valid, training_prepare, bce_refusals},
     {"foxjit_adamw", adamw_setup, adamw_valid, training_prepare, adamw_refusals},
     {"foxjit_increment_step", adamw_setup, increment_valid, training_prepare,
      increment_refusals},
 };
-#define OP_COUNT (sizeof ops / sizeof ops[0])
+static const op_case cases_cfc_seq[] = {
+    {"foxjit_cfc_seq_forward", cfc_seq_forward_setup, cfc_seq_forward_valid, cfc_seq_prepare,
+     cfc_seq_forward_refusals},
+    {"foxjit_cfc_seq_backward", cfc_seq_backward_setup, cfc_seq_backward_valid,
+     cfc_seq_prepare, cfc_seq_backward_refusals},
+};
+static const op_case cases_heads_seq[] = {
+    {"foxjit_heads_seq_forward", heads_seq_forward_setup, heads_seq_forward_valid,
+     heads_seq_prepare, heads_seq_forward_refusals},
+    {"foxjit_heads_seq_backward", heads_seq_backward_setup, heads_seq_backward_valid,
+     heads_seq_prepare, heads_seq_backward_refusals},
+};
+static const op_case cases_vsn_seq[] = {
+    {"foxjit_vsn_seq_backward", vsn_seq_setup, vsn_seq_backward_valid, vsn_seq_prepare,
+     vsn_seq_backward_refusals},
+};
+
+/* An op of the list: its cases and the entry points its line names. */
+typedef struct op_entry {
+    const char *op;
+    const op_case *cases;
+    size_t count;
+    const char *const *entries;  /* "foxjit_<name>" each, NULL-terminated */
+} op_entry;
+
+#define FJ_API(name) "foxjit_" #name,
+#define OP_ENTRIES(op, entries) static const char *const entries_##op[] = {entries NULL};
+FJ_OPS(OP_ENTRIES)
+#undef OP_ENTRIES
+#define OP_ROW(op, entries) \
+    {#op, cases_##op, sizeof cases_##op / sizeof cases_##op[0], entries_##op},
+static const op_entry op_table[] = {FJ_OPS(OP_ROW)};
+#undef OP_ROW
+#undef FJ_API
+#define OP_TABLE_COUNT (sizeof op_table / sizeof op_table[0])
+
+/* Every case of every op, in list order (filled by main). */
+#define MAX_CASES 64
+static const op_case *ops[MAX_CASES];
+static size_t OP_COUNT;
+
+static void collect_cases(void)
+{
+    OP_COUNT = 0;
+    for (size_t i = 0; i < OP_TABLE_COUNT; i++)
+        for (size_t j = 0; j < op_table[i].count; j++) {
+            if (OP_COUNT == MAX_CASES) {
+                fprintf(stderr, "gpu/bad_input: more than %d cases; raise MAX_CASES in "
+                        "tests/gpu/test_bad_input.c\n", MAX_CASES);
+                exit(1);
+            }
+            ops[OP_COUNT++] = &op_table[i].cases[j];
+        }
+}
 
 /* Sets up the op's buffers, checks its valid call works, poisons its
  * outputs. */
@@ -868,12 +1276,12 @@ static void test_bad_arguments(void **state)
     (void)state;
     long before = refused_calls;
     for (size_t i = 0; i < OP_COUNT; i++) {
-        if (!ops[i].refusals)
+        if (!ops[i]->refusals)
             continue;
-        printf("%s:\n", ops[i].name);
-        start_op(&ops[i]);
-        ops[i].refusals();
-        check_watched(ops[i].name);
+        printf("%s:\n", ops[i]->name);
+        start_op(ops[i]);
+        ops[i]->refusals();
+        check_watched(ops[i]->name);
     }
     printf("bad input: %ld refused calls, each with its documented status and a message; "
            "outputs untouched, 0 launches captured\n", refused_calls - before);
@@ -913,7 +1321,7 @@ static void test_wrong_context(void **state)
     GH_CU(gh.cu->cuCtxSetCurrent(gh.ctx));
     long before = refused_calls;
     for (size_t i = 0; i < OP_COUNT; i++) {
-        const op_case *op = &ops[i];
+        const op_case *op = ops[i];
         start_op(op);
         foxjit_status st;
         /* Another context current. */
@@ -957,7 +1365,7 @@ static void test_capture_before_prepare(void **state)
     (void)state;
     long before = refused_calls;
     for (size_t i = 0; i < OP_COUNT; i++) {
-        const op_case *op = &ops[i];
+        const op_case *op = ops[i];
         start_op(op);
         foxjit_runtime_params p;
         foxjit_runtime_default_params(&p);
@@ -1004,8 +1412,40 @@ static void test_report(void **state)
     printf("FOXJIT-COUNT bad_input_refusals %ld\n", refused_calls);
 }
 
+/* Each entry point an op's list line names has a case of that op named
+ * after it, or is a prepare or a workspace size (which the cases call).
+ * Checked before the GPU is looked for, so a machine without one catches a
+ * missing case too. Returns the number of entries without a case. */
+static int entries_without_case(void)
+{
+    int missing = 0;
+    for (size_t i = 0; i < OP_TABLE_COUNT; i++)
+        for (const char *const *e = op_table[i].entries; *e; e++) {
+            size_t len = strlen(*e);
+            static const char *const helpers[] = {"_prepare", "_workspace_size"};
+            int helper = 0;
+            for (int h = 0; h < 2; h++) {
+                size_t hl = strlen(helpers[h]);
+                helper |= len > hl && !strcmp(*e + len - hl, helpers[h]);
+            }
+            int found = helper;
+            for (size_t j = 0; j < op_table[i].count && !found; j++)
+                found = !strcmp(op_table[i].cases[j].name, *e);
+            if (!found) {
+                fprintf(stderr, "gpu/bad_input: op %s: entry point %s has no bad-input case; "
+                        "add one named \"%s\" to cases_%s in tests/gpu/test_bad_input.c\n",
+                        op_table[i].op, *e, *e, op_table[i].op);
+                missing++;
+            }
+        }
+    return missing;
+}
+
 int main(void)
 {
+    collect_cases();
+    if (entries_without_case())
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_runtime_calls),

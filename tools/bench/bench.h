@@ -81,18 +81,43 @@ CUdeviceptr bench_alloc(bench_ctx *b, size_t bytes);
 void bench_free(bench_ctx *b, CUdeviceptr p);
 void bench_fill_random(bench_ctx *b, CUdeviceptr p, size_t n_floats, unsigned seed);
 
-/* Bench groups: each file defines `int bench_<name>(bench_ctx *b)`. */
-#define BENCH_GROUPS(X) \
-    X(jit, "JIT cost: runtime creation to all column-sum kernels loaded from a warm cache") \
-    X(colsum, "column sums (bias_grad_reduce, reduce_axis0) vs serial, two-phase and copy") \
-    X(launch, "host cost of one call: raw cuLaunchKernel vs the fox-jit op, and the driver calls it makes") \
-    X(colsum_sweep, "developer sweep of column-sum block sizes and cluster splits (not in all)") \
-    X(rank, "reward rank normalization and its radix sort vs the CUB pipeline, cub SortPairs, the quadratic kernel and copy") \
-    X(rank_sweep, "developer sweep of onesweep tile shapes for the sort and the rank op (not in all)") \
-    X(kloop, "perception K-loop training step: legacy vs block-per-batch eager vs CUDA graph, B = 32, 128, 512")
+/* ---- bench groups ----------------------------------------------------------
+ * A group is a name `fox-jit bench GROUP` selects, a line of --help, and
+ * the function that prints its rows. Groups named "*sweep*" run only when
+ * asked for by name (developer sweeps, not in "all"). */
+typedef struct bench_group {
+    const char *name;
+    const char *help;
+    int (*run)(bench_ctx *b);
+} bench_group;
 
-#define BENCH_DECLARE(name, help) int bench_##name(bench_ctx *b);
-BENCH_GROUPS(BENCH_DECLARE)
+/* An op's group: tools/bench/bench_<op>.c, for an op of the op list
+ * (runtime/ops/op_list.h), defines
+ *     const bench_group bench_group_<op> = {"name", "help", run};
+ * Meson builds every such file that exists and lists those ops, in op list
+ * order, in the generated bench_ops.h as BENCH_OPS (BENCH_OP(op) each), so a
+ * new op's bench is its one file. The group's name may differ from the op's
+ * (rank_normalize's group is "rank"). */
+#include "bench_ops.h"
+#define BENCH_OP_DECLARE(op) extern const bench_group bench_group_##op;
+BENCH_OPS(BENCH_OP_DECLARE)
+#undef BENCH_OP_DECLARE
+
+/* The groups that are no op's, with where each goes among the op groups:
+ * `after` is the op whose group it follows, or BENCH_FIRST / BENCH_LAST
+ * (before or after every op group). The order, which --help and "all"
+ * follow: jit, colsum, launch, colsum_sweep, rank, rank_sweep, ..., kloop. */
+#define BENCH_FIRST "(first)"
+#define BENCH_LAST "(last)"
+#define BENCH_OTHER_GROUPS(X) \
+    X(jit, BENCH_FIRST, "JIT cost: runtime creation to all column-sum kernels loaded from a warm cache") \
+    X(launch, "colsum", "host cost of one call: raw cuLaunchKernel vs the fox-jit op, and the driver calls it makes") \
+    X(colsum_sweep, "colsum", "developer sweep of column-sum block sizes and cluster splits (not in all)") \
+    X(rank_sweep, "rank_normalize", "developer sweep of onesweep tile shapes for the sort and the rank op (not in all)") \
+    X(kloop, BENCH_LAST, "perception K-loop training step: legacy vs block-per-batch eager vs CUDA graph, B = 32, 128, 512")
+
+#define BENCH_DECLARE(name, after, help) int bench_##name(bench_ctx *b);
+BENCH_OTHER_GROUPS(BENCH_DECLARE)
 #undef BENCH_DECLARE
 
 #endif

@@ -80,7 +80,7 @@ static int bench_shape(bench_ctx *b, int64_t rows, int64_t cols, int overwrite, 
     return ok ? 0 : 1;
 }
 
-int bench_colsum(bench_ctx *b)
+static int bench_colsum(bench_ctx *b)
 {
     static const int64_t dqn_dims[] = {3, 42, 128, 256};
     static const int64_t batches[] = {32, 128, 512};
@@ -97,3 +97,9 @@ int bench_colsum(bench_ctx *b)
     }
     return failed;
 }
+
+const bench_group bench_group_colsum = {
+    "colsum",
+    "column sums (bias_grad_reduce, reduce_axis0) vs serial, two-phase and copy",
+    bench_colsum,
+};

@@ -4,14 +4,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "toolkit.h"
 
 typedef struct cli_command {
     const char *name;
     const char *summary;
-    const char *usage;   /* full --help text */
+    const char *usage;   /* full --help text, or NULL: print_usage writes it */
     int (*run)(int argc, char **argv);
+    void (*print_usage)(FILE *f);
 } cli_command;
 
 int cmd_warm(int argc, char **argv);
@@ -24,7 +26,9 @@ int cmd_bench(int argc, char **argv);
 int cmd_jit_probe(int argc, char **argv);
 
 extern const char warm_usage[], info_usage[], list_usage[], verify_usage[], clear_usage[],
-    prune_usage[], bench_usage[];
+    prune_usage[];
+/* bench's --help lists the groups, which are known at run time (bench.h). */
+void bench_print_usage(FILE *f);
 
 /* 1 if argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);

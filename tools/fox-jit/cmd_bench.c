@@ -9,33 +9,99 @@
 #include "cli.h"
 #include "toolkit.h"
 
-const char bench_usage[] =
-    "usage: fox-jit bench [GROUP...] [--json FILE] [--samples N] [--quick] [--cache-dir DIR]\n\n"
-    "Times fox-jit's kernels on GPU 0 with CUDA events: warm-up, then the median of N samples\n"
-    "(default 51), each a batch of back-to-back calls over rotating input buffers larger than\n"
-    "L2 together. Each row shows microseconds per call, GB/s, the time relative to a\n"
-    "device-to-device copy of the same input bytes measured in the same run (the bandwidth\n"
-    "roofline), and the speed-up over the baselines. Groups (default: all):\n"
-#define BENCH_HELP(name, help) "  " #name ": " help "\n"
-    BENCH_GROUPS(BENCH_HELP)
-#undef BENCH_HELP
-    "\n  --json FILE   also write the rows as JSON\n"
-    "  --samples N   timed samples per figure (median reported)\n"
-    "  --quick       fewer samples and shapes (smoke test)\n"
-    "  --target ARCH plan and compile as for an older arch, e.g. compute_89 (sets\n"
-    "                FOXJIT_TARGET, a testing aid); rows say \"sm_89 plan on <GPU>\"\n";
+/* The groups in their order: BENCH_FIRST ones, each op group (op list
+ * order) followed by the groups placed after that op, then BENCH_LAST ones.
+ * Built once, at the first call of bench_groups(). */
+typedef struct other_group {
+    const char *after;
+    bench_group g;
+} other_group;
 
-typedef struct group {
-    const char *name;
-    int (*run)(bench_ctx *);
-} group;
-
-static const group groups[] = {
-#define BENCH_ENTRY(name, help) {#name, bench_##name},
-    BENCH_GROUPS(BENCH_ENTRY)
-#undef BENCH_ENTRY
+static const other_group others[] = {
+#define BENCH_OTHER(name, after, help) {after, {#name, help, bench_##name}},
+    BENCH_OTHER_GROUPS(BENCH_OTHER)
+#undef BENCH_OTHER
 };
-static const size_t n_groups = sizeof groups / sizeof groups[0];
+#define N_OTHERS (sizeof others / sizeof others[0])
+
+typedef struct op_group {
+    const char *op;
+    const bench_group *g;
+} op_group;
+
+/* A trailing empty row keeps the array nonempty when no op has a bench. */
+static const op_group op_groups[] = {
+#define BENCH_OP_ROW(op) {#op, &bench_group_##op},
+    BENCH_OPS(BENCH_OP_ROW)
+#undef BENCH_OP_ROW
+    {NULL, NULL},
+};
+
+#define MAX_GROUPS 64
+static const bench_group *groups[MAX_GROUPS];
+static size_t n_groups;
+
+static void add_after(const char *after)
+{
+    for (size_t i = 0; i < N_OTHERS; i++)
+        if (!strcmp(others[i].after, after) && n_groups < MAX_GROUPS)
+            groups[n_groups++] = &others[i].g;
+}
+
+/* 0, or -1 after saying which group has no place (its `after` op has no
+ * bench group) or that there are more groups than MAX_GROUPS. */
+static int bench_groups(void)
+{
+    if (n_groups)
+        return 0;
+    add_after(BENCH_FIRST);
+    size_t n_ops = 0;
+    for (const op_group *o = op_groups; o->op; o++, n_ops++) {
+        if (n_groups < MAX_GROUPS)
+            groups[n_groups++] = o->g;
+        add_after(o->op);
+    }
+    add_after(BENCH_LAST);
+    if (n_groups == N_OTHERS + n_ops)
+        return 0;
+    for (size_t i = 0; i < N_OTHERS; i++) {
+        int placed = 0;
+        for (size_t g = 0; g < n_groups; g++)
+            placed |= groups[g] == &others[i].g;
+        if (!placed)
+            fprintf(stderr, "fox-jit bench: group %s goes after op %s, which has no bench group "
+                    "(tools/bench/bench_%s.c); change its place in BENCH_OTHER_GROUPS "
+                    "(tools/bench/bench.h)\n", others[i].g.name, others[i].after,
+                    others[i].after);
+    }
+    if (n_groups == MAX_GROUPS)
+        fprintf(stderr, "fox-jit bench: more than %d groups; raise MAX_GROUPS in "
+                "tools/fox-jit/cmd_bench.c\n", MAX_GROUPS);
+    n_groups = 0;
+    return -1;
+}
+
+void bench_print_usage(FILE *f)
+{
+    fputs("usage: fox-jit bench [GROUP...] [--json FILE] [--samples N] [--quick] "
+          "[--cache-dir DIR]\n\n"
+          "Times fox-jit's kernels on GPU 0 with CUDA events: warm-up, then the median of N "
+          "samples\n"
+          "(default 51), each a batch of back-to-back calls over rotating input buffers larger "
+          "than\n"
+          "L2 together. Each row shows microseconds per call, GB/s, the time relative to a\n"
+          "device-to-device copy of the same input bytes measured in the same run (the "
+          "bandwidth\n"
+          "roofline), and the speed-up over the baselines. Groups (default: all):\n", f);
+    if (bench_groups() == 0)
+        for (size_t g = 0; g < n_groups; g++)
+            fprintf(f, "  %s: %s\n", groups[g]->name, groups[g]->help);
+    fputs("\n  --json FILE   also write the rows as JSON\n"
+          "  --samples N   timed samples per figure (median reported)\n"
+          "  --quick       fewer samples and shapes (smoke test)\n"
+          "  --target ARCH plan and compile as for an older arch, e.g. compute_89 (sets\n"
+          "                FOXJIT_TARGET, a testing aid); rows say \"sm_89 plan on <GPU>\"\n", f);
+}
 
 int cmd_bench(int argc, char **argv)
 {
@@ -67,7 +133,7 @@ int cmd_bench(int argc, char **argv)
              * starts plan for the same arch. */
             setenv(FJ_TARGET_ENV, optarg, 1);
             break;
-        default: fputs(bench_usage, stderr); return 2;
+        default: bench_print_usage(stderr); return 2;
         }
     }
     if (b.samples < 1) {
@@ -76,21 +142,24 @@ int cmd_bench(int argc, char **argv)
     }
     if (b.quick && b.samples > 11)
         b.samples = 11;
-    int selected[64] = {0}, any = 0;
+    if (bench_groups() != 0)
+        return 1;
+    int selected[MAX_GROUPS] = {0}, any = 0;
     for (int i = optind; i < argc; i++) {
         int matched = 0;
         for (size_t g = 0; g < n_groups; g++)
-            if (!strcmp(argv[i], groups[g].name) ||
-                (!strcmp(argv[i], "all") && !strstr(groups[g].name, "sweep")))
+            if (!strcmp(argv[i], groups[g]->name) ||
+                (!strcmp(argv[i], "all") && !strstr(groups[g]->name, "sweep")))
                 selected[g] = 1, any = matched = 1;
         if (!matched) {
-            fprintf(stderr, "fox-jit bench: unknown group '%s'\n%s", argv[i], bench_usage);
+            fprintf(stderr, "fox-jit bench: unknown group '%s'\n", argv[i]);
+            bench_print_usage(stderr);
             return 2;
         }
     }
     if (!any)
         for (size_t g = 0; g < n_groups; g++)
-            selected[g] = strstr(groups[g].name, "sweep") == NULL; /* sweeps on request */
+            selected[g] = strstr(groups[g]->name, "sweep") == NULL; /* sweeps on request */
 
     if (fj_cuda_get(&b.cu) != FOXJIT_OK) {
         fprintf(stderr, "fox-jit bench needs a GPU: %s\n", foxjit_last_error());
@@ -141,8 +210,8 @@ int cmd_bench(int argc, char **argv)
                foxjit_runtime_arch(b.rt), b.plan);
     int failed = 0;
     for (size_t g = 0; g < n_groups; g++)
-        if (selected[g] && groups[g].run(&b) != 0) {
-            fprintf(stderr, "fox-jit bench: group %s failed\n", groups[g].name);
+        if (selected[g] && groups[g]->run(&b) != 0) {
+            fprintf(stderr, "fox-jit bench: group %s failed\n", groups[g]->name);
             failed = 1;
         }
     if (b.json) {

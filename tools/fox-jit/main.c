@@ -7,15 +7,23 @@
 
 static const cli_command commands[] = {
     {"warm", "compile the kernels of a manifest into the cache (no GPU needed)", warm_usage,
-     cmd_warm},
-    {"info", "versions, GPUs, cache directories and counters", info_usage, cmd_info},
-    {"list", "list cache entries", list_usage, cmd_list},
-    {"verify", "check every cache entry; exit 1 if any is bad", verify_usage, cmd_verify},
-    {"clear", "remove every entry of the writable cache", clear_usage, cmd_clear},
-    {"prune", "evict least recently used entries down to a size", prune_usage, cmd_prune},
-    {"bench", "benchmark the kernels against baselines and the copy roofline", bench_usage,
-     cmd_bench},
+     cmd_warm, NULL},
+    {"info", "versions, GPUs, cache directories and counters", info_usage, cmd_info, NULL},
+    {"list", "list cache entries", list_usage, cmd_list, NULL},
+    {"verify", "check every cache entry; exit 1 if any is bad", verify_usage, cmd_verify, NULL},
+    {"clear", "remove every entry of the writable cache", clear_usage, cmd_clear, NULL},
+    {"prune", "evict least recently used entries down to a size", prune_usage, cmd_prune, NULL},
+    {"bench", "benchmark the kernels against baselines and the copy roofline", NULL,
+     cmd_bench, bench_print_usage},
 };
+
+static void command_usage(const cli_command *c, FILE *f)
+{
+    if (c->print_usage)
+        c->print_usage(f);
+    else
+        fputs(c->usage, f);
+}
 
 static void usage(FILE *f)
 {
@@ -59,7 +67,7 @@ int main(int argc, char **argv)
         if (argc > 2) {
             for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
                 if (!strcmp(commands[i].name, argv[2])) {
-                    fputs(commands[i].usage, stdout);
+                    command_usage(&commands[i], stdout);
                     return 0;
                 }
         }
@@ -76,7 +84,7 @@ int main(int argc, char **argv)
         if (strcmp(commands[i].name, verb))
             continue;
         if (cli_wants_help(argc - 1, argv + 1)) {
-            fputs(commands[i].usage, stdout);
+            command_usage(&commands[i], stdout);
             return 0;
         }
         return commands[i].run(argc - 1, argv + 1);

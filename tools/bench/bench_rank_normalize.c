@@ -5,7 +5,8 @@
  * bytes as the onesweep algorithm does (one histogram read, then each
  * pass reading and writing the pairs). Also the cold NVRTC compile time of
  * the sort kernels per arch, and (group rank_sweep) a sweep of onesweep
- * tile shapes. */
+ * tile shapes. The file is the op rank_normalize's bench (bench_<op>.c, found
+ * from the op list); its group keeps the name "rank". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,7 +301,7 @@ static int bench_compile_rows(bench_ctx *b)
     return failed;
 }
 
-int bench_rank(bench_ctx *b)
+static int bench_rank(bench_ctx *b)
 {
     static const int64_t ns[] = {1ll << 20, 4096000, 1ll << 24};
     int failed = 0;
@@ -319,6 +320,13 @@ int bench_rank(bench_ctx *b)
     failed |= bench_compile_rows(b);
     return failed;
 }
+
+const bench_group bench_group_rank_normalize = {
+    "rank",
+    "reward rank normalization and its radix sort vs the CUB pipeline, cub SortPairs, the "
+    "quadratic kernel and copy",
+    bench_rank,
+};
 
 /* Onesweep tile shapes at N = 4,096,000, each next to the default. */
 int bench_rank_sweep(bench_ctx *b)
