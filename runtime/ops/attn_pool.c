@@ -103,8 +103,8 @@ FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,
     if ((st = fj_attn_pool_check_backward(op, rt, a)) || (st = load(rt, op, a, stream, &k)))
         return st;
     CUdeviceptr q = a->q, hs = a->hs, dpooled = a->dpooled, dhs = a->dhs, dq = a->dq;
-    int acc = a->dhs_accumulate ? 1 : 0, t = a->t, batch = a->batch;
-    FJ_ARGS(args, q, hs, dpooled, dhs, acc, dq, t, batch);
+    int acc = a->dhs_accumulate ? 1 : 0, t = a->t;
+    FJ_ARGS(args, q, hs, dpooled, dhs, acc, dq, t);
     unsigned smem = (unsigned)((2 * a->t + FJ_ATTN_SMEM_PAD) * sizeof(float));
     return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, &args, op);
 }
