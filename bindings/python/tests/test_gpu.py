@@ -442,15 +442,9 @@ class Training(unittest.TestCase):
         for i, (a, c) in enumerate(zip(got_grads, eager_grads)):
             close(self, "compiled grad %d" % i, a, c, 1e-5)
 
-    # OPEN (bindings/python/README.md, "Known limits"): capturing the backward of the
-    # custom ops fails on PyTorch 2.11 with cudaErrorStreamCaptureImplicit
-    # ("operation would make the legacy stream depend on a capturing
-    # blocking stream"). On the H200 every fox-jit call of the step was
-    # traced to the capture stream, and the forward captures; the failure is
-    # inside autograd's backward, after the heads' backward. Marked as an
-    # expected failure so the suite says so until it is fixed (an unexpected
-    # pass fails the run: then remove the mark).
-    @unittest.expectedFailure
+    # On its own: in one test after torch.compile of the same module, the
+    # capture of the backward failed on PyTorch 2.11 with
+    # cudaErrorStreamCaptureImplicit (bindings/python/README.md, "Known limits").
     def test_cuda_graph_of_forward_and_backward(self):
         b, k, f, d, e, h = 8, 16, 8, 32, 16, 3
         model = Model(f, d, e, h, fox=True, gen=3)
