@@ -120,10 +120,8 @@ int fj_manifest_expand(const fj_manifest_item *items, size_t count, int cc, fj_v
     for (size_t i = 0; i < count; i++) {
         fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
         char op_why[256] = "";
-        int k = fj_op_check_values(items[i].op, items[i].values, op_why, sizeof op_why);
-        if (k == 0)
-            k = items[i].op->variants(items[i].values, cc, v, FJ_MANIFEST_MAX_VARIANTS, op_why,
-                                      sizeof op_why);
+        int k = fj_op_variants(items[i].op, items[i].values, cc, v, FJ_MANIFEST_MAX_VARIANTS,
+                               op_why, sizeof op_why);
         if (k < 0) {
             snprintf(why, why_len, "line %d (%s): %s", items[i].line, items[i].op->name, op_why);
             return -1;

@@ -43,4 +43,10 @@ extern const size_t fj_op_count;
 /* Fills why and returns -1 when a value is outside its op's limits. */
 int fj_op_check_values(const fj_op *op, const int64_t *values, char *why, size_t why_len);
 
+/* op->variants() for values that come from outside (a manifest, a fuzzer):
+ * the limits first, since variants() may assume them (a zero column count
+ * would divide by zero in a plan). Returns the count or -1 with why. */
+int fj_op_variants(const fj_op *op, const int64_t *values, int cc, fj_variant *out, int max,
+                   char *why, size_t why_len);
+
 #endif

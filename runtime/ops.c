@@ -32,6 +32,14 @@ int fj_op_check_values(const fj_op *op, const int64_t *values, char *why, size_t
     return 0;
 }
 
+int fj_op_variants(const fj_op *op, const int64_t *values, int cc, fj_variant *out, int max,
+                   char *why, size_t why_len)
+{
+    if (fj_op_check_values(op, values, why, why_len) != 0)
+        return -1;
+    return op->variants(values, cc, out, max, why, why_len);
+}
+
 static char *default_text;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 

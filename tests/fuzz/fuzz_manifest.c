@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t c = 0; c < sizeof ccs / sizeof ccs[0]; c++) {
             fj_variant v[FJ_MANIFEST_MAX_VARIANTS];
             char vwhy[256] = "";
-            int k = it->op->variants(it->values, ccs[c], v, FJ_MANIFEST_MAX_VARIANTS, vwhy,
-                                     sizeof vwhy);
+            int k = fj_op_variants(it->op, it->values, ccs[c], v, FJ_MANIFEST_MAX_VARIANTS, vwhy,
+                                   sizeof vwhy);
             CHECK(k >= -1 && k <= FJ_MANIFEST_MAX_VARIANTS);
             if (k < 0)
                 CHECK(vwhy[0] != '\0');

@@ -98,6 +98,22 @@ static void test_expand_dedupes_and_names_bad_lines(void **state)
     assert_non_null(strstr(why, "line 2 (column_sum)"));
     assert_non_null(strstr(why, "rows = 0 is outside the supported range [1, 2147483647]"));
     free(items);
+    /* Every op's variants() behind fj_op_variants sees only values inside
+     * its limits (the fuzzer once reached a column-sum plan with cols = 0,
+     * a division by zero, by calling variants() directly). */
+    assert_int_equal(fj_manifest_parse("column_sum rows=9223372036854775807 cols=0\n", &items,
+                                       &n, why, sizeof why), 0);
+    for (size_t i = 0; i < fj_op_count; i++) {
+        if (!fj_ops[i]->keys[0])
+            continue;  /* no keys (the sort, rank, training kernels): one fixed variant */
+        int64_t zero[FJ_OP_MAX_KEYS] = {0};
+        char w[256] = "";
+        assert_int_equal(fj_op_variants(fj_ops[i], zero, 90, v, 16, w, sizeof w), -1);
+        assert_non_null(strstr(w, "outside the supported range"));
+    }
+    assert_int_equal(fj_op_variants(items[0].op, items[0].values, 90, v, 16, why, sizeof why),
+                     -1);
+    free(items);
 }
 
 int main(void)
