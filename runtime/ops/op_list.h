@@ -5,8 +5,10 @@
  * fills, FJ_API(name) each for foxjit_<name> (runtime/api_table.c).
  *
  * From this list come: the program registry (registry.c), the manifest's
- * ops and the default manifest (ops.c), the plugin table (api_table.c) and
- * the bench's per-op groups (tools/bench/bench_<op>.c where one exists).
+ * ops and the default manifest (ops.c), the plugin table (api_table.c),
+ * the gpu bad-input table (tests/gpu/test_bad_input.c: cases_<op> for every
+ * line, a case for every entry) and the bench's per-op groups
+ * (tools/bench/bench_<op>.c where one exists).
  * Order: append only (the table's layout is foxjit_api's, in the header). */
 #ifndef FJ_OP_LIST_H
 #define FJ_OP_LIST_H
