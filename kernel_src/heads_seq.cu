@@ -49,16 +49,8 @@ constexpr int H = HS_H;  // heads
 constexpr int HE = H * E;
 constexpr int NT = 256;  // threads of every block
 
-// Columns of the row-tile products: E rounded up to 4 x a power of two, so
-// that the NP / 4 column groups of a thread divide the block.
-constexpr int hs_np(int e)
-{
-    int p = 1;
-    while (4 * p < e)
-        p *= 2;
-    return 4 * p;
-}
-constexpr int NP = hs_np(E);
+// Columns of the row-tile products: E rounded up to 4 x a power of two.
+constexpr int NP = fj_np4(E);
 // TM x NP <= 4096: 16 outputs a thread, and the shared memory below fits the
 // 48 KB of static shared memory at every E.
 constexpr int TM = HS_TM;

@@ -38,16 +38,8 @@ constexpr int F = VSN_F;
 constexpr int NT = 256;  // threads of every block
 
 // ---- vsn_seq_rows: shapes ------------------------------------------------------
-// Columns of the row-tile products: F rounded up to 4 x a power of two, so
-// that the CT = NP / 4 column groups of four divide the block.
-constexpr int vs_np(int f)
-{
-    int p = 1;
-    while (4 * p < f)
-        p *= 2;
-    return 4 * p;
-}
-constexpr int NP = vs_np(F);
+// Columns of the row-tile products: F rounded up to 4 x a power of two.
+constexpr int NP = fj_np4(F);
 constexpr int CT = NP / 4;          // column groups (1 .. 64)
 constexpr int RT = NT / CT;         // row groups
 // Rows a thread computes: about 32 rows a block (enough blocks at B = 32 x
