@@ -201,17 +201,11 @@ static int loop(dist_run *d)
 {
     const ft_options *o = d->o;
     ft_rank *r = &d->r;
-    const ft_cuda *cu = &r->env.cu;
-    CUstream s = r->env.stream;
     const int64_t start = d->rc.start, todo = d->rc.end - start;
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
-        if (ft_feed_batch(&d->feed, g, d->model.batch_in, s) || ft_stepper_run(&d->stepper) ||
-            ft_cu_check(cu, cu->cuMemcpyDtoHAsync(d->ring + i, d->model.loss, 4, s),
-                        "cuMemcpyDtoHAsync (loss)")) {
-            ft_rank_fail(r, "the training step could not be enqueued");
+        if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g, d->ring + i))
             return -1;
-        }
         /* dp_train.c's reporting points, but never depending on what only
          * one rank knows (--quiet is forced on ranks > 0, only rank 0's
          * stderr may be a terminal): every rank must reach the same

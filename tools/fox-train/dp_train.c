@@ -153,17 +153,11 @@ static int loop(dp_rank *d)
     dp_shared *sh = d->sh;
     const ft_options *o = sh->o;
     ft_rank *r = &d->r;
-    const ft_cuda *cu = &r->env.cu;
-    CUstream s = r->env.stream;
     const int64_t start = sh->rc.start, todo = sh->rc.end - start;
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
-        if (ft_feed_batch(&d->feed, g, d->model.batch_in, s) || ft_stepper_run(&d->stepper) ||
-            ft_cu_check(cu, cu->cuMemcpyDtoHAsync(d->ring + i, d->model.loss, 4, s),
-                        "cuMemcpyDtoHAsync (loss)")) {
-            ft_rank_fail(r, "the training step could not be enqueued");
+        if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g, d->ring + i))
             return -1;
-        }
         /* The same reporting points as one GPU; every rank computes them
          * alike, so all meet at each. */
         int64_t done = i + 1;

@@ -29,3 +29,17 @@ int ft_replica_open(ft_rank *r, ft_model *model, ft_feed *feed, const ft_run_con
         return -2;
     return 0;
 }
+
+int ft_replica_enqueue_step(ft_rank *r, ft_model *model, ft_feed *feed, ft_stepper *stepper,
+                            int64_t g, float *loss_slot)
+{
+    const ft_cuda *cu = &r->env.cu;
+    CUstream s = r->env.stream;
+    if (ft_feed_batch(feed, g, model->batch_in, s) || ft_stepper_run(stepper) ||
+        ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_slot, model->loss, 4, s),
+                    "cuMemcpyDtoHAsync (loss)")) {
+        ft_rank_fail(r, "the training step could not be enqueued");
+        return -1;
+    }
+    return 0;
+}

@@ -9,6 +9,7 @@
 #include "feed.h"
 #include "model.h"
 #include "rank.h"
+#include "stepper.h"
 
 /* What preparing the kernels took, for the banner. */
 typedef struct ft_prepare_stats {
@@ -28,5 +29,11 @@ typedef struct ft_prepare_stats {
 int ft_replica_open(ft_rank *r, ft_model *model, ft_feed *feed, const ft_run_config *rc,
                     const ft_dataset *train, int batch_per_rank, int per_step,
                     ft_prepare_stats *stats);
+
+/* Enqueues global step g of a replica on its stream: the rank's slice of
+ * batch g, the step (stepper), and the loss copied to *loss_slot (pinned).
+ * Returns 0, or -1 after ft_rank_fail. */
+int ft_replica_enqueue_step(ft_rank *r, ft_model *model, ft_feed *feed, ft_stepper *stepper,
+                            int64_t g, float *loss_slot);
 
 #endif
