@@ -142,6 +142,7 @@ struct hs_tile_base {
 // outnumber the tile (NPo <= 8) the extra threads idle.
 template <int TMo, int NPo>
 struct hs_simt_tile : hs_tile_base<fj_cmax(1, TMo / (NT / (NPo / 4)))> {
+    static constexpr bool TC = false;
     static constexpr int TMO = TMo, NPO = NPo;
     static constexpr int CT = NPo / 4, RT = NT / CT;
     using hs_tile_base<fj_cmax(1, TMo / (NT / (NPo / 4)))>::RM;
@@ -189,9 +190,10 @@ struct hs_simt_tile : hs_tile_base<fj_cmax(1, TMo / (NT / (NPo / 4)))> {
     }
     // The first kn k's of a chunk: all BK of them unrolled when kFull, else
     // (the last chunk of an uneven K) a plain loop, to keep the code small.
-    template <int BK, bool kFull>
+    template <int BK, bool kFull, bool kARow, bool kBRow>
     FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
     {
+        static_assert(!kARow && !kBRow, "the SIMT tile reads k-major operands");
         if constexpr (kFull) {
 #pragma unroll
             for (int k = 0; k < BK; k++)
@@ -220,9 +222,14 @@ struct hs_simt_tile : hs_tile_base<fj_cmax(1, TMo / (NT / (NPo / 4)))> {
 // thread ends with 4 consecutive rows x 4 consecutive columns, the layout
 // of hs_simt_tile (the epilogues are shared): fragment row q of m-tile mi is
 // tile row 4 (q % 8) + 2 mi + q / 8, and fragment column q of n-tile ni is
-// tile column 2 q + ni. A thread then reads its A fragments as one float4
-// per k (its 4 rows, k-major) and its B fragments as one float2 per k. With
-// row strides of 8 mod 32 floats, those reads hit distinct banks.
+// tile column 2 q + ni. Fragment k j of a k-step at k is k + 2 (j % 4) +
+// j / 4 (the same for both operands), so a thread's two k's are adjacent. A
+// thread then reads its A fragments as one float4 per k (its 4 rows) when A
+// is k-major, or one float2 per row when A is row-major (contiguous along k,
+// as staged by cp.async from a row-major tensor), and its B fragments as one
+// float2 per k or per column likewise. With row strides of 4 mod 32 floats,
+// the k-major reads hit distinct banks (the row-major ones at most two
+// ways).
 //
 // Each output is a fixed sequence of MMAs over k = 0, 8, 16, ..., and an
 // MMA's result for a row depends on that row alone, so a row's outputs keep
@@ -239,12 +246,13 @@ constexpr bool hs_use_tc(int tmo, int npo)
     return HS_HAVE_TC && tmo % 32 == 0 && npo % 16 == 0 && (tmo / 32) * (npo / 16) <= NT / 32;
 }
 
-FJ_DEVICE unsigned hs_tf32(float v)
-{
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
-    return r;
-}
+// v rounded to TF32 (10 mantissa bits), to nearest with ties away from zero
+// (cvt.rna.tf32.f32), in two integer instructions: add half a TF32 unit in
+// the last place and drop the 13 low bits (a carry rounds the exponent up,
+// as it should; infinities and NaNs keep their class). cvt.rna.tf32.f32
+// itself is emulated on sm_90 in four instructions, and this split runs for
+// every operand of every MMA.
+FJ_DEVICE unsigned hs_tf32(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
 
 FJ_DEVICE void hs_mma_tf32(float &d0, float &d1, float &d2, float &d3, const unsigned (&a)[4],
                            unsigned b0, unsigned b1)
@@ -259,6 +267,7 @@ FJ_DEVICE void hs_mma_tf32(float &d0, float &d1, float &d2, float &d3, const uns
 
 template <int TMo, int NPo>
 struct hs_tc_tile : hs_tile_base<4> {
+    static constexpr bool TC = true;
     static constexpr int TMO = TMo, NPO = NPo;
     static constexpr int WN = NPo / 16, WARPS = (TMo / 32) * WN;
     static_assert(hs_use_tc(TMo, NPo), "the warps' 32 x 16 pieces cover the tile");
@@ -271,19 +280,51 @@ struct hs_tc_tile : hs_tile_base<4> {
         active = warp < WARPS;
         zero();
     }
-    // k .. k + 7 of the product (a: [k][row], b: [k][column], k-major).
+    // k .. k + 7 of the product. A is k-major (a[k * lda + row]) or, when
+    // kARow, row-major (a[row * lda + k]); B likewise (kBRow: b[col * ldb + k]).
+    // Fragment k q is k + 2q and fragment k q + 4 is k + 2q + 1 (both operands
+    // alike, so the product is unchanged): a thread's two k's are adjacent, one
+    // float2 per row of a row-major operand.
+    template <bool kARow, bool kBRow>
     FJ_DEVICE void step8(const float *a, int lda, const float *b, int ldb, int k)
     {
         const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
         const int wr = (threadIdx.x / 32 / WN) * 32, wc = (threadIdx.x / 32 % WN) * 16;
-        const float4 alo = *reinterpret_cast<const float4 *>(a + (k + q) * lda + wr + 4 * g);
-        const float4 ahi = *reinterpret_cast<const float4 *>(a + (k + q + 4) * lda + wr + 4 * g);
-        const float2 blo = *reinterpret_cast<const float2 *>(b + (k + q) * ldb + wc + 2 * g);
-        const float2 bhi = *reinterpret_cast<const float2 *>(b + (k + q + 4) * ldb + wc + 2 * g);
-        // Fragments of m-tile mi: rows 4g + 2mi (a0, a2) and 4g + 2mi + 1
-        // (a1, a3); k = q (a0, a1) and q + 4 (a2, a3).
-        const float av[2][4] = {{alo.x, alo.y, ahi.x, ahi.y}, {alo.z, alo.w, ahi.z, ahi.w}};
-        const float bv[2][2] = {{blo.x, bhi.x}, {blo.y, bhi.y}};  // [ni][k = q, q + 4]
+        // av[mi]: rows 4g + 2mi (a0, a2) and 4g + 2mi + 1 (a1, a3) of the
+        // warp's piece; k = k + 2q (a0, a1) and k + 2q + 1 (a2, a3).
+        float av[2][4];
+        if constexpr (kARow) {
+            float2 r[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                r[i] = *reinterpret_cast<const float2 *>(a + (wr + 4 * g + i) * lda + k + 2 * q);
+#pragma unroll
+            for (int mi = 0; mi < 2; mi++) {
+                av[mi][0] = r[2 * mi].x, av[mi][1] = r[2 * mi + 1].x;
+                av[mi][2] = r[2 * mi].y, av[mi][3] = r[2 * mi + 1].y;
+            }
+        } else {
+            const float4 lo = *reinterpret_cast<const float4 *>(a + (k + 2 * q) * lda + wr + 4 * g);
+            const float4 hi =
+                *reinterpret_cast<const float4 *>(a + (k + 2 * q + 1) * lda + wr + 4 * g);
+            av[0][0] = lo.x, av[0][1] = lo.y, av[0][2] = hi.x, av[0][3] = hi.y;
+            av[1][0] = lo.z, av[1][1] = lo.w, av[1][2] = hi.z, av[1][3] = hi.w;
+        }
+        // bv[ni]: column 2g + ni of the warp's piece, k = k + 2q and k + 2q + 1.
+        float bv[2][2];
+        if constexpr (kBRow) {
+#pragma unroll
+            for (int ni = 0; ni < 2; ni++) {
+                const float2 v =
+                    *reinterpret_cast<const float2 *>(b + (wc + 2 * g + ni) * ldb + k + 2 * q);
+                bv[ni][0] = v.x, bv[ni][1] = v.y;
+            }
+        } else {
+            const float2 lo = *reinterpret_cast<const float2 *>(b + (k + 2 * q) * ldb + wc + 2 * g);
+            const float2 hi =
+                *reinterpret_cast<const float2 *>(b + (k + 2 * q + 1) * ldb + wc + 2 * g);
+            bv[0][0] = lo.x, bv[0][1] = hi.x, bv[1][0] = lo.y, bv[1][1] = hi.y;
+        }
         unsigned bbig[2][2], bsmall[2][2];
 #pragma unroll
         for (int ni = 0; ni < 2; ni++)
@@ -316,18 +357,18 @@ struct hs_tc_tile : hs_tile_base<4> {
     // The first kn k's of a chunk, 8 at a time: the k's past kn up to the
     // next multiple of 8 are zeros in both operands (the staged chunks are
     // zero-filled past K, and the resident left operands past E).
-    template <int BK, bool kFull>
+    template <int BK, bool kFull, bool kARow, bool kBRow>
     FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
     {
         static_assert(BK % 8 == 0, "chunks of whole k-steps");
         if constexpr (kFull) {
-#pragma unroll 2
+#pragma unroll
             for (int k = 0; k < BK; k += 8)
-                step8(a, lda, b, ldb, k);
+                step8<kARow, kBRow>(a, lda, b, ldb, k);
         } else {
 #pragma unroll 1
             for (int k = 0; k < kn; k += 8)
-                step8(a, lda, b, ldb, k);
+                step8<kARow, kBRow>(a, lda, b, ldb, k);
         }
     }
 };
@@ -344,13 +385,36 @@ struct hs_pick<false, T, F> {
 template <int TMo, int NPo>
 using hs_tile = typename hs_pick<hs_use_tc(TMo, NPo), hs_tc_tile<TMo, NPo>,
                                  hs_simt_tile<TMo, NPo>>::type;
-// Shared memory row padding of the operands: 8 mod 32 floats for the
-// tensor-core reads, else 4 (the SIMT reads; less shared memory).
-constexpr int hs_pad(int tmo, int npo) { return hs_use_tc(tmo, npo) ? 8 : 4; }
+// How a staged BK x W chunk of an operand lies in shared memory (one
+// buffer): row-major [w][BK + 4] when the tile runs on tensor cores and the
+// operand is contiguous along k in memory (cp.async then copies 16-byte runs
+// of it as they are), else k-major [k][W + 4]. Row strides of 4 mod 32
+// floats (see hs_tc_tile) and 16-byte rows.
+template <bool kTc, int BK, int W, bool kAlongK>
+struct hs_layout {
+    static constexpr bool ROW = kTc && kAlongK;
+    static constexpr int LD = ROW ? BK + 4 : W + 4;
+    static constexpr int SIZE = ROW ? W * LD : BK * LD;
+    FJ_DEVICE static int at(int k, int w) { return ROW ? w * LD + k : k * LD + w; }
+};
+// Buffers of a staged operand: two on tensor cores (the next chunk is copied
+// while this one is multiplied), one for the SIMT tiles (the next chunk
+// waits in registers).
+constexpr int hs_bufs(bool tc) { return tc ? 2 : 1; }
 
-// One BK x W chunk of an operand on its way to shared memory s[k * ld + w]:
-// loaded into registers (get(k, w), 0 outside the operand) while the
-// previous chunk is multiplied, then stored. kAlongK (the operand is
+// Where element (k, w) of an operand lies: p, and n, how many elements from
+// there on along the operand's contiguous axis (k or w) are inside it; n <= 0
+// outside (the element is then 0 and p is not read).
+struct hs_run {
+    const float *p;
+    int n;
+};
+FJ_DEVICE hs_run hs_in(const float *p, int n) { return {p, n}; }
+FJ_DEVICE hs_run hs_out() { return {nullptr, 0}; }
+
+// The SIMT tiles' staging: one BK x W chunk loaded into registers (get(k, w),
+// an hs_run) while the
+// previous chunk is multiplied, then stored k-major. kAlongK (the operand is
 // contiguous along k in memory): a warp takes 8 consecutive k of 4 w, one
 // 32-byte sector each, and with ld = 4 mod 8 its 32 stores hit 32 distinct
 // banks. Else consecutive threads take consecutive w.
@@ -367,8 +431,10 @@ struct hs_stage {
 #pragma unroll
         for (int q = 0; q < PER; q++) {
             const int i = (int)threadIdx.x + q * NT;
-            if (N % NT == 0 || i < N)
-                v[q] = get(k0 + kk(i), ww(i));
+            if (N % NT == 0 || i < N) {
+                const hs_run r = get(k0 + kk(i), ww(i));
+                v[q] = r.n > 0 ? __ldg(r.p) : 0.0f;
+            }
         }
     }
     FJ_DEVICE void store(float *s, int ld) const
@@ -382,69 +448,178 @@ struct hs_stage {
     }
 };
 
+// ---- cp.async (sm_80 and newer; the tensor-core tiles only) ----
+FJ_DEVICE void hs_cp16(float *dst, const float *src)
+{
+#if HS_HAVE_TC
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+#endif
+}
+FJ_DEVICE void hs_cp4(float *dst, const float *src)
+{
+#if HS_HAVE_TC
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
+#endif
+}
+FJ_DEVICE void hs_cp_commit()
+{
+#if HS_HAVE_TC
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+FJ_DEVICE void hs_cp_wait_all()
+{
+#if HS_HAVE_TC
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}
+
+// The tensor-core tiles' staging: one BK x W chunk copied by cp.async into
+// the layout hs_layout<true, BK, W, kAlongK> gives, in runs of 4 along the
+// operand's contiguous axis: one 16-byte copy when the run is inside the
+// operand and 16-byte aligned (the common case: dense rows of a width that
+// is a multiple of 4), zeros when it is wholly outside, else one 4-byte copy
+// or zero per element. get(k, w) as for hs_stage.
+template <int BK, int W, bool kAlongK>
+struct hs_async_stage {
+    using L = hs_layout<true, BK, W, kAlongK>;
+    static_assert(BK % 4 == 0 && W % 4 == 0, "runs of 4");
+    static constexpr int G = BK * W / 4, PER = fj_cdiv(G, NT);
+    template <typename Get>
+    FJ_DEVICE static void issue(Get get, int k0, float *s)
+    {
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            const int i = (int)threadIdx.x + q * NT;
+            if (G % NT != 0 && i >= G)
+                break;
+            const int k = kAlongK ? 4 * (i % (BK / 4)) : i / (W / 4);
+            const int w = kAlongK ? i / (BK / 4) : 4 * (i % (W / 4));
+            float *d = s + L::at(k, w);
+            const hs_run r = get(k0 + k, w);
+            if (r.n >= 4 && (reinterpret_cast<unsigned long long>(r.p) & 15) == 0) {
+                hs_cp16(d, r.p);
+            } else if (r.n <= 0) {
+                *reinterpret_cast<float4 *>(d) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    if (j < r.n)
+                        hs_cp4(d + j, r.p + j);
+                    else
+                        d[j] = 0.0f;
+                }
+            }
+        }
+    }
+};
+
 struct hs_no_get {
-    FJ_DEVICE float operator()(int, int) const { return 0.0f; }
+    FJ_DEVICE hs_run operator()(int, int) const { return hs_out(); }
 };
 struct hs_no_hook {
-    FJ_DEVICE void operator()(int) const {}
+    FJ_DEVICE void operator()(int, const float *) const {}
 };
 
 // t.acc += A B over k in [0, K), BK at a time. kStageA: A (TMo x K) comes
-// from getA through sa [BK][lda]; else it is resident in shared memory,
-// k-major, at sa (row k at sa + k * lda). B (K x NPo) comes from getB
-// through sb [BK][ldb]. hook(k0) runs on every chunk once it is in shared
-// memory, by every thread. Starts with a barrier (callers' earlier writes to
-// the buffers are visible) and leaves without one.
+// from getA through sa (hs_bufs buffers of hs_layout<TC, BK, TMo,
+// kAAlongK>); else it is resident in shared memory, k-major, at sa (row k at
+// sa + k * lda). B (K x NPo) comes from getB through sb likewise.
+// hook(k0, a) runs on every chunk once it is in shared memory, by every
+// thread, with a pointing at the chunk of A. Starts with a barrier (callers'
+// earlier reads and writes of the buffers are done) and leaves without one.
 template <bool kStageA, int BK, bool kAAlongK, bool kBAlongK, typename Tile, typename GetA,
           typename GetB, typename Hook>
 FJ_DEVICE void hs_gemm(Tile &t, int K, GetA getA, float *sa, int lda, GetB getB, float *sb,
-                       int ldb, Hook hook)
+                       Hook hook)
 {
-    hs_stage<BK, Tile::TMO, kAAlongK> a;
-    hs_stage<BK, Tile::NPO, kBAlongK> b;
-    if constexpr (kStageA)
-        a.load(getA, 0);
-    b.load(getB, 0);
-    // A loop, not unrolled: the straight-line code of every chunk would not
-    // stay in the instruction cache.
-#pragma unroll 1
-    for (int k0 = 0; k0 < K; k0 += BK) {
-        __syncthreads();  // the previous chunk's readers are done
-        if constexpr (kStageA)
-            a.store(sa, lda);
-        b.store(sb, ldb);
-        __syncthreads();
-        if (k0 + BK < K) {  // the next chunk's loads overlap this chunk's products
-            if constexpr (kStageA)
-                a.load(getA, k0 + BK);
-            b.load(getB, k0 + BK);
-        }
-        hook(k0);
+    using LA = hs_layout<Tile::TC, BK, Tile::TMO, kAAlongK>;
+    using LB = hs_layout<Tile::TC, BK, Tile::NPO, kBAlongK>;
+    constexpr bool kARow = kStageA && LA::ROW;
+    const int ald = kStageA ? LA::LD : lda;
+    auto multiply = [&](int k0, const float *ca, const float *cb) {
+        hook(k0, ca);
         if (t.active) {
-            const float *ap = kStageA ? sa : sa + k0 * lda;
             if (k0 + BK <= K)
-                t.template mma<BK, true>(ap, lda, sb, ldb, BK);
+                t.template mma<BK, true, kARow, LB::ROW>(ca, ald, cb, LB::LD, BK);
             else
-                t.template mma<BK, false>(ap, lda, sb, ldb, K - k0);
+                t.template mma<BK, false, kARow, LB::ROW>(ca, ald, cb, LB::LD, K - k0);
+        }
+    };
+    if constexpr (Tile::TC) {
+        // Two buffers: chunk c + 1 is copied while chunk c is multiplied; one
+        // barrier a chunk (it also ends the reads of the buffer refilled next).
+        auto issue = [&](int k0, int buf) {
+            if constexpr (kStageA)
+                hs_async_stage<BK, Tile::TMO, kAAlongK>::issue(getA, k0, sa + buf * LA::SIZE);
+            hs_async_stage<BK, Tile::NPO, kBAlongK>::issue(getB, k0, sb + buf * LB::SIZE);
+            hs_cp_commit();
+        };
+        __syncthreads();
+        issue(0, 0);
+        int buf = 0;
+#pragma unroll 1
+        for (int k0 = 0; k0 < K; k0 += BK, buf ^= 1) {
+            hs_cp_wait_all();
+            __syncthreads();
+            if (k0 + BK < K)
+                issue(k0 + BK, buf ^ 1);
+            multiply(k0, kStageA ? sa + buf * LA::SIZE : sa + k0 * lda, sb + buf * LB::SIZE);
+        }
+    } else {
+        hs_stage<BK, Tile::TMO, kAAlongK> a;
+        hs_stage<BK, Tile::NPO, kBAlongK> b;
+        if constexpr (kStageA)
+            a.load(getA, 0);
+        b.load(getB, 0);
+        // A loop, not unrolled: the straight-line code of every chunk would
+        // not stay in the instruction cache.
+#pragma unroll 1
+        for (int k0 = 0; k0 < K; k0 += BK) {
+            __syncthreads();  // the previous chunk's readers are done
+            if constexpr (kStageA)
+                a.store(sa, LA::LD);
+            b.store(sb, LB::LD);
+            __syncthreads();
+            if (k0 + BK < K) {  // the next chunk's loads overlap this chunk's products
+                if constexpr (kStageA)
+                    a.load(getA, k0 + BK);
+                b.load(getB, k0 + BK);
+            }
+            multiply(k0, kStageA ? sa : sa + k0 * lda, sb);
         }
     }
 }
 
 // ---- heads_seq_forward and heads_seq_rows ----------------------------------------
 
-constexpr int PR = hs_pad(TM, NP);  // row padding of the row-tile kernels' operands
+// The row-tile kernels' products: tensor cores where the tile allows, with
+// chunks of BKR k's (half of BK1 on tensor cores: two buffers in the same
+// shared memory).
+constexpr bool TCR = hs_use_tc(TM, NP);
+constexpr int BKR = TCR ? BK1 / 2 : BK1;
+using LX = hs_layout<TCR, BKR, TM, true>;    // X chunks
+using LW = hs_layout<TCR, BKR, NP, true>;    // W1[h] and W2[h]^T chunks (contiguous along k)
+using LW2 = hs_layout<TCR, BKR, NP, false>;  // W2[h] chunks (contiguous along n)
+constexpr int NBR = hs_bufs(TCR);
+constexpr int LT = TM + 4;  // row stride of the resident k-major left operand
 
 struct __align__(16) hs_rows_smem {
     union {
-        float x[BK1][TM + PR];  // X chunk, k-major (padded: fewer bank conflicts, 16-byte rows)
-        float c[TM][NP];       // C (written after the last read of x, barriers between)
+        struct {
+            float x[NBR * LX::SIZE];
+            float w[NBR * fj_cmax(LW::SIZE, LW2::SIZE)];
+        } st;              // the staged chunks
+        float c[TM][NP];  // C (written after the last read of st, barriers between)
     };
-    float w[BK1][NP + PR];  // weight chunk, k-major
-    float t[NP][TM + PR];   // ETA^T, then dC^T: the resident left operand
-    long long rx[TM];      // offset of each row of x
+    float t[NP][LT];  // ETA^T, then dC^T: the resident left operand
+    long long rx[TM];  // offset of each row of x
     float dl[TM], dm[TM], dgp[TM], s[TM];
-    float wsk[D];          // forward: w_skip[h]
+    float wsk[D];  // forward: w_skip[h]
 };
+static_assert(sizeof(hs_rows_smem) <= 48 * 1024, "static shared memory");
 
 // The offset of row rho of a [batch, steps] tensor. b = rho / steps through
 // a float reciprocal (the product loads inside loops call this per element):
@@ -512,25 +687,23 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     // ---- A = X W1[h]^T (+ b1), ETA = ELU(A) ----
     hs_tile<TM, NP> t;
     const float *w1 = p.w1 + (long long)hh * E * D;
-    auto get_x = [&](int k, int r) {
-        return r < nrows && k < D ? __ldg(x + sm.rx[r] + k) : 0.0f;
-    };
-    auto get_w1 = [&](int k, int n) { return n < E && k < D ? __ldg(w1 + n * D + k) : 0.0f; };
+    auto get_x = [&](int k, int r) { return r < nrows ? hs_in(x + sm.rx[r] + k, D - k) : hs_out(); };
+    auto get_w1 = [&](int k, int n) { return n < E ? hs_in(w1 + n * D + k, D - k) : hs_out(); };
     // Forward: s = w_skip . x of row tid / QS (lane tid % QS == 0), a chunk
     // at a time: QS lanes a row, each a strided share of the chunk, a fixed
     // xor tree, then added to the row's sum in chunk order.
     constexpr int QS = 4;
     float skip = 0.0f;
     float *pv = kBwd ? ws.p + ((long long)blockIdx.x * H + hh) * PV : nullptr;  // tile's partials
-    auto hook = [&](int k0) {
+    auto hook = [&](int k0, const float *xc) {
         if constexpr (!kBwd) {
             if (tid < TM * QS) {  // whole warps
                 const int r = tid / QS, q = tid % QS;
                 float v = 0.0f;
 #pragma unroll
-                for (int kk = q; kk < BK1; kk += QS)
+                for (int kk = q; kk < BKR; kk += QS)
                     if (k0 + kk < D)
-                        v = fmaf(sm.wsk[k0 + kk], sm.x[kk][r], v);
+                        v = fmaf(sm.wsk[k0 + kk], xc[LX::at(kk, r)], v);
                 v += __shfl_xor_sync(FJ_FULL_MASK, v, 1);
                 v += __shfl_xor_sync(FJ_FULL_MASK, v, 2);
                 skip += v;
@@ -539,11 +712,11 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
             // dw_skip[k] partial = sum over the tile's rows of dl x[k]: Q
             // threads a column, each a strided share of the rows, then a
             // fixed xor tree over those Q lanes.
-            constexpr int Q = NT / BK1;
+            constexpr int Q = NT / BKR;
             const int kk = tid / Q, q = tid % Q;
             float v = 0.0f;
             for (int r = q; r < TM; r += Q)
-                v = fmaf(sm.dl[r], sm.x[kk][r], v);
+                v = fmaf(sm.dl[r], xc[LX::at(kk, r)], v);
 #pragma unroll
             for (int o = Q / 2; o > 0; o >>= 1)
                 v += __shfl_xor_sync(FJ_FULL_MASK, v, o);
@@ -551,8 +724,7 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                 pv[2 * E + k0 + kk] = v;
         }
     };
-    hs_gemm<true, BK1, true, true>(t, D, get_x, &sm.x[0][0], TM + PR, get_w1, &sm.w[0][0], NP + PR,
-                                   hook);
+    hs_gemm<true, BKR, true, true>(t, D, get_x, sm.st.x, 0, get_w1, sm.st.w, hook);
     if (!kBwd && tid < TM * QS && tid % QS == 0)
         sm.s[tid / QS] = skip + __ldg(p.b_skip + hh);
     constexpr int RM = decltype(t)::RM;
@@ -571,15 +743,16 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
             if (kBwd && t.r0 + i < nrows)
                 hs_store4(ws.eta, row0 + t.r0 + i, hh, t.n0, eta[i]);
         }
-        t.store_t(&sm.t[0][0], TM + PR, eta);
+        t.store_t(&sm.t[0][0], LT, eta);
     }
 
     // ---- C = ETA W2[h]^T (+ b2) ----
     t.zero();
     const float *w2 = p.w2 + (long long)hh * E * E;
-    auto get_w2t = [&](int k, int n) { return n < E && k < E ? __ldg(w2 + n * E + k) : 0.0f; };
-    hs_gemm<false, BK1, true, true>(t, E, hs_no_get(), &sm.t[0][0], TM + PR, get_w2t, &sm.w[0][0],
-                                    NP + PR, hs_no_hook());
+    auto get_w2t = [&](int k, int n) { return n < E ? hs_in(w2 + n * E + k, E - k) : hs_out(); };
+    hs_gemm<false, BKR, true, true>(t, E, hs_no_get(), &sm.t[0][0], LT, get_w2t, sm.st.w,
+                                    hs_no_hook());
+    __syncthreads();  // C below overwrites the staged chunks
     if (t.active) {
 #pragma unroll
         for (int i = 0; i < RM; i++)
@@ -593,15 +766,29 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
 
     // ---- gate and main dots, a warp per row (the lane order of the per-step
     // op's dots), then the logit or its gradients ----
+    // The lane's weights, loaded once for the warp's rows.
+    constexpr int KL = fj_cdiv(E, 32);
+    float wg[KL], wm[KL];
+#pragma unroll
+    for (int i = 0; i < KL; i++) {
+        const int k = lane + 32 * i;
+        wg[i] = k < E ? __ldg(p.w_gate + hh * E + k) : 0.0f;
+        wm[i] = k < E ? __ldg(p.w_main + hh * E + k) : 0.0f;
+    }
+    const float bg = __ldg(p.b_gate + hh), bm = __ldg(p.b_main + hh);
     for (int r = warp; r < TM; r += NT / 32) {
         float gs = 0.0f, ms = 0.0f;
-        for (int k = lane; k < E; k += 32) {
-            gs += __ldg(p.w_gate + hh * E + k) * sm.c[r][k];
-            ms += __ldg(p.w_main + hh * E + k) * sm.c[r][k];
+#pragma unroll
+        for (int i = 0; i < KL; i++) {
+            const int k = lane + 32 * i;
+            if (E % 32 == 0 || k < E) {
+                gs += wg[i] * sm.c[r][k];
+                ms += wm[i] * sm.c[r][k];
+            }
         }
         gs = fj_warp_sum(gs);
         ms = fj_warp_sum(ms);
-        const float gate_pre = gs + __ldg(p.b_gate + hh), m = ms + __ldg(p.b_main + hh);
+        const float gate_pre = gs + bg, m = ms + bm;
         if (lane == 0) {
             if constexpr (!kBwd) {
                 if (r < nrows)
@@ -651,13 +838,13 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                 if (r < nrows)
                     hs_store4(ws.dc, row0 + r, hh, t.n0, dc[i]);
             }
-            t.store_t(&sm.t[0][0], TM + PR, dc);
+            t.store_t(&sm.t[0][0], LT, dc);
         }
         // ---- dETA = dC W2[h], dA = dETA ELU'(A) ----
         t.zero();
-        auto get_w2 = [&](int k, int n) { return n < E && k < E ? __ldg(w2 + k * E + n) : 0.0f; };
-        hs_gemm<false, BK1, true, false>(t, E, hs_no_get(), &sm.t[0][0], TM + PR, get_w2,
-                                         &sm.w[0][0], NP + PR, hs_no_hook());
+        auto get_w2 = [&](int k, int n) { return k < E ? hs_in(w2 + k * E + n, E - n) : hs_out(); };
+        hs_gemm<false, BKR, true, false>(t, E, hs_no_get(), &sm.t[0][0], LT, get_w2, sm.st.w,
+                                         hs_no_hook());
         if (t.active) {
 #pragma unroll
             for (int i = 0; i < RM; i++) {
@@ -674,7 +861,10 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     }
 }
 
-extern "C" __global__ void __launch_bounds__(NT, 2)
+// On tensor cores 4 blocks an SM (64 registers a thread, no spills at the
+// tile shapes TCR allows; the shared memory holds 4); the SIMT tiles need
+// more registers.
+extern "C" __global__ void __launch_bounds__(NT, TCR ? 4 : 2)
 heads_seq_forward(hs_params p, const float *__restrict__ x, long long xs, long long xss,
                   float *__restrict__ logits, long long ls, long long lss, int steps, int R)
 {
@@ -694,11 +884,18 @@ heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long
 
 // ---- heads_seq_grads ---------------------------------------------------------
 
-constexpr int PG = hs_pad(GT, GT);  // row padding of the gradient kernel's operands
+// The gradient kernel's products: chunks of BKG rows (twice BK2 on tensor
+// cores, where no registers hold the next chunk: fewer barriers a tile).
+constexpr bool TCG = hs_use_tc(GT, GT);
+constexpr int BKG = TCG ? 2 * BK2 : BK2;
+using LGA = hs_layout<TCG, BKG, GT, false>;   // weight tiles' left operand (dA^T, dC^T)
+using LGX = hs_layout<TCG, BKG, GT, true>;    // dx tiles' left operand (dA, contiguous along k)
+using LGB = hs_layout<TCG, BKG, GT, false>;   // right operands (X, ETA, W1: contiguous along n)
+constexpr int NBG = hs_bufs(TCG);
 
 struct __align__(16) hs_grads_smem {
-    float a[BK2][GT + PG];
-    float b[BK2][GT + PG];
+    float a[NBG * fj_cmax(LGA::SIZE, LGX::SIZE)];
+    float b[NBG * LGB::SIZE];
     float dl[GT][H];
     long long off[GT];
     int last;
@@ -742,15 +939,14 @@ FJ_DEVICE void hs_weight_tile(hs_grads_smem &sm, const hs_work &ws, int gt, int 
     const int tid = threadIdx.x;
     hs_tile<GT, GT> t;
     float bsum = 0.0f;  // bias of column tid (tid < GT)
-    auto hook = [&](int) {
+    auto hook = [&](int, const float *ac) {
         if (bias && tid < GT) {
 #pragma unroll
-            for (int k = 0; k < BK2; k++)
-                bsum += sm.a[k][tid];  // rows past K are 0
+            for (int k = 0; k < BKG; k++)
+                bsum += ac[LGA::at(k, tid)];  // rows past K are 0
         }
     };
-    hs_gemm<true, BK2, false, false>(t, K, get_a, &sm.a[0][0], GT + PG, get_b, &sm.b[0][0], GT + PG,
-                                     hook);
+    hs_gemm<true, BKG, false, false>(t, K, get_a, sm.a, 0, get_b, sm.b, hook);
     float *part = ws.gp + ((long long)gt * chunks + chunk) * GPS;
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -817,12 +1013,12 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
             // dW1 [H*E, D] = dA^T X, db1 = column sums of dA
             const int m0 = gt / G1N * GT, n0 = gt % G1N * GT;
             auto get_a = [&](int k, int m) {
-                return k < K && m0 + m < HE ? __ldg(ws.da + (long long)(c0 + k) * LDW + m0 + m)
-                                            : 0.0f;
+                return k < K ? hs_in(ws.da + (long long)(c0 + k) * LDW + m0 + m, HE - m0 - m)
+                             : hs_out();
             };
             auto get_b = [&](int k, int n) {
-                return k < K && n0 + n < D ? __ldg(x + hs_off(c0 + k, steps, xs, xss) + n0 + n)
-                                           : 0.0f;
+                return k < K ? hs_in(x + hs_off(c0 + k, steps, xs, xss) + n0 + n, D - n0 - n)
+                             : hs_out();
             };
             hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
                            g.w1 + (long long)m0 * D + n0, D, fj_min(GT, HE - m0),
@@ -833,14 +1029,12 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
             const int m0 = rem / E64 * GT, n0 = rem % E64 * GT;
             const int col = h2 * E;
             auto get_a = [&](int k, int m) {
-                return k < K && m0 + m < E
-                           ? __ldg(ws.dc + (long long)(c0 + k) * LDW + col + m0 + m)
-                           : 0.0f;
+                return k < K ? hs_in(ws.dc + (long long)(c0 + k) * LDW + col + m0 + m, E - m0 - m)
+                             : hs_out();
             };
             auto get_b = [&](int k, int n) {
-                return k < K && n0 + n < E
-                           ? __ldg(ws.eta + (long long)(c0 + k) * LDW + col + n0 + n)
-                           : 0.0f;
+                return k < K ? hs_in(ws.eta + (long long)(c0 + k) * LDW + col + n0 + n, E - n0 - n)
+                             : hs_out();
             };
             hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
                            g.w2 + (long long)h2 * E * E + (long long)m0 * E + n0, E,
@@ -864,13 +1058,12 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
     // (hs_gemm's first barrier publishes sm.dl and sm.off)
     hs_tile<GT, GT> t;
     auto get_a = [&](int k, int r) {
-        return r < nrows && k < HE ? __ldg(ws.da + (long long)(row0 + r) * LDW + k) : 0.0f;
+        return r < nrows ? hs_in(ws.da + (long long)(row0 + r) * LDW + k, HE - k) : hs_out();
     };
     auto get_b = [&](int k, int n) {
-        return k < HE && n0 + n < D ? __ldg(p.w1 + (long long)k * D + n0 + n) : 0.0f;
+        return k < HE ? hs_in(p.w1 + (long long)k * D + n0 + n, D - n0 - n) : hs_out();
     };
-    hs_gemm<true, BK2, true, false>(t, HE, get_a, &sm.a[0][0], GT + PG, get_b, &sm.b[0][0], GT + PG,
-                                    hs_no_hook());
+    hs_gemm<true, BKG, true, false>(t, HE, get_a, sm.a, 0, get_b, sm.b, hs_no_hook());
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
