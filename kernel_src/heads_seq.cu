@@ -617,8 +617,12 @@ struct __align__(16) hs_rows_smem {
     float t[NP][LT];  // ETA^T, then dC^T: the resident left operand
     long long rx[TM];  // offset of each row of x
     float dl[TM], dm[TM], dgp[TM], s[TM];
-    float wsk[D];  // forward: w_skip[h]
+    float wsk[D];          // forward: w_skip[h]
+    float pg[NT], pm[NT];  // backward: row groups' partials of dw_gate, dw_main
 };
+// Rows of a group of the backward's partial sums (NT / NP groups).
+constexpr int RG = TM * NP / NT;
+static_assert(RG >= 1 && (NT / NP) * RG == TM, "row groups cover the tile");
 static_assert(sizeof(hs_rows_smem) <= 48 * 1024, "static shared memory");
 
 // The offset of row rho of a [batch, steps] tensor. b = rho / steps through
@@ -804,22 +808,33 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     }
     if constexpr (kBwd) {
         __syncthreads();
-        // Partials over the tile's rows (rows past R have dl = 0, so 0).
-        for (int n = tid; n < E; n += NT) {
+        // Partials over the tile's rows (rows past R have dl = 0, so 0): the
+        // block as NT / NP groups of RG rows, a warp's lanes on consecutive
+        // columns; the groups' sums are added in group order after the next
+        // barrier (below). The sums of dgp, dm and dl: a warp each, a fixed
+        // xor tree.
+        {
+            const int n = tid % NP, qg = tid / NP;
             float g = 0.0f, m = 0.0f;
-            for (int r = 0; r < TM; r++) {
-                g = fmaf(sm.dgp[r], sm.c[r][n], g);
-                m = fmaf(sm.dm[r], sm.c[r][n], m);
+            if (n < E) {
+#pragma unroll 4
+                for (int i = 0; i < RG; i++) {
+                    const int r = qg * RG + i;
+                    g = fmaf(sm.dgp[r], sm.c[r][n], g);
+                    m = fmaf(sm.dm[r], sm.c[r][n], m);
+                }
             }
-            pv[n] = g;
-            pv[E + n] = m;
+            sm.pg[tid] = g;
+            sm.pm[tid] = m;
         }
-        if (tid >= NT - 3) {
-            const float *v = tid == NT - 3 ? sm.dgp : tid == NT - 2 ? sm.dm : sm.dl;
-            float s = 0.0f;
-            for (int r = 0; r < TM; r++)
-                s += v[r];
-            pv[2 * E + D + (tid - (NT - 3))] = s;
+        if (warp < 3) {
+            const float *v = warp == 0 ? sm.dgp : warp == 1 ? sm.dm : sm.dl;
+            float sum = 0.0f;
+            for (int r = lane; r < TM; r += 32)
+                sum += v[r];
+            sum = fj_warp_sum(sum);
+            if (lane == 0)
+                pv[2 * E + D + warp] = sum;
         }
         // dC = dm w_main + dgp w_gate, into sm.t (ETA^T is no longer read:
         // two barriers since) and the workspace.
@@ -857,6 +872,15 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                 if (t.r0 + i < nrows)
                     hs_store4(ws.da, row0 + t.r0 + i, hh, t.n0, da);
             }
+        }
+        // The row groups' partials (hs_gemm's barriers published them).
+        for (int n = tid; n < E; n += NT) {
+            float g = 0.0f, m = 0.0f;
+#pragma unroll
+            for (int q = 0; q < NT / NP; q++)
+                g += sm.pg[q * NP + n], m += sm.pm[q * NP + n];
+            pv[n] = g;
+            pv[E + n] = m;
         }
     }
 }
