@@ -14,9 +14,14 @@
  * every op's cases: an op without cases_<op> does not link. For each case:
  * its refusals on the stream and into a graph capture (REFUSED below), its
  * watched outputs untouched; then its valid call with another context
- * current, no context, a stream of another context (bi_check_contexts) and
- * capturing on a runtime that has loaded nothing (bi_check_capture_before_
- * prepare). */
+ * current, with no context, on a stream of another context
+ * (bi_check_contexts), and capturing on a runtime that has loaded nothing
+ * (bi_check_capture_before_prepare).
+ *
+ * The op's test file is compiled into gpu_bad_input as well as into its own
+ * program, next to the other ops' files: its cases_<op> (one for each op
+ * it tests) are its only non-static names besides main, which meson
+ * renames there. */
 #ifndef BAD_INPUT_H
 #define BAD_INPUT_H
 
