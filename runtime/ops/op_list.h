@@ -6,9 +6,10 @@
  *
  * From this list come: the program registry (registry.c), the manifest's
  * ops and the default manifest (ops.c), the plugin table (api_table.c),
- * the gpu bad-input table (tests/gpu/test_bad_input.c: cases_<op> for every
- * line, a case for every entry) and the bench's per-op groups
- * (tools/bench/bench_<op>.c where one exists).
+ * the gpu tests and the bad-input table (tests/gpu/test_<op>.c, holding
+ * cases_<op>, which gpu_bad_input needs for every line, with a case for
+ * every entry) and the bench's per-op groups (tools/bench/bench_<op>.c where
+ * one exists).
  * Order: append only (the table's layout is foxjit_api's, in the header). */
 #ifndef FJ_OP_LIST_H
 #define FJ_OP_LIST_H

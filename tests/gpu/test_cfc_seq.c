@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "bad_input.h"
 #include "perception_cases.h"
 #include "perception_ref.h"
 
@@ -799,6 +800,148 @@ static void test_timing(void **state)
     for (int i = 0; i < 3; i++)
         gh.cu->cuEventDestroy(ev[i]);
 }
+
+/* ---- bad input: cases_cfc_seq (tests/common/bad_input.h) ----
+ * Refusals with their documented statuses, and a valid call for the context
+ * and capture checks. gpu_bad_input runs them with every other op's: meson
+ * compiles this file into it too, its main renamed. */
+
+/* CfC over a whole sequence. The parameter gradients are added to
+ * (grad_accumulate), dx and dh_init overwritten. */
+enum { CQ_B = 2, CQ_K = 3, CQ_IN = 8, CQ_HID = 16 };
+static foxjit_cfc_seq_args cq;
+
+static void cfc_seq_setup(void)
+{
+    if (!cq.w_in) {
+        cq.batch = CQ_B, cq.k = CQ_K, cq.n_in = CQ_IN, cq.n_hid = CQ_HID;
+        GH_CHECK(foxjit_cfc_seq_workspace_size(gh.rt, CQ_B, CQ_K, CQ_IN, CQ_HID,
+                                               &cq.work_bytes));
+        cq.w_in = bi_input(CQ_HID * CQ_IN);
+        cq.w_rec = bi_input(CQ_HID * CQ_HID);
+        cq.bias = bi_input(CQ_HID);
+        cq.tau = bi_input(CQ_HID);
+        cq.x = bi_input(CQ_B * CQ_K * CQ_IN);
+        cq.dt = bi_input(CQ_B * CQ_K);
+        cq.h_init = bi_input(CQ_B * CQ_HID);
+        cq.h = bi_buffer(CQ_B * CQ_K * CQ_HID, BI_NAN_BITS);
+        cq.u = bi_buffer(CQ_B * CQ_K * CQ_HID, BI_NAN_BITS);
+        cq.dh = bi_input(CQ_B * CQ_K * CQ_HID);
+        cq.dx = bi_buffer(CQ_B * CQ_K * CQ_IN, BI_NAN_BITS);
+        cq.dh_init = bi_buffer(CQ_B * CQ_HID, BI_NAN_BITS);
+        cq.dw_in = bi_buffer(CQ_HID * CQ_IN, BI_SENTINEL_BITS);
+        cq.dw_rec = bi_buffer(CQ_HID * CQ_HID, BI_SENTINEL_BITS);
+        cq.dbias = bi_buffer(CQ_HID, BI_SENTINEL_BITS);
+        cq.dtau = bi_buffer(CQ_HID, BI_SENTINEL_BITS);
+        cq.grad_accumulate = 1;
+        cq.work = bi_buffer((cq.work_bytes + 3) / 4, 0);
+    }
+}
+
+static void cfc_seq_forward_setup(void)
+{
+    cfc_seq_setup();
+    bi_watch("h", cq.h, CQ_B * CQ_K * CQ_HID, BI_NAN_BITS);
+    bi_watch("u", cq.u, CQ_B * CQ_K * CQ_HID, BI_NAN_BITS);
+}
+
+static void cfc_seq_backward_setup(void)
+{
+    cfc_seq_setup();
+    bi_watch("dx", cq.dx, CQ_B * CQ_K * CQ_IN, BI_NAN_BITS);
+    bi_watch("dh_init", cq.dh_init, CQ_B * CQ_HID, BI_NAN_BITS);
+    bi_watch("dw_in", cq.dw_in, CQ_HID * CQ_IN, BI_SENTINEL_BITS);
+    bi_watch("dw_rec", cq.dw_rec, CQ_HID * CQ_HID, BI_SENTINEL_BITS);
+    bi_watch("dbias", cq.dbias, CQ_HID, BI_SENTINEL_BITS);
+    bi_watch("dtau", cq.dtau, CQ_HID, BI_SENTINEL_BITS);
+}
+
+static foxjit_status cfc_seq_forward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_cfc_seq_forward(rt, &cq, s);
+}
+static foxjit_status cfc_seq_backward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_cfc_seq_backward(rt, &cq, s);
+}
+static foxjit_status cfc_seq_prepare(foxjit_runtime *rt)
+{
+    return foxjit_cfc_seq_prepare(rt, CQ_IN, CQ_HID);
+}
+
+static void cfc_seq_forward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_cfc_seq_args a;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_cfc_seq_forward(NULL, &cq, s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, batch, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, batch, -4), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_forward(rt, WITH(cq, batch, 1025), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, k, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_forward(rt, WITH(cq, k, 4097), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, n_in, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_forward(rt, WITH(cq, n_in, 257), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_forward(rt, WITH(cq, n_hid, 257), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, w_in, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, w_rec, cq.w_rec + 2), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, bias, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, tau, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, x, cq.x + 1), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, dt, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, h_init, cq.h_init + 2), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, h, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, u, cq.u + 1), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, h, cq.x), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, h, cq.h_init), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, u, cq.w_rec), s));
+    REFUSED(INVALID, foxjit_cfc_seq_forward(rt, WITH(cq, u, cq.h), s));
+    REFUSED(INVALID, foxjit_cfc_seq_workspace_size(NULL, CQ_B, CQ_K, CQ_IN, CQ_HID, &bytes));
+    REFUSED(INVALID, foxjit_cfc_seq_workspace_size(rt, CQ_B, CQ_K, CQ_IN, CQ_HID, NULL));
+    REFUSED(INVALID, foxjit_cfc_seq_workspace_size(rt, 0, CQ_K, CQ_IN, CQ_HID, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_workspace_size(rt, CQ_B, 5000, CQ_IN, CQ_HID, &bytes));
+    REFUSED(INVALID, foxjit_cfc_seq_prepare(NULL, CQ_IN, CQ_HID));
+    REFUSED(INVALID, foxjit_cfc_seq_prepare(rt, 0, CQ_HID));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_prepare(rt, CQ_IN, 300));
+}
+
+static void cfc_seq_backward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_cfc_seq_args a;
+    REFUSED(INVALID, foxjit_cfc_seq_backward(NULL, &cq, s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, batch, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, k, -1), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_seq_backward(rt, WITH(cq, n_hid, 1000), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, w_in, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, tau, cq.tau + 2), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, h, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, u, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dh, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dx, cq.dx + 1), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dh_init, cq.dh_init + 2), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dw_in, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dw_rec, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dbias, cq.dbias + 1), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dtau, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dx, cq.x), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dh_init, cq.h_init), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dtau, cq.tau), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, dw_rec, cq.dw_in), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, work, cq.dh), s));
+    REFUSED(TOO_SMALL, foxjit_cfc_seq_backward(rt, WITH(cq, work, 0), s));
+    REFUSED(INVALID, foxjit_cfc_seq_backward(rt, WITH(cq, work, cq.work + 4), s));
+    REFUSED(TOO_SMALL, foxjit_cfc_seq_backward(rt, WITH(cq, work_bytes, cq.work_bytes - 1), s));
+    REFUSED(TOO_SMALL, foxjit_cfc_seq_backward(rt, WITH(cq, work_bytes, 0), s));
+}
+
+const bi_case cases_cfc_seq[] = {
+    {"foxjit_cfc_seq_forward", cfc_seq_forward_setup, cfc_seq_forward_valid, cfc_seq_prepare,
+     cfc_seq_forward_refusals},
+    {"foxjit_cfc_seq_backward", cfc_seq_backward_setup, cfc_seq_backward_valid,
+     cfc_seq_prepare, cfc_seq_backward_refusals},
+    BI_END,
+};
 
 int main(void)
 {

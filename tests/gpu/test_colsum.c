@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "bad_input.h"
 #include "baselines.h"
 #include "ops/colsum.h"
 #include "runtime.h"
@@ -373,6 +374,113 @@ static void test_bad_arguments_launch_nothing(void **state)
         assert_true(isnan(out[i]));
     gh_free(dx), gh_free(db);
 }
+
+/* ---- bad input: cases_colsum (tests/common/bad_input.h) ----
+ * Refusals with their documented statuses, and a valid call for the context
+ * and capture checks. gpu_bad_input runs them with every other op's: meson
+ * compiles this file into it too, its main renamed. */
+
+/* Column sums. */
+enum { CS_ROWS = 64, CS_COLS = 8 };
+static CUdeviceptr cs_x, cs_out, cs_acc;
+
+static void colsum_setup(void)
+{
+    if (!cs_x) {
+        cs_x = bi_input(CS_ROWS * CS_COLS);
+        cs_out = bi_buffer(CS_COLS, BI_NAN_BITS);
+        cs_acc = bi_buffer(CS_COLS, BI_SENTINEL_BITS);
+    }
+    bi_watch("out", cs_out, CS_COLS, BI_NAN_BITS);
+    bi_watch("db", cs_acc, CS_COLS, BI_SENTINEL_BITS);
+}
+
+static foxjit_status colsum_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_column_sum(rt, cs_x, CS_ROWS, CS_COLS, cs_out, 0, s);
+}
+static foxjit_status bias_grad_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_bias_grad_reduce(rt, cs_x, CS_ROWS, CS_COLS, cs_acc, s);
+}
+static foxjit_status curiosity_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_curiosity_bias_grad_reduce(rt, cs_x, CS_ROWS, CS_COLS, cs_out, s);
+}
+static foxjit_status reduce_axis0_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_reduce_axis0(rt, cs_x, CS_ROWS, CS_COLS, cs_out, s);
+}
+static foxjit_status colsum_prepare(foxjit_runtime *rt)
+{
+    return foxjit_column_sum_prepare(rt, CS_ROWS, CS_COLS);
+}
+
+static void colsum_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr x = cs_x, out = cs_out;
+    REFUSED(INVALID, foxjit_column_sum(NULL, x, CS_ROWS, CS_COLS, out, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, x, 0, CS_COLS, out, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, x, -1, CS_COLS, out, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, x, CS_ROWS, 0, out, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, x, CS_ROWS, -7, out, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, x, INT64_MIN, CS_COLS, out, 0, s));
+    REFUSED(UNSUPPORTED, foxjit_column_sum(rt, x, 1ll << 31, CS_COLS, out, 0, s));
+    REFUSED(UNSUPPORTED, foxjit_column_sum(rt, x, CS_ROWS, 1ll << 31, out, 0, s));
+    REFUSED(UNSUPPORTED, foxjit_column_sum(rt, x, 1ll << 21, 1ll << 20, out, 0, s));
+    REFUSED(UNSUPPORTED, foxjit_column_sum(rt, x, INT64_MAX, CS_COLS, out, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, 0, CS_ROWS, CS_COLS, out, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, x, CS_ROWS, CS_COLS, 0, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, x + 2, CS_ROWS, CS_COLS, out, 0, s));
+    REFUSED(INVALID, foxjit_column_sum(rt, x, CS_ROWS, CS_COLS, out + 1, 0, s));
+    REFUSED(INVALID, foxjit_column_sum_prepare(NULL, CS_ROWS, CS_COLS));
+    REFUSED(INVALID, foxjit_column_sum_prepare(rt, 0, CS_COLS));
+    REFUSED(UNSUPPORTED, foxjit_column_sum_prepare(rt, CS_ROWS, 1ll << 31));
+}
+
+static void bias_grad_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr x = cs_x, db = cs_acc;
+    REFUSED(INVALID, foxjit_bias_grad_reduce(NULL, x, CS_ROWS, CS_COLS, db, s));
+    REFUSED(INVALID, foxjit_bias_grad_reduce(rt, x, 0, CS_COLS, db, s));
+    REFUSED(INVALID, foxjit_bias_grad_reduce(rt, x, CS_ROWS, -3, db, s));
+    REFUSED(UNSUPPORTED, foxjit_bias_grad_reduce(rt, x, 1ll << 32, CS_COLS, db, s));
+    REFUSED(INVALID, foxjit_bias_grad_reduce(rt, 0, CS_ROWS, CS_COLS, db, s));
+    REFUSED(INVALID, foxjit_bias_grad_reduce(rt, x, CS_ROWS, CS_COLS, 0, s));
+    REFUSED(INVALID, foxjit_bias_grad_reduce(rt, x + 3, CS_ROWS, CS_COLS, db, s));
+    REFUSED(INVALID, foxjit_bias_grad_reduce(rt, x, CS_ROWS, CS_COLS, db + 2, s));
+}
+
+static void curiosity_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr x = cs_x, db = cs_out;
+    REFUSED(INVALID, foxjit_curiosity_bias_grad_reduce(NULL, x, CS_ROWS, CS_COLS, db, s));
+    REFUSED(INVALID, foxjit_curiosity_bias_grad_reduce(rt, x, -5, CS_COLS, db, s));
+    REFUSED(UNSUPPORTED, foxjit_curiosity_bias_grad_reduce(rt, x, CS_ROWS, 1ll << 40, db, s));
+    REFUSED(INVALID, foxjit_curiosity_bias_grad_reduce(rt, x, CS_ROWS, CS_COLS, 0, s));
+    REFUSED(INVALID, foxjit_curiosity_bias_grad_reduce(rt, x + 1, CS_ROWS, CS_COLS, db, s));
+}
+
+static void reduce_axis0_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr x = cs_x, out = cs_out;
+    REFUSED(INVALID, foxjit_reduce_axis0(NULL, x, CS_ROWS, CS_COLS, out, s));
+    REFUSED(INVALID, foxjit_reduce_axis0(rt, x, 0, 0, out, s));
+    REFUSED(UNSUPPORTED, foxjit_reduce_axis0(rt, x, 1ll << 30, 1ll << 11, out, s));
+    REFUSED(INVALID, foxjit_reduce_axis0(rt, 0, CS_ROWS, CS_COLS, out, s));
+    REFUSED(INVALID, foxjit_reduce_axis0(rt, x, CS_ROWS, CS_COLS, out + 2, s));
+}
+
+const bi_case cases_colsum[] = {
+    {"foxjit_column_sum", colsum_setup, colsum_valid, colsum_prepare, colsum_refusals},
+    {"foxjit_bias_grad_reduce", colsum_setup, bias_grad_valid, colsum_prepare,
+     bias_grad_refusals},
+    {"foxjit_curiosity_bias_grad_reduce", colsum_setup, curiosity_valid, colsum_prepare,
+     curiosity_refusals},
+    {"foxjit_reduce_axis0", colsum_setup, reduce_axis0_valid, colsum_prepare,
+     reduce_axis0_refusals},
+    BI_END,
+};
 
 int main(void)
 {

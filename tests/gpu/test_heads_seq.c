@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "bad_input.h"
 #include "perception_cases.h"
 #include "perception_ref.h"
 
@@ -865,6 +866,166 @@ static void test_timing(void **state)
         data_free(&d);
     }
 }
+
+/* ---- bad input: cases_heads_seq (tests/common/bad_input.h) ----
+ * Refusals with their documented statuses, and a valid call for the context
+ * and capture checks. gpu_bad_input runs them with every other op's: meson
+ * compiles this file into it too, its main renamed. */
+
+/* GRN heads over batch x steps rows (dense: every stride 0). */
+enum { HQ_B = 2, HQ_S = 3, HQ_D = 8, HQ_E = 8, HQ_H = 2 };
+static foxjit_heads_seq_args hq;
+
+static void heads_seq_setup(void)
+{
+    if (!hq.w1) {
+        hq.batch = HQ_B, hq.steps = HQ_S, hq.d = HQ_D, hq.e = HQ_E, hq.h = HQ_H;
+        GH_CHECK(foxjit_heads_seq_workspace_size(gh.rt, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H,
+                                                 &hq.work_bytes));
+        hq.w1 = bi_input(HQ_H * HQ_E * HQ_D);
+        hq.b1 = bi_input(HQ_H * HQ_E);
+        hq.w2 = bi_input(HQ_H * HQ_E * HQ_E);
+        hq.b2 = bi_input(HQ_H * HQ_E);
+        hq.w_gate = bi_input(HQ_H * HQ_E);
+        hq.b_gate = bi_input(HQ_H);
+        hq.w_main = bi_input(HQ_H * HQ_E);
+        hq.b_main = bi_input(HQ_H);
+        hq.w_skip = bi_input(HQ_H * HQ_D);
+        hq.b_skip = bi_input(HQ_H);
+        hq.x = bi_input(HQ_B * HQ_S * HQ_D);
+        hq.logits = bi_buffer(HQ_B * HQ_S * HQ_H, BI_NAN_BITS);
+        hq.dlogits = bi_input(HQ_B * HQ_S * HQ_H);
+        hq.dx = bi_buffer(HQ_B * HQ_S * HQ_D, BI_NAN_BITS);
+        hq.dw1 = bi_buffer(HQ_H * HQ_E * HQ_D, BI_SENTINEL_BITS);
+        hq.db1 = bi_buffer(HQ_H * HQ_E, BI_SENTINEL_BITS);
+        hq.dw2 = bi_buffer(HQ_H * HQ_E * HQ_E, BI_SENTINEL_BITS);
+        hq.db2 = bi_buffer(HQ_H * HQ_E, BI_SENTINEL_BITS);
+        hq.dw_gate = bi_buffer(HQ_H * HQ_E, BI_SENTINEL_BITS);
+        hq.db_gate = bi_buffer(HQ_H, BI_SENTINEL_BITS);
+        hq.dw_main = bi_buffer(HQ_H * HQ_E, BI_SENTINEL_BITS);
+        hq.db_main = bi_buffer(HQ_H, BI_SENTINEL_BITS);
+        hq.dw_skip = bi_buffer(HQ_H * HQ_D, BI_SENTINEL_BITS);
+        hq.db_skip = bi_buffer(HQ_H, BI_SENTINEL_BITS);
+        hq.grad_accumulate = 1;
+        hq.work = bi_buffer((hq.work_bytes + 3) / 4, 0);
+    }
+}
+
+static void heads_seq_forward_setup(void)
+{
+    heads_seq_setup();
+    bi_watch("logits", hq.logits, HQ_B * HQ_S * HQ_H, BI_NAN_BITS);
+}
+
+static void heads_seq_backward_setup(void)
+{
+    heads_seq_setup();
+    bi_watch("dx", hq.dx, HQ_B * HQ_S * HQ_D, BI_NAN_BITS);
+    bi_watch("dw1", hq.dw1, HQ_H * HQ_E * HQ_D, BI_SENTINEL_BITS);
+    bi_watch("db1", hq.db1, HQ_H * HQ_E, BI_SENTINEL_BITS);
+    bi_watch("dw2", hq.dw2, HQ_H * HQ_E * HQ_E, BI_SENTINEL_BITS);
+    bi_watch("db2", hq.db2, HQ_H * HQ_E, BI_SENTINEL_BITS);
+    bi_watch("dw_gate", hq.dw_gate, HQ_H * HQ_E, BI_SENTINEL_BITS);
+    bi_watch("db_gate", hq.db_gate, HQ_H, BI_SENTINEL_BITS);
+    bi_watch("dw_main", hq.dw_main, HQ_H * HQ_E, BI_SENTINEL_BITS);
+    bi_watch("db_main", hq.db_main, HQ_H, BI_SENTINEL_BITS);
+    bi_watch("dw_skip", hq.dw_skip, HQ_H * HQ_D, BI_SENTINEL_BITS);
+    bi_watch("db_skip", hq.db_skip, HQ_H, BI_SENTINEL_BITS);
+}
+
+static foxjit_status heads_seq_forward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_heads_seq_forward(rt, &hq, s);
+}
+static foxjit_status heads_seq_backward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_heads_seq_backward(rt, &hq, s);
+}
+static foxjit_status heads_seq_prepare(foxjit_runtime *rt)
+{
+    return foxjit_heads_seq_prepare(rt, HQ_D, HQ_E, HQ_H);
+}
+
+static void heads_seq_forward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_heads_seq_args a;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_heads_seq_forward(NULL, &hq, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, batch, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(rt, WITH(hq, batch, 5000), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, steps, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(rt, WITH(hq, steps, 4097), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, d, -8), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(rt, WITH(hq, d, 257), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, e, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(rt, WITH(hq, e, 257), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, h, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(rt, WITH(hq, h, 9), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, w1, 0), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, w_gate, 0), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, b_skip, hq.b_skip + 2), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, x, 0), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, x, hq.x + 1), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, x_stride, -1), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, x_stride, HQ_D - 1), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, x_step_stride, -1), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_forward(rt, WITH(hq, x_stride, (1ll << 40) + 1), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, logits, 0), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, logits, hq.logits + 2), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, logits_stride, 1), s));
+    /* Row stride H with the dense step stride H: every step of a batch row
+     * lands on the next batch row's floats. */
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, logits_stride, HQ_H), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, logits, hq.x), s));
+    REFUSED(INVALID, foxjit_heads_seq_forward(rt, WITH(hq, logits, hq.b1), s));
+    REFUSED(INVALID, foxjit_heads_seq_workspace_size(NULL, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H,
+                                                     &bytes));
+    REFUSED(INVALID, foxjit_heads_seq_workspace_size(rt, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H, NULL));
+    REFUSED(INVALID, foxjit_heads_seq_workspace_size(rt, HQ_B, 0, HQ_D, HQ_E, HQ_H, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_workspace_size(rt, HQ_B, HQ_S, HQ_D, 300, HQ_H,
+                                                         &bytes));
+    REFUSED(INVALID, foxjit_heads_seq_prepare(NULL, HQ_D, HQ_E, HQ_H));
+    REFUSED(INVALID, foxjit_heads_seq_prepare(rt, 0, HQ_E, HQ_H));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_prepare(rt, HQ_D, HQ_E, 9));
+}
+
+static void heads_seq_backward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_heads_seq_args a;
+    REFUSED(INVALID, foxjit_heads_seq_backward(NULL, &hq, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, batch, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_backward(rt, WITH(hq, e, 512), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dlogits, 0), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dlogits, hq.dlogits + 1), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dlogits_stride, -2), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dlogits_step_stride, 1), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dx, hq.dx + 2), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dx_stride, 5), s));
+    /* dx rows of one step overlapping the next batch row (see the forward). */
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dx_stride, HQ_D), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dw1, 0), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, db_skip, 0), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dw_gate, hq.dw_gate + 1), s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward(rt, WITH(hq, work, 0), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, work, hq.work + 4), s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward(rt, WITH(hq, work_bytes, hq.work_bytes - 1),
+                                                 s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dx, hq.x), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dx, hq.dlogits), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, dw1, hq.w1), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, db2, hq.db1), s));
+    REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, work, hq.x), s));
+}
+
+const bi_case cases_heads_seq[] = {
+    {"foxjit_heads_seq_forward", heads_seq_forward_setup, heads_seq_forward_valid,
+     heads_seq_prepare, heads_seq_forward_refusals},
+    {"foxjit_heads_seq_backward", heads_seq_backward_setup, heads_seq_backward_valid,
+     heads_seq_prepare, heads_seq_backward_refusals},
+    BI_END,
+};
 
 int main(void)
 {

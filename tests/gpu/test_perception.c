@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "bad_input.h"
 #include "baselines.h"
 #include "ops/perception.h"
 #include "perception_cases.h"
@@ -1033,6 +1034,413 @@ static void test_bad_arguments_launch_nothing(void **state)
     assert_int_equal(foxjit_cfc_forward(gh.rt, &ca, gh.stream), FOXJIT_ERROR_UNSUPPORTED);
     attn_free(&d);
 }
+
+/* ---- bad input: cases_cfc, cases_heads, cases_vsn and cases_attn_pool ----
+ * (tests/common/bad_input.h).
+ * Refusals with their documented statuses, and a valid call for the context
+ * and capture checks. gpu_bad_input runs them with every other op's: meson
+ * compiles this file into it too, its main renamed. */
+
+/* CfC. */
+enum { CF_B = 2, CF_IN = 8, CF_HID = 16 };
+static foxjit_cfc_args cf;
+
+static void cfc_setup(void)
+{
+    if (!cf.w_in) {
+        cf.batch = CF_B, cf.n_in = CF_IN, cf.n_hid = CF_HID;
+        cf.w_in = bi_input(CF_HID * CF_IN);
+        cf.w_rec = bi_input(CF_HID * CF_HID);
+        cf.bias = bi_input(CF_HID);
+        cf.tau = bi_input(CF_HID);
+        cf.x = bi_input(CF_B * CF_IN);
+        cf.h = bi_input(CF_B * CF_HID);
+        cf.dt = bi_input(CF_B);
+        cf.u = bi_buffer(CF_B * CF_HID, BI_NAN_BITS);
+        cf.h_out = bi_buffer(CF_B * CF_HID, BI_NAN_BITS);
+        cf.dh_out = bi_input(CF_B * CF_HID);
+        cf.dh = bi_buffer(CF_B * CF_HID, BI_NAN_BITS);
+        cf.dx = bi_buffer(CF_B * CF_IN, BI_NAN_BITS);
+        cf.dw_in = bi_buffer(CF_B * CF_HID * CF_IN, BI_SENTINEL_BITS);
+        cf.dw_rec = bi_buffer(CF_B * CF_HID * CF_HID, BI_SENTINEL_BITS);
+        cf.dbias = bi_buffer(CF_B * CF_HID, BI_SENTINEL_BITS);
+        cf.dtau = bi_buffer(CF_B * CF_HID, BI_SENTINEL_BITS);
+    }
+}
+
+static void cfc_forward_setup(void)
+{
+    cfc_setup();
+    bi_watch("u", cf.u, CF_B * CF_HID, BI_NAN_BITS);
+    bi_watch("h_out", cf.h_out, CF_B * CF_HID, BI_NAN_BITS);
+}
+
+static void cfc_backward_setup(void)
+{
+    cfc_setup();
+    bi_watch("dh", cf.dh, CF_B * CF_HID, BI_NAN_BITS);
+    bi_watch("dx", cf.dx, CF_B * CF_IN, BI_NAN_BITS);
+    bi_watch("dw_in", cf.dw_in, CF_B * CF_HID * CF_IN, BI_SENTINEL_BITS);
+    bi_watch("dw_rec", cf.dw_rec, CF_B * CF_HID * CF_HID, BI_SENTINEL_BITS);
+    bi_watch("dbias", cf.dbias, CF_B * CF_HID, BI_SENTINEL_BITS);
+    bi_watch("dtau", cf.dtau, CF_B * CF_HID, BI_SENTINEL_BITS);
+}
+
+static foxjit_status cfc_forward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_cfc_forward(rt, &cf, s);
+}
+static foxjit_status cfc_backward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_cfc_backward(rt, &cf, s);
+}
+static foxjit_status cfc_prepare(foxjit_runtime *rt)
+{
+    return foxjit_cfc_prepare(rt, CF_IN, CF_HID);
+}
+
+
+static void cfc_forward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_cfc_args a;
+    REFUSED(INVALID, foxjit_cfc_forward(NULL, &cf, s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, batch, 0), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, batch, -4), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_forward(rt, WITH(cf, batch, 1025), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, n_in, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_forward(rt, WITH(cf, n_in, 257), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_forward(rt, WITH(cf, n_hid, 257), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, w_in, 0), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, w_rec, cf.w_rec + 2), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, bias, 0), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, tau, 0), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, x, cf.x + 1), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, h, cf.h + 2), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, dt, 0), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, u, 0), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, h_out, 0), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, x_stride, CF_IN - 1), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, h_stride, -1), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_forward(rt, WITH(cf, u_stride, (1ll << 40) + 1), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, h_out, cf.x), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, h_out, cf.h), s));
+    REFUSED(INVALID, foxjit_cfc_forward(rt, WITH(cf, u, cf.h_out), s));
+    REFUSED(INVALID, foxjit_cfc_prepare(NULL, CF_IN, CF_HID));
+    REFUSED(INVALID, foxjit_cfc_prepare(rt, 0, CF_HID));
+    REFUSED(UNSUPPORTED, foxjit_cfc_prepare(rt, CF_IN, 300));
+}
+
+static void cfc_backward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_cfc_args a;
+    REFUSED(INVALID, foxjit_cfc_backward(NULL, &cf, s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, batch, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_cfc_backward(rt, WITH(cf, n_hid, 1000), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dh_out, 0), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dw_in, 0), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dw_rec, 0), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dbias, cf.dbias + 1), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dtau, 0), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dx, cf.dx + 3), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dx, cf.x), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dh, cf.dh_out), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dh, cf.h), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dx_stride, 3), s));
+    REFUSED(INVALID, foxjit_cfc_backward(rt, WITH(cf, dh_out_stride, -16), s));
+}
+
+/* GRN heads. */
+enum { HD_B = 2, HD_D = 8, HD_E = 8, HD_H = 2 };
+static foxjit_heads_args hd;
+
+static void heads_setup(void)
+{
+    if (!hd.w1) {
+        hd.batch = HD_B, hd.d = HD_D, hd.e = HD_E, hd.h = HD_H;
+        hd.w1 = bi_input(HD_H * HD_E * HD_D);
+        hd.b1 = bi_input(HD_H * HD_E);
+        hd.w2 = bi_input(HD_H * HD_E * HD_E);
+        hd.b2 = bi_input(HD_H * HD_E);
+        hd.w_gate = bi_input(HD_H * HD_E);
+        hd.b_gate = bi_input(HD_H);
+        hd.w_main = bi_input(HD_H * HD_E);
+        hd.b_main = bi_input(HD_H);
+        hd.w_skip = bi_input(HD_H * HD_D);
+        hd.b_skip = bi_input(HD_H);
+        hd.x = bi_input(HD_B * HD_D);
+        hd.logits = bi_buffer(HD_B * HD_H, BI_NAN_BITS);
+        hd.dlogits = bi_input(HD_B * HD_H);
+        hd.dx = bi_buffer(HD_B * HD_D, BI_NAN_BITS);
+        hd.dw1 = bi_buffer(HD_B * HD_H * HD_E * HD_D, BI_SENTINEL_BITS);
+        hd.db1 = bi_buffer(HD_B * HD_H * HD_E, BI_SENTINEL_BITS);
+        hd.dw2 = bi_buffer(HD_B * HD_H * HD_E * HD_E, BI_SENTINEL_BITS);
+        hd.db2 = bi_buffer(HD_B * HD_H * HD_E, BI_SENTINEL_BITS);
+        hd.dw_gate = bi_buffer(HD_B * HD_H * HD_E, BI_SENTINEL_BITS);
+        hd.db_gate = bi_buffer(HD_B * HD_H, BI_SENTINEL_BITS);
+        hd.dw_main = bi_buffer(HD_B * HD_H * HD_E, BI_SENTINEL_BITS);
+        hd.db_main = bi_buffer(HD_B * HD_H, BI_SENTINEL_BITS);
+        hd.dw_skip = bi_buffer(HD_B * HD_H * HD_D, BI_SENTINEL_BITS);
+        hd.db_skip = bi_buffer(HD_B * HD_H, BI_SENTINEL_BITS);
+    }
+}
+
+static void heads_forward_setup(void)
+{
+    heads_setup();
+    bi_watch("logits", hd.logits, HD_B * HD_H, BI_NAN_BITS);
+}
+
+static void heads_backward_setup(void)
+{
+    heads_setup();
+    bi_watch("dx", hd.dx, HD_B * HD_D, BI_NAN_BITS);
+    bi_watch("dw1", hd.dw1, HD_B * HD_H * HD_E * HD_D, BI_SENTINEL_BITS);
+    bi_watch("db1", hd.db1, HD_B * HD_H * HD_E, BI_SENTINEL_BITS);
+    bi_watch("dw2", hd.dw2, HD_B * HD_H * HD_E * HD_E, BI_SENTINEL_BITS);
+    bi_watch("db2", hd.db2, HD_B * HD_H * HD_E, BI_SENTINEL_BITS);
+    bi_watch("dw_gate", hd.dw_gate, HD_B * HD_H * HD_E, BI_SENTINEL_BITS);
+    bi_watch("db_gate", hd.db_gate, HD_B * HD_H, BI_SENTINEL_BITS);
+    bi_watch("dw_main", hd.dw_main, HD_B * HD_H * HD_E, BI_SENTINEL_BITS);
+    bi_watch("db_main", hd.db_main, HD_B * HD_H, BI_SENTINEL_BITS);
+    bi_watch("dw_skip", hd.dw_skip, HD_B * HD_H * HD_D, BI_SENTINEL_BITS);
+    bi_watch("db_skip", hd.db_skip, HD_B * HD_H, BI_SENTINEL_BITS);
+}
+
+static foxjit_status heads_forward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_heads_forward(rt, &hd, s);
+}
+static foxjit_status heads_backward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_heads_backward(rt, &hd, s);
+}
+static foxjit_status heads_prepare(foxjit_runtime *rt)
+{
+    return foxjit_heads_prepare(rt, HD_D, HD_E, HD_H);
+}
+
+static void heads_forward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_heads_args a;
+    REFUSED(INVALID, foxjit_heads_forward(NULL, &hd, s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, batch, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_forward(rt, WITH(hd, batch, 5000), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, d, -8), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_forward(rt, WITH(hd, d, 257), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, e, 0), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, h, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_heads_forward(rt, WITH(hd, h, 9), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, w1, 0), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, b_skip, hd.b_skip + 2), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, x, 0), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, logits, 0), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, logits, hd.x), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, x_stride, HD_D - 1), s));
+    REFUSED(INVALID, foxjit_heads_forward(rt, WITH(hd, logits_stride, 1), s));
+    REFUSED(INVALID, foxjit_heads_prepare(NULL, HD_D, HD_E, HD_H));
+    REFUSED(INVALID, foxjit_heads_prepare(rt, 0, HD_E, HD_H));
+    REFUSED(UNSUPPORTED, foxjit_heads_prepare(rt, HD_D, HD_E, 9));
+}
+
+static void heads_backward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_heads_args a;
+    REFUSED(INVALID, foxjit_heads_backward(NULL, &hd, s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, NULL, s));
+    REFUSED(UNSUPPORTED, foxjit_heads_backward(rt, WITH(hd, e, 512), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, dlogits, 0), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, dw1, 0), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, db_skip, 0), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, dw_gate, hd.dw_gate + 1), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, dx, hd.dx + 2), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, dx, hd.x), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, dx, hd.dlogits), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, dx_stride, 5), s));
+    REFUSED(INVALID, foxjit_heads_backward(rt, WITH(hd, dlogits_stride, -2), s));
+}
+
+/* Variable selection. */
+enum { VS_B = 2, VS_T = 3, VS_F = 8 };
+static foxjit_vsn_args vs;
+
+static void vsn_setup(void)
+{
+    if (!vs.w) {
+        vs.batch = VS_B, vs.t = VS_T, vs.f = VS_F;
+        vs.w = bi_input(VS_F * VS_F);
+        vs.bias = bi_input(VS_F);
+        vs.x = bi_input(VS_B * VS_T * VS_F);
+        vs.y = bi_buffer(VS_B * VS_T * VS_F, BI_NAN_BITS);
+        vs.dy = bi_input(VS_B * VS_T * VS_F);
+        vs.dx = bi_buffer(VS_B * VS_T * VS_F, BI_NAN_BITS);
+        vs.dw = bi_buffer(VS_B * VS_F * VS_F, BI_SENTINEL_BITS);
+        vs.dbias = bi_buffer(VS_B * VS_F, BI_SENTINEL_BITS);
+    }
+}
+
+static void vsn_forward_setup(void)
+{
+    vsn_setup();
+    bi_watch("y", vs.y, VS_B * VS_T * VS_F, BI_NAN_BITS);
+}
+
+static void vsn_backward_setup(void)
+{
+    vsn_setup();
+    bi_watch("dx", vs.dx, VS_B * VS_T * VS_F, BI_NAN_BITS);
+    bi_watch("dw", vs.dw, VS_B * VS_F * VS_F, BI_SENTINEL_BITS);
+    bi_watch("dbias", vs.dbias, VS_B * VS_F, BI_SENTINEL_BITS);
+}
+
+static foxjit_status vsn_forward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_vsn_forward(rt, &vs, s);
+}
+static foxjit_status vsn_backward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_vsn_backward(rt, &vs, s);
+}
+static foxjit_status vsn_prepare(foxjit_runtime *rt) { return foxjit_vsn_prepare(rt, VS_F); }
+
+static void vsn_forward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_vsn_args a;
+    REFUSED(INVALID, foxjit_vsn_forward(NULL, &vs, s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, WITH(vs, batch, -1), s));
+    REFUSED(UNSUPPORTED, foxjit_vsn_forward(rt, WITH(vs, batch, 1025), s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, WITH(vs, t, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_vsn_forward(rt, WITH(vs, t, 4097), s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, WITH(vs, f, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_vsn_forward(rt, WITH(vs, f, 257), s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, WITH(vs, w, 0), s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, WITH(vs, bias, vs.bias + 1), s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, WITH(vs, x, 0), s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, WITH(vs, y, 0), s));
+    REFUSED(INVALID, foxjit_vsn_forward(rt, WITH(vs, y, vs.x), s));
+    REFUSED(INVALID, foxjit_vsn_prepare(NULL, VS_F));
+    REFUSED(INVALID, foxjit_vsn_prepare(rt, 0));
+    REFUSED(UNSUPPORTED, foxjit_vsn_prepare(rt, 257));
+}
+
+static void vsn_backward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_vsn_args a;
+    REFUSED(INVALID, foxjit_vsn_backward(NULL, &vs, s));
+    REFUSED(INVALID, foxjit_vsn_backward(rt, NULL, s));
+    REFUSED(UNSUPPORTED, foxjit_vsn_backward(rt, WITH(vs, t, 1 << 20), s));
+    REFUSED(INVALID, foxjit_vsn_backward(rt, WITH(vs, dy, 0), s));
+    REFUSED(INVALID, foxjit_vsn_backward(rt, WITH(vs, dw, 0), s));
+    REFUSED(INVALID, foxjit_vsn_backward(rt, WITH(vs, dbias, vs.dbias + 2), s));
+    REFUSED(INVALID, foxjit_vsn_backward(rt, WITH(vs, dx, vs.dx + 1), s));
+    REFUSED(INVALID, foxjit_vsn_backward(rt, WITH(vs, dx, vs.dy), s));
+    REFUSED(INVALID, foxjit_vsn_backward(rt, WITH(vs, dx, vs.x), s));
+}
+
+/* Attention pooling. */
+enum { AP_B = 2, AP_T = 3, AP_D = 8 };
+static foxjit_attn_pool_args ap;
+
+static void attn_setup(void)
+{
+    if (!ap.q) {
+        ap.batch = AP_B, ap.t = AP_T, ap.d = AP_D;
+        ap.q = bi_input(AP_D);
+        ap.hs = bi_input(AP_B * AP_T * AP_D);
+        ap.pooled = bi_buffer(AP_B * AP_D, BI_NAN_BITS);
+        ap.dpooled = bi_input(AP_B * AP_D);
+        ap.dhs = bi_buffer(AP_B * AP_T * AP_D, BI_NAN_BITS);
+        ap.dq = bi_buffer(AP_B * AP_D, BI_SENTINEL_BITS);
+    }
+}
+
+static void attn_forward_setup(void)
+{
+    attn_setup();
+    bi_watch("pooled", ap.pooled, AP_B * AP_D, BI_NAN_BITS);
+}
+
+static void attn_backward_setup(void)
+{
+    attn_setup();
+    bi_watch("dhs", ap.dhs, AP_B * AP_T * AP_D, BI_NAN_BITS);
+    bi_watch("dq", ap.dq, AP_B * AP_D, BI_SENTINEL_BITS);
+}
+
+static foxjit_status attn_forward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_attn_pool_forward(rt, &ap, s);
+}
+static foxjit_status attn_backward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_attn_pool_backward(rt, &ap, s);
+}
+static foxjit_status attn_prepare(foxjit_runtime *rt) { return foxjit_attn_pool_prepare(rt, AP_D); }
+
+static void attn_forward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_attn_pool_args a;
+    REFUSED(INVALID, foxjit_attn_pool_forward(NULL, &ap, s));
+    REFUSED(INVALID, foxjit_attn_pool_forward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_attn_pool_forward(rt, WITH(ap, batch, 0), s));
+    REFUSED(INVALID, foxjit_attn_pool_forward(rt, WITH(ap, t, -3), s));
+    REFUSED(UNSUPPORTED, foxjit_attn_pool_forward(rt, WITH(ap, t, 4097), s));
+    REFUSED(INVALID, foxjit_attn_pool_forward(rt, WITH(ap, d, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_attn_pool_forward(rt, WITH(ap, d, 257), s));
+    REFUSED(INVALID, foxjit_attn_pool_forward(rt, WITH(ap, q, 0), s));
+    REFUSED(INVALID, foxjit_attn_pool_forward(rt, WITH(ap, hs, ap.hs + 2), s));
+    REFUSED(INVALID, foxjit_attn_pool_forward(rt, WITH(ap, pooled, 0), s));
+    REFUSED(INVALID, foxjit_attn_pool_forward(rt, WITH(ap, pooled, ap.hs), s));
+    REFUSED(INVALID, foxjit_attn_pool_prepare(NULL, AP_D));
+    REFUSED(INVALID, foxjit_attn_pool_prepare(rt, -1));
+    REFUSED(UNSUPPORTED, foxjit_attn_pool_prepare(rt, 300));
+}
+
+static void attn_backward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_attn_pool_args a;
+    REFUSED(INVALID, foxjit_attn_pool_backward(NULL, &ap, s));
+    REFUSED(INVALID, foxjit_attn_pool_backward(rt, NULL, s));
+    REFUSED(UNSUPPORTED, foxjit_attn_pool_backward(rt, WITH(ap, batch, 2048), s));
+    REFUSED(INVALID, foxjit_attn_pool_backward(rt, WITH(ap, dpooled, 0), s));
+    REFUSED(INVALID, foxjit_attn_pool_backward(rt, WITH(ap, dhs, 0), s));
+    REFUSED(INVALID, foxjit_attn_pool_backward(rt, WITH(ap, dq, 0), s));
+    REFUSED(INVALID, foxjit_attn_pool_backward(rt, WITH(ap, dq, ap.dq + 1), s));
+    REFUSED(INVALID, foxjit_attn_pool_backward(rt, WITH(ap, dhs, ap.hs), s));
+    REFUSED(INVALID, foxjit_attn_pool_backward(rt, WITH(ap, dhs, ap.dpooled), s));
+}
+
+const bi_case cases_cfc[] = {
+    {"foxjit_cfc_forward", cfc_forward_setup, cfc_forward_valid, cfc_prepare,
+     cfc_forward_refusals},
+    {"foxjit_cfc_backward", cfc_backward_setup, cfc_backward_valid, cfc_prepare,
+     cfc_backward_refusals},
+    BI_END,
+};
+const bi_case cases_heads[] = {
+    {"foxjit_heads_forward", heads_forward_setup, heads_forward_valid, heads_prepare,
+     heads_forward_refusals},
+    {"foxjit_heads_backward", heads_backward_setup, heads_backward_valid, heads_prepare,
+     heads_backward_refusals},
+    BI_END,
+};
+const bi_case cases_vsn[] = {
+    {"foxjit_vsn_forward", vsn_forward_setup, vsn_forward_valid, vsn_prepare,
+     vsn_forward_refusals},
+    {"foxjit_vsn_backward", vsn_backward_setup, vsn_backward_valid, vsn_prepare,
+     vsn_backward_refusals},
+    BI_END,
+};
+const bi_case cases_attn_pool[] = {
+    {"foxjit_attn_pool_forward", attn_forward_setup, attn_forward_valid, attn_prepare,
+     attn_forward_refusals},
+    {"foxjit_attn_pool_backward", attn_backward_setup, attn_backward_valid, attn_prepare,
+     attn_backward_refusals},
+    BI_END,
+};
 
 int main(void)
 {

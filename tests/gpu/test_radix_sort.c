@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "bad_input.h"
 #include "ops/radix_sort.h"
 
 typedef enum kind { RANDOM, SORTED, REVERSED, ALL_EQUAL, FEW_DISTINCT, KIND_COUNT } kind;
@@ -295,6 +296,75 @@ static void test_graph_capture(void **state)
     gh_free(dk), gh_free(dv), gh_free(out), gh_free(ws);
     free(k), free(v), free(eager), free(replay);
 }
+
+/* ---- bad input: cases_radix_sort (tests/common/bad_input.h) ----
+ * Refusals with their documented statuses, and a valid call for the context
+ * and capture checks. gpu_bad_input runs them with every other op's: meson
+ * compiles this file into it too, its main renamed. */
+
+/* Radix sort. */
+enum { RS_N = 1000 };
+static CUdeviceptr rs_ki, rs_vi, rs_ko, rs_vo, rs_ws;
+static size_t rs_ws_bytes;
+
+static void radix_setup(void)
+{
+    if (!rs_ki) {
+        GH_CHECK(foxjit_radix_sort_pairs_workspace_size(gh.rt, RS_N, 0, 32, &rs_ws_bytes));
+        rs_ki = bi_input(RS_N);
+        rs_vi = bi_input(RS_N);
+        rs_ko = bi_buffer(RS_N, BI_NAN_BITS);
+        rs_vo = bi_buffer(RS_N, BI_NAN_BITS);
+        rs_ws = bi_buffer((rs_ws_bytes + 3) / 4, 0);
+    }
+    bi_watch("keys_out", rs_ko, RS_N, BI_NAN_BITS);
+    bi_watch("values_out", rs_vo, RS_N, BI_NAN_BITS);
+}
+
+static foxjit_status radix_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_radix_sort_pairs(rt, rs_ki, rs_vi, rs_ko, rs_vo, RS_N, 0, 32, rs_ws,
+                                   rs_ws_bytes, s);
+}
+static foxjit_status radix_prepare(foxjit_runtime *rt) { return foxjit_radix_sort_prepare(rt); }
+
+static void radix_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr ki = rs_ki, vi = rs_vi, ko = rs_ko, vo = rs_vo, ws = rs_ws;
+    const size_t wb = rs_ws_bytes;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_radix_sort_pairs(NULL, ki, vi, ko, vo, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, 0, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, -1, 0, 32, ws, wb, s));
+    REFUSED(UNSUPPORTED, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, 1ll << 31, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, RS_N, -1, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, RS_N, 0, 33, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, RS_N, 8, 8, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, RS_N, 16, 8, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, 0, vi, ko, vo, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, 0, ko, vo, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, 0, vo, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, 0, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, RS_N, 0, 32, 0, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki + 2, vi, ko, vo, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo + 1, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ki, vo, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, ko, RS_N, 0, 32, ws, wb, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, RS_N, 0, 32, vo, wb, s));
+    REFUSED(TOO_SMALL, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, RS_N, 0, 32, ws, wb - 1, s));
+    REFUSED(TOO_SMALL, foxjit_radix_sort_pairs(rt, ki, vi, ko, vo, RS_N, 0, 32, ws, 0, s));
+    REFUSED(INVALID, foxjit_radix_sort_pairs_workspace_size(NULL, RS_N, 0, 32, &bytes));
+    REFUSED(INVALID, foxjit_radix_sort_pairs_workspace_size(rt, RS_N, 0, 32, NULL));
+    REFUSED(INVALID, foxjit_radix_sort_pairs_workspace_size(rt, 0, 0, 32, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_radix_sort_pairs_workspace_size(rt, 1ll << 31, 0, 32, &bytes));
+    REFUSED(INVALID, foxjit_radix_sort_pairs_workspace_size(rt, RS_N, 4, 2, &bytes));
+    REFUSED(INVALID, foxjit_radix_sort_prepare(NULL));
+}
+
+const bi_case cases_radix_sort[] = {
+    {"foxjit_radix_sort_pairs", radix_setup, radix_valid, radix_prepare, radix_refusals},
+    BI_END,
+};
 
 int main(void)
 {

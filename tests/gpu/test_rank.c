@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "bad_input.h"
 #include "baselines.h"
 #include "ops/rank_normalize.h"
 
@@ -439,6 +440,78 @@ static void test_graph_capture(void **state)
     gh_free(r), gh_free(out), gh_free(ws);
     free(p.r), free(eager), free(replay);
 }
+
+/* ---- bad input: cases_rank_normalize (tests/common/bad_input.h) ----
+ * Refusals with their documented statuses, and a valid call for the context
+ * and capture checks. gpu_bad_input runs them with every other op's: meson
+ * compiles this file into it too, its main renamed. */
+
+/* Rank normalization. */
+enum { RK_N = 1000 };
+static CUdeviceptr rk_r, rk_out, rk_ws;
+static size_t rk_ws_bytes;
+
+static void rank_setup(void)
+{
+    if (!rk_r) {
+        GH_CHECK(foxjit_rank_normalize_workspace_size(gh.rt, RK_N, FOXJIT_TIES_MAX,
+                                                      &rk_ws_bytes));
+        rk_r = bi_input(RK_N);
+        rk_out = bi_buffer(RK_N, BI_NAN_BITS);
+        rk_ws = bi_buffer((rk_ws_bytes + 3) / 4, 0);
+    }
+    bi_watch("out", rk_out, RK_N, BI_NAN_BITS);
+}
+
+static foxjit_status rank_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_rank_normalize(rt, rk_r, RK_N, 1.0f, 0.0f, FOXJIT_TIES_MAX, rk_out, rk_ws,
+                                 rk_ws_bytes, s);
+}
+static foxjit_status rank_ordinal_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_rank_normalize(rt, rk_r, RK_N, 1.0f, 0.0f, FOXJIT_TIES_ORDINAL, rk_out, rk_ws,
+                                 rk_ws_bytes, s);
+}
+static foxjit_status rank_prepare(foxjit_runtime *rt)
+{
+    return foxjit_rank_normalize_prepare(rt, FOXJIT_TIES_MAX);
+}
+
+static void rank_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr r = rk_r, out = rk_out, ws = rk_ws;
+    const size_t wb = rk_ws_bytes;
+    const foxjit_tie_mode mx = FOXJIT_TIES_MAX;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_rank_normalize(NULL, r, RK_N, 1, 0, mx, out, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, 0, 1, 0, mx, out, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, -3, 1, 0, mx, out, ws, wb, s));
+    REFUSED(UNSUPPORTED, foxjit_rank_normalize(rt, r, 1ll << 31, 1, 0, mx, out, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, RK_N, 1, 0, (foxjit_tie_mode)2, out, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, RK_N, 1, 0, (foxjit_tie_mode)-1, out, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, 0, RK_N, 1, 0, mx, out, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, RK_N, 1, 0, mx, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, RK_N, 1, 0, mx, out, 0, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r + 1, RK_N, 1, 0, mx, out, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, RK_N, 1, 0, mx, out + 2, ws, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, RK_N, 1, 0, mx, out, r, wb, s));
+    REFUSED(INVALID, foxjit_rank_normalize(rt, r, RK_N, 1, 0, mx, out, out, wb, s));
+    REFUSED(TOO_SMALL, foxjit_rank_normalize(rt, r, RK_N, 1, 0, mx, out, ws, wb - 1, s));
+    REFUSED(INVALID, foxjit_rank_normalize_workspace_size(NULL, RK_N, mx, &bytes));
+    REFUSED(INVALID, foxjit_rank_normalize_workspace_size(rt, RK_N, mx, NULL));
+    REFUSED(INVALID, foxjit_rank_normalize_workspace_size(rt, 0, mx, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_rank_normalize_workspace_size(rt, 1ll << 33, mx, &bytes));
+    REFUSED(INVALID, foxjit_rank_normalize_workspace_size(rt, RK_N, (foxjit_tie_mode)7, &bytes));
+    REFUSED(INVALID, foxjit_rank_normalize_prepare(NULL, mx));
+    REFUSED(INVALID, foxjit_rank_normalize_prepare(rt, (foxjit_tie_mode)9));
+}
+
+const bi_case cases_rank_normalize[] = {
+    {"foxjit_rank_normalize", rank_setup, rank_valid, rank_prepare, rank_refusals},
+    {"foxjit_rank_normalize (ordinal)", rank_setup, rank_ordinal_valid, rank_prepare, NULL},
+    BI_END,
+};
 
 int main(void)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "bad_input.h"
 #include "ops/train.h"
 #include "runtime.h"
 
@@ -425,6 +426,117 @@ static void test_bad_arguments_launch_nothing(void **state)
     GH_CHECK(foxjit_bce_with_logits(gh.rt, z, z, 64, loss, 0, 0, gh.stream));
     gh_free(z), gh_free(loss);
 }
+
+/* ---- bad input: cases_train (tests/common/bad_input.h) ----
+ * Refusals with their documented statuses, and a valid call for the context
+ * and capture checks. gpu_bad_input runs them with every other op's: meson
+ * compiles this file into it too, its main renamed. */
+
+/* BCE with logits. */
+enum { BC_N = 100 };
+static CUdeviceptr bc_z, bc_y, bc_loss, bc_dz;
+
+static void bce_case_setup(void)
+{
+    if (!bc_z) {
+        bc_z = bi_input(BC_N);
+        bc_y = bi_input(BC_N);
+        bc_loss = bi_buffer(1, BI_NAN_BITS);
+        bc_dz = bi_buffer(BC_N, BI_NAN_BITS);
+    }
+    bi_watch("loss", bc_loss, 1, BI_NAN_BITS);
+    bi_watch("dz", bc_dz, BC_N, BI_NAN_BITS);
+}
+
+static foxjit_status bce_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_bce_with_logits(rt, bc_z, bc_y, BC_N, bc_loss, 0, bc_dz, s);
+}
+static foxjit_status training_prepare(foxjit_runtime *rt) { return foxjit_training_prepare(rt); }
+
+static void bce_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr z = bc_z, y = bc_y, loss = bc_loss, dz = bc_dz;
+    REFUSED(INVALID, foxjit_bce_with_logits(NULL, z, y, BC_N, loss, 0, dz, s));
+    REFUSED(INVALID, foxjit_bce_with_logits(rt, z, y, 0, loss, 0, dz, s));
+    REFUSED(INVALID, foxjit_bce_with_logits(rt, z, y, -1, loss, 0, dz, s));
+    REFUSED(UNSUPPORTED, foxjit_bce_with_logits(rt, z, y, 1ll << 31, loss, 0, dz, s));
+    REFUSED(INVALID, foxjit_bce_with_logits(rt, 0, y, BC_N, loss, 0, dz, s));
+    REFUSED(INVALID, foxjit_bce_with_logits(rt, z, 0, BC_N, loss, 0, dz, s));
+    REFUSED(INVALID, foxjit_bce_with_logits(rt, z, y, BC_N, 0, 0, dz, s));
+    REFUSED(INVALID, foxjit_bce_with_logits(rt, z + 2, y, BC_N, loss, 0, dz, s));
+    REFUSED(INVALID, foxjit_bce_with_logits(rt, z, y, BC_N, loss + 1, 0, dz, s));
+    REFUSED(INVALID, foxjit_bce_with_logits(rt, z, y, BC_N, loss, 0, dz + 2, s));
+    REFUSED(INVALID, foxjit_training_prepare(NULL));
+}
+
+/* AdamW and the step counter. */
+enum { AW_N = 100 };
+#define STEP_BITS 5u  /* step = 5 */
+static foxjit_adamw_args aw;
+
+static void adamw_setup(void)
+{
+    if (!aw.param) {
+        aw.n = AW_N;
+        aw.param = bi_buffer(AW_N, BI_SENTINEL_BITS);
+        aw.grad = bi_input(AW_N);
+        aw.m = bi_buffer(AW_N, BI_SENTINEL_BITS);
+        aw.v = bi_buffer(AW_N, BI_SENTINEL_BITS);
+        aw.step = bi_buffer(1, STEP_BITS);
+        aw.lr = 1e-3f, aw.beta1 = 0.9f, aw.beta2 = 0.999f, aw.eps = 1e-8f;
+        aw.weight_decay = 0.01f;
+    }
+    bi_watch("param", aw.param, AW_N, BI_SENTINEL_BITS);
+    bi_watch("m", aw.m, AW_N, BI_SENTINEL_BITS);
+    bi_watch("v", aw.v, AW_N, BI_SENTINEL_BITS);
+    bi_watch("step", aw.step, 1, STEP_BITS);
+}
+
+static foxjit_status adamw_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_adamw(rt, &aw, s);
+}
+static foxjit_status increment_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_increment_step(rt, aw.step, s);
+}
+
+static void adamw_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_adamw_args a;
+    REFUSED(INVALID, foxjit_adamw(NULL, &aw, s));
+    REFUSED(INVALID, foxjit_adamw(rt, NULL, s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, n, 0), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, n, -100), s));
+    REFUSED(UNSUPPORTED, foxjit_adamw(rt, WITH(aw, n, (1ll << 40) + 1), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, param, 0), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, grad, aw.grad + 2), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, step, 0), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, m, aw.v), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, grad, aw.param), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, lr, -1.0f), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, lr, NAN), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, beta1, 1.0f), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, beta2, -0.1f), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, eps, 0.0f), s));
+    REFUSED(INVALID, foxjit_adamw(rt, WITH(aw, weight_decay, INFINITY), s));
+}
+
+static void increment_refusals(foxjit_runtime *rt, CUstream s)
+{
+    REFUSED(INVALID, foxjit_increment_step(NULL, aw.step, s));
+    REFUSED(INVALID, foxjit_increment_step(rt, 0, s));
+    REFUSED(INVALID, foxjit_increment_step(rt, aw.step + 2, s));
+}
+
+const bi_case cases_train[] = {
+    {"foxjit_bce_with_logits", bce_case_setup, bce_valid, training_prepare, bce_refusals},
+    {"foxjit_adamw", adamw_setup, adamw_valid, training_prepare, adamw_refusals},
+    {"foxjit_increment_step", adamw_setup, increment_valid, training_prepare,
+     increment_refusals},
+    BI_END,
+};
 
 int main(void)
 {

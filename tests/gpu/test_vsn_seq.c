@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "bad_input.h"
 #include "ops/perception.h"
 #include "perception_cases.h"
 #include "perception_ref.h"
@@ -704,6 +705,87 @@ static void test_timing(void **state)
         data_free(&d);
     }
 }
+
+/* ---- bad input: cases_vsn_seq (tests/common/bad_input.h) ----
+ * Refusals with their documented statuses, and a valid call for the context
+ * and capture checks. gpu_bad_input runs them with every other op's: meson
+ * compiles this file into it too, its main renamed. */
+
+/* Variable selection backward over all rows (its forward is foxjit_vsn_forward). */
+enum { VQ_B = 2, VQ_T = 3, VQ_F = 8 };
+static foxjit_vsn_seq_args vq;
+
+static void vsn_seq_setup(void)
+{
+    if (!vq.w) {
+        vq.batch = VQ_B, vq.t = VQ_T, vq.f = VQ_F;
+        GH_CHECK(foxjit_vsn_seq_workspace_size(gh.rt, VQ_B, VQ_T, VQ_F, &vq.work_bytes));
+        vq.w = bi_input(VQ_F * VQ_F);
+        vq.bias = bi_input(VQ_F);
+        vq.x = bi_input(VQ_B * VQ_T * VQ_F);
+        vq.dy = bi_input(VQ_B * VQ_T * VQ_F);
+        vq.dx = bi_buffer(VQ_B * VQ_T * VQ_F, BI_NAN_BITS);
+        vq.dw = bi_buffer(VQ_F * VQ_F, BI_SENTINEL_BITS);
+        vq.dbias = bi_buffer(VQ_F, BI_SENTINEL_BITS);
+        vq.grad_accumulate = 1;
+        vq.work = bi_buffer((vq.work_bytes + 3) / 4, 0);
+    }
+    bi_watch("dx", vq.dx, VQ_B * VQ_T * VQ_F, BI_NAN_BITS);
+    bi_watch("dw", vq.dw, VQ_F * VQ_F, BI_SENTINEL_BITS);
+    bi_watch("dbias", vq.dbias, VQ_F, BI_SENTINEL_BITS);
+}
+
+static foxjit_status vsn_seq_backward_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_vsn_seq_backward(rt, &vq, s);
+}
+static foxjit_status vsn_seq_prepare(foxjit_runtime *rt)
+{
+    return foxjit_vsn_seq_prepare(rt, VQ_F);
+}
+
+static void vsn_seq_backward_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_vsn_seq_args a;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_vsn_seq_backward(NULL, &vq, s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, NULL, s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, batch, -1), s));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_backward(rt, WITH(vq, batch, 1025), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, t, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_backward(rt, WITH(vq, t, 4097), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, f, 0), s));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_backward(rt, WITH(vq, f, 257), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, w, 0), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, bias, vq.bias + 1), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, x, 0), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, dy, vq.dy + 2), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, dx, vq.dx + 1), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, dw, 0), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, dbias, 0), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, dx, vq.dy), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, dx, vq.x), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, dw, vq.w), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, dbias, vq.dw), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, work, vq.x), s));
+    REFUSED(TOO_SMALL, foxjit_vsn_seq_backward(rt, WITH(vq, work, 0), s));
+    REFUSED(INVALID, foxjit_vsn_seq_backward(rt, WITH(vq, work, vq.work + 4), s));
+    REFUSED(TOO_SMALL, foxjit_vsn_seq_backward(rt, WITH(vq, work_bytes, vq.work_bytes - 1), s));
+    REFUSED(TOO_SMALL, foxjit_vsn_seq_backward(rt, WITH(vq, work_bytes, 0), s));
+    REFUSED(INVALID, foxjit_vsn_seq_workspace_size(NULL, VQ_B, VQ_T, VQ_F, &bytes));
+    REFUSED(INVALID, foxjit_vsn_seq_workspace_size(rt, VQ_B, VQ_T, VQ_F, NULL));
+    REFUSED(INVALID, foxjit_vsn_seq_workspace_size(rt, VQ_B, 0, VQ_F, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_workspace_size(rt, VQ_B, VQ_T, 300, &bytes));
+    REFUSED(INVALID, foxjit_vsn_seq_prepare(NULL, VQ_F));
+    REFUSED(INVALID, foxjit_vsn_seq_prepare(rt, 0));
+    REFUSED(UNSUPPORTED, foxjit_vsn_seq_prepare(rt, 257));
+}
+
+const bi_case cases_vsn_seq[] = {
+    {"foxjit_vsn_seq_backward", vsn_seq_setup, vsn_seq_backward_valid, vsn_seq_prepare,
+     vsn_seq_backward_refusals},
+    BI_END,
+};
 
 int main(void)
 {

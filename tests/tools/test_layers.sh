@@ -10,7 +10,13 @@
 #  3. Nothing in the repository points at the spec folder next to the
 #     checkout (a clone does not have it).
 #  4. libfoxjit.so carries no baseline: neither symbols (nm -D) nor kernel
-#     names or source text (strings) of the seed's kernels.
+#     names or source text (strings) of the seed's kernels; and nothing of
+#     the runtime's inside leaves it: its dynamic table has foxjit_* names
+#     only (the toolkit's fj_tk_* wrappers are linked into the tools
+#     statically, from libfoxjit_toolkit.a).
+#  5. toolkit.h is a narrow interface, not a re-export of the internals: of
+#     the runtime's headers it includes only those of toolkit_allowed below,
+#     and they include none but each other.
 #   test_layers.sh SOURCE_ROOT CC [LIBFOXJIT_SO]
 set -u
 root=$1
@@ -26,7 +32,7 @@ for f in $(cd "$root" && find tools -path tools/baselines -prune -o \( -name '*.
         base=${name##*/}
         if grep -qxF "$name" <<< "$runtime_headers" || grep -qxF "$base" <<< "$runtime_headers" &&
            [ ! -e "$root/$(dirname "$f")/$name" ]; then
-            fail "$f includes the runtime header \"$name\"; tools use foxjit/foxjit.h and toolkit.h only (add what is missing to runtime/toolkit.h)"
+            fail "$f includes the runtime header \"$name\"; tools use foxjit/foxjit.h and toolkit.h only (declare what is missing in runtime/toolkit.h and wrap it in runtime/toolkit_*.c)"
         fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$root/$f")
 done
@@ -49,7 +55,31 @@ hits=$(cd "$root" && git grep -nE "$pat" -- . ':!tests/tools/test_layers.sh' 2>/
        grep -rnE "$pat" --exclude-dir=.git --exclude-dir=build --exclude=test_layers.sh . 2>/dev/null)
 [ -z "$hits" ] || fail "the repository refers to the spec folder outside it, which a clone does not have: $hits"
 
+# What toolkit.h may include of the runtime, and why (runtime/toolkit.h
+# says the same): the public API; and cuda_loader.h, the driver's entry
+# points as the runtime dlopen'd them, which the bench and `fox-jit info`
+# call instead of linking libcuda (`fox-jit warm` runs without a driver),
+# and which includes nothing of the runtime but the public header. Any
+# other internal type or function a tool needs gets a wrapper in
+# runtime/toolkit_*.c, not an #include here.
+toolkit_allowed='foxjit/foxjit.h cuda_loader.h'
+quoted_includes() {
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"
+}
+for f in toolkit.h cuda_loader.h; do
+    path=$root/runtime/$f
+    [ -f "$path" ] || { fail "runtime/$f is missing"; continue; }
+    for inc in $(quoted_includes "$path"); do
+        case " $toolkit_allowed " in
+        *" $inc "*) ;;
+        *) fail "runtime/$f includes \"$inc\"; toolkit.h may include only $toolkit_allowed (wrap what a tool needs in runtime/toolkit_*.c instead)" ;;
+        esac
+    done
+done
+
 if [ -n "$lib" ]; then
+    inner=$(nm -D --defined-only "$lib" | awk 'NF >= 3 && $3 !~ /^foxjit_/ {print $3}' | head -5)
+    [ -z "$inner" ] || fail "nm -D $lib exports names other than foxjit_*: $inner"
     pattern='_legacy|colsum_serial|colsum_p[12]\b'
     syms=$(nm -D "$lib" | grep -E "$pattern")
     [ -z "$syms" ] || fail "nm -D $lib shows baseline symbols: $syms"
@@ -57,5 +87,5 @@ if [ -n "$lib" ]; then
     [ -z "$text" ] || fail "strings $lib shows baseline kernels or sources: $text"
 fi
 
-[ $failed -eq 0 ] && echo "ok: tools include only the public and toolkit headers; disk_cache.c builds without CUDA; no outside references${lib:+; no baselines in $lib}"
+[ $failed -eq 0 ] && echo "ok: tools include only the public and toolkit headers; toolkit.h includes only $toolkit_allowed; disk_cache.c builds without CUDA; no outside references${lib:+; no baselines and only foxjit_* exported in $lib}"
 exit $failed

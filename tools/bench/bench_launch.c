@@ -14,8 +14,7 @@ typedef struct launch_bench {
     CUdeviceptr x, out;
     long long rows, cols;
     int acc;
-    fj_colsum_plan plan;
-    const fj_loaded *k;
+    fj_tk_colsum_plan *plan;
 } launch_bench;
 
 typedef int (*host_fn)(bench_ctx *b, launch_bench *l);
@@ -36,8 +35,8 @@ static int stream_ctx(bench_ctx *b, launch_bench *l)
 
 static int raw_launch(bench_ctx *b, launch_bench *l)
 {
-    return fj_colsum_launch(b->rt, &l->plan, l->k->fn[0], l->x, l->rows, l->cols, l->out, l->acc,
-                            b->stream, "raw") != FOXJIT_OK;
+    return fj_tk_colsum_launch(b->rt, l->plan, l->x, l->rows, l->cols, l->out, l->acc,
+                               b->stream) != FOXJIT_OK;
 }
 
 static int op_call(bench_ctx *b, launch_bench *l)
@@ -100,17 +99,19 @@ int bench_launch(bench_ctx *b)
         l.x = bench_alloc(b, n * sizeof(float));
         l.out = bench_alloc(b, (size_t)l.cols * sizeof(float));
         bench_fill_random(b, l.x, n, 7);
-        if (fj_colsum_plan_load(b->rt, l.rows, l.cols, 16, NULL, 0, &l.plan, &l.k) !=
-            FOXJIT_OK) {
+        if (fj_tk_colsum_plan_load(b->rt, l.rows, l.cols, &l.plan) != FOXJIT_OK) {
             fprintf(stderr, "bench launch: %s\n", foxjit_last_error());
             failed = 1;
         } else {
             double raw = host_us(b, raw_launch, &l), op = host_us(b, op_call, &l);
             double eager = bench_time_us(b, op_call_timed, &l, 20);
             char shape[32], kern[32];
+            fj_tk_colsum_geometry g;
+            fj_tk_colsum_plan_geometry(l.plan, &g);
+            fj_tk_colsum_plan_free(l.plan);
             snprintf(shape, sizeof shape, "%lldx%lld", l.rows, l.cols);
-            snprintf(kern, sizeof kern, "%s %ux%u%s", l.plan.rows_mode ? "rows" : "tiles",
-                     l.plan.grid_x, l.plan.split, l.plan.split > 1 ? " clu" : "");
+            snprintf(kern, sizeof kern, "%s %ux%u%s", g.rows_mode ? "rows" : "tiles", g.grid_x,
+                     g.split, g.split > 1 ? " clu" : "");
             printf("%-11s %-16s %10.2f %10.2f %10.2f %12.2f\n", shape, kern, raw, op, op - raw,
                    eager);
             failed |= raw < 0 || op < 0 || eager < 0;

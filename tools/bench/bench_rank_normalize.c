@@ -35,7 +35,7 @@ typedef struct rank_bench {
     CUdeviceptr ws, cub_ws, scratch;
     size_t ws_bytes, cub_ws_bytes;
     foxjit_tie_mode ties;
-    fj_radix_tuning tune;
+    fj_tk_radix_tuning tune;
     who which;
 } rank_bench;
 
@@ -67,12 +67,11 @@ static int run_once(bench_ctx *b, void *ud, int iter)
                             b->stream);
         break;
     default:
-        st = r->sort ? fj_radix_sort_pairs_tuned(b->rt, &r->tune, r->in[i], r->values[i],
-                                                 r->keys_out, r->values_out, r->n, 0, 32, r->ws,
-                                                 r->ws_bytes, b->stream)
-                     : fj_rank_normalize_tuned(b->rt, &r->tune, r->in[i], r->n, STD_EMA,
-                                               MEAN_EMA, r->ties, r->out, r->ws, r->ws_bytes,
-                                               b->stream);
+        st = r->sort ? fj_tk_radix_sort_pairs(b->rt, &r->tune, r->in[i], r->values[i],
+                                              r->keys_out, r->values_out, r->n, 0, 32, r->ws,
+                                              r->ws_bytes, b->stream)
+                     : fj_tk_rank_normalize(b->rt, &r->tune, r->in[i], r->n, STD_EMA, MEAN_EMA,
+                                            r->ties, r->out, r->ws, r->ws_bytes, b->stream);
         break;
     }
     if (st != FOXJIT_OK) {
@@ -94,7 +93,7 @@ static void setup(bench_ctx *b, rank_bench *r, int64_t n, int sort, int with_cub
     memset(r, 0, sizeof *r);
     r->n = n;
     r->sort = sort;
-    r->tune = fj_radix_default_tuning;
+    r->tune = fj_tk_radix_default_tuning();
     const size_t bytes = (size_t)n * 4;
     r->nrot = bench_rotation(b, sort ? 2 * bytes : bytes, MAX_ROT);
     unsigned *h = sort ? malloc(bytes) : NULL;
@@ -128,9 +127,9 @@ static void setup(bench_ctx *b, rank_bench *r, int64_t n, int sort, int with_cub
         r->values_out = bench_alloc(b, bytes);
     }
     /* Room for any tuning: the smallest tile has the most look-back words. */
-    const fj_radix_tuning smallest = {256, 8, 1};
-    r->ws_bytes = sort ? fj_radix_sort_workspace_tuned(n, 0, 32, &smallest)
-                       : fj_rank_workspace_tuned(n, &smallest);
+    const fj_tk_radix_tuning smallest = {256, 8, 1};
+    r->ws_bytes = sort ? fj_tk_radix_sort_workspace(n, 0, 32, &smallest)
+                       : fj_tk_rank_workspace(n, &smallest);
     r->ws = bench_alloc(b, r->ws_bytes);
 #ifdef FOXJIT_HAVE_CUB_BASELINE
     if (with_cub) {
@@ -263,34 +262,42 @@ static int bench_rank_rows(bench_ctx *b, int64_t n, double legacy_2_20_us)
     return failed;
 }
 
-/* Cold NVRTC compiles (straight through the compiler, no cache). */
+/* Cold NVRTC compiles of the ops' one variant each (their manifest lines,
+ * straight through the compiler, no cache). */
 static int bench_compile_rows(bench_ctx *b)
 {
-    const fj_toolchain *tc;
-    if (fj_toolchain_get(&tc) != FOXJIT_OK) {
+    fj_tk_toolchain tc;
+    if (fj_tk_toolchain_get(&tc) != FOXJIT_OK) {
         fprintf(stderr, "bench rank: %s\n", foxjit_last_error());
         return 1;
     }
     const char *archs[3] = {"sm_89", "sm_90", foxjit_runtime_arch(b->rt)};
-    const fj_variant *variants[2] = {&fj_radix_sort_variant, &fj_rank_normalize_variant};
+    static const char *const ops[2] = {"radix_sort", "rank_normalize"};
     int failed = 0;
     for (int a = 0; a < 3; a++) {
         if (a == 2 && (!strcmp(archs[2], archs[0]) || !strcmp(archs[2], archs[1])))
             continue;
-        fj_target t;
-        if (fj_target_for_name(tc->nvrtc, archs[a], &t) != FOXJIT_OK)
+        fj_tk_target t;
+        if (fj_tk_target_for_name(archs[a], &t) != FOXJIT_OK)
             continue;
         for (int v = 0; v < 2; v++) {
-            uint8_t *image = NULL;
-            size_t size = 0;
-            uint32_t kind = 0;
+            char line[32], why[256] = "out of memory";
+            snprintf(line, sizeof line, "%s\n", ops[v]);
+            fj_tk_manifest *m = NULL;
+            fj_tk_units *u = fj_tk_units_new();
             double ms = 0;
-            if (fj_compile(tc, variants[v], &t, &image, &size, &kind, &ms) != FOXJIT_OK) {
+            int ok = u && fj_tk_manifest_parse(line, &m, why, sizeof why) == 0 &&
+                     fj_tk_units_add(u, m, &t, why, sizeof why) == 0;
+            if (!ok)
+                fprintf(stderr, "bench rank: %s: %s\n", ops[v], why);
+            else if (!(ok = fj_tk_unit_compile(u, 0, &ms) == FOXJIT_OK))
                 fprintf(stderr, "bench rank: %s\n", foxjit_last_error());
+            fj_tk_manifest_free(m);
+            fj_tk_units_free(u);
+            if (!ok) {
                 failed = 1;
                 continue;
             }
-            free(image);
             bench_row row = {.group = "rank", .us = ms * 1000.0,
                              .note = "cold NVRTC compile (us), no cache"};
             row.name = v ? "nvrtc rank_normalize" : "nvrtc radix_sort";
@@ -331,7 +338,7 @@ const bench_group bench_group_rank_normalize = {
 /* Onesweep tile shapes at N = 4,096,000, each next to the default. */
 int bench_rank_sweep(bench_ctx *b)
 {
-    static const fj_radix_tuning tunings[] = {
+    static const fj_tk_radix_tuning tunings[] = {
         {384, 23, 1}, {384, 16, 2}, {384, 18, 1}, {256, 16, 3},
         {256, 23, 2}, {512, 12, 2}, {512, 18, 1}, {256, 32, 1},
     };

@@ -33,13 +33,9 @@ void bench_print_usage(FILE *f);
 /* 1 if argv[i] is -h or --help. */
 int cli_wants_help(int argc, char **argv);
 
-/* cli_open_cache flags. */
-#define CLI_CACHE_INSPECT 1   /* list, verify, info: change nothing (fj_cache_config.inspect) */
-#define CLI_CACHE_SHARED 2    /* warm --shared: a layer other users can read */
-
-/* Opens the cache (dir NULL = default); prints why and returns NULL when it
- * is unusable. */
-fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters, int flags);
+/* Opens the cache (dir NULL = default; flags FJ_TK_CACHE_*, toolkit.h);
+ * prints why and returns NULL when it is unusable. */
+fj_tk_cache *cli_open_cache(const char *dir, int flags);
 
 /* --cache-dir's value: an empty one is refused (exit status 2) rather than
  * silently meaning the default. 0 when fine. */
@@ -50,7 +46,7 @@ int cli_check_cache_dir(const char *cmd, const char *dir);
  * a directory, a NUL byte: all bad usage, exit status 2). */
 char *cli_read_manifest(const char *path);
 
-/* Parses a size like 500M, 2G, 123456 (cache_size.h). Returns 0 on
+/* Parses a size like 500M, 2G, 123456 (fj_tk_parse_size). Returns 0 on
  * success, -1 after printing why with the option's name. */
 int cli_parse_size(const char *cmd, const char *option, const char *text, uint64_t *out);
 

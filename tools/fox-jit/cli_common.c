@@ -8,13 +8,10 @@
 #include "cli.h"
 #include "foxjit/foxjit.h"
 
-fj_disk_cache *cli_open_cache(const char *dir, fj_counters *counters, int flags)
+fj_tk_cache *cli_open_cache(const char *dir, int flags)
 {
-    fj_cache_config cfg = {.dir = dir,
-                           .inspect = (flags & CLI_CACHE_INSPECT) != 0,
-                           .shared = (flags & CLI_CACHE_SHARED) != 0};
-    fj_disk_cache *c;
-    if (fj_disk_cache_open(&cfg, counters, &c) != 0) {
+    fj_tk_cache *c;
+    if (fj_tk_cache_open(dir, flags, &c) != 0) {
         fprintf(stderr, "fox-jit: cannot use the cache: %s\n", foxjit_last_error());
         return NULL;
     }
@@ -34,7 +31,7 @@ int cli_check_cache_dir(const char *cmd, const char *dir)
 char *cli_read_manifest(const char *path)
 {
     if (!path)
-        return strdup(fj_default_manifest());
+        return strdup(fj_tk_default_manifest());
     if (!*path) {
         fprintf(stderr, "fox-jit: --manifest is empty; give a file ('-' reads stdin)\n");
         return NULL;
@@ -97,7 +94,7 @@ char *cli_read_manifest(const char *path)
 int cli_parse_size(const char *cmd, const char *option, const char *text, uint64_t *out)
 {
     char why[300];
-    if (fj_parse_size(text, out, why, sizeof why) != 0) {
+    if (fj_tk_parse_size(text, out, why, sizeof why) != 0) {
         fprintf(stderr, "fox-jit %s: %s %s\n", cmd, option, why);
         return -1;
     }

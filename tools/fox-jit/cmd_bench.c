@@ -131,7 +131,7 @@ int cmd_bench(int argc, char **argv)
         case 't':
             /* Through the environment, so that the processes the jit group
              * starts plan for the same arch. */
-            setenv(FJ_TARGET_ENV, optarg, 1);
+            setenv(fj_tk_target_env(), optarg, 1);
             break;
         default: bench_print_usage(stderr); return 2;
         }
@@ -186,8 +186,10 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "fox-jit bench: %s\n", foxjit_last_error());
         return 1;
     }
-    fj_plan_label(&b.rt->facts, b.device_name, b.plan, sizeof b.plan);
-    b.plan_overridden = b.rt->facts.overridden;
+    fj_tk_plan plan;
+    fj_tk_runtime_plan(b.rt, b.device_name, &plan);
+    snprintf(b.plan, sizeof b.plan, "%s", plan.label);
+    b.plan_overridden = plan.overridden;
     if (json_path) {
         b.json = fopen(json_path, "w");
         if (!b.json) {
@@ -252,19 +254,20 @@ int cmd_jit_probe(int argc, char **argv)
         return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &m);
-    fj_manifest_item *items;
-    size_t n;
+    fj_tk_manifest *man;
     char why[256];
-    if (fj_manifest_parse(fj_default_manifest(), &items, &n, why, sizeof why) != 0)
+    if (fj_tk_manifest_parse(fj_tk_default_manifest(), &man, why, sizeof why) != 0)
         return 1;
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(items[i].op->name, "column_sum") &&
-            foxjit_column_sum_prepare(rt, items[i].values[0], items[i].values[1]) != FOXJIT_OK) {
+    for (size_t i = 0; i < fj_tk_manifest_count(man); i++) {
+        const int64_t *v = fj_tk_manifest_values(man, i);
+        if (!strcmp(fj_tk_manifest_op(man, i), "column_sum") &&
+            foxjit_column_sum_prepare(rt, v[0], v[1]) != FOXJIT_OK) {
             fprintf(stderr, "__jit-probe: %s\n", foxjit_last_error());
             return 1;
         }
+    }
     clock_gettime(CLOCK_MONOTONIC, &z);
-    free(items);
+    fj_tk_manifest_free(man);
     foxjit_counters k;
     foxjit_runtime_get_counters(rt, &k);
     double create_ms = (double)(m.tv_sec - a.tv_sec) * 1e3 + (double)(m.tv_nsec - a.tv_nsec) / 1e6;

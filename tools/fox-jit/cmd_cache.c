@@ -73,10 +73,10 @@ typedef struct walk_totals {
     long entries, temps, bad, removed, kept;
     unsigned long long bytes;
     int remove;
-    fj_disk_cache *cache;
+    fj_tk_cache *cache;
 } walk_totals;
 
-static int print_entry(const fj_entry_info *e, void *ud)
+static int print_entry(const fj_tk_entry *e, void *ud)
 {
     walk_totals *t = ud;
     char when[32];
@@ -91,9 +91,7 @@ static int print_entry(const fj_entry_info *e, void *ud)
     }
     t->entries++;
     t->bytes += e->size;
-    char program[64], target[32];
-    fj_key_describe(e->key, program, sizeof program, target, sizeof target);
-    printf("%-40s %-16s %-12s %9llu  %s%s\n", e->name, program, target,
+    printf("%-40s %-16s %-12s %9llu  %s%s\n", e->name, e->program, e->target,
            (unsigned long long)e->size, when,
            e->layer >= 0 ? "  (read-only layer)" : "");
     return 0;
@@ -105,21 +103,21 @@ int cmd_list(int argc, char **argv)
     int rc = parse_common("list", argc, argv, &dir, NULL, NULL, NULL, list_usage);
     if (rc)
         return rc;
-    fj_disk_cache *c = cli_open_cache(dir, NULL, CLI_CACHE_INSPECT);
+    fj_tk_cache *c = cli_open_cache(dir, FJ_TK_CACHE_INSPECT);
     if (!c)
         return 1;
     printf("%-40s %-16s %-12s %9s  %s\n", "entry", "program", "target", "bytes", "last used");
     walk_totals t = {0};
-    fj_disk_cache_walk(c, 1, print_entry, &t);
-    printf("%ld entries, %llu bytes in %s", t.entries, t.bytes, fj_disk_cache_dir(c));
-    for (int i = 0; i < fj_disk_cache_layer_count(c); i++)
-        printf(" + %s", fj_disk_cache_layer(c, i));
+    fj_tk_cache_walk(c, 1, print_entry, &t);
+    printf("%ld entries, %llu bytes in %s", t.entries, t.bytes, fj_tk_cache_dir(c));
+    for (int i = 0; i < fj_tk_cache_layer_count(c); i++)
+        printf(" + %s", fj_tk_cache_layer(c, i));
     printf("%s\n", t.temps ? "; temp files of unfinished writes are listed" : "");
-    fj_disk_cache_close(c);
+    fj_tk_cache_close(c);
     return 0;
 }
 
-static int verify_entry(const fj_entry_info *e, void *ud)
+static int verify_entry(const fj_tk_entry *e, void *ud)
 {
     walk_totals *t = ud;
     if (e->is_temp) {
@@ -132,7 +130,7 @@ static int verify_entry(const fj_entry_info *e, void *ud)
     t->bad++;
     printf("BAD %s: %s\n", e->path, e->why[0] ? e->why : "unreadable");
     if (t->remove && e->layer < 0) {
-        if (fj_disk_cache_remove_file(t->cache, e->name) == 0)
+        if (fj_tk_cache_remove_file(t->cache, e->name) == 0)
             t->removed++;
         else
             t->kept++;
@@ -148,12 +146,12 @@ int cmd_verify(int argc, char **argv)
     if (rc)
         return rc;
     /* Only --remove writes; plain verify works on a root-owned layer. */
-    fj_disk_cache *c = cli_open_cache(dir, NULL, t.remove ? 0 : CLI_CACHE_INSPECT);
+    fj_tk_cache *c = cli_open_cache(dir, t.remove ? 0 : FJ_TK_CACHE_INSPECT);
     if (!c)
         return 1;
     t.cache = c;
-    long n = fj_disk_cache_walk(c, 1, verify_entry, &t);
-    fj_disk_cache_close(c);
+    long n = fj_tk_cache_walk(c, 1, verify_entry, &t);
+    fj_tk_cache_close(c);
     if (n < 0) {
         fprintf(stderr, "fox-jit verify: cannot read the cache directory\n");
         return 1;
@@ -173,24 +171,24 @@ int cmd_clear(int argc, char **argv)
     int rc = parse_common("clear", argc, argv, &dir, NULL, NULL, NULL, clear_usage);
     if (rc)
         return rc;
-    fj_disk_cache *c = cli_open_cache(dir, NULL, 0);
+    fj_tk_cache *c = cli_open_cache(dir, 0);
     if (!c)
         return 1;
-    fj_prune_stats s;
-    long n = fj_disk_cache_clear(c, &s);
+    fj_tk_prune_stats s;
+    long n = fj_tk_cache_clear(c, &s);
     if (n < 0) {
         fprintf(stderr, "fox-jit clear: cannot read the cache directory %s\n",
-                fj_disk_cache_dir(c));
-        fj_disk_cache_close(c);
+                fj_tk_cache_dir(c));
+        fj_tk_cache_close(c);
         return 1;
     }
     printf("clear: removed %ld entries (%llu bytes) and %ld stale temp files (%llu bytes) from "
            "%s", s.entries, (unsigned long long)s.entry_bytes, s.temps,
-           (unsigned long long)s.temp_bytes, fj_disk_cache_dir(c));
+           (unsigned long long)s.temp_bytes, fj_tk_cache_dir(c));
     if (s.kept_temps)
         printf("; kept %ld temp files of writes in progress", s.kept_temps);
     printf("\n");
-    fj_disk_cache_close(c);
+    fj_tk_cache_close(c);
     return 0;
 }
 
@@ -206,13 +204,12 @@ int cmd_prune(int argc, char **argv)
         fprintf(stderr, "fox-jit prune: --max-bytes is required\n%s", prune_usage);
         return 2;
     }
-    fj_counters counters = {0};
-    fj_disk_cache *c = cli_open_cache(dir, &counters, 0);
+    fj_tk_cache *c = cli_open_cache(dir, 0);
     if (!c)
         return 1;
-    fj_prune_stats s;
-    long removed = fj_disk_cache_prune(c, max_bytes, NULL, &s);
-    fj_disk_cache_close(c);
+    fj_tk_prune_stats s;
+    long removed = fj_tk_cache_prune(c, max_bytes, &s);
+    fj_tk_cache_close(c);
     if (removed < 0) {
         fprintf(stderr, "fox-jit prune: cannot read the cache directory\n");
         return 1;

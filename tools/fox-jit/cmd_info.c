@@ -28,7 +28,7 @@ typedef struct sizes {
     unsigned long long bytes;
 } sizes;
 
-static int add_size(const fj_entry_info *e, void *ud)
+static int add_size(const fj_tk_entry *e, void *ud)
 {
     sizes *s = ud;
     if (!e->is_temp) {
@@ -53,13 +53,13 @@ static void print_counters(const foxjit_counters *k)
  * slow trainer with a forgotten FOXJIT_TARGET is explained here. */
 static void print_target_override(void)
 {
-    const char *t = getenv(FJ_TARGET_ENV);
+    const char *env = fj_tk_target_env(), *t = getenv(env);
     if (!t || !t[0] || !strcmp(t, "native"))
         printf("target override: none (runtimes build for the GPU present)\n");
     else
         printf("target override: %s=%s (a testing aid): runtimes plan, compile and cache as "
                "for that arch, as PTX the driver compiles for the GPU present\n",
-               FJ_TARGET_ENV, t);
+               env, t);
 }
 
 /* Creates a runtime on device 0 and prepares the default column sums. */
@@ -83,32 +83,31 @@ static void probe(const fj_cuda *cu, const char *cache_dir)
         return;
     }
     double t1 = now_ms();
-    fj_manifest_item *items;
-    size_t n;
+    fj_tk_manifest *m;
     char why[256];
     int prepared = 0, failed = 0;
-    if (fj_manifest_parse(fj_default_manifest(), &items, &n, why, sizeof why) == 0) {
-        for (size_t i = 0; i < n; i++) {
-            if (strcmp(items[i].op->name, "column_sum"))
+    if (fj_tk_manifest_parse(fj_tk_default_manifest(), &m, why, sizeof why) == 0) {
+        for (size_t i = 0; i < fj_tk_manifest_count(m); i++) {
+            const int64_t *v = fj_tk_manifest_values(m, i);
+            if (strcmp(fj_tk_manifest_op(m, i), "column_sum"))
                 continue;
-            if (foxjit_column_sum_prepare(rt, items[i].values[0], items[i].values[1]) ==
-                FOXJIT_OK) {
+            if (foxjit_column_sum_prepare(rt, v[0], v[1]) == FOXJIT_OK) {
                 prepared++;
             } else {
                 failed++;
                 printf("probe: prepare failed: %s\n", foxjit_last_error());
             }
         }
-        free(items);
+        fj_tk_manifest_free(m);
     }
     double t2 = now_ms();
-    char label[192], name[128] = "";
+    char name[128] = "";
     cu->cuDeviceGetName(name, sizeof name, dev);
-    fj_plan_label(&rt->facts, name, label, sizeof label);
+    fj_tk_plan plan;
+    fj_tk_runtime_plan(rt, name, &plan);
     printf("probe (runtime on device 0, arch %s: %s; %d SMs, %d KiB shared memory per block, "
-           "L2 %d MiB, clusters %s):\n", foxjit_runtime_arch(rt), label, rt->facts.sm_count,
-           rt->facts.smem_per_block_optin >> 10, rt->facts.l2_bytes >> 20,
-           rt->facts.clusters ? "yes" : "no");
+           "L2 %d MiB, clusters %s):\n", foxjit_runtime_arch(rt), plan.label, plan.sm_count,
+           plan.smem_per_block_optin >> 10, plan.l2_bytes >> 20, plan.clusters ? "yes" : "no");
     printf("  runtime created in %.2f ms; %d default column-sum shapes prepared in %.2f ms%s\n",
            t1 - t0, prepared, t2 - t1, failed ? " (some failed)" : "");
     foxjit_counters k;
@@ -144,17 +143,16 @@ int cmd_info(int argc, char **argv)
         return 2;
     }
     printf("fox-jit %s (cache entry format 1, sources %s)\n", foxjit_version(),
-           fj_sources_hash_hex());
-    const fj_toolchain *tc;
-    if (fj_toolchain_get(&tc) == FOXJIT_OK) {
-        printf("NVRTC %d.%d (%s); archs:", tc->nvrtc->major, tc->nvrtc->minor,
-               tc->nvrtc->library);
-        for (int i = 0; i < tc->nvrtc->num_archs; i++)
-            printf(" sm_%d", tc->nvrtc->archs[i]);
+           fj_tk_sources_hash_hex());
+    fj_tk_toolchain tc;
+    if (fj_tk_toolchain_get(&tc) == FOXJIT_OK) {
+        printf("NVRTC %d.%d (%s); archs:", tc.nvrtc_major, tc.nvrtc_minor, tc.nvrtc_library);
+        for (int i = 0; i < tc.num_archs; i++)
+            printf(" sm_%d", tc.archs[i]);
         printf("\n");
-        if (tc->cccl_version)
-            printf("CCCL %d.%d.%d (%s)\n", tc->cccl_version / 1000000,
-                   tc->cccl_version / 1000 % 1000, tc->cccl_version % 1000, tc->cccl_include);
+        if (tc.cccl_version)
+            printf("CCCL %d.%d.%d (%s)\n", tc.cccl_version / 1000000,
+                   tc.cccl_version / 1000 % 1000, tc.cccl_version % 1000, tc.cccl_include);
         else
             printf("CCCL: not found (kernels built on CUB cannot compile; set "
                    "FOXJIT_CCCL_INCLUDE)\n");
@@ -185,15 +183,15 @@ int cmd_info(int argc, char **argv)
         printf("CUDA driver: %s\n", foxjit_last_error());
     }
     print_target_override();
-    fj_disk_cache *cache = cli_open_cache(cache_dir, NULL, CLI_CACHE_INSPECT);
+    fj_tk_cache *cache = cli_open_cache(cache_dir, FJ_TK_CACHE_INSPECT);
     if (cache) {
         sizes s = {0};
-        fj_disk_cache_walk(cache, 0, add_size, &s);
-        printf("cache: %s (%ld entries, %llu bytes, cap %llu bytes)\n", fj_disk_cache_dir(cache),
-               s.entries, s.bytes, (unsigned long long)fj_disk_cache_max_bytes(cache));
-        for (int i = 0; i < fj_disk_cache_layer_count(cache); i++)
-            printf("read-only layer: %s\n", fj_disk_cache_layer(cache, i));
-        fj_disk_cache_close(cache);
+        fj_tk_cache_walk(cache, 0, add_size, &s);
+        printf("cache: %s (%ld entries, %llu bytes, cap %llu bytes)\n", fj_tk_cache_dir(cache),
+               s.entries, s.bytes, (unsigned long long)fj_tk_cache_max_bytes(cache));
+        for (int i = 0; i < fj_tk_cache_layer_count(cache); i++)
+            printf("read-only layer: %s\n", fj_tk_cache_layer(cache, i));
+        fj_tk_cache_close(cache);
     }
     if (gpus > 0 && !no_probe)
         probe(cu, cache_dir);

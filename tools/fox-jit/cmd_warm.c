@@ -39,23 +39,21 @@ const char warm_usage[] =
     "kept (a write failed, or the size cap evicted it again), 2 on bad usage (bad options,\n"
     "archs or manifest).\n";
 
+/* What became of unit i of warm_state.units. */
 typedef struct warm_job {
-    fj_variant variant;
-    fj_target target;
     int status;        /* 0 pending, 1 compiled, 2 cached, 3 failed */
     double ms;
     char *error;
 } warm_job;
 
 typedef struct warm_state {
+    fj_tk_units *units;
     warm_job *jobs;
     size_t count;
     atomic_size_t next;
     size_t done;
     int quiet, tty;
-    const fj_toolchain *tc;
-    fj_disk_cache *cache;
-    fj_counters counters;
+    fj_tk_cache *cache;
     pthread_mutex_t print_lock;
 } warm_state;
 
@@ -74,62 +72,33 @@ static void *worker(void *arg)
         if (i >= w->count)
             return NULL;
         warm_job *j = &w->jobs[i];
-        fj_image img;
-        fj_image_source src;
+        int compiled = 0;
         double t0 = now_s();
-        fj_clear_error();
-        foxjit_status st = fj_jit_image(w->tc, w->cache, &w->counters, &j->variant, &j->target,
-                                        0, &img, &src);
+        foxjit_status st = fj_tk_unit_build(w->units, i, w->cache, &compiled);
         j->ms = (now_s() - t0) * 1000.0;
         if (st != FOXJIT_OK) {
             j->status = 3;
             j->error = strdup(foxjit_last_error());
         } else {
-            j->status = src == FJ_IMAGE_COMPILED ? 1 : 2;
+            j->status = compiled ? 1 : 2;
         }
         char desc[256];
-        fj_variant_describe(&j->variant, desc, sizeof desc);
+        const char *target = fj_tk_unit_target(w->units, i)->name;
+        fj_tk_unit_describe(w->units, i, desc, sizeof desc);
         pthread_mutex_lock(&w->print_lock);
         w->done++;
         static const char *const what[] = {"", "compiled", "cached", "FAILED"};
         if (!w->quiet) {
             if (w->tty)
                 printf("\r\033[K[%3zu/%zu] %-8s %-10s %s", w->done, w->count, what[j->status],
-                       j->target.name, desc);
+                       target, desc);
             else
                 printf("[%3zu/%zu] %-8s %-10s %s (%.0f ms)\n", w->done, w->count,
-                       what[j->status], j->target.name, desc, j->ms);
+                       what[j->status], target, desc, j->ms);
             fflush(stdout);
         }
         pthread_mutex_unlock(&w->print_lock);
     }
-}
-
-/* Appends a job per variant the manifest uses on target t. */
-static int expand(const fj_manifest_item *items, size_t n, const fj_target *t, warm_job **jobs,
-                  size_t *count, size_t *cap)
-{
-    static fj_variant v[1024];
-    size_t nv = 0;
-    char why[512];
-    if (fj_manifest_expand(items, n, t->cc, v, sizeof v / sizeof v[0], &nv, why, sizeof why)) {
-        fprintf(stderr, "fox-jit warm: manifest %s\n", why);
-        return -1;
-    }
-    for (size_t a = 0; a < nv; a++) {
-        if (*count == *cap) {
-            *cap = *cap ? *cap * 2 : 64;
-            warm_job *grown = realloc(*jobs, *cap * sizeof **jobs);
-            if (!grown)
-                return -1;
-            *jobs = grown;
-        }
-        warm_job *j = &(*jobs)[(*count)++];
-        memset(j, 0, sizeof *j);
-        j->variant = v[a];
-        j->target = *t;
-    }
-    return 0;
 }
 
 int cmd_warm(int argc, char **argv)
@@ -156,7 +125,7 @@ int cmd_warm(int argc, char **argv)
             break;
         case 's': shared = 1; break;
         case 'q': quiet = 1; break;
-        case 'p': fputs(fj_default_manifest(), stdout); return 0;
+        case 'p': fputs(fj_tk_default_manifest(), stdout); return 0;
         case 'j': {
             char *end;
             jobs_n = strtol(optarg, &end, 10);
@@ -178,8 +147,8 @@ int cmd_warm(int argc, char **argv)
                 "the option out for the local GPU's\n");
         return 2;
     }
-    const fj_toolchain *tc;
-    if (fj_toolchain_get(&tc) != FOXJIT_OK) {
+    fj_tk_toolchain tc;
+    if (fj_tk_toolchain_get(&tc) != FOXJIT_OK) {
         fprintf(stderr, "fox-jit warm: %s\n", foxjit_last_error());
         return 1;
     }
@@ -189,11 +158,9 @@ int cmd_warm(int argc, char **argv)
     } else {
         char why[512];
         int cc = cli_local_gpu_cc(why, sizeof why);
-        fj_target t;
-        fj_plan_facts facts;
+        fj_tk_target t;
         /* What a runtime here would build: FOXJIT_TARGET included. */
-        if (cc > 0 && fj_target_resolve(tc->nvrtc, cc, getenv(FJ_TARGET_ENV), FJ_TARGET_ENV, &t,
-                                        &facts) == FOXJIT_OK) {
+        if (cc > 0 && fj_tk_target_for_gpu(cc, &t) == FOXJIT_OK) {
             snprintf(archs, sizeof archs, "%s", t.name);
         } else {
             snprintf(archs, sizeof archs, "sm_89,sm_90");
@@ -205,10 +172,9 @@ int cmd_warm(int argc, char **argv)
     char *text = cli_read_manifest(manifest_path);
     if (!text)
         return 2;
-    fj_manifest_item *items;
-    size_t n_items;
+    fj_tk_manifest *m;
     char why[512];
-    if (fj_manifest_parse(text, &items, &n_items, why, sizeof why) != 0) {
+    if (fj_tk_manifest_parse(text, &m, why, sizeof why) != 0) {
         fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_path ? manifest_path : "manifest", why);
         free(text);
         return 2;
@@ -217,11 +183,15 @@ int cmd_warm(int argc, char **argv)
 
     warm_state w;
     memset(&w, 0, sizeof w);
-    w.tc = tc;
+    w.units = fj_tk_units_new();
+    if (!w.units) {
+        fprintf(stderr, "fox-jit warm: out of memory\n");
+        fj_tk_manifest_free(m);
+        return 1;
+    }
     w.quiet = quiet;
     w.tty = isatty(1);
     pthread_mutex_init(&w.print_lock, NULL);
-    size_t cap = 0;
     char list[512];
     snprintf(list, sizeof list, "%s", archs);
     for (char *a = list, *next; a; a = next) {
@@ -229,33 +199,42 @@ int cmd_warm(int argc, char **argv)
         next = strchr(a, ',');
         if (next)
             *next++ = '\0';
-        fj_target t;
+        fj_tk_target t;
+        int bad = 0;
         if (!*a) {
             fprintf(stderr, "fox-jit warm: --arch %s has an empty item; give archs like "
                     "sm_89,sm_90\n", archs);
-            free(items);
-            free(w.jobs);
-            return 2;
-        }
-        if (fj_target_for_name(tc->nvrtc, a, &t) != FOXJIT_OK) {
+            bad = 1;
+        } else if (fj_tk_target_for_name(a, &t) != FOXJIT_OK) {
             fprintf(stderr, "fox-jit warm: %s\n", foxjit_last_error());
-            free(items);
-            free(w.jobs);
-            return 2;
+            bad = 1;
+        } else if (fj_tk_units_add(w.units, m, &t, why, sizeof why) != 0) {
+            fprintf(stderr, "fox-jit warm: manifest %s\n", why);
+            bad = 1;
         }
-        if (expand(items, n_items, &t, &w.jobs, &w.count, &cap) != 0) {
-            free(items);
-            free(w.jobs);
+        if (bad) {
+            fj_tk_manifest_free(m);
+            fj_tk_units_free(w.units);
             return 2;
         }
     }
-    free(items);
-    w.cache = cli_open_cache(cache_dir, &w.counters, shared ? CLI_CACHE_SHARED : 0);
-    if (!w.cache)
+    fj_tk_manifest_free(m);
+    w.count = fj_tk_units_count(w.units);
+    w.jobs = calloc(w.count ? w.count : 1, sizeof *w.jobs);
+    if (!w.jobs) {
+        fprintf(stderr, "fox-jit warm: out of memory\n");
+        fj_tk_units_free(w.units);
         return 1;
+    }
+    w.cache = cli_open_cache(cache_dir, shared ? FJ_TK_CACHE_SHARED : 0);
+    if (!w.cache) {
+        free(w.jobs);
+        fj_tk_units_free(w.units);
+        return 1;
+    }
     if (!quiet)
         printf("warming %zu kernel variants for %s into %s with %ld jobs\n", w.count, archs,
-               fj_disk_cache_dir(w.cache), jobs_n);
+               fj_tk_cache_dir(w.cache), jobs_n);
 
     double t0 = now_s();
     long nthreads = jobs_n < (long)w.count ? jobs_n : (long)w.count;
@@ -281,36 +260,33 @@ int cmd_warm(int argc, char **argv)
         } else {
             failed++;
             char desc[256];
-            fj_variant_describe(&j->variant, desc, sizeof desc);
-            fprintf(stderr, "fox-jit warm: %s for %s failed:\n%s\n", desc, j->target.name,
-                    j->error ? j->error : "(no message)");
+            fj_tk_unit_describe(w.units, i, desc, sizeof desc);
+            fprintf(stderr, "fox-jit warm: %s for %s failed:\n%s\n", desc,
+                    fj_tk_unit_target(w.units, i)->name, j->error ? j->error : "(no message)");
         }
         free(j->error);
     }
     /* A cap smaller than what was just built evicts it again: the next
      * warm (or trainer) would compile it all once more. */
     size_t evicted = 0;
-    for (size_t i = 0; i < w.count; i++) {
-        fj_key key;
-        if (w.jobs[i].status != 1 && w.jobs[i].status != 2)
-            continue;
-        fj_key_build(&w.jobs[i].variant, &w.jobs[i].target, tc, &key);
-        evicted += fj_disk_cache_contains(w.cache, &key) == 0;
-    }
+    for (size_t i = 0; i < w.count; i++)
+        if (w.jobs[i].status == 1 || w.jobs[i].status == 2)
+            evicted += fj_tk_unit_cached(w.units, i, w.cache) == 0;
     if (evicted)
         fprintf(stderr, "fox-jit warm: %zu of the %zu variants built are no longer in the "
                 "cache: the size cap (%llu bytes, FOXJIT_CACHE_MAX_BYTES) is smaller than what "
                 "this warm needs, so they were evicted again; raise the cap\n", evicted,
-                w.count, (unsigned long long)fj_disk_cache_max_bytes(w.cache));
+                w.count, (unsigned long long)fj_tk_cache_max_bytes(w.cache));
     if (shared)
-        fj_disk_cache_make_shared(w.cache);
+        fj_tk_cache_make_shared(w.cache);
     foxjit_counters snap;
-    fj_counters_snapshot(&w.counters, &snap);
+    fj_tk_cache_counters(w.cache, &snap);
     printf("warm: %zu variants for %s: %zu compiled, %zu already cached, %zu failed in %.1f s "
            "(%.1f s of NVRTC)%s\n",
            w.count, archs, compiled, cached, failed, elapsed, compile_ms / 1000.0,
            snap.write_failures ? "; some entries could not be written (see warnings)" : "");
     free(w.jobs);
-    fj_disk_cache_close(w.cache);
+    fj_tk_units_free(w.units);
+    fj_tk_cache_close(w.cache);
     return failed || snap.write_failures || evicted ? 1 : 0;
 }

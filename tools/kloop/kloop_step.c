@@ -506,9 +506,9 @@ int kloop_kernels_per_step(const kloop_dims *d, kloop_form form)
         n += 1;
     /* A sequence call may launch several kernels (heads: two calls each way). */
     if (form == KLOOP_SEQ)
-        n += fj_cfc_seq_kernels(0) - 1 + fj_cfc_seq_kernels(1) - 1 +
-             2 * (fj_heads_seq_kernels(0) - 1 + fj_heads_seq_kernels(1) - 1) +
-             fj_vsn_seq_kernels() - 1;
+        n += fj_tk_cfc_seq_kernels(0) - 1 + fj_tk_cfc_seq_kernels(1) - 1 +
+             2 * (fj_tk_heads_seq_kernels(0) - 1 + fj_tk_heads_seq_kernels(1) - 1) +
+             fj_tk_vsn_seq_kernels() - 1;
     return n;
 }
 

@@ -1,0 +1,214 @@
+/* The toolkit's building blocks (toolkit.h): NVRTC and CCCL, targets,
+ * manifests, and kernel variants built into the cache or compiled cold
+ * (`fox-jit warm`, the bench's compile rows). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_key.h"
+#include "compiler.h"
+#include "jit.h"
+#include "status.h"
+#include "target.h"
+#include "toolchain.h"
+#include "toolkit.h"
+#include "toolkit_internal.h"
+
+_Static_assert(sizeof(((fj_tk_target *)0)->name) == sizeof(((fj_target *)0)->name),
+               "fj_tk_target.name holds what fj_target.name does");
+
+fj_target fj_tk_target_in(const fj_tk_target *t)
+{
+    fj_target out = {.cc = t->cc, .ptx = t->ptx};
+    memcpy(out.name, t->name, sizeof out.name);
+    return out;
+}
+
+fj_tk_target fj_tk_target_out(const fj_target *t)
+{
+    fj_tk_target out = {.cc = t->cc, .ptx = t->ptx};
+    memcpy(out.name, t->name, sizeof out.name);
+    return out;
+}
+
+/* ---- NVRTC, CCCL and targets ---------------------------------------------- */
+
+const char *fj_tk_target_env(void) { return FJ_TARGET_ENV; }
+
+foxjit_status fj_tk_toolchain_get(fj_tk_toolchain *out)
+{
+    const fj_toolchain *tc;
+    foxjit_status st = fj_toolchain_get(&tc);
+    if (st != FOXJIT_OK)
+        return st;
+    *out = (fj_tk_toolchain){.nvrtc_major = tc->nvrtc->major,
+                             .nvrtc_minor = tc->nvrtc->minor,
+                             .nvrtc_library = tc->nvrtc->library,
+                             .num_archs = tc->nvrtc->num_archs,
+                             .archs = tc->nvrtc->archs,
+                             .cccl_version = tc->cccl_version,
+                             .cccl_include = tc->cccl_include};
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_tk_target_for_name(const char *name, fj_tk_target *out)
+{
+    const fj_toolchain *tc;
+    fj_target t;
+    foxjit_status st = fj_toolchain_get(&tc);
+    if (st == FOXJIT_OK && (st = fj_target_for_name(tc->nvrtc, name, &t)) == FOXJIT_OK)
+        *out = fj_tk_target_out(&t);
+    return st;
+}
+
+foxjit_status fj_tk_target_for_gpu(int device_cc, fj_tk_target *out)
+{
+    const fj_toolchain *tc;
+    fj_target t;
+    fj_plan_facts facts;
+    foxjit_status st = fj_toolchain_get(&tc);
+    if (st == FOXJIT_OK &&
+        (st = fj_target_resolve(tc->nvrtc, device_cc, getenv(FJ_TARGET_ENV), FJ_TARGET_ENV, &t,
+                                &facts)) == FOXJIT_OK)
+        *out = fj_tk_target_out(&t);
+    return st;
+}
+
+/* ---- manifests ------------------------------------------------------------ */
+
+const char *fj_tk_default_manifest(void) { return fj_default_manifest(); }
+
+int fj_tk_manifest_parse(const char *text, fj_tk_manifest **out, char *why, size_t why_len)
+{
+    *out = NULL;
+    fj_tk_manifest *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    if (fj_manifest_parse(text, &m->items, &m->count, why, why_len) != 0) {
+        free(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+void fj_tk_manifest_free(fj_tk_manifest *m)
+{
+    if (m)
+        free(m->items);
+    free(m);
+}
+
+size_t fj_tk_manifest_count(const fj_tk_manifest *m) { return m->count; }
+
+const char *fj_tk_manifest_op(const fj_tk_manifest *m, size_t i) { return m->items[i].op->name; }
+
+const int64_t *fj_tk_manifest_values(const fj_tk_manifest *m, size_t i)
+{
+    return m->items[i].values;
+}
+
+/* ---- units: variants for targets -------------------------------------------- */
+
+fj_tk_units *fj_tk_units_new(void) { return calloc(1, sizeof(fj_tk_units)); }
+
+void fj_tk_units_free(fj_tk_units *u)
+{
+    if (u)
+        free(u->units);
+    free(u);
+}
+
+/* The most variants one manifest uses on one target (the default manifest
+ * uses about a hundred). */
+#define MAX_VARIANTS 1024
+
+int fj_tk_units_add(fj_tk_units *u, const fj_tk_manifest *m, const fj_tk_target *t, char *why,
+                    size_t why_len)
+{
+    fj_variant *v = malloc(MAX_VARIANTS * sizeof *v);
+    size_t nv = 0;
+    if (!v) {
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    if (fj_manifest_expand(m->items, m->count, t->cc, v, MAX_VARIANTS, &nv, why, why_len)) {
+        free(v);
+        return -1;
+    }
+    for (size_t a = 0; a < nv; a++) {
+        if (u->count == u->cap) {
+            size_t cap = u->cap ? u->cap * 2 : 64;
+            fj_tk_unit *grown = realloc(u->units, cap * sizeof *grown);
+            if (!grown) {
+                snprintf(why, why_len, "out of memory");
+                free(v);
+                return -1;
+            }
+            u->units = grown;
+            u->cap = cap;
+        }
+        u->units[u->count++] = (fj_tk_unit){v[a], *t};
+    }
+    free(v);
+    return 0;
+}
+
+size_t fj_tk_units_count(const fj_tk_units *u) { return u->count; }
+
+void fj_tk_unit_describe(const fj_tk_units *u, size_t i, char *buf, size_t len)
+{
+    fj_variant_describe(&u->units[i].variant, buf, len);
+}
+
+const fj_tk_target *fj_tk_unit_target(const fj_tk_units *u, size_t i)
+{
+    return &u->units[i].target;
+}
+
+foxjit_status fj_tk_unit_build(const fj_tk_units *u, size_t i, fj_tk_cache *c, int *compiled)
+{
+    const fj_toolchain *tc;
+    fj_clear_error();
+    foxjit_status st = fj_toolchain_get(&tc);
+    if (st != FOXJIT_OK)
+        return st;
+    fj_target t = fj_tk_target_in(&u->units[i].target);
+    fj_image img;
+    fj_image_source src;
+    st = fj_jit_image(tc, c ? c->disk : NULL, c ? &c->counters : NULL, &u->units[i].variant, &t,
+                      0, &img, &src);
+    *compiled = st == FOXJIT_OK && src == FJ_IMAGE_COMPILED;
+    return st;
+}
+
+int fj_tk_unit_cached(const fj_tk_units *u, size_t i, fj_tk_cache *c)
+{
+    const fj_toolchain *tc;
+    fj_key key;
+    fj_target t = fj_tk_target_in(&u->units[i].target);
+    if (fj_toolchain_get(&tc) != FOXJIT_OK ||
+        fj_key_build(&u->units[i].variant, &t, tc, &key) != 0)
+        return -1;
+    return fj_disk_cache_contains(c->disk, &key);
+}
+
+foxjit_status fj_tk_unit_compile(const fj_tk_units *u, size_t i, double *ms)
+{
+    if (i >= u->count)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "fj_tk_unit_compile: no unit %zu (the "
+                       "list has %zu)", i, u->count);
+    const fj_toolchain *tc;
+    foxjit_status st = fj_toolchain_get(&tc);
+    if (st != FOXJIT_OK)
+        return st;
+    fj_target t = fj_tk_target_in(&u->units[i].target);
+    uint8_t *image = NULL;
+    size_t size = 0;
+    uint32_t kind = 0;
+    st = fj_compile(tc, &u->units[i].variant, &t, &image, &size, &kind, ms);
+    free(image);
+    return st;
+}
