@@ -37,7 +37,8 @@
 //
 // Compile-time dims: HS_D, HS_E, HS_H; HS_TM, the rows of a tile of the
 // first two kernels, is chosen by the host from E (and checked below).
-#include "perception_common.cuh"
+#define TG_NT 256  // threads of every block
+#include "tile_gemm.cuh"
 
 #if !defined(HS_D) || !defined(HS_E) || !defined(HS_H) || !defined(HS_TM)
 #error "HS_D, HS_E, HS_H and HS_TM must be defined"
@@ -47,7 +48,7 @@ constexpr int D = HS_D;  // input dim
 constexpr int E = HS_E;  // hidden dim
 constexpr int H = HS_H;  // heads
 constexpr int HE = H * E;
-constexpr int NT = 256;  // threads of every block
+constexpr int NT = TG_NT;
 
 // Columns of the row-tile products: E rounded up to 4 x a power of two.
 constexpr int NP = fj_np4(E);
@@ -96,514 +97,17 @@ struct hs_work {
 
 FJ_DEVICE float hs_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
-// ---- what every block-product tile holds ----------------------------------------
-// A thread's RM x 4 piece of the output: rows r0 .. r0 + RM - 1, columns
-// n0 .. n0 + 3 (the epilogues below are written against this layout).
-template <int RM_>
-struct hs_tile_base {
-    static constexpr int RM = RM_;
-    int r0, n0;
-    bool active;
-    float acc[RM][4];
-
-    // v[i][j] (row r0 + i, column n0 + j) into a k-major array s[n][r] (row
-    // stride ld, a multiple of 4): a vector store per column when RM = 4.
-    FJ_DEVICE void store_t(float *s, int ld, const float (&v)[RM][4]) const
-    {
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            float *o = s + (n0 + j) * ld + r0;
-            if constexpr (RM == 4) {
-                *reinterpret_cast<float4 *>(o) = make_float4(v[0][j], v[1][j], v[2][j], v[3][j]);
-            } else {
-#pragma unroll
-                for (int i = 0; i < RM; i++)
-                    o[i] = v[i][j];
-            }
-        }
-    }
-    FJ_DEVICE void zero()
-    {
-#pragma unroll
-        for (int i = 0; i < RM; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                acc[i][j] = 0.0f;
-    }
-};
-
-// ---- a register-tiled block product -------------------------------------------
-// out[TMo, NPo] += A[TMo, K] B[K, NPo]. Thread t owns rows r0 .. r0 + RM - 1
-// (row group rg) and columns n0 .. n0 + 3 (column group cg). Both operands
-// sit in shared memory k-major (A[k][r], B[k][n]) so a thread reads its RM
-// rows and 4 columns as vectors. A warp spans up to 8 column groups and 4
-// row groups: its reads of B are then 128 contiguous bytes (one shared
-// memory wavefront) and those of A at most 4 distinct vectors. When the rows
-// outnumber the tile (NPo <= 8) the extra threads idle.
-template <int TMo, int NPo>
-struct hs_simt_tile : hs_tile_base<fj_cmax(1, TMo / (NT / (NPo / 4)))> {
-    static constexpr bool TC = false;
-    static constexpr int TMO = TMo, NPO = NPo;
-    static constexpr int CT = NPo / 4, RT = NT / CT;
-    using hs_tile_base<fj_cmax(1, TMo / (NT / (NPo / 4)))>::RM;
-    using hs_tile_base<RM>::r0;
-    using hs_tile_base<RM>::n0;
-    using hs_tile_base<RM>::active;
-    using hs_tile_base<RM>::acc;
-    static constexpr int WC = CT >= 8 ? 8 : CT;  // column groups a warp spans
-    static constexpr int WR = 32 / WC;           // row groups a warp spans
-    static constexpr int WN = CT / WC;           // warps across the columns
-    static_assert(NPo % 4 == 0 && NT % CT == 0, "column groups divide the block");
-    static_assert(RT > TMo ? RM == 1 : RT * RM == TMo, "row groups cover the tile");
-    static_assert(RM == 1 || RM == 2 || RM == 4, "vector reads of A");
-
-    FJ_DEVICE hs_simt_tile()
-    {
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        r0 = ((warp / WN) * WR + lane / WC) * RM;
-        n0 = ((warp % WN) * WC + lane % WC) * 4;
-        active = r0 < TMo;
-        this->zero();
-    }
-    // One k of the product.
-    FJ_DEVICE void step(const float *a, int lda, const float *b, int ldb, int k)
-    {
-        float av[RM];
-        const float *ap = a + k * lda + r0;
-        if constexpr (RM == 4) {
-            const float4 v = *reinterpret_cast<const float4 *>(ap);
-            av[0] = v.x, av[1] = v.y, av[2] = v.z, av[3] = v.w;
-        } else if constexpr (RM == 2) {
-            const float2 v = *reinterpret_cast<const float2 *>(ap);
-            av[0] = v.x, av[1] = v.y;
-        } else {
-            av[0] = ap[0];
-        }
-        const float4 bv = *reinterpret_cast<const float4 *>(b + k * ldb + n0);
-#pragma unroll
-        for (int i = 0; i < RM; i++) {
-            acc[i][0] = fmaf(av[i], bv.x, acc[i][0]);
-            acc[i][1] = fmaf(av[i], bv.y, acc[i][1]);
-            acc[i][2] = fmaf(av[i], bv.z, acc[i][2]);
-            acc[i][3] = fmaf(av[i], bv.w, acc[i][3]);
-        }
-    }
-    // The first kn k's of a chunk: all BK of them unrolled when kFull, else
-    // (the last chunk of an uneven K) a plain loop, to keep the code small.
-    template <int BK, bool kFull, bool kARow, bool kBRow>
-    FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
-    {
-        static_assert(!kARow && !kBRow, "the SIMT tile reads k-major operands");
-        if constexpr (kFull) {
-#pragma unroll
-            for (int k = 0; k < BK; k++)
-                step(a, lda, b, ldb, k);
-        } else {
-#pragma unroll 1
-            for (int k = 0; k < kn; k++)
-                step(a, lda, b, ldb, k);
-        }
-    }
-};
-
-// ---- the same block product on tensor cores, in 3xTF32 form ----------------------
-// A float32 operand v splits exactly into big = v rounded to TF32 (10
-// mantissa bits) and small = v - big; the product a b is then
-// a_big b_big + a_big b_small + a_small b_big, dropping a_small b_small
-// (below 2^-21 of |a b|), with the three MMAs accumulating in float32. The
-// small terms go first, so they are not lost against the large one. The
-// error against float64 is then that of a float32 FMA chain (checked by the
-// gpu suite's float64 references with the same tolerances), at about three
-// times the FMA rate on sm_90. small is passed unrounded: the MMA reads the
-// TF32 bits of it, and what it drops is 2^-11 of small, 2^-22 of v.
-//
-// Layout: a warp computes a 32 x 16 piece of the tile with 2 x 2 MMAs of
-// m16n8k8. Rows and columns of the MMA fragments are permuted so that each
-// thread ends with 4 consecutive rows x 4 consecutive columns, the layout
-// of hs_simt_tile (the epilogues are shared): fragment row q of m-tile mi is
-// tile row 4 (q % 8) + 2 mi + q / 8, and fragment column q of n-tile ni is
-// tile column 2 q + ni. Fragment k j of a k-step at k is k + 2 (j % 4) +
-// j / 4 (the same for both operands), so a thread's two k's are adjacent. A
-// thread then reads its A fragments as one float4 per k (its 4 rows) when A
-// is k-major, or one float2 per row when A is row-major (contiguous along k,
-// as staged by cp.async from a row-major tensor), and its B fragments as one
-// float2 per k or per column likewise. With row strides of 4 mod 32 floats,
-// the k-major reads hit distinct banks (the row-major ones at most two
-// ways).
-//
-// Each output is a fixed sequence of MMAs over k = 0, 8, 16, ..., and an
-// MMA's result for a row depends on that row alone, so a row's outputs keep
-// their bits wherever it lands in a tile and whatever the batch.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define HS_HAVE_TC 1
-#else
-#define HS_HAVE_TC 0
-#endif
-
-// Tensor cores for a TMo x NPo tile when the warps' 32 x 16 pieces cover it.
-constexpr bool hs_use_tc(int tmo, int npo)
-{
-    return HS_HAVE_TC && tmo % 32 == 0 && npo % 16 == 0 && (tmo / 32) * (npo / 16) <= NT / 32;
-}
-
-// v rounded to TF32 (10 mantissa bits), to nearest with ties away from zero
-// (cvt.rna.tf32.f32), in two integer instructions: add half a TF32 unit in
-// the last place and drop the 13 low bits (a carry rounds the exponent up,
-// as it should; infinities and NaNs keep their class). cvt.rna.tf32.f32
-// itself is emulated on sm_90 in four instructions, and this split runs for
-// every operand of every MMA.
-FJ_DEVICE unsigned hs_tf32(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
-
-FJ_DEVICE void hs_mma_tf32(float &d0, float &d1, float &d2, float &d3, const unsigned (&a)[4],
-                           unsigned b0, unsigned b1)
-{
-#if HS_HAVE_TC
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-
-template <int TMo, int NPo>
-struct hs_tc_tile : hs_tile_base<4> {
-    static constexpr bool TC = true;
-    static constexpr int TMO = TMo, NPO = NPo;
-    static constexpr int WN = NPo / 16, WARPS = (TMo / 32) * WN;
-    static_assert(hs_use_tc(TMo, NPo), "the warps' 32 x 16 pieces cover the tile");
-
-    FJ_DEVICE hs_tc_tile()
-    {
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        r0 = (warp / WN) * 32 + (lane / 4) * 4;
-        n0 = (warp % WN) * 16 + (lane % 4) * 4;
-        active = warp < WARPS;
-        zero();
-    }
-    // k .. k + 7 of the product. A is k-major (a[k * lda + row]) or, when
-    // kARow, row-major (a[row * lda + k]); B likewise (kBRow: b[col * ldb + k]).
-    // Fragment k q is k + 2q and fragment k q + 4 is k + 2q + 1 (both operands
-    // alike, so the product is unchanged): a thread's two k's are adjacent, one
-    // float2 per row of a row-major operand.
-    template <bool kARow, bool kBRow>
-    FJ_DEVICE void step8(const float *a, int lda, const float *b, int ldb, int k)
-    {
-        const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-        const int wr = (threadIdx.x / 32 / WN) * 32, wc = (threadIdx.x / 32 % WN) * 16;
-        // av[mi]: rows 4g + 2mi (a0, a2) and 4g + 2mi + 1 (a1, a3) of the
-        // warp's piece; k = k + 2q (a0, a1) and k + 2q + 1 (a2, a3).
-        float av[2][4];
-        if constexpr (kARow) {
-            float2 r[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                r[i] = *reinterpret_cast<const float2 *>(a + (wr + 4 * g + i) * lda + k + 2 * q);
-#pragma unroll
-            for (int mi = 0; mi < 2; mi++) {
-                av[mi][0] = r[2 * mi].x, av[mi][1] = r[2 * mi + 1].x;
-                av[mi][2] = r[2 * mi].y, av[mi][3] = r[2 * mi + 1].y;
-            }
-        } else {
-            const float4 lo = *reinterpret_cast<const float4 *>(a + (k + 2 * q) * lda + wr + 4 * g);
-            const float4 hi =
-                *reinterpret_cast<const float4 *>(a + (k + 2 * q + 1) * lda + wr + 4 * g);
-            av[0][0] = lo.x, av[0][1] = lo.y, av[0][2] = hi.x, av[0][3] = hi.y;
-            av[1][0] = lo.z, av[1][1] = lo.w, av[1][2] = hi.z, av[1][3] = hi.w;
-        }
-        // bv[ni]: column 2g + ni of the warp's piece, k = k + 2q and k + 2q + 1.
-        float bv[2][2];
-        if constexpr (kBRow) {
-#pragma unroll
-            for (int ni = 0; ni < 2; ni++) {
-                const float2 v =
-                    *reinterpret_cast<const float2 *>(b + (wc + 2 * g + ni) * ldb + k + 2 * q);
-                bv[ni][0] = v.x, bv[ni][1] = v.y;
-            }
-        } else {
-            const float2 lo = *reinterpret_cast<const float2 *>(b + (k + 2 * q) * ldb + wc + 2 * g);
-            const float2 hi =
-                *reinterpret_cast<const float2 *>(b + (k + 2 * q + 1) * ldb + wc + 2 * g);
-            bv[0][0] = lo.x, bv[0][1] = hi.x, bv[1][0] = lo.y, bv[1][1] = hi.y;
-        }
-        unsigned bbig[2][2], bsmall[2][2];
-#pragma unroll
-        for (int ni = 0; ni < 2; ni++)
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                bbig[ni][i] = hs_tf32(bv[ni][i]);
-                bsmall[ni][i] = __float_as_uint(bv[ni][i] - __uint_as_float(bbig[ni][i]));
-            }
-        // Output (m-tile mi, n-tile ni): c0, c1 at row 2mi, columns ni and
-        // 2 + ni; c2, c3 at row 2mi + 1 (rows and columns of the thread's 4 x 4).
-        // One m-tile at a time: fewer live registers.
-#pragma unroll
-        for (int mi = 0; mi < 2; mi++) {
-            unsigned abig[4], asmall[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                abig[i] = hs_tf32(av[mi][i]);
-                asmall[i] = __float_as_uint(av[mi][i] - __uint_as_float(abig[i]));
-            }
-#pragma unroll
-            for (int ni = 0; ni < 2; ni++) {
-                float &c0 = acc[2 * mi][ni], &c1 = acc[2 * mi][2 + ni];
-                float &c2 = acc[2 * mi + 1][ni], &c3 = acc[2 * mi + 1][2 + ni];
-                hs_mma_tf32(c0, c1, c2, c3, asmall, bbig[ni][0], bbig[ni][1]);
-                hs_mma_tf32(c0, c1, c2, c3, abig, bsmall[ni][0], bsmall[ni][1]);
-                hs_mma_tf32(c0, c1, c2, c3, abig, bbig[ni][0], bbig[ni][1]);
-            }
-        }
-    }
-    // The first kn k's of a chunk, 8 at a time: the k's past kn up to the
-    // next multiple of 8 are zeros in both operands (the staged chunks are
-    // zero-filled past K, and the resident left operands past E).
-    template <int BK, bool kFull, bool kARow, bool kBRow>
-    FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
-    {
-        static_assert(BK % 8 == 0, "chunks of whole k-steps");
-        if constexpr (kFull) {
-#pragma unroll
-            for (int k = 0; k < BK; k += 8)
-                step8<kARow, kBRow>(a, lda, b, ldb, k);
-        } else {
-#pragma unroll 1
-            for (int k = 0; k < kn; k += 8)
-                step8<kARow, kBRow>(a, lda, b, ldb, k);
-        }
-    }
-};
-
-template <bool kTc, typename T, typename F>
-struct hs_pick {
-    using type = T;
-};
-template <typename T, typename F>
-struct hs_pick<false, T, F> {
-    using type = F;
-};
-// The block product of a TMo x NPo tile: tensor cores where they fit.
-template <int TMo, int NPo>
-using hs_tile = typename hs_pick<hs_use_tc(TMo, NPo), hs_tc_tile<TMo, NPo>,
-                                 hs_simt_tile<TMo, NPo>>::type;
-// How a staged BK x W chunk of an operand lies in shared memory (one
-// buffer): row-major [w][BK + 4] when the tile runs on tensor cores and the
-// operand is contiguous along k in memory (cp.async then copies 16-byte runs
-// of it as they are), else k-major [k][W + 4]. Row strides of 4 mod 32
-// floats (see hs_tc_tile) and 16-byte rows.
-template <bool kTc, int BK, int W, bool kAlongK>
-struct hs_layout {
-    static constexpr bool ROW = kTc && kAlongK;
-    static constexpr int LD = ROW ? BK + 4 : W + 4;
-    static constexpr int SIZE = ROW ? W * LD : BK * LD;
-    FJ_DEVICE static int at(int k, int w) { return ROW ? w * LD + k : k * LD + w; }
-};
-// Buffers of a staged operand: two on tensor cores (the next chunk is copied
-// while this one is multiplied), one for the SIMT tiles (the next chunk
-// waits in registers).
-constexpr int hs_bufs(bool tc) { return tc ? 2 : 1; }
-
-// Where element (k, w) of an operand lies: p, and n, how many elements from
-// there on along the operand's contiguous axis (k or w) are inside it; n <= 0
-// outside (the element is then 0 and p is not read).
-struct hs_run {
-    const float *p;
-    int n;
-};
-FJ_DEVICE hs_run hs_in(const float *p, int n) { return {p, n}; }
-FJ_DEVICE hs_run hs_out() { return {nullptr, 0}; }
-
-// The SIMT tiles' staging: one BK x W chunk loaded into registers (get(k, w),
-// an hs_run) while the
-// previous chunk is multiplied, then stored k-major. kAlongK (the operand is
-// contiguous along k in memory): a warp takes 8 consecutive k of 4 w, one
-// 32-byte sector each, and with ld = 4 mod 8 its 32 stores hit 32 distinct
-// banks. Else consecutive threads take consecutive w.
-template <int BK, int W, bool kAlongK>
-struct hs_stage {
-    static constexpr int N = BK * W, PER = fj_cdiv(N, NT);
-    static_assert(!kAlongK || BK % 8 == 0, "k in groups of 8");
-    float v[PER];
-    FJ_DEVICE static int kk(int i) { return kAlongK ? i % 8 + 8 * (i / (8 * W)) : i / W; }
-    FJ_DEVICE static int ww(int i) { return kAlongK ? i / 8 % W : i % W; }
-    template <typename Get>
-    FJ_DEVICE void load(Get get, int k0)
-    {
-#pragma unroll
-        for (int q = 0; q < PER; q++) {
-            const int i = (int)threadIdx.x + q * NT;
-            if (N % NT == 0 || i < N) {
-                const hs_run r = get(k0 + kk(i), ww(i));
-                v[q] = r.n > 0 ? __ldg(r.p) : 0.0f;
-            }
-        }
-    }
-    FJ_DEVICE void store(float *s, int ld) const
-    {
-#pragma unroll
-        for (int q = 0; q < PER; q++) {
-            const int i = (int)threadIdx.x + q * NT;
-            if (N % NT == 0 || i < N)
-                s[kk(i) * ld + ww(i)] = v[q];
-        }
-    }
-};
-
-// ---- cp.async (sm_80 and newer; the tensor-core tiles only) ----
-FJ_DEVICE void hs_cp16(float *dst, const float *src)
-{
-#if HS_HAVE_TC
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-#endif
-}
-FJ_DEVICE void hs_cp4(float *dst, const float *src)
-{
-#if HS_HAVE_TC
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(src) : "memory");
-#endif
-}
-FJ_DEVICE void hs_cp_commit()
-{
-#if HS_HAVE_TC
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-FJ_DEVICE void hs_cp_wait_all()
-{
-#if HS_HAVE_TC
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
-#endif
-}
-
-// The tensor-core tiles' staging: one BK x W chunk copied by cp.async into
-// the layout hs_layout<true, BK, W, kAlongK> gives, in runs of 4 along the
-// operand's contiguous axis: one 16-byte copy when the run is inside the
-// operand and 16-byte aligned (the common case: dense rows of a width that
-// is a multiple of 4), zeros when it is wholly outside, else one 4-byte copy
-// or zero per element. get(k, w) as for hs_stage.
-template <int BK, int W, bool kAlongK>
-struct hs_async_stage {
-    using L = hs_layout<true, BK, W, kAlongK>;
-    static_assert(BK % 4 == 0 && W % 4 == 0, "runs of 4");
-    static constexpr int G = BK * W / 4, PER = fj_cdiv(G, NT);
-    template <typename Get>
-    FJ_DEVICE static void issue(Get get, int k0, float *s)
-    {
-#pragma unroll
-        for (int q = 0; q < PER; q++) {
-            const int i = (int)threadIdx.x + q * NT;
-            if (G % NT != 0 && i >= G)
-                break;
-            const int k = kAlongK ? 4 * (i % (BK / 4)) : i / (W / 4);
-            const int w = kAlongK ? i / (BK / 4) : 4 * (i % (W / 4));
-            float *d = s + L::at(k, w);
-            const hs_run r = get(k0 + k, w);
-            if (r.n >= 4 && (reinterpret_cast<unsigned long long>(r.p) & 15) == 0) {
-                hs_cp16(d, r.p);
-            } else if (r.n <= 0) {
-                *reinterpret_cast<float4 *>(d) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    if (j < r.n)
-                        hs_cp4(d + j, r.p + j);
-                    else
-                        d[j] = 0.0f;
-                }
-            }
-        }
-    }
-};
-
-struct hs_no_get {
-    FJ_DEVICE hs_run operator()(int, int) const { return hs_out(); }
-};
-struct hs_no_hook {
-    FJ_DEVICE void operator()(int, const float *) const {}
-};
-
-// t.acc += A B over k in [0, K), BK at a time. kStageA: A (TMo x K) comes
-// from getA through sa (hs_bufs buffers of hs_layout<TC, BK, TMo,
-// kAAlongK>); else it is resident in shared memory, k-major, at sa (row k at
-// sa + k * lda). B (K x NPo) comes from getB through sb likewise.
-// hook(k0, a) runs on every chunk once it is in shared memory, by every
-// thread, with a pointing at the chunk of A. Starts with a barrier (callers'
-// earlier reads and writes of the buffers are done) and leaves without one.
-template <bool kStageA, int BK, bool kAAlongK, bool kBAlongK, typename Tile, typename GetA,
-          typename GetB, typename Hook>
-FJ_DEVICE void hs_gemm(Tile &t, int K, GetA getA, float *sa, int lda, GetB getB, float *sb,
-                       Hook hook)
-{
-    using LA = hs_layout<Tile::TC, BK, Tile::TMO, kAAlongK>;
-    using LB = hs_layout<Tile::TC, BK, Tile::NPO, kBAlongK>;
-    constexpr bool kARow = kStageA && LA::ROW;
-    const int ald = kStageA ? LA::LD : lda;
-    auto multiply = [&](int k0, const float *ca, const float *cb) {
-        hook(k0, ca);
-        if (t.active) {
-            if (k0 + BK <= K)
-                t.template mma<BK, true, kARow, LB::ROW>(ca, ald, cb, LB::LD, BK);
-            else
-                t.template mma<BK, false, kARow, LB::ROW>(ca, ald, cb, LB::LD, K - k0);
-        }
-    };
-    if constexpr (Tile::TC) {
-        // Two buffers: chunk c + 1 is copied while chunk c is multiplied; one
-        // barrier a chunk (it also ends the reads of the buffer refilled next).
-        auto issue = [&](int k0, int buf) {
-            if constexpr (kStageA)
-                hs_async_stage<BK, Tile::TMO, kAAlongK>::issue(getA, k0, sa + buf * LA::SIZE);
-            hs_async_stage<BK, Tile::NPO, kBAlongK>::issue(getB, k0, sb + buf * LB::SIZE);
-            hs_cp_commit();
-        };
-        __syncthreads();
-        issue(0, 0);
-        int buf = 0;
-#pragma unroll 1
-        for (int k0 = 0; k0 < K; k0 += BK, buf ^= 1) {
-            hs_cp_wait_all();
-            __syncthreads();
-            if (k0 + BK < K)
-                issue(k0 + BK, buf ^ 1);
-            multiply(k0, kStageA ? sa + buf * LA::SIZE : sa + k0 * lda, sb + buf * LB::SIZE);
-        }
-    } else {
-        hs_stage<BK, Tile::TMO, kAAlongK> a;
-        hs_stage<BK, Tile::NPO, kBAlongK> b;
-        if constexpr (kStageA)
-            a.load(getA, 0);
-        b.load(getB, 0);
-        // A loop, not unrolled: the straight-line code of every chunk would
-        // not stay in the instruction cache.
-#pragma unroll 1
-        for (int k0 = 0; k0 < K; k0 += BK) {
-            __syncthreads();  // the previous chunk's readers are done
-            if constexpr (kStageA)
-                a.store(sa, LA::LD);
-            b.store(sb, LB::LD);
-            __syncthreads();
-            if (k0 + BK < K) {  // the next chunk's loads overlap this chunk's products
-                if constexpr (kStageA)
-                    a.load(getA, k0 + BK);
-                b.load(getB, k0 + BK);
-            }
-            multiply(k0, kStageA ? sa : sa + k0 * lda, sb);
-        }
-    }
-}
-
 // ---- heads_seq_forward and heads_seq_rows ----------------------------------------
 
 // The row-tile kernels' products: tensor cores where the tile allows, with
 // chunks of BKR k's (half of BK1 on tensor cores: two buffers in the same
 // shared memory).
-constexpr bool TCR = hs_use_tc(TM, NP);
+constexpr bool TCR = tg_use_tc(TM, NP);
 constexpr int BKR = TCR ? BK1 / 2 : BK1;
-using LX = hs_layout<TCR, BKR, TM, true>;    // X chunks
-using LW = hs_layout<TCR, BKR, NP, true>;    // W1[h] and W2[h]^T chunks (contiguous along k)
-using LW2 = hs_layout<TCR, BKR, NP, false>;  // W2[h] chunks (contiguous along n)
-constexpr int NBR = hs_bufs(TCR);
+using LX = tg_layout<TCR, BKR, TM, true>;    // X chunks
+using LW = tg_layout<TCR, BKR, NP, true>;    // W1[h] and W2[h]^T chunks (contiguous along k)
+using LW2 = tg_layout<TCR, BKR, NP, false>;  // W2[h] chunks (contiguous along n)
+constexpr int NBR = tg_bufs(TCR);
 constexpr int LT = TM + 4;  // row stride of the resident k-major left operand
 
 struct __align__(16) hs_rows_smem {
@@ -689,10 +193,10 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     __syncthreads();
 
     // ---- A = X W1[h]^T (+ b1), ETA = ELU(A) ----
-    hs_tile<TM, NP> t;
+    tg_tile<TM, NP> t;
     const float *w1 = p.w1 + (long long)hh * E * D;
-    auto get_x = [&](int k, int r) { return r < nrows ? hs_in(x + sm.rx[r] + k, D - k) : hs_out(); };
-    auto get_w1 = [&](int k, int n) { return n < E ? hs_in(w1 + n * D + k, D - k) : hs_out(); };
+    auto get_x = [&](int k, int r) { return r < nrows ? tg_in(x + sm.rx[r] + k, D - k) : tg_out(); };
+    auto get_w1 = [&](int k, int n) { return n < E ? tg_in(w1 + n * D + k, D - k) : tg_out(); };
     // Forward: s = w_skip . x of row tid / QS (lane tid % QS == 0), a chunk
     // at a time: QS lanes a row, each a strided share of the chunk, a fixed
     // xor tree, then added to the row's sum in chunk order.
@@ -728,7 +232,7 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                 pv[2 * E + k0 + kk] = v;
         }
     };
-    hs_gemm<true, BKR, true, true>(t, D, get_x, sm.st.x, 0, get_w1, sm.st.w, hook);
+    tg_gemm<true, BKR, true, true>(t, D, get_x, sm.st.x, 0, get_w1, sm.st.w, hook);
     if (!kBwd && tid < TM * QS && tid % QS == 0)
         sm.s[tid / QS] = skip + __ldg(p.b_skip + hh);
     constexpr int RM = decltype(t)::RM;
@@ -753,9 +257,9 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     // ---- C = ETA W2[h]^T (+ b2) ----
     t.zero();
     const float *w2 = p.w2 + (long long)hh * E * E;
-    auto get_w2t = [&](int k, int n) { return n < E ? hs_in(w2 + n * E + k, E - k) : hs_out(); };
-    hs_gemm<false, BKR, true, true>(t, E, hs_no_get(), &sm.t[0][0], LT, get_w2t, sm.st.w,
-                                    hs_no_hook());
+    auto get_w2t = [&](int k, int n) { return n < E ? tg_in(w2 + n * E + k, E - k) : tg_out(); };
+    tg_gemm<false, BKR, true, true>(t, E, tg_no_get(), &sm.t[0][0], LT, get_w2t, sm.st.w,
+                                    tg_no_hook());
     __syncthreads();  // C below overwrites the staged chunks
     if (t.active) {
 #pragma unroll
@@ -857,9 +361,9 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
         }
         // ---- dETA = dC W2[h], dA = dETA ELU'(A) ----
         t.zero();
-        auto get_w2 = [&](int k, int n) { return k < E ? hs_in(w2 + k * E + n, E - n) : hs_out(); };
-        hs_gemm<false, BKR, true, false>(t, E, hs_no_get(), &sm.t[0][0], LT, get_w2, sm.st.w,
-                                         hs_no_hook());
+        auto get_w2 = [&](int k, int n) { return k < E ? tg_in(w2 + k * E + n, E - n) : tg_out(); };
+        tg_gemm<false, BKR, true, false>(t, E, tg_no_get(), &sm.t[0][0], LT, get_w2, sm.st.w,
+                                         tg_no_hook());
         if (t.active) {
 #pragma unroll
             for (int i = 0; i < RM; i++) {
@@ -873,7 +377,7 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                     hs_store4(ws.da, row0 + t.r0 + i, hh, t.n0, da);
             }
         }
-        // The row groups' partials (hs_gemm's barriers published them).
+        // The row groups' partials (tg_gemm's barriers published them).
         for (int n = tid; n < E; n += NT) {
             float g = 0.0f, m = 0.0f;
 #pragma unroll
@@ -910,12 +414,12 @@ heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long
 
 // The gradient kernel's products: chunks of BKG rows (twice BK2 on tensor
 // cores, where no registers hold the next chunk: fewer barriers a tile).
-constexpr bool TCG = hs_use_tc(GT, GT);
+constexpr bool TCG = tg_use_tc(GT, GT);
 constexpr int BKG = TCG ? 2 * BK2 : BK2;
-using LGA = hs_layout<TCG, BKG, GT, false>;   // weight tiles' left operand (dA^T, dC^T)
-using LGX = hs_layout<TCG, BKG, GT, true>;    // dx tiles' left operand (dA, contiguous along k)
-using LGB = hs_layout<TCG, BKG, GT, false>;   // right operands (X, ETA, W1: contiguous along n)
-constexpr int NBG = hs_bufs(TCG);
+using LGA = tg_layout<TCG, BKG, GT, false>;   // weight tiles' left operand (dA^T, dC^T)
+using LGX = tg_layout<TCG, BKG, GT, true>;    // dx tiles' left operand (dA, contiguous along k)
+using LGB = tg_layout<TCG, BKG, GT, false>;   // right operands (X, ETA, W1: contiguous along n)
+constexpr int NBG = tg_bufs(TCG);
 
 struct __align__(16) hs_grads_smem {
     float a[NBG * fj_cmax(LGA::SIZE, LGX::SIZE)];
@@ -961,7 +465,7 @@ FJ_DEVICE void hs_weight_tile(hs_grads_smem &sm, const hs_work &ws, int gt, int 
                               int ld, int M, int N, float *dbias, int acc)
 {
     const int tid = threadIdx.x;
-    hs_tile<GT, GT> t;
+    tg_tile<GT, GT> t;
     float bsum = 0.0f;  // bias of column tid (tid < GT)
     auto hook = [&](int, const float *ac) {
         if (bias && tid < GT) {
@@ -970,7 +474,7 @@ FJ_DEVICE void hs_weight_tile(hs_grads_smem &sm, const hs_work &ws, int gt, int 
                 bsum += ac[LGA::at(k, tid)];  // rows past K are 0
         }
     };
-    hs_gemm<true, BKG, false, false>(t, K, get_a, sm.a, 0, get_b, sm.b, hook);
+    tg_gemm<true, BKG, false, false>(t, K, get_a, sm.a, 0, get_b, sm.b, hook);
     float *part = ws.gp + ((long long)gt * chunks + chunk) * GPS;
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -1040,12 +544,12 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
             // dW1 [H*E, D] = dA^T X, db1 = column sums of dA
             const int m0 = gt / G1N * GT, n0 = gt % G1N * GT;
             auto get_a = [&](int k, int m) {
-                return k < K ? hs_in(ws.da + (long long)(c0 + k) * LDW + m0 + m, HE - m0 - m)
-                             : hs_out();
+                return k < K ? tg_in(ws.da + (long long)(c0 + k) * LDW + m0 + m, HE - m0 - m)
+                             : tg_out();
             };
             auto get_b = [&](int k, int n) {
-                return k < K ? hs_in(x + hs_off(c0 + k, steps, xs, xss) + n0 + n, D - n0 - n)
-                             : hs_out();
+                return k < K ? tg_in(x + hs_off(c0 + k, steps, xs, xss) + n0 + n, D - n0 - n)
+                             : tg_out();
             };
             hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
                            g.w1 + (long long)m0 * D + n0, D, fj_min(GT, HE - m0),
@@ -1056,12 +560,12 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
             const int m0 = rem / E64 * GT, n0 = rem % E64 * GT;
             const int col = h2 * E;
             auto get_a = [&](int k, int m) {
-                return k < K ? hs_in(ws.dc + (long long)(c0 + k) * LDW + col + m0 + m, E - m0 - m)
-                             : hs_out();
+                return k < K ? tg_in(ws.dc + (long long)(c0 + k) * LDW + col + m0 + m, E - m0 - m)
+                             : tg_out();
             };
             auto get_b = [&](int k, int n) {
-                return k < K ? hs_in(ws.eta + (long long)(c0 + k) * LDW + col + n0 + n, E - n0 - n)
-                             : hs_out();
+                return k < K ? tg_in(ws.eta + (long long)(c0 + k) * LDW + col + n0 + n, E - n0 - n)
+                             : tg_out();
             };
             hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
                            g.w2 + (long long)h2 * E * E + (long long)m0 * E + n0, E,
@@ -1082,15 +586,15 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
         }
         sm.off[r] = off;
     }
-    // (hs_gemm's first barrier publishes sm.dl and sm.off)
-    hs_tile<GT, GT> t;
+    // (tg_gemm's first barrier publishes sm.dl and sm.off)
+    tg_tile<GT, GT> t;
     auto get_a = [&](int k, int r) {
-        return r < nrows ? hs_in(ws.da + (long long)(row0 + r) * LDW + k, HE - k) : hs_out();
+        return r < nrows ? tg_in(ws.da + (long long)(row0 + r) * LDW + k, HE - k) : tg_out();
     };
     auto get_b = [&](int k, int n) {
-        return k < HE ? hs_in(p.w1 + (long long)k * D + n0 + n, D - n0 - n) : hs_out();
+        return k < HE ? tg_in(p.w1 + (long long)k * D + n0 + n, D - n0 - n) : tg_out();
     };
-    hs_gemm<true, BKG, true, false>(t, HE, get_a, sm.a, 0, get_b, sm.b, hs_no_hook());
+    tg_gemm<true, BKG, true, false>(t, HE, get_a, sm.a, 0, get_b, sm.b, tg_no_hook());
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
