@@ -1,5 +1,5 @@
 // Block products C += A B for the perception kernels' GEMM-shaped work
-// (the heads over rows, the CfC parameter gradients): a TMo x NPo output
+// (today the heads over rows, heads_seq.cu): a TMo x NPo output
 // tile per block, A and B staged through shared memory in chunks of BK k's.
 // On sm_80 and newer the products run on tensor cores in 3xTF32 form (float32
 // accuracy, below) and the chunks arrive by cp.async; else register-tiled

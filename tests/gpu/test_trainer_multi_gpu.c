@@ -285,8 +285,8 @@ static void test_two_gpus_follow_one(void **state)
                                  "--heldout-size", "0", "--gpus", "2", "--checkpoint",
                                  path_in("two-grad.ckpt"), NULL), 0);
     ft_ckpt_meta meta;
-    float *p1, *m1, *v1, *p2, *m2, *v2;
-    size_t n1, n2;
+    float *p1 = NULL, *m1 = NULL, *v1 = NULL, *p2 = NULL, *m2 = NULL, *v2 = NULL;
+    size_t n1 = 0, n2 = 0;
     char why[1200];
     if (ft_ckpt_read(path_in("one-grad.ckpt"), &meta, &p1, &m1, &v1, &n1, why, sizeof why) ||
         ft_ckpt_read(path_in("two-grad.ckpt"), &meta, &p2, &m2, &v2, &n2, why, sizeof why))
