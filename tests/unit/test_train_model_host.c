@@ -84,6 +84,20 @@ static CUresult h_event_create(CUevent *e, unsigned flags)
 }
 static CUresult h_event(CUevent e) { (void)e; return CUDA_SUCCESS; }
 static CUresult h_event_record(CUevent e, CUstream s) { (void)e, (void)s; return CUDA_SUCCESS; }
+/* Streams: every emulated op runs at once on the host, so the sequence
+ * path's second stream and its waits only have to exist. */
+static CUresult m_stream_create(CUstream *s, unsigned flags)
+{
+    (void)flags;
+    *s = (CUstream)(uintptr_t)0x20;
+    return CUDA_SUCCESS;
+}
+static CUresult m_stream_destroy(CUstream s) { (void)s; return CUDA_SUCCESS; }
+static CUresult m_stream_wait_event(CUstream s, CUevent e, unsigned flags)
+{
+    (void)s, (void)e, (void)flags;
+    return CUDA_SUCCESS;
+}
 
 /* ---- emulated ops ----------------------------------------------------------- */
 
@@ -673,6 +687,9 @@ static int setup(void **state)
     cu.cuEventDestroy = h_event;
     cu.cuEventSynchronize = h_event;
     cu.cuEventRecord = h_event_record;
+    cu.cuStreamCreate = m_stream_create;
+    cu.cuStreamDestroy = m_stream_destroy;
+    cu.cuStreamWaitEvent = m_stream_wait_event;
     api.runtime_get_counters = e_counters;
     api.runtime_arch = e_arch;
     api.training_prepare = e_prep0;

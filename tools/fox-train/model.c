@@ -72,17 +72,25 @@ static int has_scratch(const ft_model *m, int which)
     return m->path == FT_PATH_PER_STEP || seq_scratch(which);
 }
 
+static int is_heads(int which)
+{
+    return which >= FT_HEADS_W1 && which <= FT_HEADS_B_SKIP;
+}
+
 /* The device order of the tensors: weight-decayed first, then the rest,
- * so each AdamW group is one span. */
+ * so each AdamW group is one span; the heads' weights end the first group
+ * and their biases start the second, so the heads' ten tensors are one
+ * span too (the sequence path's heads_stack). */
 static void device_order(int order[FT_PARAM_COUNT], int *first_undecayed)
 {
     int n = 0;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1)
             *first_undecayed = n;
-        for (int i = 0; i < FT_PARAM_COUNT; i++)
-            if (ft_param_decays(i) == !pass)
-                order[n++] = i;
+        for (int part = 0; part < 2; part++)  /* heads second, then first */
+            for (int i = 0; i < FT_PARAM_COUNT; i++)
+                if (ft_param_decays(i) == !pass && is_heads(i) == (part != pass))
+                    order[n++] = i;
     }
 }
 
@@ -108,6 +116,9 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     const int last = order[FT_PARAM_COUNT - 1];
     m->grad_floats = (size_t)(m->grad[last] - m->grad_base) / sizeof(float) +
                      ft_param_size(d, last);
+    m->heads_span_floats = (size_t)(m->grad[FT_HEADS_B_SKIP] - m->grad[FT_HEADS_W1]) /
+                               sizeof(float) +
+                           ft_param_size(d, FT_HEADS_B_SKIP);
     for (int g = 0; g < 2; g++) {
         int lo = order[g ? split : 0], hi = order[g ? FT_PARAM_COUNT - 1 : split - 1];
         m->adamw_first[g] = lo;
@@ -136,6 +147,8 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     m->loss = take(&c, 1);
     m->step = take(&c, 1);
     m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
+    m->heads_pooled_work = take(&c, (m->heads_pooled_work_bytes + 3) / 4);
+    m->heads_stack = m->path == FT_PATH_SEQUENCE ? take(&c, 2 * m->heads_span_floats) : 0;
     m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
     m->vsn_work = take(&c, (m->vsn_work_bytes + 3) / 4);
     return c.used;
@@ -160,7 +173,8 @@ static int workspace_sizes(ft_model *m)
         lib(m, a->vsn_seq_workspace_size(m->rt, d->batch, d->k, d->f, &m->vsn_work_bytes),
             "vsn_seq_workspace_size"))
         return -1;
-    m->heads_work_bytes = bars > pooled ? bars : pooled;
+    m->heads_work_bytes = bars;
+    m->heads_pooled_work_bytes = pooled;
     return 0;
 }
 
@@ -185,6 +199,29 @@ int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const
     layout(m, base);
     m->base = base;
     m->bytes = bytes;
+    /* The heads' span holds the heads' ten tensors and nothing else (the
+     * stack's reducer overwrites all of it). */
+    const CUdeviceptr span_lo = m->grad[FT_HEADS_W1],
+                      span_hi = span_lo + m->heads_span_floats * sizeof(float);
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        const CUdeviceptr lo = m->grad[i], hi = lo + ft_param_size(dims, i) * sizeof(float);
+        if (is_heads(i) ? lo < span_lo || hi > span_hi : lo < span_hi && hi > span_lo) {
+            fail(m, FOXJIT_ERROR_INVALID_ARGUMENT,
+                 "fox-train bug: the heads' gradients are not one span of their own (%s)",
+                 ft_param_name(i));
+            ft_model_free(m);
+            return -1;
+        }
+    }
+    /* The sequence path's second stream: non-blocking (no implicit order
+     * with the legacy stream, which a capture would refuse). */
+    if (path == FT_PATH_SEQUENCE &&
+        (drv(m, cu->cuStreamCreate(&m->side, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
+         drv(m, cu->cuEventCreate(&m->fork, CU_EVENT_DISABLE_TIMING), "cuEventCreate") ||
+         drv(m, cu->cuEventCreate(&m->join, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))) {
+        ft_model_free(m);
+        return -1;
+    }
     /* Zero everything once: the padding inside the AdamW spans must stay 0. */
     if (drv(m, cu->cuMemsetD32Async(base, 0, bytes / sizeof(float), NULL),
             "cuMemsetD32Async of the model") ||
@@ -197,6 +234,14 @@ int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const
 
 void ft_model_free(ft_model *m)
 {
+    if (m->fork)
+        m->cu->cuEventDestroy(m->fork);
+    if (m->join)
+        m->cu->cuEventDestroy(m->join);
+    if (m->side)
+        m->cu->cuStreamDestroy(m->side);
+    m->fork = m->join = NULL;
+    m->side = NULL;
     if (m->base)
         m->cu->cuMemFree(m->base);
     m->base = 0;
@@ -222,6 +267,9 @@ foxjit_status ft_model_prepare(ft_model *m)
             (st = lib(m, a->column_sum_prepare(m->rt, d->batch, (int64_t)ft_param_size(d, i)),
                       "column_sum_prepare")))
             return st;
+    if (seq && (st = lib(m, a->column_sum_prepare(m->rt, 2, (int64_t)m->heads_span_floats),
+                         "column_sum_prepare (heads)")))
+        return st;
     return FOXJIT_OK;
 }
 
@@ -316,8 +364,24 @@ static foxjit_heads_seq_args heads_seq_args(const ft_model *m)
         .work = m->heads_work, .work_bytes = m->heads_work_bytes};
 }
 
+/* The heads gradients of one backward call into row `row` of the stack. */
+static void heads_seq_into_stack(const ft_model *m, foxjit_heads_seq_args *h, int row)
+{
+    const CUdeviceptr base = m->heads_stack + (CUdeviceptr)row * m->heads_span_floats * F4;
+    const CUdeviceptr *g = m->grad;
+#define FT_STACKED(i) (base + (g[i] - g[FT_HEADS_W1]))
+    h->dw1 = FT_STACKED(FT_HEADS_W1), h->db1 = FT_STACKED(FT_HEADS_B1);
+    h->dw2 = FT_STACKED(FT_HEADS_W2), h->db2 = FT_STACKED(FT_HEADS_B2);
+    h->dw_gate = FT_STACKED(FT_HEADS_W_GATE), h->db_gate = FT_STACKED(FT_HEADS_B_GATE);
+    h->dw_main = FT_STACKED(FT_HEADS_W_MAIN), h->db_main = FT_STACKED(FT_HEADS_B_MAIN);
+    h->dw_skip = FT_STACKED(FT_HEADS_W_SKIP), h->db_skip = FT_STACKED(FT_HEADS_B_SKIP);
+#undef FT_STACKED
+    h->grad_accumulate = 0;
+}
+
 /* Rows (b, t) of the K bars: x = hs (dense [B, K, D]), logits step-major
- * ([K, B, H]: row stride H, step stride B*H); dx added into dhs. */
+ * ([K, B, H]: row stride H, step stride B*H); dx overwrites dhs (the
+ * pooling adds its share after); gradients into row 0 of the stack. */
 static foxjit_heads_seq_args heads_seq_bars(const ft_model *m)
 {
     const ft_dims *d = &m->dims;
@@ -327,13 +391,14 @@ static foxjit_heads_seq_args heads_seq_bars(const ft_model *m)
     h.logits = m->z, h.logits_stride = d->h, h.logits_step_stride = (int64_t)d->batch * d->h;
     h.dlogits = m->dz, h.dlogits_stride = d->h,
     h.dlogits_step_stride = (int64_t)d->batch * d->h;
-    h.dx = m->dhs, h.dx_accumulate = 1;
-    h.grad_accumulate = 1;  /* after the pooled row's call */
+    h.dx = m->dhs, h.dx_accumulate = 0;
+    heads_seq_into_stack(m, &h, 0);
     return h;
 }
 
 /* The pooled row: x = pooled [B, D], logits block K; dx overwrites dpooled;
- * the first heads call of the backward, so it overwrites the gradients. */
+ * its own workspace (it runs beside the bars' call); gradients into row 1
+ * of the stack. */
 static foxjit_heads_seq_args heads_seq_pooled(const ft_model *m)
 {
     foxjit_heads_seq_args h = heads_seq_args(m);
@@ -341,7 +406,8 @@ static foxjit_heads_seq_args heads_seq_pooled(const ft_model *m)
     h.logits = logits_block(m, m->z, m->dims.k);
     h.dlogits = logits_block(m, m->dz, m->dims.k);
     h.dx = m->dpooled, h.dx_accumulate = 0;
-    h.grad_accumulate = 0;
+    h.work = m->heads_pooled_work, h.work_bytes = m->heads_pooled_work_bytes;
+    heads_seq_into_stack(m, &h, 1);
     return h;
 }
 
@@ -359,6 +425,24 @@ static foxjit_cfc_seq_args cfc_seq_args(const ft_model *m)
         .work = m->cfc_work, .work_bytes = m->cfc_work_bytes};
 }
 
+/* The side stream waits for what s has enqueued so far. */
+static foxjit_status fork_side(ft_model *m, CUstream s)
+{
+    foxjit_status st;
+    if ((st = drv(m, m->cu->cuEventRecord(m->fork, s), "cuEventRecord")))
+        return st;
+    return drv(m, m->cu->cuStreamWaitEvent(m->side, m->fork, 0), "cuStreamWaitEvent");
+}
+
+/* s waits for what the side stream has enqueued so far. */
+static foxjit_status join_side(ft_model *m, CUstream s)
+{
+    foxjit_status st;
+    if ((st = drv(m, m->cu->cuEventRecord(m->join, m->side), "cuEventRecord")))
+        return st;
+    return drv(m, m->cu->cuStreamWaitEvent(s, m->join, 0), "cuStreamWaitEvent");
+}
+
 static foxjit_status forward_sequence(ft_model *m, CUstream s)
 {
     const foxjit_api *a = m->api;
@@ -370,12 +454,18 @@ static foxjit_status forward_sequence(ft_model *m, CUstream s)
     foxjit_heads_seq_args bars = heads_seq_bars(m), pooled = heads_seq_pooled(m);
     foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
                                .q = m->param[FT_ATTN_Q], .hs = m->hs, .pooled = m->pooled};
+    /* The bars' heads on s; the pooling and the pooled row's heads beside
+     * them (they write pooled and logit block K, the bars' call blocks
+     * 0..K-1). */
     if ((st = lib(m, a->vsn_forward(m->rt, &vsn, s), "vsn_forward")) ||
         (st = lib(m, a->cfc_seq_forward(m->rt, &c, s), "cfc_seq_forward")) ||
+        (st = fork_side(m, s)) ||
         (st = lib(m, a->heads_seq_forward(m->rt, &bars, s), "heads_seq_forward")) ||
-        (st = lib(m, a->attn_pool_forward(m->rt, &p, s), "attn_pool_forward")))
+        (st = lib(m, a->attn_pool_forward(m->rt, &p, m->side), "attn_pool_forward")) ||
+        (st = lib(m, a->heads_seq_forward(m->rt, &pooled, m->side),
+                  "heads_seq_forward (pooled)")))
         return st;
-    return lib(m, a->heads_seq_forward(m->rt, &pooled, s), "heads_seq_forward (pooled)");
+    return join_side(m, s);
 }
 
 foxjit_status ft_model_forward(ft_model *m, CUstream s)
@@ -432,18 +522,27 @@ static foxjit_status backward_sequence(ft_model *m, CUstream s)
     foxjit_heads_seq_args pooled = heads_seq_pooled(m), bars = heads_seq_bars(m);
     foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
                                .q = m->param[FT_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
-                               .dhs = m->dhs, .dhs_accumulate = 0, .dq = m->scratch[FT_ATTN_Q]};
+                               .dhs = m->dhs, .dhs_accumulate = 1, .dq = m->scratch[FT_ATTN_Q]};
     foxjit_cfc_seq_args c = cfc_seq_args(m);
     foxjit_vsn_seq_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
                              .bias = m->param[FT_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
                              .dw = m->grad[FT_VSN_W], .dbias = m->grad[FT_VSN_BIAS],
                              .grad_accumulate = 0, .work = m->vsn_work,
                              .work_bytes = m->vsn_work_bytes};
-    /* dpooled and the heads gradients (=); then dhs: the pooling's share
-     * (=), every bar's heads (+=); then the recurrence consumes dhs. */
-    if ((st = lib(m, a->heads_seq_backward(m->rt, &pooled, s), "heads_seq_backward (pooled)")) ||
-        (st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")) ||
+    /* The two heads calls side by side, each into its own row of the stack
+     * and its own dx (dhs =, dpooled =); then the pooling adds its share
+     * into dhs, the stack's rows are added into the heads gradients, and
+     * the recurrence consumes dhs. Every sum that joins the two calls adds
+     * the same two terms as the one-stream order (pooled row first, bars
+     * added to it) did, so the bits are the same. */
+    if ((st = fork_side(m, s)) ||
         (st = lib(m, a->heads_seq_backward(m->rt, &bars, s), "heads_seq_backward")) ||
+        (st = lib(m, a->heads_seq_backward(m->rt, &pooled, m->side),
+                  "heads_seq_backward (pooled)")) ||
+        (st = join_side(m, s)) ||
+        (st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")) ||
+        (st = lib(m, a->reduce_axis0(m->rt, m->heads_stack, 2, (int64_t)m->heads_span_floats,
+                                     m->grad[FT_HEADS_W1], s), "reduce_axis0 (heads)")) ||
         (st = lib(m, a->cfc_seq_backward(m->rt, &c, s), "cfc_seq_backward")))
         return st;
     return lib(m, a->vsn_seq_backward(m->rt, &v, s), "vsn_seq_backward");
@@ -534,10 +633,10 @@ int ft_model_launches_per_step(const ft_dims *d, ft_path path)
 {
     if (path == FT_PATH_SEQUENCE)
         /* memset; forward vsn + cfc_seq + heads_seq (bars) + pool +
-         * heads_seq (pooled); 2 bce; backward heads_seq (pooled) + pool +
-         * heads_seq (bars) + cfc_seq + vsn_seq; 1 reducer; increment + 2
-         * adamw. */
-        return 1 + 5 + 2 + 5 + 1 + 3;
+         * heads_seq (pooled); 2 bce; backward heads_seq (bars) + heads_seq
+         * (pooled) + pool + the heads' reducer + cfc_seq + vsn_seq;
+         * 1 reducer; increment + 2 adamw. */
+        return 1 + 5 + 2 + 6 + 1 + 3;
     /* memset; forward vsn + K cfc + heads (all bars) + pool + heads; 2 bce;
      * backward heads + pool + heads (all bars: two kernels with the
      * workspace, K > 1) + K cfc + vsn; 17 reducers; increment + 2 adamw. */

@@ -21,13 +21,15 @@
  * default, FT_PATH_SEQUENCE, runs the same model with the whole-sequence ops:
  *
  *   zero     one memset of the attention scratch
- *   forward  vsn_forward; cfc_seq_forward (all K bars, one call);
- *            heads_seq_forward over the K bars; attn_pool_forward;
- *            heads_seq_forward(pooled)
+ *   forward  vsn_forward; cfc_seq_forward (all K bars, one call); then
+ *            heads_seq_forward over the K bars, and beside it on a second
+ *            stream attn_pool_forward and heads_seq_forward(pooled)
  *   loss     as above
- *   backward heads_seq_backward(pooled) -> dpooled, heads gradients (=);
- *            attn_pool_backward -> dhs (overwrite); heads_seq_backward over
- *            the K bars (dx added into dhs, heads gradients +=);
+ *   backward heads_seq_backward over the K bars (dx -> dhs, overwrite;
+ *            heads gradients into row 0 of a stack), and beside it on the
+ *            second stream heads_seq_backward(pooled) (-> dpooled; heads
+ *            gradients into row 1); then attn_pool_backward (dhs +=);
+ *            reduce_axis0 of the stack -> the heads gradients;
  *            cfc_seq_backward (dy written, CfC gradients =);
  *            vsn_seq_backward (VSN gradients =)
  *   reduce   reduce_axis0 of the attention scratch (1 tensor)
@@ -40,7 +42,10 @@
  *
  * Nothing in a step allocates, synchronizes or compiles once
  * ft_model_prepare() has run, so a whole step can be captured in one CUDA
- * graph, and replaying it gives the bits of eager launches.
+ * graph, and replaying it gives the bits of eager launches. The sequence
+ * path's two streams change no bits either: the calls beside each other
+ * write disjoint buffers, and the sums that join them add the same two
+ * terms as the one-stream order did (a + b is b + a in float32).
  *
  * Layouts: x [B,K,F], dt [B,K], y (VSN out) [B,K,F], hs and u [B,K,D]
  * (bar t of row b at (b*K + t)*D: the CfC reads and writes strided views),
@@ -103,6 +108,21 @@ struct ft_model {
     CUdeviceptr y, hs, u, pooled, z, dz, dhs, dy, dpooled;
     CUdeviceptr heads_work;    /* the heads backward's workspace over the K bars */
     size_t heads_work_bytes;
+    /* The sequence path runs the pooled row's calls (pooling and heads
+     * forward; heads backward) on a second stream beside the heads over
+     * the K bars: `side`, forked from and joined to the step's stream with
+     * two events (model.c, "the sequence path"). */
+    CUstream side;
+    CUevent fork, join;
+    CUdeviceptr heads_pooled_work;  /* the pooled row's heads backward workspace */
+    size_t heads_pooled_work_bytes;
+    /* The two heads backward calls' gradients, side by side: row 0 the
+     * bars', row 1 the pooled row's, each laid out like grad from
+     * grad[FT_HEADS_W1] to the end of grad[FT_HEADS_B_SKIP] (the heads'
+     * tensors are contiguous in the device order); one reduce_axis0 adds
+     * the rows into grad. */
+    CUdeviceptr heads_stack;
+    size_t heads_span_floats;
     CUdeviceptr cfc_work;      /* the sequence path's CfC backward workspace */
     size_t cfc_work_bytes;
     CUdeviceptr vsn_work;      /* the sequence path's VSN backward workspace */
