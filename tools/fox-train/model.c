@@ -87,7 +87,7 @@ static void device_order(int order[FT_PARAM_COUNT], int *first_undecayed)
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1)
             *first_undecayed = n;
-        for (int part = 0; part < 2; part++)  /* heads second, then first */
+        for (int part = 0; part < 2; part++)  /* weights: heads last; biases: heads first */
             for (int i = 0; i < FT_PARAM_COUNT; i++)
                 if (ft_param_decays(i) == !pass && is_heads(i) == (part != pass))
                     order[n++] = i;
