@@ -33,6 +33,9 @@
 
 #define HP(p) ((float *)(uintptr_t)(p))
 
+static void trace_add(const char *what, CUstream s, CUevent e, CUdeviceptr work,
+                      CUdeviceptr grad);
+
 static CUresult h_alloc(CUdeviceptr *p, size_t n)
 {
     void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
@@ -57,7 +60,7 @@ static CUresult h_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
 }
 static CUresult h_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 {
-    (void)st;
+    trace_add("memset", st, NULL, 0, 0);
     for (size_t i = 0; i < n; i++)
         ((uint32_t *)(uintptr_t)d)[i] = v;
     return CUDA_SUCCESS;
@@ -76,14 +79,47 @@ static CUresult h_alloc_host(void **p, size_t n)
 }
 static CUresult h_free_host(void *p) { free(p); return CUDA_SUCCESS; }
 /* Everything runs at once on the host: events are always complete. */
+/* ---- what a step enqueues on which stream -------------------------------------- */
+
+/* While `tracing`, every emulated op, memset, event record and stream wait
+ * appends what it was, its stream and its event (the ops: the workspace
+ * and the first gradient they were given), so a test can check the step's
+ * streams, forks and joins. */
+#define TRACE_MAX 64
+typedef struct trace_entry {
+    char what[32];
+    CUstream s;
+    CUevent e;
+    CUdeviceptr work, grad;
+} trace_entry;
+static trace_entry trace[TRACE_MAX];
+static int trace_n, tracing;
+
+static void trace_add(const char *what, CUstream s, CUevent e, CUdeviceptr work, CUdeviceptr grad)
+{
+    if (!tracing)
+        return;
+    assert_true(trace_n < TRACE_MAX);
+    trace_entry *t = &trace[trace_n++];
+    snprintf(t->what, sizeof t->what, "%s", what);
+    t->s = s, t->e = e, t->work = work, t->grad = grad;
+}
+
 static CUresult h_event_create(CUevent *e, unsigned flags)
 {
     (void)flags;
-    *e = (CUevent)(uintptr_t)0x10;
+    /* Distinct handles (a trace tells fork from join); the multi-GPU tests
+     * create models on several threads at once. */
+    static uintptr_t next = 0x10;
+    *e = (CUevent)__atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
 static CUresult h_event(CUevent e) { (void)e; return CUDA_SUCCESS; }
-static CUresult h_event_record(CUevent e, CUstream s) { (void)e, (void)s; return CUDA_SUCCESS; }
+static CUresult h_event_record(CUevent e, CUstream s)
+{
+    trace_add("record", s, e, 0, 0);
+    return CUDA_SUCCESS;
+}
 /* Streams: every emulated op runs at once on the host, so the sequence
  * path's second stream and its waits only have to exist. */
 static CUresult m_stream_create(CUstream *s, unsigned flags)
@@ -95,7 +131,8 @@ static CUresult m_stream_create(CUstream *s, unsigned flags)
 static CUresult m_stream_destroy(CUstream s) { (void)s; return CUDA_SUCCESS; }
 static CUresult m_stream_wait_event(CUstream s, CUevent e, unsigned flags)
 {
-    (void)s, (void)e, (void)flags;
+    (void)flags;
+    trace_add("wait", s, e, 0, 0);
     return CUDA_SUCCESS;
 }
 
@@ -331,6 +368,7 @@ static foxjit_status e_cfc_seq_forward(foxjit_runtime *rt, const foxjit_cfc_seq_
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("cfc_seq_forward", s, NULL, 0, 0);
     pr_cfc p;
     cfc_seq_load(a, &p);
     const int I = a->n_in, Hd = a->n_hid;
@@ -352,6 +390,7 @@ static foxjit_status e_cfc_seq_backward(foxjit_runtime *rt, const foxjit_cfc_seq
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("cfc_seq_backward", s, NULL, 0, 0);
     const int I = a->n_in, Hd = a->n_hid;
     if (!a->work || a->work_bytes < cfc_seq_ws(a->batch, a->k, Hd))
         fail_msg("cfc_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
@@ -418,6 +457,7 @@ static foxjit_status e_heads_seq_forward(foxjit_runtime *rt, const foxjit_heads_
 {
     (void)rt, (void)s;
     calls++;
+    trace_add(a->steps > 1 ? "heads_seq_forward" : "heads_seq_forward (pooled)", s, NULL, 0, 0);
     heads_d h;
     heads_seq_load(a, &h);
     double x[512], z[16];
@@ -438,6 +478,7 @@ static foxjit_status e_heads_seq_backward(foxjit_runtime *rt, const foxjit_heads
 {
     (void)rt, (void)s;
     calls++;
+    trace_add(a->steps > 1 ? "heads_seq_backward" : "heads_seq_backward (pooled)", s, NULL, a->work, a->dw1);
     if (!a->work || a->work_bytes < heads_seq_ws(a->batch, a->steps, a->e, a->h))
         fail_msg("heads_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
     heads_d h;
@@ -473,6 +514,7 @@ static foxjit_status e_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *a,
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("vsn_forward", s, NULL, 0, 0);
     int F = a->f;
     double *w = dup_d(a->w, (size_t)F * F), *bias = dup_d(a->bias, F);
     pr_vsn p = {F, w, bias};
@@ -527,6 +569,7 @@ static foxjit_status e_vsn_seq_backward(foxjit_runtime *rt, const foxjit_vsn_seq
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("vsn_seq_backward", s, NULL, 0, 0);
     if (!a->work || a->work_bytes < vsn_seq_ws(a->batch, a->t, a->f))
         fail_msg("vsn_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
     int F = a->f;
@@ -553,6 +596,7 @@ static foxjit_status e_attn_forward(foxjit_runtime *rt, const foxjit_attn_pool_a
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("attn_pool_forward", s, NULL, 0, 0);
     size_t T = a->t, D = a->d;
     double *q = dup_d(a->q, D), pooled[512];
     for (int b = 0; b < a->batch; b++) {
@@ -570,6 +614,7 @@ static foxjit_status e_attn_backward(foxjit_runtime *rt, const foxjit_attn_pool_
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("attn_pool_backward", s, NULL, 0, 0);
     size_t T = a->t, D = a->d;
     double *q = dup_d(a->q, D), dp[512], dq[512];
     double *dhs = malloc(T * D * 8);
@@ -591,6 +636,7 @@ static foxjit_status e_reduce(foxjit_runtime *rt, CUdeviceptr x, int64_t rows, i
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("reduce_axis0", s, NULL, 0, 0);
     for (int64_t c = 0; c < cols; c++) {
         double sum = 0;
         for (int64_t r = 0; r < rows; r++)
@@ -605,6 +651,7 @@ static foxjit_status e_bce(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y, int
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("bce_with_logits", s, NULL, 0, 0);
     double *zd = dup_d(z, (size_t)n), *yd = dup_d(y, (size_t)n), *g = malloc((size_t)n * 8);
     double mean = pr_bce(zd, yd, (size_t)n, g);
     HP(loss)[0] = acc ? HP(loss)[0] + (float)mean : (float)mean;
@@ -618,6 +665,7 @@ static foxjit_status e_adamw(foxjit_runtime *rt, const foxjit_adamw_args *a, CUs
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("adamw", s, NULL, 0, 0);
     int t = *(int *)(uintptr_t)a->step;
     double bc1 = 1 - pow(a->beta1, t), bc2 = 1 - pow(a->beta2, t);
     float *p = HP(a->param), *g = HP(a->grad), *m = HP(a->m), *v = HP(a->v);
@@ -635,6 +683,7 @@ static foxjit_status e_increment(foxjit_runtime *rt, CUdeviceptr step, CUstream 
 {
     (void)rt, (void)s;
     calls++;
+    trace_add("increment_step", s, NULL, 0, 0);
     (*(int *)(uintptr_t)step)++;
     return FOXJIT_OK;
 }
@@ -847,6 +896,86 @@ static void test_per_step_path_matches_reference_model(void **state)
     (void)state;
     printf("  per-step path\n");
     step_matches_reference_model(FT_PATH_PER_STEP);
+}
+
+/* The sequence path's step: what runs on the step's stream, what runs on the
+ * second stream, and where they fork and join. The two heads backward
+ * calls, which run at once, get their own workspaces and gradient rows; the
+ * pooling's backward, which adds into dhs after the bars' heads overwrote
+ * it, waits for the join. (The emulation runs every op at once on the host,
+ * so only the order of the calls and their streams and events can be
+ * checked here; the GPU tests check the bits.) */
+static void test_sequence_step_streams(void **state)
+{
+    (void)state;
+    const ft_dims d = {3, 5, 6, 8, 4, 3};
+    foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
+    ft_model m;
+    assert_int_equal(ft_model_alloc(&m, &api, rt, &cu, &d, FT_PATH_SEQUENCE), 0);
+    assert_non_null(m.side);
+    assert_ptr_not_equal(m.fork, m.join);
+    size_t total = ft_param_total(&d);
+    float *p = malloc(total * 4);
+    ft_params_init(&d, 11, p);
+    assert_int_equal(ft_model_set_state(&m, p, NULL, NULL, 0, NULL), 0);
+    memset(HP(m.batch_in), 0, m.in_layout.floats * 4);
+
+    const CUstream S = (CUstream)(uintptr_t)0x77, X = m.side;
+    const CUevent F = m.fork, J = m.join;
+    const ft_hparams hp = {1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f};
+    trace_n = 0, tracing = 1;
+    assert_int_equal(ft_model_step(&m, &hp, S), FOXJIT_OK);
+    tracing = 0;
+
+    static const struct {
+        const char *what;
+        int side;  /* 1: on the second stream */
+        int event; /* 1: the fork event, 2: the join event */
+    } want[] = {
+        {"memset", 0, 0},
+        {"vsn_forward", 0, 0},
+        {"cfc_seq_forward", 0, 0},
+        {"record", 0, 1},
+        {"wait", 1, 1},
+        {"heads_seq_forward", 0, 0},
+        {"attn_pool_forward", 1, 0},
+        {"heads_seq_forward (pooled)", 1, 0},
+        {"record", 1, 2},
+        {"wait", 0, 2},
+        {"bce_with_logits", 0, 0},
+        {"bce_with_logits", 0, 0},
+        {"record", 0, 1},
+        {"wait", 1, 1},
+        {"heads_seq_backward", 0, 0},
+        {"heads_seq_backward (pooled)", 1, 0},
+        {"record", 1, 2},
+        {"wait", 0, 2},
+        {"attn_pool_backward", 0, 0},
+        {"reduce_axis0", 0, 0},
+        {"cfc_seq_backward", 0, 0},
+        {"vsn_seq_backward", 0, 0},
+        {"reduce_axis0", 0, 0},
+        {"increment_step", 0, 0},
+        {"adamw", 0, 0},
+        {"adamw", 0, 0},
+    };
+    const int n = (int)(sizeof want / sizeof want[0]);
+    for (int i = 0; i < n && i < trace_n; i++) {
+        const trace_entry *t = &trace[i];
+        const CUstream ws = want[i].side ? X : S;
+        const CUevent we = want[i].event == 1 ? F : want[i].event == 2 ? J : NULL;
+        if (strcmp(t->what, want[i].what) || t->s != ws || t->e != we)
+            fail_msg("call %d of the step: %s on stream %p (event %p); want %s on the %s stream"
+                     " (event %p)", i, t->what, (void *)t->s, (void *)t->e, want[i].what,
+                     want[i].side ? "second" : "step's", (void *)we);
+    }
+    assert_int_equal(trace_n, n);
+    /* The heads backward calls that run at once share nothing they write. */
+    assert_true(trace[14].work != trace[15].work);
+    assert_true(trace[14].grad != trace[15].grad);
+    assert_true(trace[14].grad != m.grad[FT_HEADS_W1] && trace[15].grad != m.grad[FT_HEADS_W1]);
+    free(p);
+    ft_model_free(&m);
 }
 
 /* ---- the training loop (tools/fox-train/train.c) on the emulation -------------- */
@@ -1067,6 +1196,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_matches_reference_model),
         cmocka_unit_test(test_per_step_path_matches_reference_model),
+        cmocka_unit_test(test_sequence_step_streams),
         cmocka_unit_test(test_loop_resume_is_exact),
         cmocka_unit_test(test_loop_learns_constant_signal),
         cmocka_unit_test(test_dump_step),
