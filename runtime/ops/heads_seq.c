@@ -30,7 +30,9 @@ enum { K_FORWARD, K_ROWS, K_GRADS };
 #define GT 64         /* edge of the weight-gradient and dx tiles */
 #define MAX_CHUNKS 32 /* row chunks of a weight-gradient tile */
 #define MIN_CHUNK 128 /* rows a chunk gets at least */
-#define BK2 16        /* a chunk is a multiple of the rows staged at a time */
+#define BK2 16        /* chunks are multiples of 16 rows: what the SIMT tiles stage at a
+                       * time (the tensor-core tiles stage 32 and zero-fill a partial
+                       * last one) */
 
 static int cdiv(long long a, long long b) { return (int)((a + b - 1) / b); }
 
