@@ -79,11 +79,18 @@ static int find_foreign(int dirfd, char *foreign, size_t len)
         const char *n = de->d_name;
         if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, FJ_CACHEDIR_TAG))
             continue;
+        /* A name readdir gave that is gone by now was another fox-jit
+         * process's temp file (renamed into place, as the tag's is by
+         * write_tag, or removed) or an entry it evicted: not foreign. */
         struct stat st;
-        if (fj_cache_temp_name_ok(n) && fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISREG(st.st_mode))
+        const int have = fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!have && errno == ENOENT)
             continue;
-        if (fj_cache_entry_name_ok(n) && fj_cache_file_is_ours(dirfd, n))
+        if (have && fj_cache_temp_name_ok(n) && S_ISREG(st.st_mode))
+            continue;
+        if (fj_cache_entry_name_ok(n) &&
+            (fj_cache_file_is_ours(dirfd, n) ||
+             (fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)))
             continue;
         snprintf(foreign, len, "%s", n);
         break;

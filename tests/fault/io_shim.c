@@ -3,7 +3,10 @@
  * or a file system remounted read-only would.
  *
  *   FJ_SHIM_FAULT  write:ENOSPC | write:EIO | write:short | fsync:EIO |
- *                  rename:EROFS | create:EROFS | create:EACCES
+ *                  rename:EROFS | create:EROFS | create:EACCES |
+ *                  stat:vanish (fstatat of a temp file answers ENOENT: the
+ *                  file was renamed or removed by another process since
+ *                  the directory was read)
  *   FJ_SHIM_COUNT  file to which the number of injected faults is written
  *                  at exit
  *
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -103,6 +107,22 @@ FJ_SHIM_API int fsync(int fd)
     if (fault_is("fsync:EIO") && temp_fd(fd))
         return inject(EIO);
     return real_fsync(fd);
+}
+
+FJ_SHIM_API int fstatat64(int fd, const char *name, struct stat64 *st, int flags)
+{
+    REAL(int, fstatat64, (int, const char *, struct stat64 *, int));
+    if (fault_is("stat:vanish") && temp_path(name))
+        return inject(ENOENT);
+    return real_fstatat64(fd, name, st, flags);
+}
+
+FJ_SHIM_API int fstatat(int fd, const char *name, struct stat *st, int flags)
+{
+    REAL(int, fstatat, (int, const char *, struct stat *, int));
+    if (fault_is("stat:vanish") && temp_path(name))
+        return inject(ENOENT);
+    return real_fstatat(fd, name, st, flags);
 }
 
 FJ_SHIM_API int rename(const char *from, const char *to)
