@@ -7,7 +7,7 @@
 // heads_seq_forward  grid (ceil(R / TM), H): one block per tile of TM rows
 //   and head h. A = X W1[h]^T + b1 (a block product on tensor cores in
 //   3xTF32 form where the tile allows, else register-tiled FMA; X and W1
-//   staged through shared memory in chunks of BK1), ETA = ELU(A) kept in
+//   staged through shared memory in chunks of BKR), ETA = ELU(A) kept in
 //   shared memory (transposed, as the next product's left operand),
 //   C = ETA W2[h]^T + b2, then a warp per row for the gate and main dots and
 //   the logit s + sigmoid(gate) * m.
