@@ -4,36 +4,51 @@
 // Rows: rho = b * steps + s in [0, R), R = batch * steps; row (b, s) of a
 // tensor starts b * stride + s * step_stride floats after its base.
 //
+// The second layer of a head reaches the logit only through the two dots
+// w_gate . c and w_main . c, c = W2 eta + b2. So, with the per-head vectors
+//   q = W2^T w_gate, p = W2^T w_main   [E]
+//   bq = w_gate . b2 + b_gate, bp = w_main . b2 + b_main,
+// gate_pre = q . eta + bq and m = p . eta + bp (the same sums, associated
+// the other way), and the backward's dETA = dm p + dgp q needs no product
+// either: the block products are A = X W1^T (both directions), the weight
+// gradient dW1 = dA^T X and dx = dA W1. The second layer's gradients follow
+// from sums over the rows of eta weighted by dm and dgp:
+//   u_m = sum_rows dm eta, u_g = sum_rows dgp eta, S_m = sum dm, S_g = sum dgp
+//   dW2 = w_main u_m^T + w_gate u_g^T, db2 = w_main S_m + w_gate S_g,
+//   dw_gate = W2 u_g + b2 S_g, dw_main = W2 u_m + b2 S_m.
+// Every block computes p, q, bp and bq of its head itself, in one fixed
+// order, so every block has the same bits of them.
+//
 // heads_seq_forward  grid (ceil(R / TM), H): one block per tile of TM rows
 //   and head h. A = X W1[h]^T + b1 (a block product on tensor cores in
 //   3xTF32 form where the tile allows, else register-tiled FMA; X and W1
-//   staged through shared memory in chunks of BKR), ETA = ELU(A) kept in
-//   shared memory (transposed, as the next product's left operand),
-//   C = ETA W2[h]^T + b2, then a warp per row for the gate and main dots and
-//   the logit s + sigmoid(gate) * m.
+//   staged through shared memory in chunks of BKR), ETA = ELU(A), the two
+//   dots of each row over its column groups (added in column-group order),
+//   then the logit s + sigmoid(gate_pre) * m.
 // heads_seq_rows     grid (ceil(R / TM), H): the same forward, then the
-//   backward of the tile's rows for head h: dC, dETA = dC W2[h], dA. Writes
-//   dA, dC and ETA to the workspace ([R, H*E] each, for the products of the
-//   next kernel) and the tile's partial sums of the vector gradients that
-//   the products do not give (dw_gate, dw_main, dw_skip, db_gate, db_main,
-//   db_skip). Block (0, 0) zeroes the next kernel's tickets.
+//   backward of the tile's rows for head h: dA = (dm p + dgp q) ELU'(A) to
+//   the workspace ([R, H*E], for the products of the next kernel) and the
+//   tile's partial sums of u_g, u_m, dw_skip, S_g, S_m and db_skip. Block
+//   (0, 0) zeroes the next kernel's tickets.
 // heads_seq_grads    a 1-D grid of three kinds of blocks:
-//   - vector blocks: the vector gradients, adding the tiles' partials in
-//     tile order;
+//   - vector blocks: the partials summed over the tiles in tile order; the
+//     last vector block to finish (an integer ticket) then writes dW2, db2,
+//     dw_gate and dw_main from those sums;
 //   - product blocks: a 64 x 64 tile of dW1 = dA^T X ([H*E, D], with db1 =
-//     the column sums of dA) or of dW2[h] = dC_h^T ETA_h (with db2) over one
-//     chunk of the rows; each writes its partial to the workspace, and the
-//     last block of a tile to arrive (an integer ticket) adds the chunks'
-//     partials in chunk order and writes the gradient;
+//     the column sums of dA) over one chunk of the rows; each writes its
+//     partial to the workspace, and the last block of a tile to arrive (an
+//     integer ticket) adds the chunks' partials in chunk order and writes
+//     the gradient;
 //   - dx blocks (when dx is wanted): a 64 x 64 tile of dx = dA [R, H*E] x
 //     W1 [H*E, D] + sum_h dl_h w_skip[h].
 //
 // Determinism: every output element is one thread's fixed-order sum. An
 // element of a product is a fixed chain over the reduction index (FMAs over
-// k = 0, 1, ..., or MMAs over k = 0, 8, 16, ...), so a row's logits, dx and workspace terms have the same
-// bits whatever the batch and whichever tile the row lands in. Gradient
-// sums run over the rows in an order fixed by R (tiles of TM rows, chunks of
-// CH rows, then tile / chunk order). No float atomics.
+// k = 0, 1, ..., or MMAs over k = 0, 8, 16, ...), so a row's logits, dx and
+// workspace terms have the same bits whatever the batch and whichever tile
+// the row lands in. Gradient sums run over the rows in an order fixed by R
+// (tiles of TM rows, chunks of CH rows, then tile / chunk order). No float
+// atomics.
 //
 // Compile-time dims: HS_D, HS_E, HS_H; HS_TM, the rows of a tile of the
 // first two kernels, is chosen by the host from E (and checked below).
@@ -61,20 +76,22 @@ static_assert(TM == (NP <= 64 ? 64 : NP == 128 ? 32 : 16),
 // (each chunk's products then outlast the next chunk's loads).
 constexpr int BK1 = NP <= 64 ? 32 : NP == 128 ? 16 : 8;
 
-// Workspace row stride (floats) of dA, dC, ETA: 16-byte aligned rows.
+// Workspace row stride (floats) of dA: 16-byte aligned rows.
 constexpr int LDW = (HE + 3) / 4 * 4;
-// Partial vector gradients of one (tile, head): dw_gate [E], dw_main [E],
-// dw_skip [D], db_gate, db_main, db_skip.
+// Partial sums of one (tile, head): u_g [E], u_m [E], dw_skip [D], S_g
+// (= db_gate), S_m (= db_main), db_skip.
 constexpr int PV = 2 * E + D + 3;
+constexpr int PV_SG = 2 * E + D, PV_SM = PV_SG + 1;
 
 // ---- the product blocks of heads_seq_grads ----------------------------------
 constexpr int GT = 64;   // output tile edge
 constexpr int BK2 = 16;  // rows staged at a time (32 spills registers)
-constexpr int G1M = fj_cdiv(HE, GT), G1N = fj_cdiv(D, GT), NG1 = G1M * G1N;
-constexpr int E64 = fj_cdiv(E, GT), NG2 = H * E64 * E64, NG = NG1 + NG2;
+constexpr int G1M = fj_cdiv(HE, GT), G1N = fj_cdiv(D, GT), NG = G1M * G1N;  // dW1 tiles
 constexpr int GPS = GT * GT + GT;  // floats of one partial: the tile and its bias column sums
 constexpr int NV = fj_cdiv(H * PV, NT);  // vector blocks
 constexpr int XN = fj_cdiv(D, GT);        // dx tiles across D
+// Tickets: one per dW1 tile, then the vector blocks' (index NG).
+constexpr int NTICKETS = NG + 1;
 
 struct hs_params {
     const float *__restrict__ w1, *__restrict__ b1, *__restrict__ w2, *__restrict__ b2;
@@ -89,44 +106,52 @@ struct hs_grads {
 
 // The workspace sections (runtime/ops/heads_seq.c lays them out).
 struct hs_work {
-    float *da, *dc, *eta;  // [R, LDW]: row rho, column h * E + e
-    float *p;              // [tiles][H][PV]
-    float *gp;             // [NG][chunks][GPS]
-    int *tickets;          // [NG]
+    float *da;    // [R, LDW]: row rho, column h * E + e
+    float *p;     // [tiles][H][PV]: the row tiles' partial sums
+    float *u;     // [H][PV]: their sums over the tiles
+    float *gp;    // [NG][chunks][GPS]
+    int *tickets; // [NTICKETS]
 };
 
 FJ_DEVICE float hs_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
 // ---- heads_seq_forward and heads_seq_rows ----------------------------------------
 
-// The row-tile kernels' products: tensor cores where the tile allows, with
+// The row-tile kernels' product: tensor cores where the tile allows, with
 // chunks of BKR k's (half of BK1 on tensor cores: two buffers in the same
 // shared memory).
 constexpr bool TCR = tg_use_tc(TM, NP);
 constexpr int BKR = TCR ? BK1 / 2 : BK1;
-using LX = tg_layout<TCR, BKR, TM, true>;    // X chunks
-using LW = tg_layout<TCR, BKR, NP, true>;    // W1[h] and W2[h]^T chunks (contiguous along k)
-using LW2 = tg_layout<TCR, BKR, NP, false>;  // W2[h] chunks (contiguous along n)
+using RowTile = tg_tile<TM, NP>;
+using LX = tg_layout<TCR, BKR, TM, true>;  // X chunks
+using LW = tg_layout<TCR, BKR, NP, true>;  // W1[h] chunks (contiguous along k)
 constexpr int NBR = tg_bufs(TCR);
-constexpr int LT = TM + 4;  // row stride of the resident k-major left operand
+constexpr int RMT = RowTile::RM;  // rows a thread holds
+constexpr int NCG = NP / 4;       // column groups of a row (4 columns a thread)
+constexpr int NRG = TM / RMT;     // row groups of a column
+// p, q: the i range of W2's rows split into PQG groups when threads are
+// left over (added in group order).
+constexpr int PQG = fj_cmax(1, NT / (2 * NP));
+constexpr int PQI = fj_cdiv(E, PQG);
 
 struct __align__(16) hs_rows_smem {
     union {
         struct {
             float x[NBR * LX::SIZE];
-            float w[NBR * fj_cmax(LW::SIZE, LW2::SIZE)];
-        } st;              // the staged chunks
-        float c[TM][NP];  // C (written after the last read of st, barriers between)
+            float w[NBR * LW::SIZE];
+        } st;  // the staged chunks
+        struct {
+            float g[TM][NCG + 1], m[TM][NCG + 1];  // the dots' column-group partials
+            float ug[NRG][NP], um[NRG][NP];        // u_g, u_m row-group partials
+        } ep;  // after the product (a barrier after its last read of st)
+        float pq_part[PQG][2][NP];  // before the product
     };
-    float t[NP][LT];  // ETA^T, then dC^T: the resident left operand
+    float pq[2][NP];  // p = W2[h]^T w_main[h], q = W2[h]^T w_gate[h]; 0 past E
+    float bpq[2];     // bp, bq
     long long rx[TM];  // offset of each row of x
     float dl[TM], dm[TM], dgp[TM], s[TM];
-    float wsk[D];          // forward: w_skip[h]
-    float pg[NT], pm[NT];  // backward: row groups' partials of dw_gate, dw_main
+    float wsk[D];  // forward: w_skip[h]
 };
-// Rows of a group of the backward's partial sums (NT / NP groups).
-constexpr int RG = TM * NP / NT;
-static_assert(RG >= 1 && (NT / NP) * RG == TM, "row groups cover the tile");
 static_assert(sizeof(hs_rows_smem) <= 48 * 1024, "static shared memory");
 
 // The offset of row rho of a [batch, steps] tensor. b = rho / steps through
@@ -164,6 +189,48 @@ FJ_DEVICE void hs_store4(float *w, int row, int hh, int n0, const float (&v)[4])
     }
 }
 
+// p, q, bp, bq of head hh into sm.pq_part / sm.bpq (sm.pq after the next
+// barrier, by hs_pq_finish). Thread j of a group: column k of p (or q) over
+// its group's share of W2's rows, a sequential FMA chain.
+FJ_DEVICE void hs_pq_start(hs_rows_smem &sm, const hs_params &p, int hh)
+{
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const float *w2 = p.w2 + (long long)hh * E * E;
+    for (int j = tid; j < PQG * 2 * NP; j += NT) {
+        const int grp = j / (2 * NP), which = j / NP % 2, k = j % NP;
+        const float *wv = (which ? p.w_gate : p.w_main) + hh * E;
+        const int i0 = grp * PQI, i1 = fj_min(E, i0 + PQI);
+        float v = 0.0f;
+        if (k < E) {
+#pragma unroll 8
+            for (int i = i0; i < i1; i++)
+                v = fmaf(__ldg(w2 + i * E + k), __ldg(wv + i), v);
+        }
+        sm.pq_part[grp][which][k] = v;
+    }
+    if (warp < 2) {
+        const float *wv = (warp ? p.w_gate : p.w_main) + hh * E;
+        float v = 0.0f;
+        for (int i = lane; i < E; i += 32)
+            v = fmaf(__ldg(wv + i), __ldg(p.b2 + hh * E + i), v);
+        v = fj_warp_sum(v);
+        if (lane == 0)
+            sm.bpq[warp] = v + __ldg(warp ? p.b_gate + hh : p.b_main + hh);
+    }
+}
+// After a barrier: the groups' partials added in group order. Leaves
+// without a barrier (the product that follows starts with one).
+FJ_DEVICE void hs_pq_finish(hs_rows_smem &sm)
+{
+    for (int j = threadIdx.x; j < 2 * NP; j += NT) {
+        float v = 0.0f;
+#pragma unroll
+        for (int grp = 0; grp < PQG; grp++)
+            v += sm.pq_part[grp][j / NP][j % NP];
+        sm.pq[j / NP][j % NP] = v;
+    }
+}
+
 template <bool kBwd>
 FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__restrict__ x,
                        long long xs, long long xss, const float *__restrict__ z, long long zs,
@@ -174,8 +241,9 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     const int hh = blockIdx.y;
     const int row0 = blockIdx.x * TM, nrows = fj_min(TM, R - row0);
     if (kBwd && blockIdx.x == 0 && hh == 0)
-        for (int i = tid; i < NG; i += NT)
+        for (int i = tid; i < NTICKETS; i += NT)
             ws.tickets[i] = 0;  // heads_seq_grads of this call counts from 0
+    hs_pq_start(sm, p, hh);
     for (int r = tid; r < TM; r += NT) {
         long long off = 0;
         float dl = 0.0f;
@@ -191,9 +259,10 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
         for (int i = tid; i < D; i += NT)
             sm.wsk[i] = __ldg(p.w_skip + hh * D + i);
     __syncthreads();
+    hs_pq_finish(sm);
 
     // ---- A = X W1[h]^T (+ b1), ETA = ELU(A) ----
-    tg_tile<TM, NP> t;
+    RowTile t;
     const float *w1 = p.w1 + (long long)hh * E * D;
     auto get_x = [&](int k, int r) { return r < nrows ? tg_in(x + sm.rx[r] + k, D - k) : tg_out(); };
     auto get_w1 = [&](int k, int n) { return n < E ? tg_in(w1 + n * D + k, D - k) : tg_out(); };
@@ -235,102 +304,53 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     tg_gemm<true, BKR, true, true>(t, D, get_x, sm.st.x, 0, get_w1, sm.st.w, hook);
     if (!kBwd && tid < TM * QS && tid % QS == 0)
         sm.s[tid / QS] = skip + __ldg(p.b_skip + hh);
-    constexpr int RM = decltype(t)::RM;
-    float a_keep[RM][4];
+    __syncthreads();  // the product's last reads of st are done: ep overwrites it
+
+    // ETA and, backward, ELU'(A) (1 or exp(a)); the row's dot partials over
+    // the thread's 4 columns (0 past E: eta is 0 there, and so are p and q).
+    float eta[RMT][4], de[RMT][4];
     if (t.active) {
-        float eta[RM][4];
 #pragma unroll
-        for (int i = 0; i < RM; i++) {
+        for (int i = 0; i < RMT; i++) {
+            float gpart = 0.0f, mpart = 0.0f;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int n = t.n0 + j;
                 const float a = n < E ? t.acc[i][j] + __ldg(p.b1 + hh * E + n) : 0.0f;
-                eta[i][j] = a > 0.0f ? a : expf(a) - 1.0f;  // 0 past E
-                a_keep[i][j] = a;
+                const float ex = expf(a);
+                eta[i][j] = a > 0.0f ? a : ex - 1.0f;
+                de[i][j] = a > 0.0f ? 1.0f : ex;
+                gpart = fmaf(sm.pq[1][n], eta[i][j], gpart);
+                mpart = fmaf(sm.pq[0][n], eta[i][j], mpart);
             }
-            if (kBwd && t.r0 + i < nrows)
-                hs_store4(ws.eta, row0 + t.r0 + i, hh, t.n0, eta[i]);
+            sm.ep.g[t.r0 + i][t.n0 / 4] = gpart;
+            sm.ep.m[t.r0 + i][t.n0 / 4] = mpart;
         }
-        t.store_t(&sm.t[0][0], LT, eta);
-    }
-
-    // ---- C = ETA W2[h]^T (+ b2) ----
-    t.zero();
-    const float *w2 = p.w2 + (long long)hh * E * E;
-    auto get_w2t = [&](int k, int n) { return n < E ? tg_in(w2 + n * E + k, E - k) : tg_out(); };
-    tg_gemm<false, BKR, true, true>(t, E, tg_no_get(), &sm.t[0][0], LT, get_w2t, sm.st.w,
-                                    tg_no_hook());
-    __syncthreads();  // C below overwrites the staged chunks
-    if (t.active) {
-#pragma unroll
-        for (int i = 0; i < RM; i++)
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const int n = t.n0 + j;
-                sm.c[t.r0 + i][n] = n < E ? t.acc[i][j] + __ldg(p.b2 + hh * E + n) : 0.0f;
-            }
     }
     __syncthreads();
 
-    // ---- gate and main dots, a warp per row (the lane order of the per-step
-    // op's dots), then the logit or its gradients ----
-    // The lane's weights, loaded once for the warp's rows.
-    constexpr int KL = fj_cdiv(E, 32);
-    float wg[KL], wm[KL];
-#pragma unroll
-    for (int i = 0; i < KL; i++) {
-        const int k = lane + 32 * i;
-        wg[i] = k < E ? __ldg(p.w_gate + hh * E + k) : 0.0f;
-        wm[i] = k < E ? __ldg(p.w_main + hh * E + k) : 0.0f;
-    }
-    const float bg = __ldg(p.b_gate + hh), bm = __ldg(p.b_main + hh);
-    for (int r = warp; r < TM; r += NT / 32) {
+    // ---- the row's dots (column groups in order), then the logit or its
+    // gradients ----
+    for (int r = tid; r < TM; r += NT) {
         float gs = 0.0f, ms = 0.0f;
-#pragma unroll
-        for (int i = 0; i < KL; i++) {
-            const int k = lane + 32 * i;
-            if (E % 32 == 0 || k < E) {
-                gs += wg[i] * sm.c[r][k];
-                ms += wm[i] * sm.c[r][k];
-            }
-        }
-        gs = fj_warp_sum(gs);
-        ms = fj_warp_sum(ms);
-        const float gate_pre = gs + bg, m = ms + bm;
-        if (lane == 0) {
-            if constexpr (!kBwd) {
-                if (r < nrows)
-                    logits[hs_off(row0 + r, steps, ls, lss) + hh] =
-                        sm.s[r] + hs_sigmoid(gate_pre) * m;
-            } else {
-                // logit = s + sigmoid(gate_pre) * m (as fj_head_backward)
-                const float gt = hs_sigmoid(gate_pre), dz = sm.dl[r];
-                sm.dm[r] = dz * gt;
-                sm.dgp[r] = dz * m * gt * (1.0f - gt);
-            }
+#pragma unroll 4
+        for (int c = 0; c < NCG; c++)
+            gs += sm.ep.g[r][c], ms += sm.ep.m[r][c];
+        const float gate_pre = gs + sm.bpq[1], m = ms + sm.bpq[0];
+        if constexpr (!kBwd) {
+            if (r < nrows)
+                logits[hs_off(row0 + r, steps, ls, lss) + hh] = sm.s[r] + hs_sigmoid(gate_pre) * m;
+        } else {
+            // logit = s + sigmoid(gate_pre) * m (as fj_head_backward); rows
+            // past R have dl = 0, so 0 here
+            const float gt = hs_sigmoid(gate_pre), dz = sm.dl[r];
+            sm.dm[r] = dz * gt;
+            sm.dgp[r] = dz * m * gt * (1.0f - gt);
         }
     }
     if constexpr (kBwd) {
         __syncthreads();
-        // Partials over the tile's rows (rows past R have dl = 0, so 0): the
-        // block as NT / NP groups of RG rows, a warp's lanes on consecutive
-        // columns; the groups' sums are added in group order after the next
-        // barrier (below). The sums of dgp, dm and dl: a warp each, a fixed
-        // xor tree.
-        {
-            const int n = tid % NP, qg = tid / NP;
-            float g = 0.0f, m = 0.0f;
-            if (n < E) {
-#pragma unroll 4
-                for (int i = 0; i < RG; i++) {
-                    const int r = qg * RG + i;
-                    g = fmaf(sm.dgp[r], sm.c[r][n], g);
-                    m = fmaf(sm.dm[r], sm.c[r][n], m);
-                }
-            }
-            sm.pg[tid] = g;
-            sm.pm[tid] = m;
-        }
+        // S_g, S_m, db_skip: a warp each, a fixed xor tree.
         if (warp < 3) {
             const float *v = warp == 0 ? sm.dgp : warp == 1 ? sm.dm : sm.dl;
             float sum = 0.0f;
@@ -340,49 +360,37 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
             if (lane == 0)
                 pv[2 * E + D + warp] = sum;
         }
-        // dC = dm w_main + dgp w_gate, into sm.t (ETA^T is no longer read:
-        // two barriers since) and the workspace.
+        // dA = (dm p + dgp q) ELU'(A) to the workspace; u_g, u_m over the
+        // thread's rows (in row order), then over the row groups (below).
         if (t.active) {
-            float dc[RM][4];
+            float ug[4] = {}, um[4] = {};
 #pragma unroll
-            for (int i = 0; i < RM; i++) {
+            for (int i = 0; i < RMT; i++) {
                 const int r = t.r0 + i;
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const int n = t.n0 + j;
-                    dc[i][j] = n < E ? sm.dm[r] * __ldg(p.w_main + hh * E + n) +
-                                           sm.dgp[r] * __ldg(p.w_gate + hh * E + n)
-                                     : 0.0f;
-                }
-                if (r < nrows)
-                    hs_store4(ws.dc, row0 + r, hh, t.n0, dc[i]);
-            }
-            t.store_t(&sm.t[0][0], LT, dc);
-        }
-        // ---- dETA = dC W2[h], dA = dETA ELU'(A) ----
-        t.zero();
-        auto get_w2 = [&](int k, int n) { return k < E ? tg_in(w2 + k * E + n, E - n) : tg_out(); };
-        tg_gemm<false, BKR, true, false>(t, E, tg_no_get(), &sm.t[0][0], LT, get_w2, sm.st.w,
-                                         tg_no_hook());
-        if (t.active) {
-#pragma unroll
-            for (int i = 0; i < RM; i++) {
+                const float dm = sm.dm[r], dg = sm.dgp[r];
                 float da[4];
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    const float a = a_keep[i][j];
-                    da[j] = t.acc[i][j] * (a > 0.0f ? 1.0f : expf(a));
+                    const int n = t.n0 + j;
+                    da[j] = fmaf(dm, sm.pq[0][n], dg * sm.pq[1][n]) * de[i][j];
+                    ug[j] = fmaf(dg, eta[i][j], ug[j]);
+                    um[j] = fmaf(dm, eta[i][j], um[j]);
                 }
-                if (t.r0 + i < nrows)
-                    hs_store4(ws.da, row0 + t.r0 + i, hh, t.n0, da);
+                if (r < nrows)
+                    hs_store4(ws.da, row0 + r, hh, t.n0, da);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                sm.ep.ug[t.r0 / RMT][t.n0 + j] = ug[j];
+                sm.ep.um[t.r0 / RMT][t.n0 + j] = um[j];
             }
         }
-        // The row groups' partials (tg_gemm's barriers published them).
+        __syncthreads();
         for (int n = tid; n < E; n += NT) {
             float g = 0.0f, m = 0.0f;
-#pragma unroll
-            for (int q = 0; q < NT / NP; q++)
-                g += sm.pg[q * NP + n], m += sm.pm[q * NP + n];
+#pragma unroll 4
+            for (int q = 0; q < NRG; q++)
+                g += sm.ep.ug[q][n], m += sm.ep.um[q][n];
             pv[n] = g;
             pv[E + n] = m;
         }
@@ -401,7 +409,7 @@ heads_seq_forward(hs_params p, const float *__restrict__ x, long long xs, long l
     hs_rows<false>(sm, p, x, xs, xss, nullptr, 0, 0, logits, ls, lss, steps, R, none);
 }
 
-extern "C" __global__ void __launch_bounds__(NT, 2)
+extern "C" __global__ void __launch_bounds__(NT, TCR ? 3 : 2)
 heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long xss,
                const float *__restrict__ dlogits, long long zs, long long zss, int steps, int R,
                hs_work ws)
@@ -431,27 +439,65 @@ struct __align__(16) hs_grads_smem {
 
 FJ_DEVICE void hs_store(float *o, float v, int accumulate) { *o = accumulate ? *o + v : v; }
 
-// Vector gradients: column j of [H][PV] summed over the tiles in order.
-FJ_DEVICE void hs_vector(const hs_grads &g, const float *__restrict__ P, int tiles, int vb,
-                         int acc)
+// Vector blocks: column j of the tiles' partials [tiles][H][PV] summed in
+// tile order into ws.u; dw_skip, db_gate, db_main and db_skip are those
+// sums. The last vector block to finish (ticket NG) writes the second
+// layer's gradients from ws.u (the file's header has the formulas).
+FJ_DEVICE void hs_vector(const hs_params &p, const hs_grads &g, const hs_work &ws, int tiles,
+                         int vb, int acc, int *last)
 {
-    const int j = vb * NT + (int)threadIdx.x;
-    if (j >= H * PV)
-        return;
-    const long long step = (long long)H * PV;
-    const float *src = P + j;
-    float s = 0.0f;
+    const int tid = threadIdx.x, j = vb * NT + tid;
+    if (j < H * PV) {
+        const long long step = (long long)H * PV;
+        const float *src = ws.p + j;
+        float s = 0.0f;
 #pragma unroll 8
-    for (int i = 0; i < tiles; i++)
-        s += __ldg(src + i * step);
-    const int hh = j / PV, q = j - hh * PV;
-    float *o = q < E           ? g.w_gate + hh * E + q
-               : q < 2 * E     ? g.w_main + hh * E + (q - E)
-               : q < 2 * E + D ? g.w_skip + hh * D + (q - 2 * E)
-               : q == 2 * E + D ? g.b_gate + hh
-               : q == 2 * E + D + 1 ? g.b_main + hh
+        for (int i = 0; i < tiles; i++)
+            s += __ldg(src + i * step);
+        ws.u[j] = s;
+        const int hh = j / PV, q = j - hh * PV;
+        float *o = q < 2 * E        ? nullptr
+                   : q < 2 * E + D  ? g.w_skip + hh * D + (q - 2 * E)
+                   : q == PV_SG     ? g.b_gate + hh
+                   : q == PV_SM     ? g.b_main + hh
                                     : g.b_skip + hh;
-    hs_store(o, s, acc);
+        if (o)
+            hs_store(o, s, acc);
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0)
+        *last = atomicAdd(ws.tickets + NG, 1) == NV - 1;
+    __syncthreads();
+    if (!*last)
+        return;
+    __threadfence();
+    // dW2[h][e][k] = w_main[e] u_m[k] + w_gate[e] u_g[k]
+    for (int i = tid; i < H * E * E; i += NT) {
+        const int hh = i / (E * E), e = i / E % E, k = i % E;
+        const float *u = ws.u + hh * PV;
+        const float v = fmaf(__ldg(p.w_main + hh * E + e), __ldcg(u + E + k),
+                             __ldg(p.w_gate + hh * E + e) * __ldcg(u + k));
+        hs_store(g.w2 + i, v, acc);
+    }
+    // db2 = w_main S_m + w_gate S_g; dw_gate = W2 u_g + b2 S_g; dw_main =
+    // W2 u_m + b2 S_m (k in order)
+    for (int i = tid; i < H * E; i += NT) {
+        const int hh = i / E;
+        const float *u = ws.u + hh * PV, *w2 = p.w2 + (long long)i * E;
+        const float sg = __ldcg(u + PV_SG), sm = __ldcg(u + PV_SM);
+        hs_store(g.b2 + i, fmaf(__ldg(p.w_main + i), sm, __ldg(p.w_gate + i) * sg), acc);
+        float dg = 0.0f, dm = 0.0f;
+#pragma unroll 4
+        for (int k = 0; k < E; k++) {
+            const float w = __ldg(w2 + k);
+            dg = fmaf(w, __ldcg(u + k), dg);
+            dm = fmaf(w, __ldcg(u + E + k), dm);
+        }
+        const float b2 = __ldg(p.b2 + i);
+        hs_store(g.w_gate + i, fmaf(b2, sg, dg), acc);
+        hs_store(g.w_main + i, fmaf(b2, sm, dm), acc);
+    }
 }
 
 // A 64 x 64 tile of a weight gradient over rows [c0, c0 + K): out[m][n] =
@@ -519,9 +565,8 @@ FJ_DEVICE void hs_weight_tile(hs_grads_smem &sm, const hs_work &ws, int gt, int 
         hs_store(dbias + tid, bs, acc);
 }
 
-// On tensor cores 3 blocks an SM (85 registers a thread: a few bytes spill
-// around the last block's chunk sum, and the kernel is still faster than at
-// 2 blocks an SM).
+// On tensor cores 3 blocks an SM (at most 85 registers a thread; faster
+// than 2 blocks an SM).
 extern "C" __global__ void __launch_bounds__(NT, TCG ? 3 : 2)
 heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long xs, long long xss,
                 const float *__restrict__ dlogits, long long zs, long long zss, float *dx,
@@ -533,44 +578,26 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
     int bid = blockIdx.x;
     // Vector blocks first: their long sequential sums start in the first wave.
     if (bid < NV) {
-        hs_vector(g, ws.p, tiles, bid, grad_acc);
+        hs_vector(p, g, ws, tiles, bid, grad_acc, &sm.last);
         return;
     }
     bid -= NV;
     if (bid < NG * chunks) {
         const int gt = bid % NG, chunk = bid / NG;
         const int c0 = chunk * chunk_rows, K = fj_min(chunk_rows, R - c0);
-        if (gt < NG1) {
-            // dW1 [H*E, D] = dA^T X, db1 = column sums of dA
-            const int m0 = gt / G1N * GT, n0 = gt % G1N * GT;
-            auto get_a = [&](int k, int m) {
-                return k < K ? tg_in(ws.da + (long long)(c0 + k) * LDW + m0 + m, HE - m0 - m)
-                             : tg_out();
-            };
-            auto get_b = [&](int k, int n) {
-                return k < K ? tg_in(x + hs_off(c0 + k, steps, xs, xss) + n0 + n, D - n0 - n)
-                             : tg_out();
-            };
-            hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
-                           g.w1 + (long long)m0 * D + n0, D, fj_min(GT, HE - m0),
-                           fj_min(GT, D - n0), g.b1 + m0, grad_acc);
-        } else {
-            // dW2[h] [E, E] = dC_h^T ETA_h, db2[h] = column sums of dC_h
-            const int g2 = gt - NG1, h2 = g2 / (E64 * E64), rem = g2 % (E64 * E64);
-            const int m0 = rem / E64 * GT, n0 = rem % E64 * GT;
-            const int col = h2 * E;
-            auto get_a = [&](int k, int m) {
-                return k < K ? tg_in(ws.dc + (long long)(c0 + k) * LDW + col + m0 + m, E - m0 - m)
-                             : tg_out();
-            };
-            auto get_b = [&](int k, int n) {
-                return k < K ? tg_in(ws.eta + (long long)(c0 + k) * LDW + col + n0 + n, E - n0 - n)
-                             : tg_out();
-            };
-            hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
-                           g.w2 + (long long)h2 * E * E + (long long)m0 * E + n0, E,
-                           fj_min(GT, E - m0), fj_min(GT, E - n0), g.b2 + col + m0, grad_acc);
-        }
+        // dW1 [H*E, D] = dA^T X, db1 = column sums of dA
+        const int m0 = gt / G1N * GT, n0 = gt % G1N * GT;
+        auto get_a = [&](int k, int m) {
+            return k < K ? tg_in(ws.da + (long long)(c0 + k) * LDW + m0 + m, HE - m0 - m)
+                         : tg_out();
+        };
+        auto get_b = [&](int k, int n) {
+            return k < K ? tg_in(x + hs_off(c0 + k, steps, xs, xss) + n0 + n, D - n0 - n)
+                         : tg_out();
+        };
+        hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
+                       g.w1 + (long long)m0 * D + n0, D, fj_min(GT, HE - m0),
+                       fj_min(GT, D - n0), g.b1 + m0, grad_acc);
         return;
     }
     bid -= NG * chunks;

@@ -17,10 +17,10 @@ const fj_program fj_program_heads_seq = {
         {"heads_seq_forward",
          {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32}},
         {"heads_seq_rows",
-         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(6)}},
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(5)}},
         {"heads_seq_grads",
          {FJ_PTRS(10), FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR,
-          FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTRS(6)}},
+          FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTRS(5)}},
     },
 };
 enum { K_FORWARD, K_ROWS, K_GRADS };
@@ -72,12 +72,12 @@ int fj_heads_seq_variant(int d, int e, int h, int cc, fj_variant *v, char *why, 
 /* Everything the launches and the workspace depend on, from the dims. */
 typedef struct plan {
     int rows, tiles;           /* R = batch * steps; tiles of TM rows */
-    int ng;                    /* weight-gradient tiles (dW1 and every dW2[h]) */
+    int ng;                    /* dW1 tiles (a ticket each, and one for the vector blocks) */
     int chunks, chunk_rows;    /* the rows' split for the weight gradients */
     int nv;                    /* vector blocks */
     int xn;                    /* dx tiles across D */
     size_t ldw, pv, gps;       /* floats: workspace row, vector partials, tile partial */
-    size_t off_da, off_dc, off_eta, off_p, off_gp, bytes; /* workspace layout */
+    size_t off_da, off_p, off_u, off_gp, bytes; /* workspace layout */
 } plan;
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
@@ -88,7 +88,7 @@ static plan plan_of(int batch, int steps, int d, int e, int h)
     const int he = h * e;
     p.rows = batch * steps;
     p.tiles = cdiv(p.rows, tm_of(e));
-    p.ng = cdiv(he, GT) * cdiv(d, GT) + h * cdiv(e, GT) * cdiv(e, GT);
+    p.ng = cdiv(he, GT) * cdiv(d, GT);
     /* Up to MAX_CHUNKS chunks of at least MIN_CHUNK rows: enough blocks at
      * B = 32 x 64 steps, partials of a few MB at the largest row counts.
      * Depends only on R, so the sums' order is fixed for given dims. */
@@ -103,11 +103,10 @@ static plan plan_of(int batch, int steps, int d, int e, int h)
     p.ldw = ((size_t)he + 3) / 4 * 4;
     p.gps = GT * GT + GT;
     const size_t f = sizeof(float), rows = (size_t)p.rows;
-    p.off_da = align256((size_t)p.ng * sizeof(int)); /* tickets first */
-    p.off_dc = p.off_da + align256(rows * p.ldw * f);
-    p.off_eta = p.off_dc + align256(rows * p.ldw * f);
-    p.off_p = p.off_eta + align256(rows * p.ldw * f);
-    p.off_gp = p.off_p + align256((size_t)p.tiles * (size_t)h * p.pv * f);
+    p.off_da = align256(((size_t)p.ng + 1) * sizeof(int)); /* tickets first */
+    p.off_p = p.off_da + align256(rows * p.ldw * f);
+    p.off_u = p.off_p + align256((size_t)p.tiles * (size_t)h * p.pv * f);
+    p.off_gp = p.off_u + align256((size_t)h * p.pv * f);
     p.bytes = p.off_gp + align256((size_t)p.ng * (size_t)p.chunks * p.gps * f);
     return p;
 }
@@ -274,7 +273,7 @@ FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
 
 /* The device-side hs_work. */
 typedef struct work_ptrs {
-    CUdeviceptr da, dc, eta, p, gp, tickets;
+    CUdeviceptr da, p, u, gp, tickets;
 } work_ptrs;
 
 FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
@@ -322,8 +321,8 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
     if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 12)) || (st = load(rt, op, a, stream, &k)))
         return st;
 
-    work_ptrs w = {a->work + pl.off_da, a->work + pl.off_dc, a->work + pl.off_eta,
-                   a->work + pl.off_p, a->work + pl.off_gp, a->work};
+    work_ptrs w = {a->work + pl.off_da, a->work + pl.off_p, a->work + pl.off_u,
+                   a->work + pl.off_gp, a->work};
     CUdeviceptr x = a->x, z = a->dlogits, dx = a->dx;
     int steps = a->steps, rows = pl.rows, tiles = pl.tiles, chunks = pl.chunks,
         chunk_rows = pl.chunk_rows;
