@@ -409,7 +409,7 @@ heads_seq_forward(hs_params p, const float *__restrict__ x, long long xs, long l
     hs_rows<false>(sm, p, x, xs, xss, nullptr, 0, 0, logits, ls, lss, steps, R, none);
 }
 
-extern "C" __global__ void __launch_bounds__(NT, TCR ? 3 : 2)
+extern "C" __global__ void __launch_bounds__(NT, TCR ? 4 : 2)
 heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long xss,
                const float *__restrict__ dlogits, long long zs, long long zss, int steps, int R,
                hs_work ws)
