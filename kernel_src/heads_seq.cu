@@ -118,10 +118,10 @@ FJ_DEVICE float hs_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 // ---- heads_seq_forward and heads_seq_rows ----------------------------------------
 
 // The row-tile kernels' product: tensor cores where the tile allows, with
-// chunks of BKR k's (half of BK1 on tensor cores: two buffers in the same
-// shared memory).
+// chunks of BKR k's (on tensor cores two buffers of them: half of BK1 past
+// NP = 64, to stay in the same shared memory).
 constexpr bool TCR = tg_use_tc(TM, NP);
-constexpr int BKR = TCR ? BK1 / 2 : BK1;
+constexpr int BKR = TCR && NP > 64 ? BK1 / 2 : BK1;
 using RowTile = tg_tile<TM, NP>;
 using LX = tg_layout<TCR, BKR, TM, true>;  // X chunks
 using LW = tg_layout<TCR, BKR, NP, true>;  // W1[h] chunks (contiguous along k)
