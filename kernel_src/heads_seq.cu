@@ -424,9 +424,9 @@ heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long
 // cores, where no registers hold the next chunk: fewer barriers a tile).
 constexpr bool TCG = tg_use_tc(GT, GT);
 constexpr int BKG = TCG ? 2 * BK2 : BK2;
-using LGA = tg_layout<TCG, BKG, GT, false>;   // weight tiles' left operand (dA^T, dC^T)
+using LGA = tg_layout<TCG, BKG, GT, false>;   // weight tiles' left operand (dA^T)
 using LGX = tg_layout<TCG, BKG, GT, true>;    // dx tiles' left operand (dA, contiguous along k)
-using LGB = tg_layout<TCG, BKG, GT, false>;   // right operands (X, ETA, W1: contiguous along n)
+using LGB = tg_layout<TCG, BKG, GT, false>;   // right operands (X, W1: contiguous along n)
 constexpr int NBG = tg_bufs(TCG);
 
 struct __align__(16) hs_grads_smem {
