@@ -472,13 +472,20 @@ FJ_DEVICE void hs_vector(const hs_params &p, const hs_grads &g, const hs_work &w
     if (!*last)
         return;
     __threadfence();
-    // dW2[h][e][k] = w_main[e] u_m[k] + w_gate[e] u_g[k]
-    for (int i = tid; i < H * E * E; i += NT) {
-        const int hh = i / (E * E), e = i / E % E, k = i % E;
+    // One block does this: its loads are independent of each other and
+    // unrolled, so that a few rounds of cache latency, not one a value, set
+    // its time (the pooled row's call waits on it).
+    // dW2[h][e][k] = w_main[e] u_m[k] + w_gate[e] u_g[k]: a thread per
+    // column (h, k), down the rows e (stores across k are contiguous).
+    for (int c = tid; c < H * E; c += NT) {
+        const int hh = c / E, k = c % E;
         const float *u = ws.u + hh * PV;
-        const float v = fmaf(__ldg(p.w_main + hh * E + e), __ldcg(u + E + k),
-                             __ldg(p.w_gate + hh * E + e) * __ldcg(u + k));
-        hs_store(g.w2 + i, v, acc);
+        const float ug = __ldcg(u + k), um = __ldcg(u + E + k);
+        const float *wm = p.w_main + hh * E, *wg = p.w_gate + hh * E;
+        float *o = g.w2 + (long long)hh * E * E + k;
+#pragma unroll 8
+        for (int e = 0; e < E; e++)
+            hs_store(o + e * E, fmaf(__ldg(wm + e), um, __ldg(wg + e) * ug), acc);
     }
     // db2 = w_main S_m + w_gate S_g; dw_gate = W2 u_g + b2 S_g; dw_main =
     // W2 u_m + b2 S_m (k in order)
@@ -488,7 +495,7 @@ FJ_DEVICE void hs_vector(const hs_params &p, const hs_grads &g, const hs_work &w
         const float sg = __ldcg(u + PV_SG), sm = __ldcg(u + PV_SM);
         hs_store(g.b2 + i, fmaf(__ldg(p.w_main + i), sm, __ldg(p.w_gate + i) * sg), acc);
         float dg = 0.0f, dm = 0.0f;
-#pragma unroll 4
+#pragma unroll 8
         for (int k = 0; k < E; k++) {
             const float w = __ldg(w2 + k);
             dg = fmaf(w, __ldcg(u + k), dg);
