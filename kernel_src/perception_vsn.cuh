@@ -12,36 +12,88 @@
 constexpr int F = VSN_F;
 constexpr int NK = fj_cdiv(F, 32);  // columns of a W row held per lane
 
+// The logit (W x)_j + bias_j of one row xr (shared memory; W^T as wt) by one thread,
+// with the bits of the warp form below: "lane" l's FMA chain from 0 over
+// k = l, l + 32, ..., then the xor butterfly over 16, 8, 4, 2, 1 (lane l
+// adds lane l + o's value; a + b is b + a), then the bias. A thread does
+// F FMAs and 31 adds where the warp form spends 32 lanes a dot on
+// shuffles: for F <= 64 (at most two values a lane) it issues a fraction
+// of the instructions.
+FJ_DEVICE float fj_vsn_logit(const float *wt, const float *__restrict__ bias, const float *xr,
+                             int j)
+{
+    float p[32];
+#pragma unroll
+    for (int l = 0; l < 32; l++) {
+        float s = 0.0f;
+#pragma unroll
+        for (int q = 0; q < NK; q++) {
+            const int k = l + 32 * q;
+            if (k < F)
+                s = fmaf(wt[k * F + j], xr[k], s);
+        }
+        p[l] = s;
+    }
+    // Level by level with constant bounds, so that p stays in registers.
+#pragma unroll
+    for (int l = 0; l < 16; l++)
+        p[l] = __fadd_rn(p[l], p[l + 16]);
+#pragma unroll
+    for (int l = 0; l < 8; l++)
+        p[l] = __fadd_rn(p[l], p[l + 8]);
+#pragma unroll
+    for (int l = 0; l < 4; l++)
+        p[l] = __fadd_rn(p[l], p[l + 4]);
+    p[0] = __fadd_rn(p[0], p[2]);
+    p[1] = __fadd_rn(p[1], p[3]);
+    return __fadd_rn(__fadd_rn(p[0], p[1]), __ldg(bias + j));
+}
+
 // w[r][j] = softmax_j(W x[r] + bias)[j] for rows r < nr.
-// Logits: one warp per j holds W row j in registers and reduces its dot with
-// every row; each (r, j) dot adds lane-strided products then butterflies,
-// so its bits depend only on F. Softmax: one warp per row.
+// Logits: for F <= 64 a thread per (r, j) (fj_vsn_logit); else one warp per
+// j holds W row j in registers and reduces its dot with every row. Each
+// (r, j) dot adds lane-strided products then butterflies, so its bits
+// depend only on F, not on which form ran. Softmax: one warp per row.
 // Synchronizes before returning.
 FJ_DEVICE void fj_vsn_weights(const float *__restrict__ W, const float *__restrict__ bias,
                               const float *xs, float *ws, int nr)
 {
     constexpr int WARPS = BLOCK / 32;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (int j = warp; j < F; j += WARPS) {
-        float wr[NK];
-#pragma unroll
-        for (int q = 0; q < NK; q++) {
-            const int k = lane + 32 * q;
-            wr[q] = k < F ? __ldg(W + j * F + k) : 0.0f;
+    if constexpr (NK <= 2) {
+        // W^T in shared memory: a warp's threads read consecutive j of one k.
+        __shared__ float wt[NK <= 2 ? F * F : 1];
+        for (int e = threadIdx.x; e < F * F; e += BLOCK) {
+            const int j = e / F, k = e - j * F;
+            wt[k * F + j] = __ldg(W + e);
         }
-        const float bj = __ldg(bias + j);
-#pragma unroll 4
-        for (int r = 0; r < nr; r++) {
-            float s = 0.0f;
+        __syncthreads();
+        for (int e = threadIdx.x; e < nr * F; e += BLOCK) {
+            const int r = e / F, j = e - r * F;
+            ws[e] = fj_vsn_logit(wt, bias, xs + r * F, j);
+        }
+    } else {
+        for (int j = warp; j < F; j += WARPS) {
+            float wr[NK];
 #pragma unroll
             for (int q = 0; q < NK; q++) {
                 const int k = lane + 32 * q;
-                if (k < F)
-                    s += wr[q] * xs[r * F + k];
+                wr[q] = k < F ? __ldg(W + j * F + k) : 0.0f;
             }
-            s = fj_warp_sum(s);
-            if (lane == 0)
-                ws[r * F + j] = s + bj;
+            const float bj = __ldg(bias + j);
+#pragma unroll 4
+            for (int r = 0; r < nr; r++) {
+                float s = 0.0f;
+#pragma unroll
+                for (int q = 0; q < NK; q++) {
+                    const int k = lane + 32 * q;
+                    if (k < F)
+                        s += wr[q] * xs[r * F + k];
+                }
+                s = fj_warp_sum(s);
+                if (lane == 0)
+                    ws[r * F + j] = s + bj;
+            }
         }
     }
     __syncthreads();
