@@ -12,12 +12,15 @@
 //                          the recurrent gradient; writes d_pre of every
 //                          (b, t) and per-row sums of the dbias and dtau
 //                          terms to the workspace, and dh_init.
-//   cfc_seq_backward_grads 64-thread blocks of three kinds: 32 x 32 tiles of
+//   cfc_seq_backward_grads 256-thread blocks of three kinds: 64 x 64 tiles of
 //                          [dW_in | dW_rec] = d_pre^T [x | h_{t-1}] over a
 //                          fixed chunk of the B*K rows (the last block of a
 //                          tile, by an integer ticket, adds the chunks'
 //                          partials in chunk order); the dbias / dtau sums
-//                          over the batch; 32 x 32 tiles of dx = d_pre W_in.
+//                          over the batch; 64 x 64 tiles of dx = d_pre W_in.
+//                          The products on tensor cores in 3xTF32 form
+//                          (tile_gemm.cuh: float32 accuracy), FMA before
+//                          sm_80.
 //
 // A step of the recurrence is one matrix-vector product, a butterfly, the
 // element-wise update and one barrier; its per-element inputs from global
@@ -36,6 +39,10 @@
 // element-wise formulas use __fmul_rn / __fadd_rn so that no template
 // instance contracts them differently.
 #include "perception_common.cuh"
+
+// The gradient kernel's block products (tile_gemm.cuh) run 256 threads.
+#define TG_NT 256
+#include "tile_gemm.cuh"
 
 #if !defined(N_IN) || !defined(N_HID) || !defined(SPLIT) || !defined(THREADS) || \
     !defined(RMAX) || !defined(WREG)
@@ -56,15 +63,24 @@ static_assert(RMAX >= 1 && RMAX <= 8, "RMAX in [1, 8]");
 // most 128 registers a thread): at n_hid 128 two blocks of R rows share an
 // SM, each hiding the other's barrier and shuffle latency.
 
-// Input projection: chunks of RC (row, t) pairs of x staged in shared
-// memory; lane s takes rows s + S p. The odd row stride puts the S rows a
-// warp reads at once in different banks.
-constexpr int NINP = N_IN | 1;
-constexpr int RPT1 = fj_cmax(1, fj_cmin(8 / UPT, 8192 / (S * NINP)));
-constexpr int RC = S * RPT1;
-// Static shared memory of the recurrence kernels stays under the 48 KB that
-// needs no opt-in (the largest, n_hid 128 with n_in 256, takes 33 KB).
-static_assert((2 * RMAX * NP + RC * NINP) * 4 <= 48 * 1024, "static shared memory");
+// Input projection (bias + W_in x and the decays of all the block's (row, t)
+// pairs, before the recurrence): a thread per hidden unit i = tid % N_HID,
+// PR8 rows at a time for each of PG row groups (tid / N_HID), so that a
+// thread's loads of W_in^T feed PR8 rows and its loads of x are broadcasts.
+// W_in^T and x are staged in shared memory KC reduction columns at a time
+// (all of n_in in one chunk at the trainer dims, W_in^T then staged once).
+static_assert(NT >= N_HID, "a thread per hidden unit in the input projection");
+constexpr int PG = fj_cmin(16, NT / N_HID);        // row groups
+constexpr int PR8 = 8;                             // rows per thread
+constexpr int PRC = PG * PR8;                      // rows per chunk
+constexpr int WTS = N_HID | 1;                     // W_in^T row stride (odd: no conflicts)
+constexpr int KC = fj_cmin(fj_cdiv(N_IN, 4) * 4,   // reduction columns per chunk
+                           fj_cmax(4, 6144 / (WTS + PRC) / 4 * 4));
+constexpr int KCH = fj_cdiv(N_IN, KC);             // reduction chunks
+// Static shared memory of the forward stays under the 48 KB that needs no
+// opt-in: the h buffers and at most 24 KB of W_in^T and x.
+static_assert((2 * RMAX * NP + KC * (WTS + PRC) + PRC) * 4 <= 48 * 1024,
+              "static shared memory");
 
 // ---- the recurrence's matrix-vector product ---------------------------------
 
@@ -194,60 +210,88 @@ FJ_DEVICE float item_value(const float (&out)[UPT][R], int e)
 // pin and dec point at its first row), off the recurrence's critical path:
 //     pin[row, i] = bias_i + sum_k W_in[i, k] x[row, k]
 //     dec[row, i] = expf(-dt[row] / tau_i)
-// One lane per element, k in order: the bits do not depend on the chunking.
+// Each element is one thread's FMA chain over k in order, started from
+// bias_i: the bits depend neither on the chunking nor on the thread layout.
+struct ProjSmem {
+    float wt[KC * WTS];  // W_in^T of the chunk's columns: wt[kk * WTS + i]
+    float xs[PRC * KC];    // the rows' x over the chunk's columns
+    float dts[PRC];
+};
+
+// W_in^T columns [k0, k0 + KC) into wt (zero past n_in).
+FJ_DEVICE void stage_w_in_t(const float *__restrict__ w_in, int k0, float *wt)
+{
+    for (int e = threadIdx.x; e < KC * N_HID; e += NT) {
+        const int i = e / KC, kk = e - i * KC;  // read along W_in's rows
+        wt[kk * WTS + i] = k0 + kk < N_IN ? __ldg(w_in + i * N_IN + k0 + kk) : 0.0f;
+    }
+}
+
 FJ_DEVICE void input_projection(const float *__restrict__ w_in, const float *__restrict__ bias,
                                 const float *__restrict__ tau, const float *__restrict__ x,
                                 const float *__restrict__ dt, float *pin, float *dec,
-                                long long m, float *xs, int ul, int s)
+                                long long m, ProjSmem &sm)
 {
-    float bq[UPT], tq[UPT];
+    const int i = threadIdx.x % N_HID, g = threadIdx.x / N_HID;
+    const bool active = g < PG;
+    const float bi = __ldg(bias + i), ti = __ldg(tau + i);
+    if constexpr (KCH == 1)
+        stage_w_in_t(w_in, 0, sm.wt);
+    for (long long c0 = 0; c0 < m; c0 += PRC) {
+        const int nc = (int)(m - c0 < PRC ? m - c0 : PRC);
+        float acc[PR8];
 #pragma unroll
-    for (int q = 0; q < UPT; q++) {
-        const int i = ul + UPP * q;
-        bq[q] = i < N_HID ? __ldg(bias + i) : 0.0f;
-        tq[q] = i < N_HID ? __ldg(tau + i) : 1.0f;
-    }
-    for (long long c0 = 0; c0 < m; c0 += RC) {
-        const int nc = (int)(m - c0 < RC ? m - c0 : RC);
-        __syncthreads();  // the previous chunk's reads of xs are done
-        const float *xc = x + c0 * N_IN;
-        for (int e = threadIdx.x; e < nc * N_IN; e += NT) {
-            const int row = e / N_IN;
-            xs[row * NINP + (e - row * N_IN)] = __ldg(xc + e);
-        }
-        __syncthreads();
-        float acc[UPT][RPT1];
-#pragma unroll
-        for (int q = 0; q < UPT; q++)
-#pragma unroll
-            for (int p = 0; p < RPT1; p++)
-                acc[q][p] = bq[q];
-        // Rows past nc read stale values; their results are never stored.
-#pragma unroll 4
-        for (int kk = 0; kk < N_IN; kk++) {
-            float xv[RPT1];
-#pragma unroll
-            for (int p = 0; p < RPT1; p++)
-                xv[p] = xs[(s + S * p) * NINP + kk];
-#pragma unroll
-            for (int q = 0; q < UPT; q++) {
-                const int i = ul + UPP * q;
-                const float w = i < N_HID ? __ldg(w_in + i * N_IN + kk) : 0.0f;
-#pragma unroll
-                for (int p = 0; p < RPT1; p++)
-                    acc[q][p] = fmaf(w, xv[p], acc[q][p]);
+        for (int p = 0; p < PR8; p++)
+            acc[p] = bi;
+        for (int kc = 0; kc < KCH; kc++) {
+            const int k0 = kc * KC, kn = fj_min(KC, N_IN - k0);
+            __syncthreads();  // the previous chunk's reads are done
+            if constexpr (KCH > 1)
+                stage_w_in_t(w_in, k0, sm.wt);
+            for (int e = threadIdx.x; e < PRC * KC; e += NT) {
+                const int row = e / KC, kk = e - row * KC;
+                sm.xs[e] =
+                    row < nc && kk < kn ? __ldg(x + (c0 + row) * N_IN + k0 + kk) : 0.0f;
             }
-        }
+            if (kc == 0)
+                for (int e = threadIdx.x; e < PRC; e += NT)
+                    sm.dts[e] = e < nc ? __ldg(dt + c0 + e) : 0.0f;
+            __syncthreads();
+            if (active) {
+                // Whole groups of 4 columns as float4, then the rest one at
+                // a time (no zero terms: they could turn -0 into +0).
+                const int k4 = kn / 4 * 4;
+                for (int kk = 0; kk < k4; kk += 4) {
+                    const float w0 = sm.wt[kk * WTS + i], w1 = sm.wt[(kk + 1) * WTS + i];
+                    const float w2 = sm.wt[(kk + 2) * WTS + i], w3 = sm.wt[(kk + 3) * WTS + i];
 #pragma unroll
-        for (int q = 0; q < UPT; q++)
+                    for (int p = 0; p < PR8; p++) {
+                        const float4 xv =
+                            *reinterpret_cast<const float4 *>(sm.xs + (g + PG * p) * KC + kk);
+                        acc[p] = fmaf(w0, xv.x, acc[p]);
+                        acc[p] = fmaf(w1, xv.y, acc[p]);
+                        acc[p] = fmaf(w2, xv.z, acc[p]);
+                        acc[p] = fmaf(w3, xv.w, acc[p]);
+                    }
+                }
+                for (int kk = k4; kk < kn; kk++) {
+                    const float w = sm.wt[kk * WTS + i];
 #pragma unroll
-            for (int p = 0; p < RPT1; p++) {
-                const int i = ul + UPP * q, row = s + S * p;
-                if (i < N_HID && row < nc) {
-                    pin[(c0 + row) * N_HID + i] = acc[q][p];
-                    dec[(c0 + row) * N_HID + i] = expf(-__ldg(dt + c0 + row) / tq[q]);
+                    for (int p = 0; p < PR8; p++)
+                        acc[p] = fmaf(w, sm.xs[(g + PG * p) * KC + kk], acc[p]);
                 }
             }
+        }
+        if (active) {
+#pragma unroll
+            for (int p = 0; p < PR8; p++) {
+                const int row = g + PG * p;
+                if (row < nc) {
+                    pin[(c0 + row) * N_HID + i] = acc[p];
+                    dec[(c0 + row) * N_HID + i] = expf(-sm.dts[row] / ti);
+                }
+            }
+        }
     }
     __syncthreads();  // every pin of the block is written (and visible to it)
 }
@@ -257,7 +301,7 @@ FJ_DEVICE void forward_rows(const float *__restrict__ w_in, const float *__restr
                             const float *__restrict__ bias, const float *__restrict__ tau,
                             const float *__restrict__ x, const float *__restrict__ dt,
                             const float *__restrict__ h_init, float *h, float *u, int batch,
-                            int k, float *hs, float *xs)
+                            int k, float *hs, ProjSmem &proj)
 {
     const int s = threadIdx.x % S, ul = threadIdx.x / S;
     const int b0 = blockIdx.x * R, nb = fj_min(R, batch - b0);
@@ -265,7 +309,7 @@ FJ_DEVICE void forward_rows(const float *__restrict__ w_in, const float *__restr
     // Until step t overwrites them with tanh(pre) and h_t, u holds
     // bias + W_in x_t and h the step's decay.
     input_projection(w_in, bias, tau, x + slab * N_IN, dt + slab, u + slab * N_HID,
-                     h + slab * N_HID, (long long)nb * k, xs, ul, s);
+                     h + slab * N_HID, (long long)nb * k, proj);
 
     WSlice ws;
     w_load<false>(ws, w_rec, ul, s);
@@ -353,9 +397,9 @@ cfc_seq_forward(const float *__restrict__ w_in, const float *__restrict__ w_rec,
                 const float *__restrict__ h_init, float *h, float *u, int batch, int k, int rows)
 {
     __shared__ __align__(16) float hs[2 * RMAX * NP];
-    __shared__ float xs[RC * NINP];
+    __shared__ __align__(16) ProjSmem proj;
     CFC_SEQ_ROWS(forward_rows, rows, w_in, w_rec, bias, tau, x, dt, h_init, h, u, batch, k, hs,
-                 xs)
+                 proj)
 }
 
 // ---- backward: the recurrence --------------------------------------------------
@@ -383,10 +427,27 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
     for (int e = threadIdx.x; e < 2 * R * NP; e += NT)
         dps[e] = 0.0f;  // the padding and absent rows stay 0
     float *dpre_b = dpre + slab * N_HID;
-    // nb * k * N_HID < 2^31 (at most 8 rows x 4096 steps x 256 units).
-    for (int e = threadIdx.x; e < nb * k * N_HID; e += NT) {
-        const int row = e / N_HID;
-        dpre_b[e] = expf(-__ldg(dt + slab + row) / __ldg(tau + (e - row * N_HID)));
+    // A thread per unit i and every PGB-th row, tau_i in a register, four
+    // rows' loads in flight at once. nb * k * N_HID < 2^31 (at most 8 rows
+    // x 4096 steps x 256 units).
+    {
+        constexpr int PGB = NT / N_HID;
+        const int i = threadIdx.x % N_HID, g = threadIdx.x / N_HID, rows = nb * k;
+        if (g < PGB) {
+            const float ti = __ldg(tau + i);
+            int row = g;
+            for (; row + 3 * PGB < rows; row += 4 * PGB) {
+                float d[4];
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    d[q] = __ldg(dt + slab + row + q * PGB);
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    dpre_b[(row + q * PGB) * N_HID + i] = expf(-d[q] / ti);
+            }
+            for (; row < rows; row += PGB)
+                dpre_b[row * N_HID + i] = expf(-__ldg(dt + slab + row) / ti);
+        }
     }
     Items<R> it;
     it.init(ul, s, nb);
@@ -488,130 +549,120 @@ cfc_seq_backward_rec(const float *__restrict__ w_rec, const float *__restrict__ 
 }
 
 // ---- backward: products over all B*K rows -----------------------------------------
+//
+// Block products on tile_gemm.cuh's tiles (tensor cores in 3xTF32 form on
+// sm_80 and newer, register-tiled FMA before), 64 x 64 outputs a block:
+//   [dW_in | dW_rec] = d_pre^T [x | h_{t-1}]   over a fixed chunk of the B*K
+//                                              rows a block, the chunks'
+//                                              partials added in chunk order
+//                                              by the tile's last block;
+//   dx = d_pre W_in                            64 rows a block, the whole
+//                                              reduction over i in it.
+// The columns of [x | h_{t-1}] are padded so that h's start at XW, a
+// multiple of 4: a run of 4 columns then never spans x and h.
 
-constexpr int GT = 32;                        // tile edge
-constexpr int GTH = 64;                       // threads: a 4 x 4 block of the tile each
-constexpr int GW = N_IN + N_HID;              // columns of [x | h_{t-1}]
+constexpr int GT = 64;                         // output tile edge
+constexpr int GTH = TG_NT;                     // threads of the gradient kernel
+constexpr int XW = fj_cdiv(N_IN, 4) * 4;       // x's columns, padded
+constexpr int GW = XW + N_HID;                 // columns of [x | h_{t-1}]
 constexpr int TILES_J = fj_cdiv(GW, GT);
 constexpr int TILES = fj_cdiv(N_HID, GT) * TILES_J;
 constexpr int DX_TILES_J = fj_cdiv(N_IN, GT);
-constexpr int SUM_COLS = 8;                   // dbias / dtau columns per sum block
+constexpr int SUM_COLS = 8;                    // dbias / dtau columns per sum block
 constexpr int SUM_BLOCKS = fj_cdiv(2 * N_HID, SUM_COLS);
+constexpr bool TCG = tg_use_tc(GT, GT);
+constexpr int BKG = TCG ? 32 : 16;             // rows (or units) staged at a time
+using GradTile = tg_tile<GT, GT>;
+using LGA = tg_layout<TCG, BKG, GT, false>;    // d_pre^T (contiguous along units)
+using LGX = tg_layout<TCG, BKG, GT, true>;     // d_pre rows (contiguous along k)
+using LGB = tg_layout<TCG, BKG, GT, false>;    // [x | h], W_in (contiguous along n)
+constexpr int LGA_MAX = fj_cmax(LGA::SIZE, LGX::SIZE);
 
-// One chunk's partial of tile `tile` of [dW_in | dW_rec][i, j] =
-// sum_rows d_pre[row, i] [x | h_{t-1}][row, j], rows [r0, r1) in order,
-// 32 at a time through shared memory (the next 32 are loaded into
-// registers while this 32 are used). The block that finishes a tile last
-// adds the chunks' partials in chunk order and writes the gradient.
-FJ_DEVICE void grads_tile(int chunk_index, int tile, const float *__restrict__ x,
+struct GradSmem {
+    float a[tg_bufs(TCG) * LGA_MAX];
+    float b[tg_bufs(TCG) * LGB::SIZE];
+    float red[GTH];
+    int last;
+};
+
+// One chunk's partial of tile `tile` of [dW_in | dW_rec] over rows
+// [c0, c0 + kr), to the workspace; the tile's last block (an integer
+// ticket) adds the chunks' partials in chunk order and writes the gradient.
+FJ_DEVICE void grads_tile(GradSmem &sm, int chunk_index, int tile, const float *__restrict__ x,
                           const float *__restrict__ h_init, const float *__restrict__ h,
                           const float *__restrict__ dpre, float *gpart, int *tickets,
-                          float *dw_in, float *dw_rec, int grad_acc, int k, long long m_rows,
-                          int chunk, int chunks, float *sa, float *sb, int *last)
+                          float *dw_in, float *dw_rec, int grad_acc, int k, int m_rows,
+                          int chunk, int chunks)
 {
-    const int tid = threadIdx.x;
     const int i0 = tile / TILES_J * GT, j0 = tile % TILES_J * GT;
-    const long long r0 = (long long)chunk_index * chunk;
-    const long long r1 = r0 + chunk < m_rows ? r0 + chunk : m_rows;
-    // Loading: column c of the tile, rows tid / 32 + 2 q.
-    const int c = tid % GT, i = i0 + c, j = j0 + c;
-    float ra[16], rb[16];
-    auto load = [&](long long m0) {
-        long long m = m0 + tid / GT;
-        int t = (int)(m % k);
-        long long b = m / k;
-#pragma unroll
-        for (int q = 0; q < 16; q++) {
-            const bool row_ok = m < r1;
-            ra[q] = row_ok && i < N_HID ? __ldg(dpre + m * N_HID + i) : 0.0f;
-            float v = 0.0f;
-            if (row_ok && j < GW) {
-                if (j < N_IN)
-                    v = __ldg(x + m * N_IN + j);
-                else if (t > 0)
-                    v = __ldg(h + (m - 1) * N_HID + (j - N_IN));
-                else if (h_init)
-                    v = __ldg(h_init + b * N_HID + (j - N_IN));
-            }
-            rb[q] = v;
-            m += 2;
-            for (t += 2; t >= k; t -= k)
-                b++;
-        }
+    const int c0 = chunk_index * chunk, kr = fj_min(chunk, m_rows - c0);
+    auto get_a = [&](int kk, int w) {
+        const int i = i0 + w;
+        return kk < kr && i < N_HID ? tg_in(dpre + (long long)(c0 + kk) * N_HID + i, N_HID - i)
+                                    : tg_out();
     };
-    const int ti = tid % 8, tj = tid / 8;
-    float acc[4][4];
-#pragma unroll
-    for (int a = 0; a < 4; a++)
-#pragma unroll
-        for (int d = 0; d < 4; d++)
-            acc[a][d] = 0.0f;
-    load(r0);
-    for (long long m0 = r0; m0 < r1; m0 += GT) {
-#pragma unroll
-        for (int q = 0; q < 16; q++) {
-            sa[(tid / GT + 2 * q) * GT + c] = ra[q];
-            sb[(tid / GT + 2 * q) * GT + c] = rb[q];
-        }
-        __syncthreads();
-        if (m0 + GT < r1)
-            load(m0 + GT);
-#pragma unroll 8
-        for (int mm = 0; mm < GT; mm++) {
-            const float4 av = *reinterpret_cast<const float4 *>(sa + mm * GT + 4 * ti);
-            const float4 bv = *reinterpret_cast<const float4 *>(sb + mm * GT + 4 * tj);
-            const float a4[4] = {av.x, av.y, av.z, av.w}, b4[4] = {bv.x, bv.y, bv.z, bv.w};
-#pragma unroll
-            for (int a = 0; a < 4; a++)
-#pragma unroll
-                for (int d = 0; d < 4; d++)
-                    acc[a][d] = fmaf(a4[a], b4[d], acc[a][d]);
-        }
-        __syncthreads();
-    }
+    auto get_b = [&](int kk, int w) {
+        const int j = j0 + w, row = c0 + kk;
+        if (kk >= kr || j >= GW)
+            return tg_out();
+        if (j < XW)
+            return tg_in(x + (long long)row * N_IN + j, N_IN - j);
+        const int hj = j - XW, t = row % k;
+        if (t > 0)
+            return tg_in(h + (long long)(row - 1) * N_HID + hj, N_HID - hj);
+        return h_init ? tg_in(h_init + (long long)(row / k) * N_HID + hj, N_HID - hj) : tg_out();
+    };
+    GradTile t;
+    tg_gemm<true, BKG, false, false>(t, kr, get_a, sm.a, 0, get_b, sm.b, tg_no_hook());
     float *mine = gpart + ((long long)chunk_index * TILES + tile) * (GT * GT);
 #pragma unroll
     for (int a = 0; a < 4; a++)
-        *reinterpret_cast<float4 *>(mine + (4 * ti + a) * GT + 4 * tj) =
-            make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+        *reinterpret_cast<float4 *>(mine + (t.r0 + a) * GT + t.n0) =
+            make_float4(t.acc[a][0], t.acc[a][1], t.acc[a][2], t.acc[a][3]);
     // The last of the tile's chunks to finish sums them all (the classic
     // fence + ticket: the partials are in L2 before the ticket is taken).
     __threadfence();
     __syncthreads();
-    if (tid == 0)
-        *last = atomicAdd(tickets + tile, 1) == chunks - 1;
+    if (threadIdx.x == 0)
+        sm.last = atomicAdd(tickets + tile, 1) == chunks - 1;
     __syncthreads();
-    if (!*last)
+    if (!sm.last)
         return;
     __threadfence();
+    // Chunk order for every element, several chunks' loads in flight.
     const float *first = gpart + (long long)tile * (GT * GT);
     const long long step = (long long)TILES * (GT * GT);
+    float sv[4][4] = {};
+#pragma unroll 4
+    for (int p = 0; p < chunks; p++) {
+        float4 v[4];
 #pragma unroll
-    for (int q = 0; q < 4; q++) {
-        const int e = 4 * (tid + GTH * q);
-        float4 sum = __ldcg(reinterpret_cast<const float4 *>(first + e));
-        for (int p = 1; p < chunks; p++) {
-            const float4 v = __ldcg(reinterpret_cast<const float4 *>(first + p * step + e));
-            sum.x = __fadd_rn(sum.x, v.x);
-            sum.y = __fadd_rn(sum.y, v.y);
-            sum.z = __fadd_rn(sum.z, v.z);
-            sum.w = __fadd_rn(sum.w, v.w);
+        for (int a = 0; a < 4; a++)
+            v[a] = __ldcg(reinterpret_cast<const float4 *>(first + p * step + (t.r0 + a) * GT + t.n0));
+#pragma unroll
+        for (int a = 0; a < 4; a++) {
+            sv[a][0] = __fadd_rn(sv[a][0], v[a].x);
+            sv[a][1] = __fadd_rn(sv[a][1], v[a].y);
+            sv[a][2] = __fadd_rn(sv[a][2], v[a].z);
+            sv[a][3] = __fadd_rn(sv[a][3], v[a].w);
         }
-        const float sv[4] = {sum.x, sum.y, sum.z, sum.w};
-        const int oi = i0 + e / GT;
+    }
+#pragma unroll
+    for (int a = 0; a < 4; a++) {
+        const int oi = i0 + t.r0 + a;
 #pragma unroll
         for (int d = 0; d < 4; d++) {
-            const int oj = j0 + e % GT + d;
-            if (oi >= N_HID || oj >= GW)
+            const int oj = j0 + t.n0 + d;
+            if (oi >= N_HID || oj >= GW || (oj >= N_IN && oj < XW))
                 continue;
-            float *o = oj < N_IN ? dw_in + oi * N_IN + oj : dw_rec + oi * N_HID + (oj - N_IN);
-            *o = grad_acc ? __fadd_rn(*o, sv[d]) : sv[d];
+            float *o = oj < XW ? dw_in + oi * N_IN + oj : dw_rec + oi * N_HID + (oj - XW);
+            *o = grad_acc ? __fadd_rn(*o, sv[a][d]) : sv[a][d];
         }
     }
 }
 
 // dbias and dtau: the per-row sums of the recurrence (part[2][B][N]) added
-// over b. Block: 8 columns x 8 contiguous ranges of b, the 8 range sums
+// over b. Block: 8 columns x GROUPS contiguous ranges of b, the range sums
 // then added in range order.
 FJ_DEVICE void bias_tau_sum(int blk, const float *__restrict__ part, float *dbias, float *dtau,
                             int grad_acc, int batch, float *red)
@@ -638,58 +689,33 @@ FJ_DEVICE void bias_tau_sum(int blk, const float *__restrict__ part, float *dbia
     }
 }
 
-// dx[row, kk] = sum_i d_pre[row, i] W_in[i, kk], i in order (a row's bits
-// do not depend on B), for a 32-row x 32-column tile.
-FJ_DEVICE void dx_tile(int blk, const float *__restrict__ w_in, const float *__restrict__ dpre,
-                       float *dx, int dx_acc, long long m_rows, float *sa, float *sb)
+// dx[row, kk] = sum_i d_pre[row, i] W_in[i, kk] for a 64-row x 64-column
+// tile; a row's bits do not depend on B (nor on where the row lands in a
+// tile).
+FJ_DEVICE void dx_tile(GradSmem &sm, int blk, const float *__restrict__ w_in,
+                       const float *__restrict__ dpre, float *dx, int dx_acc, int m_rows)
 {
-    const int tid = threadIdx.x;
-    const long long m0 = (long long)(blk / DX_TILES_J) * GT;
-    const int k0 = blk % DX_TILES_J * GT;
-    const int tm = tid % 8, tk = tid / 8;
-    float acc[4][4];
-#pragma unroll
-    for (int a = 0; a < 4; a++)
-#pragma unroll
-        for (int d = 0; d < 4; d++)
-            acc[a][d] = 0.0f;
-    for (int i0 = 0; i0 < N_HID; i0 += GT) {
-        // sa[row][i] with a row stride of 33: the 8 rows a quarter warp
-        // reads at once fall in different banks.
-        for (int e = tid; e < GT * GT; e += GTH) {
-            const int rr = e / GT, cc = e % GT;
-            const long long m = m0 + rr;
-            sa[rr * (GT + 1) + cc] =
-                m < m_rows && i0 + cc < N_HID ? __ldg(dpre + m * N_HID + i0 + cc) : 0.0f;
-            sb[e] = i0 + rr < N_HID && k0 + cc < N_IN ? __ldg(w_in + (i0 + rr) * N_IN + k0 + cc)
-                                                      : 0.0f;
-        }
-        __syncthreads();
-#pragma unroll 8
-        for (int ii = 0; ii < GT; ii++) {
-            const float4 wv = *reinterpret_cast<const float4 *>(sb + ii * GT + 4 * tk);
-            const float w4[4] = {wv.x, wv.y, wv.z, wv.w};
-#pragma unroll
-            for (int a = 0; a < 4; a++) {
-                const float av = sa[(4 * tm + a) * (GT + 1) + ii];
-#pragma unroll
-                for (int d = 0; d < 4; d++)
-                    acc[a][d] = fmaf(av, w4[d], acc[a][d]);
-            }
-        }
-        __syncthreads();
-    }
+    const int row0 = blk / DX_TILES_J * GT, k0 = blk % DX_TILES_J * GT;
+    const int nrows = fj_min(GT, m_rows - row0);
+    auto get_a = [&](int i, int r) {
+        return r < nrows ? tg_in(dpre + (long long)(row0 + r) * N_HID + i, N_HID - i) : tg_out();
+    };
+    auto get_b = [&](int i, int n) {
+        return i < N_HID ? tg_in(w_in + i * N_IN + k0 + n, N_IN - k0 - n) : tg_out();
+    };
+    GradTile t;
+    tg_gemm<true, BKG, true, false>(t, N_HID, get_a, sm.a, 0, get_b, sm.b, tg_no_hook());
 #pragma unroll
     for (int a = 0; a < 4; a++) {
-        const long long m = m0 + 4 * tm + a;
-        if (m >= m_rows)
+        const int r = t.r0 + a;
+        if (r >= nrows)
             continue;
 #pragma unroll
         for (int d = 0; d < 4; d++) {
-            const int kk = k0 + 4 * tk + d;
+            const int kk = k0 + t.n0 + d;
             if (kk < N_IN) {
-                float *o = dx + m * N_IN + kk;
-                *o = dx_acc ? __fadd_rn(*o, acc[a][d]) : acc[a][d];
+                float *o = dx + (long long)(row0 + r) * N_IN + kk;
+                *o = dx_acc ? __fadd_rn(*o, t.acc[a][d]) : t.acc[a][d];
             }
         }
     }
@@ -697,7 +723,9 @@ FJ_DEVICE void dx_tile(int blk, const float *__restrict__ w_in, const float *__r
 
 // Blocks [0, chunks * TILES): gradient tiles (chunk-major); then
 // SUM_BLOCKS dbias / dtau blocks; then the dx tiles (when dx is wanted).
-extern "C" __global__ void __launch_bounds__(GTH)
+// Two blocks an SM (105 registers at the trainer dims): three (80
+// registers, a few spilled) made the B = 512 step slower on the H200.
+extern "C" __global__ void __launch_bounds__(GTH, 2)
 cfc_seq_backward_grads(const float *__restrict__ w_in, const float *__restrict__ x,
                        const float *__restrict__ h_init, const float *__restrict__ h,
                        const float *__restrict__ dpre, const float *__restrict__ part,
@@ -705,20 +733,18 @@ cfc_seq_backward_grads(const float *__restrict__ w_in, const float *__restrict__
                        float *dtau, int grad_acc, float *dx, int dx_acc, int batch, int k,
                        int chunk, int chunks)
 {
-    __shared__ __align__(16) float sa[GT * (GT + 1)];
-    __shared__ __align__(16) float sb[GT * GT];
-    __shared__ int last;
-    const long long m_rows = (long long)batch * k;
+    __shared__ __align__(16) GradSmem sm;
+    const int m_rows = batch * k;  // at most 1024 x 4096
     int blk = blockIdx.x;
     if (blk < chunks * TILES) {
-        grads_tile(blk / TILES, blk % TILES, x, h_init, h, dpre, gpart, tickets, dw_in, dw_rec,
-                   grad_acc, k, m_rows, chunk, chunks, sa, sb, &last);
+        grads_tile(sm, blk / TILES, blk % TILES, x, h_init, h, dpre, gpart, tickets, dw_in,
+                   dw_rec, grad_acc, k, m_rows, chunk, chunks);
         return;
     }
     blk -= chunks * TILES;
     if (blk < SUM_BLOCKS) {
-        bias_tau_sum(blk, part, dbias, dtau, grad_acc, batch, sa);
+        bias_tau_sum(blk, part, dbias, dtau, grad_acc, batch, sm.red);
         return;
     }
-    dx_tile(blk - SUM_BLOCKS, w_in, dpre, dx, dx_acc, m_rows, sa, sb);
+    dx_tile(sm, blk - SUM_BLOCKS, w_in, dpre, dx, dx_acc, m_rows);
 }

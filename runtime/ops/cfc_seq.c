@@ -28,10 +28,11 @@ const fj_program fj_program_cfc_seq = {
 };
 enum { K_FORWARD, K_BACKWARD_REC, K_BACKWARD_GRADS };
 
-/* The grads kernel's shape, as in kernel_src/cfc_seq.cu: 64 threads, 32 x 32
- * tiles, 8 dbias / dtau columns per sum block. */
-#define GEMM_THREADS 64
-#define GEMM_TILE 32
+/* The grads kernel's shape, as in kernel_src/cfc_seq.cu: 256 threads, 64 x 64
+ * output tiles, 8 dbias / dtau columns per sum block; the columns of
+ * [x | h] with x's padded to a multiple of 4. */
+#define GEMM_THREADS 256
+#define GEMM_TILE 64
 #define SUM_COLS 8
 /* Gradient row chunks: at most this many (the partials a tile's last block
  * adds), each at least MIN_CHUNK rows (multiples of the tile). */
@@ -105,7 +106,7 @@ static seq_layout layout_of(int batch, int k, int n_in, int n_hid)
     chunk = (chunk + GEMM_TILE - 1) / GEMM_TILE * GEMM_TILE;
     l.chunk = (int)(chunk < MIN_CHUNK ? MIN_CHUNK : chunk);
     l.chunks = (int)((m + l.chunk - 1) / l.chunk);
-    l.tiles = cdiv(n_hid, GEMM_TILE) * cdiv(n_in + n_hid, GEMM_TILE);
+    l.tiles = cdiv(n_hid, GEMM_TILE) * cdiv(cdiv(n_in, 4) * 4 + n_hid, GEMM_TILE);
     size_t off = 0;
     l.dpre = off;
     off += align256((size_t)m * (size_t)n_hid * sizeof(float));
