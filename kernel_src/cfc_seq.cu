@@ -65,14 +65,14 @@ static_assert(RMAX >= 1 && RMAX <= 8, "RMAX in [1, 8]");
 
 // Input projection (bias + W_in x and the decays of all the block's (row, t)
 // pairs, before the recurrence): a thread per hidden unit i = tid % N_HID,
-// PR8 rows at a time for each of PG row groups (tid / N_HID), so that a
-// thread's loads of W_in^T feed PR8 rows and its loads of x are broadcasts.
+// PRT rows at a time for each of PG row groups (tid / N_HID), so that a
+// thread's loads of W_in^T feed PRT rows and its loads of x are broadcasts.
 // W_in^T and x are staged in shared memory KC reduction columns at a time
 // (all of n_in in one chunk at the trainer dims, W_in^T then staged once).
 static_assert(NT >= N_HID, "a thread per hidden unit in the input projection");
 constexpr int PG = fj_cmin(16, NT / N_HID);        // row groups
-constexpr int PR8 = 8;                             // rows per thread
-constexpr int PRC = PG * PR8;                      // rows per chunk
+constexpr int PRT = 8;                             // rows per thread
+constexpr int PRC = PG * PRT;                      // rows per chunk
 constexpr int WTS = N_HID | 1;                     // W_in^T row stride (odd: no conflicts)
 constexpr int KC = fj_cmin(fj_cdiv(N_IN, 4) * 4,   // reduction columns per chunk
                            fj_cmax(4, 6144 / (WTS + PRC) / 4 * 4));
@@ -239,9 +239,9 @@ FJ_DEVICE void input_projection(const float *__restrict__ w_in, const float *__r
         stage_w_in_t(w_in, 0, sm.wt);
     for (long long c0 = 0; c0 < m; c0 += PRC) {
         const int nc = (int)(m - c0 < PRC ? m - c0 : PRC);
-        float acc[PR8];
+        float acc[PRT];
 #pragma unroll
-        for (int p = 0; p < PR8; p++)
+        for (int p = 0; p < PRT; p++)
             acc[p] = bi;
         for (int kc = 0; kc < KCH; kc++) {
             const int k0 = kc * KC, kn = fj_min(KC, N_IN - k0);
@@ -265,7 +265,7 @@ FJ_DEVICE void input_projection(const float *__restrict__ w_in, const float *__r
                     const float w0 = sm.wt[kk * WTS + i], w1 = sm.wt[(kk + 1) * WTS + i];
                     const float w2 = sm.wt[(kk + 2) * WTS + i], w3 = sm.wt[(kk + 3) * WTS + i];
 #pragma unroll
-                    for (int p = 0; p < PR8; p++) {
+                    for (int p = 0; p < PRT; p++) {
                         const float4 xv =
                             *reinterpret_cast<const float4 *>(sm.xs + (g + PG * p) * KC + kk);
                         acc[p] = fmaf(w0, xv.x, acc[p]);
@@ -277,14 +277,14 @@ FJ_DEVICE void input_projection(const float *__restrict__ w_in, const float *__r
                 for (int kk = k4; kk < kn; kk++) {
                     const float w = sm.wt[kk * WTS + i];
 #pragma unroll
-                    for (int p = 0; p < PR8; p++)
+                    for (int p = 0; p < PRT; p++)
                         acc[p] = fmaf(w, sm.xs[(g + PG * p) * KC + kk], acc[p]);
                 }
             }
         }
         if (active) {
 #pragma unroll
-            for (int p = 0; p < PR8; p++) {
+            for (int p = 0; p < PRT; p++) {
                 const int row = g + PG * p;
                 if (row < nc) {
                     pin[(c0 + row) * N_HID + i] = acc[p];
@@ -614,39 +614,13 @@ FJ_DEVICE void grads_tile(GradSmem &sm, int chunk_index, int tile, const float *
     };
     GradTile t;
     tg_gemm<true, BKG, false, false>(t, kr, get_a, sm.a, 0, get_b, sm.b, tg_no_hook());
-    float *mine = gpart + ((long long)chunk_index * TILES + tile) * (GT * GT);
-#pragma unroll
-    for (int a = 0; a < 4; a++)
-        *reinterpret_cast<float4 *>(mine + (t.r0 + a) * GT + t.n0) =
-            make_float4(t.acc[a][0], t.acc[a][1], t.acc[a][2], t.acc[a][3]);
-    // The last of the tile's chunks to finish sums them all (the classic
-    // fence + ticket: the partials are in L2 before the ticket is taken).
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        sm.last = atomicAdd(tickets + tile, 1) == chunks - 1;
-    __syncthreads();
-    if (!sm.last)
+    tg_store_partial(t, gpart + ((long long)chunk_index * TILES + tile) * (GT * GT), GT);
+    // The last of the tile's chunks to finish sums them all, in chunk order.
+    if (!fj_last_block(tickets + tile, chunks, &sm.last))
         return;
-    __threadfence();
-    // Chunk order for every element, several chunks' loads in flight.
-    const float *first = gpart + (long long)tile * (GT * GT);
-    const long long step = (long long)TILES * (GT * GT);
-    float sv[4][4] = {};
-#pragma unroll 4
-    for (int p = 0; p < chunks; p++) {
-        float4 v[4];
-#pragma unroll
-        for (int a = 0; a < 4; a++)
-            v[a] = __ldcg(reinterpret_cast<const float4 *>(first + p * step + (t.r0 + a) * GT + t.n0));
-#pragma unroll
-        for (int a = 0; a < 4; a++) {
-            sv[a][0] = __fadd_rn(sv[a][0], v[a].x);
-            sv[a][1] = __fadd_rn(sv[a][1], v[a].y);
-            sv[a][2] = __fadd_rn(sv[a][2], v[a].z);
-            sv[a][3] = __fadd_rn(sv[a][3], v[a].w);
-        }
-    }
+    float sv[4][4];
+    tg_sum_partials(t, gpart + (long long)tile * (GT * GT), (long long)TILES * (GT * GT), chunks,
+                    GT, sv, [](const float *) {});
 #pragma unroll
     for (int a = 0; a < 4; a++) {
         const int oi = i0 + t.r0 + a;

@@ -464,14 +464,8 @@ FJ_DEVICE void hs_vector(const hs_params &p, const hs_grads &g, const hs_work &w
         if (o)
             hs_store(o, s, acc);
     }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0)
-        *last = atomicAdd(ws.tickets + NG, 1) == NV - 1;
-    __syncthreads();
-    if (!*last)
+    if (!fj_last_block(ws.tickets + NG, NV, last))
         return;
-    __threadfence();
     // One block does this: its loads are independent of each other and
     // unrolled, so that a few rounds of cache latency, not one a value, set
     // its time (the pooled row's call waits on it).
@@ -529,39 +523,17 @@ FJ_DEVICE void hs_weight_tile(hs_grads_smem &sm, const hs_work &ws, int gt, int 
     };
     tg_gemm<true, BKG, false, false>(t, K, get_a, sm.a, 0, get_b, sm.b, hook);
     float *part = ws.gp + ((long long)gt * chunks + chunk) * GPS;
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        *reinterpret_cast<float4 *>(part + (t.r0 + i) * GT + t.n0) =
-            make_float4(t.acc[i][0], t.acc[i][1], t.acc[i][2], t.acc[i][3]);
+    tg_store_partial(t, part, GT);
     if (bias && tid < GT)
         part[GT * GT + tid] = bsum;
-    // The last of the tile's blocks to finish adds the partials.
-    __threadfence();
-    __syncthreads();
-    if (tid == 0)
-        sm.last = atomicAdd(ws.tickets + gt, 1) == chunks - 1;
-    __syncthreads();
-    if (!sm.last)
+    // The last of the tile's blocks to finish adds the partials (the bias
+    // column's in the same chunk order).
+    if (!fj_last_block(ws.tickets + gt, chunks, &sm.last))
         return;
-    __threadfence();
-    // Chunk order for every element; the loads of several chunks in flight
-    // at once (they do not depend on the sums).
-    const float *all = ws.gp + (long long)gt * chunks * GPS;
-    float s[4][4] = {}, bs = 0.0f;
     const bool with_bias = bias && tid < GT;
-#pragma unroll 2
-    for (int c = 0; c < chunks; c++) {
-        const float *pc = all + (long long)c * GPS;
-        float4 v[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            v[i] = __ldcg(reinterpret_cast<const float4 *>(pc + (t.r0 + i) * GT + t.n0));
-        const float b = with_bias ? __ldcg(pc + GT * GT + tid) : 0.0f;
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            s[i][0] += v[i].x, s[i][1] += v[i].y, s[i][2] += v[i].z, s[i][3] += v[i].w;
-        bs += b;
-    }
+    float s[4][4], bs = 0.0f;
+    auto bias_sum = [&](const float *pc) { bs += with_bias ? __ldcg(pc + GT * GT + tid) : 0.0f; };
+    tg_sum_partials(t, ws.gp + (long long)gt * chunks * GPS, GPS, chunks, GT, s, bias_sum);
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll

@@ -57,6 +57,51 @@ struct tg_tile_base {
     }
 };
 
+// ---- a tile's partial sums over chunks of the reduction ---------------------------
+// A weight gradient summed over many rows is split into fixed row chunks, a
+// block a chunk; each writes its tile's partial, and the tile's last block
+// (fj_last_block) adds them in chunk order. Partials are ld-wide row-major
+// tiles, `stride` floats apart from one chunk to the next.
+
+// The thread's RM x 4 piece of t.acc into a partial.
+template <typename Tile>
+FJ_DEVICE void tg_store_partial(const Tile &t, float *part, int ld)
+{
+#pragma unroll
+    for (int i = 0; i < Tile::RM; i++)
+        *reinterpret_cast<float4 *>(part + (t.r0 + i) * ld + t.n0) =
+            make_float4(t.acc[i][0], t.acc[i][1], t.acc[i][2], t.acc[i][3]);
+}
+
+// s = the thread's piece of the chunks' partials, added in chunk order
+// (first, first + stride, ...); the loads do not depend on the sums, so
+// several chunks' are in flight at once. per_chunk(pc) runs for each chunk
+// in order with its partial's start (for sums of the caller's own).
+template <typename Tile, typename PerChunk>
+FJ_DEVICE void tg_sum_partials(const Tile &t, const float *first, long long stride, int chunks,
+                               int ld, float (&s)[Tile::RM][4], PerChunk per_chunk)
+{
+#pragma unroll
+    for (int i = 0; i < Tile::RM; i++)
+        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+#pragma unroll 2
+    for (int c = 0; c < chunks; c++) {
+        const float *pc = first + c * stride;
+        float4 v[Tile::RM];
+#pragma unroll
+        for (int i = 0; i < Tile::RM; i++)
+            v[i] = __ldcg(reinterpret_cast<const float4 *>(pc + (t.r0 + i) * ld + t.n0));
+        per_chunk(pc);
+#pragma unroll
+        for (int i = 0; i < Tile::RM; i++) {
+            s[i][0] = __fadd_rn(s[i][0], v[i].x);
+            s[i][1] = __fadd_rn(s[i][1], v[i].y);
+            s[i][2] = __fadd_rn(s[i][2], v[i].z);
+            s[i][3] = __fadd_rn(s[i][3], v[i].w);
+        }
+    }
+}
+
 // ---- a register-tiled block product -------------------------------------------
 // out[TMo, NPo] += A[TMo, K] B[K, NPo]. Thread t owns rows r0 .. r0 + RM - 1
 // (row group rg) and columns n0 .. n0 + 3 (column group cg). Both operands

@@ -470,14 +470,8 @@ vsn_seq_grads(const float *__restrict__ x, const float *__restrict__ dl, float *
         part[e] = v;
     }
     // The last of the tile's blocks to finish adds the partials.
-    __threadfence();
-    __syncthreads();
-    if (tid == 0)
-        sm.last = atomicAdd(tickets + tile, 1) == chunks - 1;
-    __syncthreads();
-    if (!sm.last)
+    if (!fj_last_block(tickets + tile, chunks, &sm.last))
         return;
-    __threadfence();
     const float *all = gp + (long long)tile * chunks * PS;
     for (int e = tid; e < np; e += NT) {
         const bool is_w = e < TE * TE;
