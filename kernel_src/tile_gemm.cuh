@@ -1,6 +1,7 @@
 // Block products C += A B for the perception kernels' GEMM-shaped work
-// (today the heads over rows, heads_seq.cu): a TMo x NPo output
-// tile per block, A and B staged through shared memory in chunks of BK k's.
+// (the heads over rows, heads_seq.cu, and the CfC backward's gradient
+// products, cfc_seq.cu): a TMo x NPo output tile per block, A and B staged
+// through shared memory in chunks of BK k's.
 // On sm_80 and newer the products run on tensor cores in 3xTF32 form (float32
 // accuracy, below) and the chunks arrive by cp.async; else register-tiled
 // FMA with the chunks staged through registers. Compiled by NVRTC only.
