@@ -19,17 +19,24 @@
 // Every block computes p, q, bp and bq of its head itself, in one fixed
 // order, so every block has the same bits of them.
 //
-// heads_seq_forward  grid (ceil(R / TM), H): one block per tile of TM rows
-//   and head h. A = X W1[h]^T + b1 (a block product on tensor cores in
+// heads_seq_forward  grid ceil(R / TM) * H: one block per tile of TM rows
+//   and head h (block tile * H + h). A = X W1[h]^T + b1 (a block product on tensor cores in
 //   3xTF32 form where the tile allows, else register-tiled FMA; X and W1
 //   staged through shared memory in chunks of BKR), ETA = ELU(A), the two
 //   dots of each row over its column groups (added in column-group order),
 //   then the logit s + sigmoid(gate_pre) * m.
-// heads_seq_rows     grid (ceil(R / TM), H): the same forward, then the
+//   With `save` (foxjit_heads_seq_forward_save) it also writes A to save
+//   ([R, LDW], the layout of the workspace's dA), for the backward below.
+// heads_seq_rows     the same grid: the same forward, then the
 //   backward of the tile's rows for head h: dA = (dm p + dgp q) ELU'(A) to
 //   the workspace ([R, H*E], for the products of the next kernel) and the
 //   tile's partial sums of u_g, u_m, dw_skip, S_g, S_m and db_skip. Block
 //   (0, 0) zeroes the next kernel's tickets.
+// heads_seq_rows_saved  the same with A read from the forward's save instead
+//   of recomputed: no product, X streamed through shared memory only for
+//   dw_skip. A saved element has the bits the product would give again (the
+//   same code on the same row), so every result is bitwise the same as
+//   heads_seq_rows'.
 // heads_seq_grads    a 1-D grid of three kinds of blocks:
 //   - vector blocks: the partials summed over the tiles in tile order; the
 //     last vector block to finish (an integer ticket) then writes dW2, db2,
@@ -133,6 +140,12 @@ constexpr int NRG = TM / RMT;     // row groups of a column
 // left over (added in group order).
 constexpr int PQG = fj_cmax(1, NT / (2 * NP));
 constexpr int PQI = fj_cdiv(E, PQG);
+// The backward's dw_skip sums: HQ lanes a column of a staged chunk.
+constexpr int HQ = NT / BKR;
+static_assert(HQ * BKR == NT && HQ <= 32 && 32 % HQ == 0, "whole lane groups a column");
+// The save: A ([R, LDW]), then per head p, q ([2][NP]) and bp, bq: SPQ
+// floats a head (runtime/ops/heads_seq.c sizes it).
+constexpr int SPQ = 2 * NP + 4;
 
 struct __align__(16) hs_rows_smem {
     union {
@@ -189,6 +202,20 @@ FJ_DEVICE void hs_store4(float *w, int row, int hh, int n0, const float (&v)[4])
     }
 }
 
+// The same columns of row r of such an array, read back (0 past E).
+FJ_DEVICE void hs_load4(const float *w, int row, int hh, int n0, float (&v)[4])
+{
+    const float *o = w + (long long)row * LDW + hh * E + n0;
+    if (E % 4 == 0 && n0 + 4 <= E) {
+        const float4 q = __ldg(reinterpret_cast<const float4 *>(o));
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            v[j] = n0 + j < E ? __ldg(o + j) : 0.0f;
+    }
+}
+
 // p, q, bp, bq of head hh into sm.pq_part / sm.bpq (sm.pq after the next
 // barrier, by hs_pq_finish). Thread j of a group: column k of p (or q) over
 // its group's share of W2's rows, a sequential FMA chain.
@@ -231,19 +258,62 @@ FJ_DEVICE void hs_pq_finish(hs_rows_smem &sm)
     }
 }
 
-template <bool kBwd>
+// dw_skip's tile partial with x read straight from memory (no staging):
+// column k's sum is the one the staged hook of hs_rows forms, in the same
+// order (Q = HQ lanes a column, rows q, q + HQ, ... of the tile, zeros past
+// the rows and columns, then the same xor tree), so the bits are the same.
+// Every thread's loads are independent of its sums: they are all in flight
+// at once.
+FJ_DEVICE void hs_dw_skip_direct(const hs_rows_smem &sm, const float *__restrict__ x, int nrows,
+                                 float *pv)
+{
+    const int tid = threadIdx.x, kk = tid / HQ, q = tid % HQ;
+    constexpr int CH = fj_cdiv(D, BKR);  // the staged hook's chunks
+#pragma unroll
+    for (int c = 0; c < CH; c++) {
+        const int k = c * BKR + kk;
+        float v = 0.0f;
+#pragma unroll
+        for (int r = q; r < TM; r += HQ)
+            v = fmaf(sm.dl[r], k < D && r < nrows ? __ldg(x + sm.rx[r] + k) : 0.0f, v);
+#pragma unroll
+        for (int o = HQ / 2; o > 0; o >>= 1)
+            v += __shfl_xor_sync(FJ_FULL_MASK, v, o);
+        if (q == 0 && k < D)
+            pv[2 * E + k] = v;
+    }
+}
+
+// The forward of a tile (kBwd false: the logits, and A to `save` when it is
+// not null) or its backward (kBwd: A recomputed, or read from `saved` when
+// kSaved).
+template <bool kBwd, bool kSaved>
 FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__restrict__ x,
                        long long xs, long long xss, const float *__restrict__ z, long long zs,
                        long long zss, float *__restrict__ logits, long long ls, long long lss,
-                       int steps, int R, const hs_work &ws)
+                       int steps, int R, const hs_work &ws, float *__restrict__ save,
+                       const float *__restrict__ saved)
 {
+    static_assert(kBwd || !kSaved, "only the backward reads a save");
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int hh = blockIdx.y;
-    const int row0 = blockIdx.x * TM, nrows = fj_min(TM, R - row0);
-    if (kBwd && blockIdx.x == 0 && hh == 0)
+    // The heads of a tile are neighbours in the grid: they read the same
+    // rows of x, which the first brings into L2 for the others.
+    const int tile = blockIdx.x / H, hh = blockIdx.x % H;
+    const int row0 = tile * TM, nrows = fj_min(TM, R - row0);
+    if (kBwd && blockIdx.x == 0)
         for (int i = tid; i < NTICKETS; i += NT)
             ws.tickets[i] = 0;  // heads_seq_grads of this call counts from 0
-    hs_pq_start(sm, p, hh);
+    // p, q, bp, bq: computed (the forward keeps them in its save, block 0 of
+    // each head), or read back from the save.
+    const float *spq = kSaved ? saved + (long long)R * LDW + hh * SPQ : nullptr;
+    if constexpr (kSaved) {
+        for (int j = tid; j < 2 * NP; j += NT)
+            sm.pq[j / NP][j % NP] = __ldg(spq + j);
+        if (tid < 2)
+            sm.bpq[tid] = __ldg(spq + 2 * NP + tid);
+    } else {
+        hs_pq_start(sm, p, hh);
+    }
     for (int r = tid; r < TM; r += NT) {
         long long off = 0;
         float dl = 0.0f;
@@ -259,7 +329,8 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
         for (int i = tid; i < D; i += NT)
             sm.wsk[i] = __ldg(p.w_skip + hh * D + i);
     __syncthreads();
-    hs_pq_finish(sm);
+    if constexpr (!kSaved)
+        hs_pq_finish(sm);
 
     // ---- A = X W1[h]^T (+ b1), ETA = ELU(A) ----
     RowTile t;
@@ -271,7 +342,7 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     // xor tree, then added to the row's sum in chunk order.
     constexpr int QS = 4;
     float skip = 0.0f;
-    float *pv = kBwd ? ws.p + ((long long)blockIdx.x * H + hh) * PV : nullptr;  // tile's partials
+    float *pv = kBwd ? ws.p + (long long)blockIdx.x * PV : nullptr;  // the tile's partials for hh
     auto hook = [&](int k0, const float *xc) {
         if constexpr (!kBwd) {
             if (tid < TM * QS) {  // whole warps
@@ -288,35 +359,46 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
         } else {
             // dw_skip[k] partial = sum over the tile's rows of dl x[k]: Q
             // threads a column, each a strided share of the rows, then a
-            // fixed xor tree over those Q lanes.
-            constexpr int Q = NT / BKR;
-            const int kk = tid / Q, q = tid % Q;
+            // fixed xor tree over those Q lanes (hs_dw_skip_direct: the same
+            // sums).
+            const int kk = tid / HQ, q = tid % HQ;
             float v = 0.0f;
-            for (int r = q; r < TM; r += Q)
+            for (int r = q; r < TM; r += HQ)
                 v = fmaf(sm.dl[r], xc[LX::at(kk, r)], v);
 #pragma unroll
-            for (int o = Q / 2; o > 0; o >>= 1)
+            for (int o = HQ / 2; o > 0; o >>= 1)
                 v += __shfl_xor_sync(FJ_FULL_MASK, v, o);
             if (q == 0 && k0 + kk < D)
                 pv[2 * E + k0 + kk] = v;
         }
     };
-    tg_gemm<true, BKR, true, true>(t, D, get_x, sm.st.x, 0, get_w1, sm.st.w, hook);
+    if constexpr (kSaved) {
+        // A is in the save: no product, and dw_skip's sums straight from x.
+        hs_dw_skip_direct(sm, x, nrows, pv);
+    } else {
+        tg_gemm<true, BKR, true, true>(t, D, get_x, sm.st.x, 0, get_w1, sm.st.w, hook);
+    }
     if (!kBwd && tid < TM * QS && tid % QS == 0)
         sm.s[tid / QS] = skip + __ldg(p.b_skip + hh);
     __syncthreads();  // the product's last reads of st are done: ep overwrites it
 
     // ETA and, backward, ELU'(A) (1 or exp(a)); the row's dot partials over
     // the thread's 4 columns (0 past E: eta is 0 there, and so are p and q).
+    // Rows past R: A from zero rows of X (b1), as the product gives them.
     float eta[RMT][4], de[RMT][4];
     if (t.active) {
 #pragma unroll
         for (int i = 0; i < RMT; i++) {
             float gpart = 0.0f, mpart = 0.0f;
+            float av[4];
+            const bool have = kSaved && t.r0 + i < nrows;
+            if (have)
+                hs_load4(saved, row0 + t.r0 + i, hh, t.n0, av);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int n = t.n0 + j;
-                const float a = n < E ? t.acc[i][j] + __ldg(p.b1 + hh * E + n) : 0.0f;
+                const float a = n >= E ? 0.0f : have ? av[j] : t.acc[i][j] + __ldg(p.b1 + hh * E + n);
+                av[j] = a;
                 const float ex = expf(a);
                 eta[i][j] = a > 0.0f ? a : ex - 1.0f;
                 de[i][j] = a > 0.0f ? 1.0f : ex;
@@ -325,7 +407,16 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
             }
             sm.ep.g[t.r0 + i][t.n0 / 4] = gpart;
             sm.ep.m[t.r0 + i][t.n0 / 4] = mpart;
+            if (!kBwd && save && t.r0 + i < nrows)
+                hs_store4(save, row0 + t.r0 + i, hh, t.n0, av);
         }
+    }
+    if (!kBwd && save && tile == 0) {  // p, q, bp, bq of head hh, once
+        float *o = save + (long long)R * LDW + hh * SPQ;
+        for (int j = tid; j < 2 * NP; j += NT)
+            o[j] = sm.pq[j / NP][j % NP];
+        if (tid < 2)
+            o[2 * NP + tid] = sm.bpq[tid];
     }
     __syncthreads();
 
@@ -400,13 +491,16 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
 // On tensor cores 4 blocks an SM (64 registers a thread, no spills at the
 // tile shapes TCR allows; the shared memory holds 4); the SIMT tiles need
 // more registers.
+// save: null, or [R, LDW] for A (foxjit_heads_seq_forward_save).
 extern "C" __global__ void __launch_bounds__(NT, TCR ? 4 : 2)
 heads_seq_forward(hs_params p, const float *__restrict__ x, long long xs, long long xss,
-                  float *__restrict__ logits, long long ls, long long lss, int steps, int R)
+                  float *__restrict__ logits, long long ls, long long lss, int steps, int R,
+                  float *__restrict__ save)
 {
     __shared__ hs_rows_smem sm;
     hs_work none = {};
-    hs_rows<false>(sm, p, x, xs, xss, nullptr, 0, 0, logits, ls, lss, steps, R, none);
+    hs_rows<false, false>(sm, p, x, xs, xss, nullptr, 0, 0, logits, ls, lss, steps, R, none,
+                          save, nullptr);
 }
 
 extern "C" __global__ void __launch_bounds__(NT, TCR ? 4 : 2)
@@ -415,7 +509,19 @@ heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long
                hs_work ws)
 {
     __shared__ hs_rows_smem sm;
-    hs_rows<true>(sm, p, x, xs, xss, dlogits, zs, zss, nullptr, 0, 0, steps, R, ws);
+    hs_rows<true, false>(sm, p, x, xs, xss, dlogits, zs, zss, nullptr, 0, 0, steps, R, ws,
+                         nullptr, nullptr);
+}
+
+// saved: the forward's save of these rows ([R, LDW]).
+extern "C" __global__ void __launch_bounds__(NT, TCR ? 4 : 2)
+heads_seq_rows_saved(hs_params p, const float *__restrict__ x, long long xs, long long xss,
+                     const float *__restrict__ dlogits, long long zs, long long zss, int steps,
+                     int R, hs_work ws, const float *__restrict__ saved)
+{
+    __shared__ hs_rows_smem sm;
+    hs_rows<true, true>(sm, p, x, xs, xss, dlogits, zs, zss, nullptr, 0, 0, steps, R, ws,
+                        nullptr, saved);
 }
 
 // ---- heads_seq_grads ---------------------------------------------------------

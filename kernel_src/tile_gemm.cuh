@@ -563,4 +563,3 @@ FJ_DEVICE void tg_gemm(Tile &t, int K, GetA getA, float *sa, int lda, GetB getB,
         }
     }
 }
-

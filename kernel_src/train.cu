@@ -57,14 +57,34 @@ bce_with_logits(const float *z, const float *y, long long n, float *loss, int ac
     const long long begin = n * r / nblocks, end = n * (r + 1) / nblocks;
     const float nf = (float)n;
     double acc = 0.0;
-    for (long long i = begin + threadIdx.x; i < end; i += BCE_BLOCK) {
-        const float zi = z[i], yi = y[i];
-        // One exp serves both terms; exp(-|z|) never overflows.
-        const float e = expf(-fabsf(zi));
-        acc += (double)(fmaxf(zi, 0.0f) - zi * yi + log1pf(e));
-        if (dz) {
-            const float s = zi >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-            dz[i] = (s - yi) / nf;
+    // BCE_BATCH of the thread's elements at a time: all their loads first,
+    // then the terms, added in element order (the same sum as one at a
+    // time). The stores to dz would otherwise hold every next load back
+    // (dz may be z or y), and one cache round trip an element sets the
+    // kernel's time. Reading ahead is safe when dz aliases an input: a
+    // thread writes only its own elements, each after reading it.
+    constexpr int BCE_BATCH = 8;
+    for (long long i0 = begin + threadIdx.x; i0 < end; i0 += BCE_BATCH * BCE_BLOCK) {
+        float zv[BCE_BATCH], yv[BCE_BATCH];
+#pragma unroll
+        for (int j = 0; j < BCE_BATCH; j++) {
+            const long long i = i0 + (long long)j * BCE_BLOCK;
+            zv[j] = i < end ? z[i] : 0.0f;
+            yv[j] = i < end ? y[i] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < BCE_BATCH; j++) {
+            const long long i = i0 + (long long)j * BCE_BLOCK;
+            if (i >= end)
+                break;
+            const float zi = zv[j], yi = yv[j];
+            // One exp serves both terms; exp(-|z|) never overflows.
+            const float e = expf(-fabsf(zi));
+            acc += (double)(fmaxf(zi, 0.0f) - zi * yi + log1pf(e));
+            if (dz) {
+                const float s = zi >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+                dz[i] = (s - yi) / nf;
+            }
         }
     }
     acc = warp_sum(acc);

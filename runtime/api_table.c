@@ -9,7 +9,9 @@
 static const foxjit_api api_table = {
     .struct_size = sizeof(foxjit_api),
     .abi_major = FOXJIT_ABI_MAJOR,
-    .abi_minor = 2,  /* 1: the whole-sequence ops; 2: foxjit_runtime_params.target */
+    .abi_minor = 3,  /* 1: the whole-sequence ops; 2: foxjit_runtime_params.target;
+                      * 3: the heads' save (heads_seq_saved_size, _forward_save,
+                      * _backward_saved) */
 
     .version = foxjit_version,
     .status_string = foxjit_status_string,

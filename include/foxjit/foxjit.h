@@ -560,6 +560,33 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
  * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h);
 
+/* The save: the first layer's pre-activations A = x W1^T + b1 of every row
+ * and head ([batch * steps, H * E] floats, rows padded to a multiple of 4) and
+ * a few per-head vectors, written by the forward and read by the backward,
+ * which then does not recompute them (its largest product). The results are bitwise the same as
+ * the plain forward's and backward's. The save must hold the forward of the
+ * same x and parameters when the backward reads it; nothing checks that.
+ * saved: foxjit_heads_seq_saved_size() bytes or more, 16-byte aligned, not
+ * overlapping any tensor of the call (the forward writes it, the backward
+ * only reads it, so one save serves several backward calls). */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
+FOXJIT_API foxjit_status foxjit_heads_seq_saved_size(foxjit_runtime *rt, int batch, int steps,
+                                                     int d, int e, int h, size_t *bytes);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a save, workspace or output must be
+ * ordered by the caller (one stream, or events). */
+FOXJIT_API foxjit_status foxjit_heads_seq_forward_save(foxjit_runtime *rt,
+                                                       const foxjit_heads_seq_args *args,
+                                                       CUdeviceptr saved, size_t saved_bytes,
+                                                       CUstream stream);
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a save, workspace or output must be
+ * ordered by the caller (one stream, or events). */
+FOXJIT_API foxjit_status foxjit_heads_seq_backward_saved(foxjit_runtime *rt,
+                                                         const foxjit_heads_seq_args *args,
+                                                         CUdeviceptr saved, size_t saved_bytes,
+                                                         CUstream stream);
+
 /* Variable selection backward over all batch x t rows at once (the forward
  * is foxjit_vsn_forward): dx per row, and dW, dbias summed over every row
  * into [F, F] and [F]. Every tensor is dense. */
@@ -717,6 +744,12 @@ typedef struct foxjit_api {
     foxjit_status (*vsn_seq_workspace_size)(foxjit_runtime *, int, int, int, size_t *);
     foxjit_status (*vsn_seq_backward)(foxjit_runtime *, const foxjit_vsn_seq_args *, CUstream);
     foxjit_status (*vsn_seq_prepare)(foxjit_runtime *, int);
+    /* abi_minor 3 */
+    foxjit_status (*heads_seq_saved_size)(foxjit_runtime *, int, int, int, int, int, size_t *);
+    foxjit_status (*heads_seq_forward_save)(foxjit_runtime *, const foxjit_heads_seq_args *,
+                                            CUdeviceptr, size_t, CUstream);
+    foxjit_status (*heads_seq_backward_saved)(foxjit_runtime *, const foxjit_heads_seq_args *,
+                                              CUdeviceptr, size_t, CUstream);
     /* New entries go here, at the end only. */
 } foxjit_api;
 

@@ -2,9 +2,11 @@
  * 8): argument checks, workspace layout, launches. Kernels and their design:
  * kernel_src/heads_seq.cu.
  *
- * Forward: heads_seq_forward, grid (row tiles, H).
- * Backward: heads_seq_rows, grid (row tiles, H), then heads_seq_grads, one
- * 1-D grid of vector, weight-product and dx blocks: two launches. */
+ * Forward: heads_seq_forward, a block per (row tile, head); with a save it also keeps
+ * the first layer's pre-activations A for the backward.
+ * Backward: heads_seq_rows (or heads_seq_rows_saved, which reads A from the
+ * save instead of recomputing it), the same blocks, then heads_seq_grads,
+ * one 1-D grid of vector, weight-product and dx blocks: two launches. */
 #include "perception.h"
 
 #include "status.h"
@@ -15,15 +17,18 @@ const fj_program fj_program_heads_seq = {
     .params = {"HS_D", "HS_E", "HS_H", "HS_TM", NULL},
     .kernels = {
         {"heads_seq_forward",
-         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32}},
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTR}},
         {"heads_seq_rows",
          {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(5)}},
         {"heads_seq_grads",
          {FJ_PTRS(10), FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR,
           FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTRS(5)}},
+        {"heads_seq_rows_saved",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(5),
+          FJ_PTR}},
     },
 };
-enum { K_FORWARD, K_ROWS, K_GRADS };
+enum { K_FORWARD, K_ROWS, K_GRADS, K_ROWS_SAVED };
 
 /* Launch geometry; every constant mirrors one in kernel_src/heads_seq.cu. */
 #define NT 256        /* threads of every block */
@@ -121,6 +126,53 @@ static foxjit_status check_dims(const char *op, int batch, int steps, int d, int
         (st = fj_check_size(op, "e", e, FJ_PERC_MAX_E)) ||
         (st = fj_check_size(op, "h", h, FJ_PERC_MAX_H)))
         return st;
+    return FOXJIT_OK;
+}
+
+/* Bytes of a save: A, [R, ldw] floats, then each head's p, q ([2][NP]) and
+ * bp, bq, padded to SPQ = 2 NP + 4 floats (kernel_src/heads_seq.cu). */
+static size_t saved_bytes_of(int batch, int steps, int e, int h)
+{
+    const size_t ldw = ((size_t)h * (size_t)e + 3) / 4 * 4, spq = 2 * (size_t)np_of(e) + 4;
+    return ((size_t)batch * (size_t)steps * ldw + (size_t)h * spq) * sizeof(float);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_saved_size(foxjit_runtime *rt, int batch, int steps,
+                                                     int d, int e, int h, size_t *bytes)
+{
+    const char *op = "foxjit_heads_seq_saved_size";
+    foxjit_status st;
+    if (bytes)
+        *bytes = 0;
+    if ((st = fj_perc_begin(op, rt, rt)))
+        return st;
+    if (!bytes)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL; pass a size_t to "
+                       "receive the save's size", op);
+    if ((st = check_dims(op, batch, steps, d, e, h)))
+        return st;
+    *bytes = saved_bytes_of(batch, steps, e, h);
+    return FOXJIT_OK;
+}
+
+/* A save of saved_bytes_of() bytes or more, 16-byte aligned (its rows are
+ * read and written as float4). */
+static foxjit_status check_saved(const char *op, const foxjit_heads_seq_args *a,
+                                 CUdeviceptr saved, size_t saved_bytes)
+{
+    const size_t need = saved_bytes_of(a->batch, a->steps, a->e, a->h);
+    if (!saved)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: saved is NULL; allocate "
+                       "foxjit_heads_seq_saved_size() bytes (%zu for these dims) and pass it, or "
+                       "call the plain forward / backward", op, need);
+    if (saved % 16)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: saved (0x%llx) is not 16-byte "
+                       "aligned; pass the start of an allocation", op,
+                       (unsigned long long)saved);
+    if (saved_bytes < need)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: saved_bytes is %zu; %d x %d rows "
+                       "need %zu (foxjit_heads_seq_saved_size)", op, saved_bytes, a->batch,
+                       a->steps, need);
     return FOXJIT_OK;
 }
 
@@ -243,16 +295,15 @@ static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads
     return fj_op_load(rt, &fj_op_heads_seq, (int64_t[]){a->d, a->e, a->h}, stream, op, k);
 }
 
-FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
-                                                  const foxjit_heads_seq_args *a,
-                                                  CUstream stream)
+/* The forward, with A written to `save` when it is not 0 (checked by the
+ * caller). */
+static foxjit_status forward(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
+                             CUdeviceptr save, CUstream stream)
 {
-    const char *op = "foxjit_heads_seq_forward";
     long long xs, xss, ls, lss;
     const fj_loaded *k;
     foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs, &xss)) ||
-        (st = fj_check_ptr(op, "logits", a->logits)) ||
+    if ((st = check_common(op, a, &xs, &xss)) || (st = fj_check_ptr(op, "logits", a->logits)) ||
         (st = strides(op, "logits", a->logits_stride, a->logits_step_stride, a->batch, a->steps,
                       a->h, 1, &ls, &lss)))
         return st;
@@ -260,15 +311,38 @@ FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
     fj_perc_named ins[11] = {{"x", a->x}};
     for (int i = 0; i < 10; i++)
         ins[i + 1] = (fj_perc_named){param_names[i], p.p[i]};
-    fj_perc_named outs[1] = {{"logits", a->logits}};
-    if ((st = fj_perc_distinct_all(op, outs, 1, ins, 11)) || (st = load(rt, op, a, stream, &k)))
+    fj_perc_named outs[2] = {{"logits", a->logits}, {"saved", save}};
+    if ((st = fj_perc_distinct_all(op, outs, 2, ins, 11)) || (st = load(rt, op, a, stream, &k)))
         return st;
     plan pl = plan_of(a->batch, a->steps, a->d, a->e, a->h);
     CUdeviceptr x = a->x, logits = a->logits;
     int steps = a->steps, rows = pl.rows;
-    FJ_ARGS(args, p, x, xs, xss, logits, ls, lss, steps, rows);
-    return fj_launch(rt, k->fn[K_FORWARD], (unsigned)pl.tiles, (unsigned)a->h, 1, NT, 0, stream,
-                     &args, op);
+    FJ_ARGS(args, p, x, xs, xss, logits, ls, lss, steps, rows, save);
+    return fj_launch(rt, k->fn[K_FORWARD], (unsigned)pl.tiles * (unsigned)a->h, 1, 1, NT, 0,
+                     stream, &args, op);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
+                                                  const foxjit_heads_seq_args *a,
+                                                  CUstream stream)
+{
+    const char *op = "foxjit_heads_seq_forward";
+    foxjit_status st = fj_perc_begin(op, rt, a);
+    return st ? st : forward(rt, op, a, 0, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_forward_save(foxjit_runtime *rt,
+                                                       const foxjit_heads_seq_args *a,
+                                                       CUdeviceptr saved, size_t saved_bytes,
+                                                       CUstream stream)
+{
+    const char *op = "foxjit_heads_seq_forward_save";
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_dims(op, a->batch, a->steps, a->d, a->e,
+                                                               a->h)) ||
+        (st = check_saved(op, a, saved, saved_bytes)))
+        return st;
+    return forward(rt, op, a, saved, stream);
 }
 
 /* The device-side hs_work. */
@@ -276,15 +350,15 @@ typedef struct work_ptrs {
     CUdeviceptr da, p, u, gp, tickets;
 } work_ptrs;
 
-FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
-                                                   const foxjit_heads_seq_args *a,
-                                                   CUstream stream)
+/* The backward; A read from `saved` when it is not 0 (checked by the
+ * caller), else recomputed. */
+static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
+                              CUdeviceptr saved, CUstream stream)
 {
-    const char *op = "foxjit_heads_seq_backward";
     long long xs, xss, zs, zss, dxs = 0, dxss = 0;
     const fj_loaded *k;
     foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs, &xss)) ||
+    if ((st = check_common(op, a, &xs, &xss)) ||
         (st = fj_check_ptr(op, "dlogits", a->dlogits)) ||
         (st = strides(op, "dlogits", a->dlogits_stride, a->dlogits_step_stride, a->batch,
                       a->steps, a->h, 0, &zs, &zss)) ||
@@ -309,16 +383,16 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
         return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: work_bytes is %zu; %d x %d rows "
                        "need %zu (foxjit_heads_seq_workspace_size)", op, a->work_bytes,
                        a->batch, a->steps, pl.bytes);
-    fj_perc_named ins[12] = {{"x", a->x}, {"dlogits", a->dlogits}};
+    fj_perc_named ins[13] = {{"x", a->x}, {"dlogits", a->dlogits}, {"saved", saved}};
     for (int i = 0; i < 10; i++)
-        ins[i + 2] = (fj_perc_named){param_names[i], p.p[i]};
+        ins[i + 3] = (fj_perc_named){param_names[i], p.p[i]};
     fj_perc_named outs[12] = {{"work", a->work}};
     int n_outs = 1;
     for (int i = 0; i < 10; i++)
         outs[n_outs++] = (fj_perc_named){grad_names[i], g.p[i]};
     if (a->dx)
         outs[n_outs++] = (fj_perc_named){"dx", a->dx};
-    if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 12)) || (st = load(rt, op, a, stream, &k)))
+    if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 13)) || (st = load(rt, op, a, stream, &k)))
         return st;
 
     work_ptrs w = {a->work + pl.off_da, a->work + pl.off_p, a->work + pl.off_u,
@@ -328,14 +402,38 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
         chunk_rows = pl.chunk_rows;
     int dx_acc = a->dx_accumulate ? 1 : 0, grad_acc = a->grad_accumulate ? 1 : 0;
     FJ_ARGS(rows_args, p, x, xs, xss, z, zs, zss, steps, rows, w);
-    if ((st = fj_launch(rt, k->fn[K_ROWS], (unsigned)pl.tiles, (unsigned)a->h, 1, NT, 0, stream,
-                        &rows_args, op)))
+    FJ_ARGS(rows_saved_args, p, x, xs, xss, z, zs, zss, steps, rows, w, saved);
+    if ((st = fj_launch(rt, k->fn[saved ? K_ROWS_SAVED : K_ROWS], (unsigned)pl.tiles * (unsigned)a->h,
+                        1, 1, NT, 0, stream, saved ? &rows_saved_args : &rows_args, op)))
         return st;
     long long blocks = pl.nv + (long long)pl.ng * pl.chunks +
                        (a->dx ? (long long)cdiv(pl.rows, GT) * pl.xn : 0);
     FJ_ARGS(grads_args, p, g, x, xs, xss, z, zs, zss, dx, dxs, dxss, dx_acc, grad_acc, steps, rows,
             tiles, chunks, chunk_rows, w);
     return fj_launch(rt, k->fn[K_GRADS], (unsigned)blocks, 1, 1, NT, 0, stream, &grads_args, op);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
+                                                   const foxjit_heads_seq_args *a,
+                                                   CUstream stream)
+{
+    const char *op = "foxjit_heads_seq_backward";
+    foxjit_status st = fj_perc_begin(op, rt, a);
+    return st ? st : backward(rt, op, a, 0, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_backward_saved(foxjit_runtime *rt,
+                                                         const foxjit_heads_seq_args *a,
+                                                         CUdeviceptr saved, size_t saved_bytes,
+                                                         CUstream stream)
+{
+    const char *op = "foxjit_heads_seq_backward_saved";
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_dims(op, a->batch, a->steps, a->d, a->e,
+                                                               a->h)) ||
+        (st = check_saved(op, a, saved, saved_bytes)))
+        return st;
+    return backward(rt, op, a, saved, stream);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h)

@@ -32,7 +32,9 @@
     X(cfc_seq, FJ_API(cfc_seq_workspace_size) FJ_API(cfc_seq_forward) \
                FJ_API(cfc_seq_backward) FJ_API(cfc_seq_prepare)) \
     X(heads_seq, FJ_API(heads_seq_workspace_size) FJ_API(heads_seq_forward) \
-                 FJ_API(heads_seq_backward) FJ_API(heads_seq_prepare)) \
+                 FJ_API(heads_seq_backward) FJ_API(heads_seq_prepare) \
+                 FJ_API(heads_seq_saved_size) FJ_API(heads_seq_forward_save) \
+                 FJ_API(heads_seq_backward_saved)) \
     X(vsn_seq, FJ_API(vsn_seq_workspace_size) FJ_API(vsn_seq_backward) \
                FJ_API(vsn_seq_prepare))
 

@@ -99,5 +99,6 @@ int main(void)
     F2(foxjit_api, abi_major, abi_minor);
     F2(foxjit_api, version, cfc_forward);
     F2(foxjit_api, heads_workspace_size, vsn_seq_prepare);
+    F1(foxjit_api, heads_seq_backward_saved);
     return 0;
 }

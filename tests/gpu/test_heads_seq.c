@@ -520,6 +520,80 @@ static void test_rows_independent_of_batch(void **state)
     data_free(&d);
 }
 
+/* ---- the save: forward_save + backward_saved ---------------------------------------- */
+
+/* The save path's outputs are bitwise the plain path's, on every case
+ * (odd dims, strides, accumulate flags); a save serves two backward calls
+ * (the backward only reads it); captured and replayed, the same again. */
+static void test_saved_path_bitwise_equal(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < COUNT(cases); k++) {
+        seq_case c = quick_case(cases[k]);
+        seq_data d;
+        data_make(&d, &c, seed_for(9, k, 0));
+        size_t saved_bytes = 0;
+        GH_CHECK(foxjit_heads_seq_saved_size(gh.rt, c.batch, c.steps, c.d, c.e, c.h,
+                                             &saved_bytes));
+        const size_t ldw = ((size_t)c.h * (size_t)c.e + 3) / 4 * 4;
+        assert_true(saved_bytes >= (size_t)c.batch * (size_t)c.steps * ldw * sizeof(float));
+        CUdeviceptr saved = gh_alloc(saved_bytes);
+        gh_poison(saved, saved_bytes / sizeof(float)); /* the forward writes all of it */
+        data_reset(&d);
+        data_run(&d);
+        float *plain[N_OUTS], *now[N_OUTS];
+        size_t n[N_OUTS];
+        outputs(&d, plain, n);
+        foxjit_heads_seq_args a = data_args(&d);
+        char what[200];
+        for (int run = 0; run < 3; run++) {
+            data_reset(&d);
+            gh_poison(d.work, d.work_bytes / sizeof(float));
+            if (run == 0) {
+                GH_CHECK(foxjit_heads_seq_forward_save(gh.rt, &a, saved, saved_bytes, gh.stream));
+                GH_CHECK(foxjit_heads_seq_backward_saved(gh.rt, &a, saved, saved_bytes,
+                                                         gh.stream));
+            } else if (run == 1) {
+                /* the save as run 0 left it; the logits from the plain forward */
+                GH_CHECK(foxjit_heads_seq_forward(gh.rt, &a, gh.stream));
+                GH_CHECK(foxjit_heads_seq_backward_saved(gh.rt, &a, saved, saved_bytes,
+                                                         gh.stream));
+            } else {
+                gh_poison(saved, saved_bytes / sizeof(float));
+                CUgraph graph;
+                CUgraphExec exec;
+                GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+                foxjit_status f =
+                    foxjit_heads_seq_forward_save(gh.rt, &a, saved, saved_bytes, gh.stream);
+                foxjit_status b =
+                    foxjit_heads_seq_backward_saved(gh.rt, &a, saved, saved_bytes, gh.stream);
+                GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+                GH_CHECK(f);
+                GH_CHECK(b);
+                size_t nodes = 0;
+                GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+                assert_int_equal(nodes, 3); /* no extra launch for the save */
+                GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+                GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+                gh_sync();
+                gh.cu->cuGraphExecDestroy(exec);
+                gh.cu->cuGraphDestroy(graph);
+            }
+            gh_sync();
+            outputs(&d, now, n);
+            static const char *const how[3] = {"save path", "second backward from one save",
+                                               "save path graph replay"};
+            case_name(what, sizeof what, &c, "");
+            snprintf(what + strlen(what), sizeof what - strlen(what), "%s vs plain", how[run]);
+            same_outputs(what, plain, now, n);
+            free_outputs(now);
+        }
+        free_outputs(plain);
+        gh_free(saved);
+        data_free(&d);
+    }
+}
+
 /* ---- CUDA graphs ------------------------------------------------------------------ */
 
 static void test_graph_replay_equals_eager(void **state)
@@ -917,6 +991,27 @@ static void heads_seq_forward_setup(void)
     bi_watch("logits", hq.logits, HQ_B * HQ_S * HQ_H, BI_NAN_BITS);
 }
 
+/* A save for the dims of hq, its bytes; filled by one forward_save. */
+static CUdeviceptr hq_saved;
+static size_t hq_saved_bytes;
+
+static void heads_seq_saved_setup(void)
+{
+    heads_seq_setup();
+    if (!hq_saved) {
+        GH_CHECK(foxjit_heads_seq_saved_size(gh.rt, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H,
+                                             &hq_saved_bytes));
+        hq_saved = bi_buffer((hq_saved_bytes + 3) / 4, 0);
+    }
+}
+
+static void heads_seq_forward_save_setup(void)
+{
+    heads_seq_saved_setup();
+    bi_watch("logits", hq.logits, HQ_B * HQ_S * HQ_H, BI_NAN_BITS);
+    bi_watch("saved", hq_saved, hq_saved_bytes / 4, 0);
+}
+
 static void heads_seq_backward_setup(void)
 {
     heads_seq_setup();
@@ -940,6 +1035,19 @@ static foxjit_status heads_seq_forward_valid(foxjit_runtime *rt, CUstream s)
 static foxjit_status heads_seq_backward_valid(foxjit_runtime *rt, CUstream s)
 {
     return foxjit_heads_seq_backward(rt, &hq, s);
+}
+static foxjit_status heads_seq_forward_save_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_heads_seq_forward_save(rt, &hq, hq_saved, hq_saved_bytes, s);
+}
+static void heads_seq_backward_saved_setup(void)
+{
+    heads_seq_saved_setup();
+    heads_seq_backward_setup();
+}
+static foxjit_status heads_seq_backward_saved_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_heads_seq_backward_saved(rt, &hq, hq_saved, hq_saved_bytes, s);
 }
 static foxjit_status heads_seq_prepare(foxjit_runtime *rt)
 {
@@ -1019,11 +1127,59 @@ static void heads_seq_backward_refusals(foxjit_runtime *rt, CUstream s)
     REFUSED(INVALID, foxjit_heads_seq_backward(rt, WITH(hq, work, hq.x), s));
 }
 
+static void heads_seq_forward_save_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_heads_seq_args a;
+    size_t bytes;
+    const CUdeviceptr sv = hq_saved;
+    const size_t sb = hq_saved_bytes;
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(NULL, &hq, sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, NULL, sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, &hq, 0, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, &hq, sv + 4, sb, s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_forward_save(rt, &hq, sv, sb - 1, s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_forward_save(rt, WITH(hq, batch, HQ_B + 1), sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, WITH(hq, e, 0), sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, WITH(hq, x, 0), sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, WITH(hq, logits, 0), sv, sb, s));
+    /* the save is an output: not an input, not the logits */
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, &hq, hq.x, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, WITH(hq, logits, sv), sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_forward_save(rt, &hq, hq.w1, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_saved_size(NULL, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H, &bytes));
+    REFUSED(INVALID, foxjit_heads_seq_saved_size(rt, HQ_B, HQ_S, HQ_D, HQ_E, HQ_H, NULL));
+    REFUSED(INVALID, foxjit_heads_seq_saved_size(rt, 0, HQ_S, HQ_D, HQ_E, HQ_H, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_heads_seq_saved_size(rt, HQ_B, HQ_S, HQ_D, HQ_E, 9, &bytes));
+}
+
+static void heads_seq_backward_saved_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_heads_seq_args a;
+    const CUdeviceptr sv = hq_saved;
+    const size_t sb = hq_saved_bytes;
+    REFUSED(INVALID, foxjit_heads_seq_backward_saved(NULL, &hq, sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_saved(rt, NULL, sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_saved(rt, &hq, 0, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_saved(rt, &hq, sv + 8, sb, s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward_saved(rt, &hq, sv, sb - 4, s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward_saved(rt, WITH(hq, steps, HQ_S + 1), sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_saved(rt, WITH(hq, dlogits, 0), sv, sb, s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward_saved(rt, WITH(hq, work, 0), sv, sb, s));
+    /* the save is an input: no output may be it */
+    REFUSED(INVALID, foxjit_heads_seq_backward_saved(rt, WITH(hq, dx, sv), sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_saved(rt, WITH(hq, work, sv), sv, sb, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_saved(rt, WITH(hq, dw1, sv), sv, sb, s));
+}
+
 const bi_case cases_heads_seq[] = {
     {"foxjit_heads_seq_forward", heads_seq_forward_setup, heads_seq_forward_valid,
      heads_seq_prepare, heads_seq_forward_refusals},
     {"foxjit_heads_seq_backward", heads_seq_backward_setup, heads_seq_backward_valid,
      heads_seq_prepare, heads_seq_backward_refusals},
+    {"foxjit_heads_seq_forward_save", heads_seq_forward_save_setup, heads_seq_forward_save_valid,
+     heads_seq_prepare, heads_seq_forward_save_refusals},
+    {"foxjit_heads_seq_backward_saved", heads_seq_backward_saved_setup,
+     heads_seq_backward_saved_valid, heads_seq_prepare, heads_seq_backward_saved_refusals},
     BI_END,
 };
 
@@ -1033,6 +1189,7 @@ int main(void)
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_bitwise_repeatable),
         cmocka_unit_test(test_rows_independent_of_batch),
+        cmocka_unit_test(test_saved_path_bitwise_equal),
         cmocka_unit_test(test_graph_replay_equals_eager),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
         cmocka_unit_test(test_matches_per_step_op),

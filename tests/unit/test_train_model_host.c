@@ -510,6 +510,68 @@ static foxjit_status e_heads_seq_backward(foxjit_runtime *rt, const foxjit_heads
     return FOXJIT_OK;
 }
 
+/* The save: the emulation keeps a fingerprint of the forward's x there (the
+ * exact sum of its rows' bits, and the row count), and the backward checks it
+ * against x as it is then: the trainer must hand the backward the save of the
+ * same rows' forward, untouched in between. */
+static size_t heads_seq_saved(int batch, int steps, int e, int h)
+{
+    return (size_t)batch * steps * (((size_t)e * h + 3) / 4 * 4) * 4;
+}
+
+static foxjit_status e_heads_seq_saved_size(foxjit_runtime *rt, int batch, int steps, int d,
+                                            int e, int h, size_t *bytes)
+{
+    (void)rt, (void)d;
+    *bytes = heads_seq_saved(batch, steps, e, h);
+    return FOXJIT_OK;
+}
+
+static uint64_t heads_seq_fingerprint(const foxjit_heads_seq_args *a)
+{
+    uint64_t v = 0;
+    for (int b = 0; b < a->batch; b++)
+        for (int st = 0; st < a->steps; st++) {
+            const float *x = seq_row(a->x, a->x_stride, a->x_step_stride, a->steps, a->d, b, st);
+            for (int i = 0; i < a->d; i++) {
+                uint32_t u;
+                memcpy(&u, &x[i], 4);
+                v = v * 1000003u + u;
+            }
+        }
+    return v;
+}
+
+static void heads_seq_check_saved(const char *op, const foxjit_heads_seq_args *a,
+                                  CUdeviceptr saved, size_t saved_bytes)
+{
+    if (!saved || saved_bytes < heads_seq_saved(a->batch, a->steps, a->e, a->h))
+        fail_msg("%s: no save or too small (%zu bytes)", op, saved_bytes);
+}
+
+static foxjit_status e_heads_seq_forward_save(foxjit_runtime *rt, const foxjit_heads_seq_args *a,
+                                              CUdeviceptr saved, size_t saved_bytes, CUstream s)
+{
+    heads_seq_check_saved("heads_seq_forward_save", a, saved, saved_bytes);
+    uint64_t *fp = (uint64_t *)HP(saved);
+    fp[0] = heads_seq_fingerprint(a);
+    fp[1] = (uint64_t)a->batch * (uint64_t)a->steps;
+    return e_heads_seq_forward(rt, a, s);
+}
+
+static foxjit_status e_heads_seq_backward_saved(foxjit_runtime *rt,
+                                                const foxjit_heads_seq_args *a,
+                                                CUdeviceptr saved, size_t saved_bytes,
+                                                CUstream s)
+{
+    heads_seq_check_saved("heads_seq_backward_saved", a, saved, saved_bytes);
+    const uint64_t *fp = (const uint64_t *)HP(saved);
+    if (fp[0] != heads_seq_fingerprint(a) || fp[1] != (uint64_t)a->batch * (uint64_t)a->steps)
+        fail_msg("heads_seq_backward_saved (%s): the save is not that of this x's forward",
+                 a->steps > 1 ? "bars" : "pooled");
+    return e_heads_seq_backward(rt, a, s);
+}
+
 static foxjit_status e_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream s)
 {
     (void)rt, (void)s;
@@ -754,6 +816,9 @@ static int setup(void **state)
     api.heads_seq_workspace_size = e_heads_seq_ws;
     api.heads_seq_forward = e_heads_seq_forward;
     api.heads_seq_backward = e_heads_seq_backward;
+    api.heads_seq_saved_size = e_heads_seq_saved_size;
+    api.heads_seq_forward_save = e_heads_seq_forward_save;
+    api.heads_seq_backward_saved = e_heads_seq_backward_saved;
     api.vsn_seq_prepare = e_prep1;
     api.vsn_seq_workspace_size = e_vsn_seq_ws;
     api.vsn_seq_backward = e_vsn_seq_backward;

@@ -4,6 +4,7 @@
 #include "model.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,9 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
     m->heads_pooled_work = take(&c, (m->heads_pooled_work_bytes + 3) / 4);
     m->heads_stack = m->path == FT_PATH_SEQUENCE ? take(&c, 2 * m->heads_span_floats) : 0;
+    m->heads_saved = m->heads_saved_bytes ? take(&c, (m->heads_saved_bytes + 3) / 4) : 0;
+    m->heads_pooled_saved =
+        m->heads_pooled_saved_bytes ? take(&c, (m->heads_pooled_saved_bytes + 3) / 4) : 0;
     m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
     m->vsn_work = take(&c, (m->vsn_work_bytes + 3) / 4);
     return c.used;
@@ -175,6 +179,15 @@ static int workspace_sizes(ft_model *m)
         return -1;
     m->heads_work_bytes = bars;
     m->heads_pooled_work_bytes = pooled;
+    /* The heads' saves when the library has them (ABI 2.3): the backward
+     * then skips the forward's product, with the same bits. */
+    if (a->struct_size >= offsetof(foxjit_api, heads_seq_backward_saved) + sizeof(void *) &&
+        (lib(m, a->heads_seq_saved_size(m->rt, d->batch, d->k, d->d, d->e, d->h,
+                                        &m->heads_saved_bytes), "heads_seq_saved_size") ||
+         lib(m, a->heads_seq_saved_size(m->rt, d->batch, 1, d->d, d->e, d->h,
+                                        &m->heads_pooled_saved_bytes),
+             "heads_seq_saved_size (pooled)")))
+        return -1;
     return 0;
 }
 
@@ -443,6 +456,26 @@ static foxjit_status join_side(ft_model *m, CUstream s)
     return drv(m, m->cu->cuStreamWaitEvent(s, m->join, 0), "cuStreamWaitEvent");
 }
 
+/* The heads forward over some rows, keeping its save when there is one. */
+static foxjit_status heads_forward(ft_model *m, const foxjit_heads_seq_args *h,
+                                   CUdeviceptr saved, size_t saved_bytes, CUstream s,
+                                   const char *what)
+{
+    const foxjit_api *a = m->api;
+    return lib(m, saved ? a->heads_seq_forward_save(m->rt, h, saved, saved_bytes, s)
+                        : a->heads_seq_forward(m->rt, h, s), what);
+}
+
+/* Its backward, from the save when there is one. */
+static foxjit_status heads_backward(ft_model *m, const foxjit_heads_seq_args *h,
+                                    CUdeviceptr saved, size_t saved_bytes, CUstream s,
+                                    const char *what)
+{
+    const foxjit_api *a = m->api;
+    return lib(m, saved ? a->heads_seq_backward_saved(m->rt, h, saved, saved_bytes, s)
+                        : a->heads_seq_backward(m->rt, h, s), what);
+}
+
 static foxjit_status forward_sequence(ft_model *m, CUstream s)
 {
     const foxjit_api *a = m->api;
@@ -460,10 +493,11 @@ static foxjit_status forward_sequence(ft_model *m, CUstream s)
     if ((st = lib(m, a->vsn_forward(m->rt, &vsn, s), "vsn_forward")) ||
         (st = lib(m, a->cfc_seq_forward(m->rt, &c, s), "cfc_seq_forward")) ||
         (st = fork_side(m, s)) ||
-        (st = lib(m, a->heads_seq_forward(m->rt, &bars, s), "heads_seq_forward")) ||
+        (st = heads_forward(m, &bars, m->heads_saved, m->heads_saved_bytes, s,
+                            "heads_seq_forward")) ||
         (st = lib(m, a->attn_pool_forward(m->rt, &p, m->side), "attn_pool_forward")) ||
-        (st = lib(m, a->heads_seq_forward(m->rt, &pooled, m->side),
-                  "heads_seq_forward (pooled)")))
+        (st = heads_forward(m, &pooled, m->heads_pooled_saved, m->heads_pooled_saved_bytes,
+                            m->side, "heads_seq_forward (pooled)")))
         return st;
     return join_side(m, s);
 }
@@ -536,9 +570,10 @@ static foxjit_status backward_sequence(ft_model *m, CUstream s)
      * the same two terms as the one-stream order (pooled row first, bars
      * added to it) did, so the bits are the same. */
     if ((st = fork_side(m, s)) ||
-        (st = lib(m, a->heads_seq_backward(m->rt, &bars, s), "heads_seq_backward")) ||
-        (st = lib(m, a->heads_seq_backward(m->rt, &pooled, m->side),
-                  "heads_seq_backward (pooled)")) ||
+        (st = heads_backward(m, &bars, m->heads_saved, m->heads_saved_bytes, s,
+                             "heads_seq_backward")) ||
+        (st = heads_backward(m, &pooled, m->heads_pooled_saved, m->heads_pooled_saved_bytes,
+                             m->side, "heads_seq_backward (pooled)")) ||
         (st = join_side(m, s)) ||
         (st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")) ||
         (st = lib(m, a->reduce_axis0(m->rt, m->heads_stack, 2, (int64_t)m->heads_span_floats,

@@ -123,6 +123,11 @@ struct ft_model {
      * the rows into grad. */
     CUdeviceptr heads_stack;
     size_t heads_span_floats;
+    /* The heads forward's saves (the first layer's pre-activations), read by
+     * the backward instead of recomputing them: bars and pooled row. 0 with a
+     * library older than ABI 2.3 (no save entries) and on the per-step path. */
+    CUdeviceptr heads_saved, heads_pooled_saved;
+    size_t heads_saved_bytes, heads_pooled_saved_bytes;
     CUdeviceptr cfc_work;      /* the sequence path's CfC backward workspace */
     size_t cfc_work_bytes;
     CUdeviceptr vsn_work;      /* the sequence path's VSN backward workspace */

@@ -83,6 +83,8 @@ static size_t layout(const kloop_dims *d, kloop_model *m, CUdeviceptr base)
     m->dy = take(&c, B * K * F);
     m->dpooled = take(&c, B * D);
     m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
+    m->heads_saved = take(&c, (m->heads_saved_bytes + 3) / 4);
+    m->heads_pooled_saved = take(&c, (m->heads_pooled_saved_bytes + 3) / 4);
     m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
     m->vsn_work = take(&c, (m->vsn_work_bytes + 3) / 4);
     return c.used;
@@ -100,6 +102,10 @@ static int workspace_sizes(foxjit_runtime *rt, const kloop_dims *d, kloop_model 
     size_t bars = 0, pooled = 0;
     if (foxjit_heads_seq_workspace_size(rt, d->batch, d->k, d->d, d->e, d->h, &bars) ||
         foxjit_heads_seq_workspace_size(rt, d->batch, 1, d->d, d->e, d->h, &pooled) ||
+        foxjit_heads_seq_saved_size(rt, d->batch, d->k, d->d, d->e, d->h,
+                                    &m->heads_saved_bytes) ||
+        foxjit_heads_seq_saved_size(rt, d->batch, 1, d->d, d->e, d->h,
+                                    &m->heads_pooled_saved_bytes) ||
         foxjit_cfc_seq_workspace_size(rt, d->batch, d->k, d->f, d->d, &m->cfc_work_bytes) ||
         foxjit_vsn_seq_workspace_size(rt, d->batch, d->k, d->f, &m->vsn_work_bytes)) {
         fprintf(stderr, "kloop: workspace size: %s\n", foxjit_last_error());
@@ -334,8 +340,18 @@ static foxjit_status run_seq_op(foxjit_runtime *rt, const kloop_model *m, kloop_
     case KLOOP_OP_VSN_BWD: return foxjit_vsn_seq_backward(rt, &v, stream);
     case KLOOP_OP_CFC_FWD: return foxjit_cfc_seq_forward(rt, &c, stream);
     case KLOOP_OP_CFC_BWD: return foxjit_cfc_seq_backward(rt, &c, stream);
-    case KLOOP_OP_HEADS_FWD: return foxjit_heads_seq_forward(rt, &h, stream);
-    case KLOOP_OP_HEADS_BWD: return foxjit_heads_seq_backward(rt, &h, stream);
+    case KLOOP_OP_HEADS_FWD:
+        return index == KLOOP_ALL_STEPS
+                   ? foxjit_heads_seq_forward_save(rt, &h, m->heads_saved, m->heads_saved_bytes,
+                                                   stream)
+                   : foxjit_heads_seq_forward_save(rt, &h, m->heads_pooled_saved,
+                                                   m->heads_pooled_saved_bytes, stream);
+    case KLOOP_OP_HEADS_BWD:
+        return index == KLOOP_ALL_STEPS
+                   ? foxjit_heads_seq_backward_saved(rt, &h, m->heads_saved,
+                                                     m->heads_saved_bytes, stream)
+                   : foxjit_heads_seq_backward_saved(rt, &h, m->heads_pooled_saved,
+                                                     m->heads_pooled_saved_bytes, stream);
     default: return FOXJIT_ERROR_INVALID_ARGUMENT;
     }
 }

@@ -57,6 +57,10 @@ typedef struct kloop_model {
     CUdeviceptr dhs, dy, dpooled;         /* backward intermediates */
     CUdeviceptr heads_work;               /* heads backward workspace over the K steps */
     size_t heads_work_bytes;              /* (KLOOP_NEW and KLOOP_SEQ: the larger) */
+    /* The sequence form's heads saves (foxjit_heads_seq_forward_save): the
+     * K steps' and the pooled row's, as fox-train keeps them. */
+    CUdeviceptr heads_saved, heads_pooled_saved;
+    size_t heads_saved_bytes, heads_pooled_saved_bytes;
     CUdeviceptr cfc_work;                 /* KLOOP_SEQ: the CfC backward's workspace */
     size_t cfc_work_bytes;
     CUdeviceptr vsn_work;                 /* KLOOP_SEQ: the VSN backward's workspace */

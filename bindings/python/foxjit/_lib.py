@@ -199,6 +199,10 @@ Api = _struct("foxjit_api", [
     ("vsn_seq_workspace_size", _op(c_int, c_int, c_int, _SP)),
     ("vsn_seq_backward", _op(ctypes.POINTER(VsnSeqArgs), CUstream)),
     ("vsn_seq_prepare", _op(c_int)),
+    # ABI 2.3
+    ("heads_seq_saved_size", _op(c_int, c_int, c_int, c_int, c_int, _SP)),
+    ("heads_seq_forward_save", _op(ctypes.POINTER(HeadsSeqArgs), P, c_size, CUstream)),
+    ("heads_seq_backward_saved", _op(ctypes.POINTER(HeadsSeqArgs), P, c_size, CUstream)),
 ])
 
 STRUCTS = {s.__name__: s for s in (RuntimeParams, Counters, CfcArgs, HeadsArgs, VsnArgs,

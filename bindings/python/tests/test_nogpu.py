@@ -270,6 +270,13 @@ class LibraryChecks(unittest.TestCase):
         self.err(rt.vsn_seq_backward, VsnSeqArgs(), S, needles=["foxjit_vsn_seq_backward"])
         self.err(rt.cfc_seq_prepare, 8, 0, needles=["foxjit_cfc_seq_prepare"])
         self.err(rt.heads_seq_prepare, 0, 8, 2, needles=["foxjit_heads_seq_prepare"])
+        self.err(rt.heads_seq_saved_size, 2, 4, 8, 0, 2,
+                 needles=["foxjit_heads_seq_saved_size"])
+        self.assertGreaterEqual(rt.heads_seq_saved_size(2, 4, 8, 7, 2), 2 * 4 * 16 * 4)
+        self.err(rt.heads_seq_forward_save, HeadsSeqArgs(), 0, 0, S,
+                 needles=["foxjit_heads_seq_forward_save"])
+        self.err(rt.heads_seq_backward_saved, HeadsSeqArgs(), 0, 0, S,
+                 needles=["foxjit_heads_seq_backward_saved"])
         self.err(rt.vsn_seq_prepare, -2, needles=["foxjit_vsn_seq_prepare"])
         big = 1 << 20
         self.err(ops.cfc_seq_forward, FakeArray(G, (big, 2, 4)), FakeArray(G, (big, 2)),

@@ -365,6 +365,13 @@ pub(crate) struct Api {
     pub vsn_seq_workspace_size: unsafe extern "C" fn(Rt, c_int, c_int, c_int, *mut usize) -> Status,
     pub vsn_seq_backward: unsafe extern "C" fn(Rt, *const VsnSeqArgs, S) -> Status,
     pub vsn_seq_prepare: unsafe extern "C" fn(Rt, c_int) -> Status,
+    // ABI 2.3
+    pub heads_seq_saved_size:
+        unsafe extern "C" fn(Rt, c_int, c_int, c_int, c_int, c_int, *mut usize) -> Status,
+    pub heads_seq_forward_save:
+        unsafe extern "C" fn(Rt, *const HeadsSeqArgs, CUdeviceptr, usize, S) -> Status,
+    pub heads_seq_backward_saved:
+        unsafe extern "C" fn(Rt, *const HeadsSeqArgs, CUdeviceptr, usize, S) -> Status,
 }
 
 pub(crate) type GetApiFn = unsafe extern "C" fn(u32) -> *const Api;
@@ -432,6 +439,6 @@ pub fn layout() -> Vec<(String, usize)> {
     off!(v, AdamwArgs, "foxjit_adamw_args", n, param, grad, m, v, step, lr, beta1, beta2, eps,
          weight_decay);
     off!(v, Api, "foxjit_api", abi_major, abi_minor, version, cfc_forward,
-         heads_workspace_size, vsn_seq_prepare);
+         heads_workspace_size, vsn_seq_prepare, heads_seq_backward_saved);
     v
 }

@@ -658,6 +658,32 @@ impl Runtime {
                                      -> Result<()> {
         call!(self, heads_seq_backward(args, stream))
     }
+    /// Bytes of the save [`Runtime::heads_seq_forward_save`] writes.
+    pub fn heads_seq_saved_size(&self, batch: i32, steps: i32, d: i32, e: i32, h: i32)
+                                -> Result<usize> {
+        let mut bytes = 0usize;
+        call!(self, heads_seq_saved_size(batch, steps, d, e, h, &mut bytes))?;
+        Ok(bytes)
+    }
+    /// GRN heads forward that also keeps the first layer's pre-activations in
+    /// `saved` for [`Runtime::heads_seq_backward_saved`].
+    ///
+    /// # Safety
+    /// As [`Runtime::cfc_forward`]; `saved` is a device allocation of
+    /// `saved_bytes` bytes.
+    pub unsafe fn heads_seq_forward_save(&self, args: &HeadsSeqArgs, saved: CUdeviceptr,
+                                         saved_bytes: usize, stream: CUstream) -> Result<()> {
+        call!(self, heads_seq_forward_save(args, saved, saved_bytes, stream))
+    }
+    /// GRN heads backward reading the forward's save instead of recomputing it.
+    ///
+    /// # Safety
+    /// As [`Runtime::heads_seq_forward_save`].
+    pub unsafe fn heads_seq_backward_saved(&self, args: &HeadsSeqArgs, saved: CUdeviceptr,
+                                           saved_bytes: usize, stream: CUstream)
+                                           -> Result<()> {
+        call!(self, heads_seq_backward_saved(args, saved, saved_bytes, stream))
+    }
     /// Compiles and loads the heads sequence ops' kernels.
     pub fn heads_seq_prepare(&self, d: i32, e: i32, h: i32) -> Result<()> {
         call!(self, heads_seq_prepare(d, e, h))

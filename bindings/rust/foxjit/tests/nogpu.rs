@@ -252,11 +252,17 @@ fn sequence_argument_errors() {
         let heads = HeadsSeqArgs::default();
         expect_err(rt.heads_seq_forward(&heads, S), inv, &["foxjit_heads_seq_forward"]);
         expect_err(rt.heads_seq_backward(&heads, S), inv, &["foxjit_heads_seq_backward"]);
+        expect_err(rt.heads_seq_forward_save(&heads, 0, 0, S), inv,
+                   &["foxjit_heads_seq_forward_save"]);
+        expect_err(rt.heads_seq_backward_saved(&heads, 0, 0, S), inv,
+                   &["foxjit_heads_seq_backward_saved"]);
         let vsn = VsnSeqArgs::default();
         expect_err(rt.vsn_seq_backward(&vsn, S), inv, &["foxjit_vsn_seq_backward"]);
     }
     expect_err(rt.cfc_seq_prepare(8, 0), inv, &["foxjit_cfc_seq_prepare"]);
     expect_err(rt.heads_seq_prepare(0, 8, 2), inv, &["foxjit_heads_seq_prepare"]);
+    expect_err(rt.heads_seq_saved_size(2, 4, 8, 0, 2), inv, &["foxjit_heads_seq_saved_size"]);
+    assert!(rt.heads_seq_saved_size(2, 4, 8, 7, 2).unwrap() >= 2 * 4 * 16 * 4);
     expect_err(rt.vsn_seq_prepare(-2), inv, &["foxjit_vsn_seq_prepare"]);
 }
 
