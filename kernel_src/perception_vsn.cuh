@@ -49,25 +49,34 @@ FJ_DEVICE float fj_vsn_logit(const float *wt, const float *__restrict__ bias, co
     return __fadd_rn(__fadd_rn(p[0], p[1]), __ldg(bias + j));
 }
 
-// w[r][j] = softmax_j(W x[r] + bias)[j] for rows r < nr.
-// Logits: for F <= 64 a thread per (r, j) (fj_vsn_logit); else one warp per
-// j holds W row j in registers and reduces its dot with every row. Each
-// (r, j) dot adds lane-strided products then butterflies, so its bits
-// depend only on F, not on which form ran. Softmax: one warp per row.
-// Synchronizes before returning.
-FJ_DEVICE void fj_vsn_weights(const float *__restrict__ W, const float *__restrict__ bias,
-                              const float *xs, float *ws, int nr)
+// The logits' form: for F <= 64 a thread per (r, j) with W^T staged in
+// shared memory (fj_vsn_logit); else one warp per j holding W row j in
+// registers.
+constexpr bool VSN_WT = NK <= 2;
+constexpr int VSN_WT_FLOATS = VSN_WT ? F * F : 1;
+
+// W^T into wt (VSN_WT): wt[k * F + j] = W[j][k]. The caller synchronizes
+// before reading it.
+FJ_DEVICE void fj_vsn_stage_wt(const float *__restrict__ W, float *wt)
+{
+    for (int e = threadIdx.x; e < F * F; e += BLOCK) {
+        const int j = e / F, k = e - j * F;
+        wt[k * F + j] = __ldg(W + e);
+    }
+}
+
+// w[r][j] = softmax_j(W x[r] + bias)[j] for rows r < nr, with wt staged
+// (VSN_WT; else W is read by the warps and wt is unused). Each (r, j) dot
+// adds lane-strided products then butterflies, so its bits depend only on
+// F, not on which form ran. Softmax: one warp per row. Synchronizes before
+// returning.
+FJ_DEVICE void fj_vsn_weights_staged(const float *__restrict__ W, const float *wt,
+                                     const float *__restrict__ bias, const float *xs, float *ws,
+                                     int nr)
 {
     constexpr int WARPS = BLOCK / 32;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if constexpr (NK <= 2) {
-        // W^T in shared memory: a warp's threads read consecutive j of one k.
-        __shared__ float wt[NK <= 2 ? F * F : 1];
-        for (int e = threadIdx.x; e < F * F; e += BLOCK) {
-            const int j = e / F, k = e - j * F;
-            wt[k * F + j] = __ldg(W + e);
-        }
-        __syncthreads();
+    if constexpr (VSN_WT) {
         for (int e = threadIdx.x; e < nr * F; e += BLOCK) {
             const int r = e / F, j = e - r * F;
             ws[e] = fj_vsn_logit(wt, bias, xs + r * F, j);
@@ -114,6 +123,18 @@ FJ_DEVICE void fj_vsn_weights(const float *__restrict__ W, const float *__restri
             row[k] = row[k] / s;
     }
     __syncthreads();
+}
+
+// The same, staging W^T itself first (a caller with one block of rows).
+FJ_DEVICE void fj_vsn_weights(const float *__restrict__ W, const float *__restrict__ bias,
+                              const float *xs, float *ws, int nr)
+{
+    __shared__ float wt[VSN_WT_FLOATS];
+    if constexpr (VSN_WT) {
+        fj_vsn_stage_wt(W, wt);
+        __syncthreads();
+    }
+    fj_vsn_weights_staged(W, wt, bias, xs, ws, nr);
 }
 
 // dl[r][j] = w_j (dy_j x_j - sum_k w_k dy_k x_k), one warp per row.

@@ -1,7 +1,8 @@
 // Variable selection, forward and backward (kernels.md section 5).
 //
-// Forward: grid (ceil(T / FWD_ROWS), B); each block softmaxes FWD_ROWS rows
-// of one batch row. Rows are independent, so any split gives the same bits.
+// Forward: a 1-D grid (at most a few blocks an SM) over the B * T rows in
+// chunks of FWD_ROWS. Rows are independent, so any split gives the same
+// bits.
 //
 // Backward: grid (JT, B). dW[b] and dbias[b] are sums over all T rows of
 // batch row b, so the T loop stays inside one block and runs in t order:
@@ -19,21 +20,47 @@
 #error "FWD_ROWS, BWD_ROWS and JR must be defined"
 #endif
 
+// Rows [0, rows) of x (dense [rows, F]) in chunks of FWD_ROWS, chunk c by
+// block c mod gridDim.x: a block stages W^T once for all its chunks, and
+// the next chunk's x is loaded while this one is computed.
 extern "C" __global__ void __launch_bounds__(BLOCK)
 vsn_forward(const float *__restrict__ W, const float *__restrict__ bias,
-            const float *__restrict__ x, float *__restrict__ y, int T)
+            const float *__restrict__ x, float *__restrict__ y, int rows)
 {
     __shared__ float xs[FWD_ROWS * F];
     __shared__ float ws[FWD_ROWS * F];
-    const int b = blockIdx.y, t0 = blockIdx.x * FWD_ROWS;
-    const int nr = fj_min(FWD_ROWS, T - t0);
-    const long long base = ((long long)b * T + t0) * F;  // rows t0.. are contiguous
-    for (int i = threadIdx.x; i < nr * F; i += BLOCK)
-        xs[i] = __ldg(x + base + i);
-    __syncthreads();
-    fj_vsn_weights(W, bias, xs, ws, nr);
-    for (int i = threadIdx.x; i < nr * F; i += BLOCK)
-        y[base + i] = ws[i] * xs[i];
+    __shared__ float wt[VSN_WT_FLOATS];
+    constexpr int PER = fj_cdiv(FWD_ROWS * F, BLOCK);  // x floats a thread stages
+    if constexpr (VSN_WT)
+        fj_vsn_stage_wt(W, wt);
+    const long long step = (long long)gridDim.x * FWD_ROWS;
+    long long r0 = (long long)blockIdx.x * FWD_ROWS;
+    float next[PER];
+    auto load = [&](long long r) {
+        const long long n = fj_min((long long)FWD_ROWS, rows - r) * F, base = r * F;
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            const int i = (int)threadIdx.x + q * BLOCK;
+            next[q] = r < rows && i < n ? __ldg(x + base + i) : 0.0f;
+        }
+    };
+    load(r0);
+    for (; r0 < rows; r0 += step) {
+        const int nr = (int)fj_min((long long)FWD_ROWS, rows - r0);
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            const int i = (int)threadIdx.x + q * BLOCK;
+            if (i < FWD_ROWS * F)
+                xs[i] = next[q];
+        }
+        __syncthreads();  // xs (and, the first time, wt) are in place
+        load(r0 + step);  // in flight during this chunk's work
+        fj_vsn_weights_staged(W, wt, bias, xs, ws, nr);
+        const long long base = r0 * F;
+        for (int i = threadIdx.x; i < nr * F; i += BLOCK)
+            y[base + i] = ws[i] * xs[i];
+        __syncthreads();  // this chunk's reads of xs and ws are done
+    }
 }
 
 constexpr int JT = fj_cdiv(F, JR);             // blocks per batch row

@@ -17,6 +17,8 @@ const fj_program fj_program_vsn = {
 #define BLOCK 256
 /* Forward rows per block: small, so that B = 32, T = 64 gives 256 blocks. */
 #define FWD_ROWS 8
+/* Forward blocks an SM before they loop over chunks. */
+#define FWD_BLOCKS_PER_SM 4
 /* The backward keeps four [rows][F] arrays in static shared memory: at most
  * 11 KiB floats (44 KiB) of them. */
 #define BWD_SMEM_FLOATS (11 * 1024)
@@ -98,10 +100,14 @@ FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn
         (st = load(rt, op, a, stream, &k)))
         return st;
     CUdeviceptr w = a->w, bias = a->bias, x = a->x, y = a->y;
-    int t = a->t;
-    FJ_ARGS(args, w, bias, x, y, t);
-    return fj_launch(rt, k->fn[0], (unsigned)((a->t + FWD_ROWS - 1) / FWD_ROWS),
-                     (unsigned)a->batch, 1, BLOCK, 0, stream, &args, op);
+    int rows = a->batch * a->t;
+    /* A chunk of FWD_ROWS rows a block, up to FWD_BLOCKS_PER_SM blocks an
+     * SM; past that each block loops, staging W^T once for its chunks. */
+    long long chunks = ((long long)rows + FWD_ROWS - 1) / FWD_ROWS;
+    long long cap = (long long)(rt->sm_count > 0 ? rt->sm_count : 1) * FWD_BLOCKS_PER_SM;
+    FJ_ARGS(args, w, bias, x, y, rows);
+    return fj_launch(rt, k->fn[0], (unsigned)(chunks < cap ? chunks : cap), 1, 1, BLOCK, 0,
+                     stream, &args, op);
 }
 
 foxjit_status fj_vsn_check_backward(const char *op, const foxjit_runtime *rt,
