@@ -303,6 +303,16 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     if (kBwd && blockIdx.x == 0)
         for (int i = tid; i < NTICKETS; i += NT)
             ws.tickets[i] = 0;  // heads_seq_grads of this call counts from 0
+    RowTile t;
+    // From a save, the thread's piece of A is loaded first: its loads are in
+    // flight during everything up to the epilogue that uses them.
+    float apre[kSaved ? RMT : 1][4];
+    if constexpr (kSaved) {
+#pragma unroll
+        for (int i = 0; i < RMT; i++)
+            if (t.active && t.r0 + i < nrows)
+                hs_load4(saved, row0 + t.r0 + i, hh, t.n0, apre[i]);
+    }
     // p, q, bp, bq: computed (the forward keeps them in its save, block 0 of
     // each head), or read back from the save.
     const float *spq = kSaved ? saved + (long long)R * LDW + hh * SPQ : nullptr;
@@ -333,7 +343,6 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
         hs_pq_finish(sm);
 
     // ---- A = X W1[h]^T (+ b1), ETA = ELU(A) ----
-    RowTile t;
     const float *w1 = p.w1 + (long long)hh * E * D;
     auto get_x = [&](int k, int r) { return r < nrows ? tg_in(x + sm.rx[r] + k, D - k) : tg_out(); };
     auto get_w1 = [&](int k, int n) { return n < E ? tg_in(w1 + n * D + k, D - k) : tg_out(); };
@@ -392,12 +401,12 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
             float gpart = 0.0f, mpart = 0.0f;
             float av[4];
             const bool have = kSaved && t.r0 + i < nrows;
-            if (have)
-                hs_load4(saved, row0 + t.r0 + i, hh, t.n0, av);
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int n = t.n0 + j;
-                const float a = n >= E ? 0.0f : have ? av[j] : t.acc[i][j] + __ldg(p.b1 + hh * E + n);
+                const float a = n >= E  ? 0.0f
+                                : have  ? apre[kSaved ? i : 0][j]
+                                        : t.acc[i][j] + __ldg(p.b1 + hh * E + n);
                 av[j] = a;
                 const float ex = expf(a);
                 eta[i][j] = a > 0.0f ? a : ex - 1.0f;

@@ -82,7 +82,9 @@ bce_with_logits(const float *z, const float *y, long long n, float *loss, int ac
             const float e = expf(-fabsf(zi));
             acc += (double)(fmaxf(zi, 0.0f) - zi * yi + log1pf(e));
             if (dz) {
-                const float s = zi >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+                // sigmoid(z): 1 / (1 + e) for z >= 0, e / (1 + e) below; one
+                // division either way
+                const float s = (zi >= 0.0f ? 1.0f : e) / (1.0f + e);
                 dz[i] = (s - yi) / nf;
             }
         }
