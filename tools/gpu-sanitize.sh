@@ -414,6 +414,10 @@ if grep -q 'errors=[0-9]*+[0-9]*nccl' "$summary"; then
     echo "gpu-sanitize: errors=N+Mnccl: M CUDA API errors that libnccl.so raised and handled" \
          "itself, not counted (docs/reliability.md)" >> "$summary"
 fi
+if grep -q 'errors=[0-9+a-z]*[0-9]probe' "$summary"; then
+    echo "gpu-sanitize: errors=N+Pprobe: P answers past a kernel's last parameter to the" \
+         "library's kernel-argument probe (cuFuncGetParamInfo), not counted (docs/reliability.md)" >> "$summary"
+fi
 echo "gpu-sanitize: $clean of $total checker runs clean, $skipped skipped, $((total - clean - skipped)) not clean ($("$cs" --version 2>/dev/null | tail -1))" >> "$summary"
 tar -czf "$OUT/sanitize-logs.tar.gz" -C "$logs" .
 rm -rf "$logs"

@@ -5,7 +5,7 @@
 #
 #   sanitize_verdict TOOL LOG RC LIMIT
 # prints "SHOWN|VERDICT": SHOWN is the reports counted ("-" when there is no
-# summary), with "+Mnccl" for the ones set apart; VERDICT is "clean",
+# summary), with "+Mnccl" and "+Pprobe" for the ones set apart; VERDICT is "clean",
 # "skipped (...)" or a word in capitals that says what is wrong. Only
 # "clean" and "skipped (" count as a good run.
 #
@@ -22,8 +22,13 @@
 #    too. CUDA API errors that NCCL raised and handled itself are set apart:
 #    error 209 (cudaErrorNoKernelImageForDevice, ncclCommInitRank probing
 #    kernels built for other GPUs) or 704 (cudaErrorPeerAccessAlreadyEnabled)
-#    whose first host frame under the driver is in libnccl.so. Any other
-#    report, one without a backtrace, and one past the print limit counts.
+#    whose first host frame under the driver is in libnccl.so; and fox-jit's
+#    own kernel-argument probe: cuFuncGetParamInfo asked for the parameter
+#    one past a kernel's last answers CUDA_ERROR_INVALID_VALUE (error 1) by
+#    design (runtime/module_cache.c, check_kernel_args, inlined into
+#    load_module), which is how the probe knows the kernel has no more. Any
+#    other report, one without a backtrace, and one past the print limit
+#    counts.
 #    More set apart than the summary counts: INCONSISTENT.
 #  - then the test's own status: 77 skipped, not 0 failed; 0 but nothing
 #    ran (no "running on" line from tests/common/gpu_harness.c, e.g. a stray
@@ -39,6 +44,22 @@ sanitize_nccl_api_errors() {
              if ($0 ~ / in libcuda\.so/) next
              decided = 1
              if ($0 ~ / in libnccl\.so/) n++
+             next }
+         /========= *$/ { rec = 0 }
+         END { print n + 0 }' "$1"
+}
+
+# Records of the kernel-argument probe's expected error: error 1 on
+# cuFuncGetParamInfo whose first host frame under the driver is
+# check_kernel_args or load_module (where the compiler may inline it).
+sanitize_probe_api_errors() {
+    awk '/Program hit CUDA_ERROR_INVALID_VALUE \(error 1\) .* on CUDA API call to cuFuncGetParamInfo\./ {
+             rec = 1; decided = 0; next }
+         /Program hit / { rec = 0; next }
+         rec && !decided && /Host Frame:/ {
+             if ($0 ~ / in libcuda\.so/) next
+             decided = 1
+             if ($0 ~ /Host Frame: (check_kernel_args|load_module)[ (]/) n++
              next }
          /========= *$/ { rec = 0 }
          END { print n + 0 }' "$1"
@@ -61,7 +82,7 @@ sanitize_race_summary() {
 }
 
 sanitize_verdict() {
-    local tool=$1 log=$2 rc=$3 limit=$4 reports summary race nccl=0 odd= shown verdict
+    local tool=$1 log=$2 rc=$3 limit=$4 reports summary race nccl=0 probe=0 odd= shown verdict
     summary=$(sanitize_error_summary "$log")
     if [ "$tool" = racecheck ]; then
         race=$(sanitize_race_summary "$log")
@@ -72,14 +93,17 @@ sanitize_verdict() {
     fi
     if [ -n "$reports" ] && [ "$reports" != 0 ]; then
         nccl=$(sanitize_nccl_api_errors "$log")
+        probe=$(sanitize_probe_api_errors "$log")
     fi
     shown=${reports:--}
-    if [ -n "$reports" ] && [ "$nccl" -gt 0 ]; then
-        if [ "$nccl" -le "$reports" ]; then
-            reports=$((reports - nccl))
-            shown="$reports+${nccl}nccl"
+    if [ -n "$reports" ] && [ $((nccl + probe)) -gt 0 ]; then
+        if [ $((nccl + probe)) -le "$reports" ]; then
+            reports=$((reports - nccl - probe))
+            shown=$reports
+            [ "$nccl" -gt 0 ] && shown="$shown+${nccl}nccl"
+            [ "$probe" -gt 0 ] && shown="$shown+${probe}probe"
         else
-            odd="$nccl NCCL API errors, more than the $reports in the summary"
+            odd="$((nccl + probe)) API errors set apart, more than the $reports in the summary"
         fi
     fi
     if [ "$rc" -eq 124 ]; then

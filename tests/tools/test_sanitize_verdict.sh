@@ -3,8 +3,8 @@
 # one for each rule it has: a run counts as clean only when the checker's
 # own summary says 0 (racecheck's warnings and every summary line of the
 # log added up), the checker did not fail itself, the test program ran its
-# tests and passed; NCCL's own API errors 209 and 704 are set apart, and
-# nothing else is.
+# tests and passed; NCCL's own API errors 209 and 704 and fox-jit's
+# kernel-argument probe's error 1 are set apart, and nothing else is.
 #   test_sanitize_verdict.sh tools/sanitize-verdict.sh
 set -u
 . "$1"
@@ -88,4 +88,28 @@ printf '[ 2 s] gpu/x: running on H200\n[ 3 s] [  SKIPPED ] test_a\n[ 3 s] [  PAS
   printf '[ 4 s] ========= Invalid __global__ read of size 4 bytes\n[ 4 s] ========= \n'
   printf '[ 4 s] ========= ERROR SUMMARY: 2 errors\n'; } |
     expect "a device report next to NCCL's" memcheck 0 1+1nccl "1 REPORTS"
+probe_record() { # api frame
+    printf '[   1 s] ========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to %s.\n' "$1"
+    printf '[   1 s] =========     Saved host backtrace up to driver entry point at error\n'
+    printf '[   1 s] =========         Host Frame: %s\n' "$2"
+    printf '[   1 s] =========         Host Frame: fj_module_get [0x24acc] in libfoxjit.so.1\n'
+    printf '[   1 s] ========= \n'
+}
+{ printf '%s\n' "$ran"; probe_record cuFuncGetParamInfo 'load_module [0x243eb] in gpu_heads_seq'
+  probe_record cuFuncGetParamInfo 'check_kernel_args (module_cache.c:61) [0x2401b] in libfoxjit.so.1'
+  printf '[ 4 s] ========= ERROR SUMMARY: 2 errors\n'; } |
+    expect "the kernel-argument probe's errors are set apart" memcheck 0 0+2probe clean
+{ printf '%s\n' "$ran"; probe_record cuFuncGetParamInfo 'load_module [0x243eb] in gpu_heads_seq'
+  nccl_record 209 cudaErrorNoKernelImageForDevice cudaFuncGetAttributes "$in_nccl"
+  printf '[ 4 s] ========= ERROR SUMMARY: 2 errors\n'; } |
+    expect "both kinds set apart" memcheck 0 0+1nccl+1probe clean
+{ printf '%s\n' "$ran"; probe_record cuFuncGetParamInfo 'fj_launch [0x1b2c0] in libfoxjit.so.1'
+  printf '[ 4 s] ========= ERROR SUMMARY: 1 error\n'; } |
+    expect "the same error from elsewhere counts" memcheck 0 1 "1 REPORTS"
+{ printf '%s\n' "$ran"; probe_record cuModuleGetFunction 'load_module [0x243eb] in gpu_heads_seq'
+  printf '[ 4 s] ========= ERROR SUMMARY: 1 error\n'; } |
+    expect "another call's error in load_module counts" memcheck 0 1 "1 REPORTS"
+{ printf '%s\n' "$ran"; probe_record cuFuncGetParamInfo 'load_module [0x243eb] in gpu_heads_seq'
+  printf '[ 4 s] ========= ERROR SUMMARY: 56 errors\n[ 4 s] ========= ERROR SUMMARY: 55 errors were not printed.\n'; } |
+    expect "probe errors past the print limit count" memcheck 0 55+1probe "55 REPORTS"
 exit $failed
