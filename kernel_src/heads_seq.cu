@@ -17,26 +17,28 @@
 //   dW2 = w_main u_m^T + w_gate u_g^T, db2 = w_main S_m + w_gate S_g,
 //   dw_gate = W2 u_g + b2 S_g, dw_main = W2 u_m + b2 S_m.
 // Every block computes p, q, bp and bq of its head itself, in one fixed
-// order, so every block has the same bits of them.
+// order, so every block has the same bits of them (heads_seq_rows_saved
+// reads those bits from the save instead).
 //
-// heads_seq_forward  grid ceil(R / TM) * H: one block per tile of TM rows
-//   and head h (block tile * H + h). A = X W1[h]^T + b1 (a block product on tensor cores in
-//   3xTF32 form where the tile allows, else register-tiled FMA; X and W1
-//   staged through shared memory in chunks of BKR), ETA = ELU(A), the two
-//   dots of each row over its column groups (added in column-group order),
-//   then the logit s + sigmoid(gate_pre) * m.
-//   With `save` (foxjit_heads_seq_forward_save) it also writes A to save
-//   ([R, LDW], the layout of the workspace's dA), for the backward below.
-// heads_seq_rows     the same grid: the same forward, then the
-//   backward of the tile's rows for head h: dA = (dm p + dgp q) ELU'(A) to
-//   the workspace ([R, H*E], for the products of the next kernel) and the
-//   tile's partial sums of u_g, u_m, dw_skip, S_g, S_m and db_skip. Block
-//   (0, 0) zeroes the next kernel's tickets.
-// heads_seq_rows_saved  the same with A read from the forward's save instead
-//   of recomputed: no product, X streamed through shared memory only for
-//   dw_skip. A saved element has the bits the product would give again (the
-//   same code on the same row), so every result is bitwise the same as
-//   heads_seq_rows'.
+// heads_seq_forward  grid ceil(R / TM) * H: block tile * H + h takes a tile
+//   of TM rows and head h. A = X W1[h]^T + b1 (a block product on tensor
+//   cores in 3xTF32 form where the tile allows, else register-tiled FMA; X
+//   and W1 staged through shared memory in chunks of BKR), ETA = ELU(A), the
+//   two dots of each row over its column groups (added in column-group
+//   order), then the logit s + sigmoid(gate_pre) * m. With `save`
+//   (foxjit_heads_seq_forward_save) it also writes A ([R, LDW], the layout
+//   of the workspace's dA) and, from the blocks of tile 0, each head's p, q,
+//   bp, bq (SPQ floats a head after A), for the backward below.
+// heads_seq_rows     the same grid: the same forward, then the backward of
+//   the tile's rows for head h: dA = (dm p + dgp q) ELU'(A) to the workspace
+//   ([R, H*E], for the products of the next kernel) and the tile's partial
+//   sums of u_g, u_m, dw_skip, S_g, S_m and db_skip. Block 0 zeroes the
+//   next kernel's tickets.
+// heads_seq_rows_saved  the same with A, p, q, bp and bq read from the
+//   forward's save instead of recomputed: no product, and dw_skip's sums
+//   read x directly in the order the staged chunks give them. A saved value
+//   has the bits the product gives again (the same code on the same row), so
+//   every result is bitwise the same as heads_seq_rows'.
 // heads_seq_grads    a 1-D grid of three kinds of blocks:
 //   - vector blocks: the partials summed over the tiles in tile order; the
 //     last vector block to finish (an integer ticket) then writes dW2, db2,
@@ -313,10 +315,10 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
             if (t.active && t.r0 + i < nrows)
                 hs_load4(saved, row0 + t.r0 + i, hh, t.n0, apre[i]);
     }
-    // p, q, bp, bq: computed (the forward keeps them in its save, block 0 of
-    // each head), or read back from the save.
-    const float *spq = kSaved ? saved + (long long)R * LDW + hh * SPQ : nullptr;
+    // p, q, bp, bq: computed (the forward keeps them in its save, from the
+    // blocks of tile 0), or read back from the save.
     if constexpr (kSaved) {
+        const float *spq = saved + (long long)R * LDW + hh * SPQ;
         for (int j = tid; j < 2 * NP; j += NT)
             sm.pq[j / NP][j % NP] = __ldg(spq + j);
         if (tid < 2)
@@ -500,7 +502,8 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
 // On tensor cores 4 blocks an SM (64 registers a thread, no spills at the
 // tile shapes TCR allows; the shared memory holds 4); the SIMT tiles need
 // more registers.
-// save: null, or [R, LDW] for A (foxjit_heads_seq_forward_save).
+// save: null, or A ([R, LDW]) and then each head's p, q, bp, bq (SPQ floats
+// a head), for foxjit_heads_seq_forward_save.
 extern "C" __global__ void __launch_bounds__(NT, TCR ? 4 : 2)
 heads_seq_forward(hs_params p, const float *__restrict__ x, long long xs, long long xss,
                   float *__restrict__ logits, long long ls, long long lss, int steps, int R,
@@ -522,7 +525,7 @@ heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long
                          nullptr, nullptr);
 }
 
-// saved: the forward's save of these rows ([R, LDW]).
+// saved: the forward's save of these rows and parameters.
 extern "C" __global__ void __launch_bounds__(NT, TCR ? 4 : 2)
 heads_seq_rows_saved(hs_params p, const float *__restrict__ x, long long xs, long long xss,
                      const float *__restrict__ dlogits, long long zs, long long zss, int steps,

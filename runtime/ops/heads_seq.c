@@ -392,7 +392,8 @@ static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_h
         outs[n_outs++] = (fj_perc_named){grad_names[i], g.p[i]};
     if (a->dx)
         outs[n_outs++] = (fj_perc_named){"dx", a->dx};
-    if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 13)) || (st = load(rt, op, a, stream, &k)))
+    if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 13)) ||
+        (st = load(rt, op, a, stream, &k)))
         return st;
 
     work_ptrs w = {a->work + pl.off_da, a->work + pl.off_p, a->work + pl.off_u,
@@ -403,8 +404,9 @@ static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_h
     int dx_acc = a->dx_accumulate ? 1 : 0, grad_acc = a->grad_accumulate ? 1 : 0;
     FJ_ARGS(rows_args, p, x, xs, xss, z, zs, zss, steps, rows, w);
     FJ_ARGS(rows_saved_args, p, x, xs, xss, z, zs, zss, steps, rows, w, saved);
-    if ((st = fj_launch(rt, k->fn[saved ? K_ROWS_SAVED : K_ROWS], (unsigned)pl.tiles * (unsigned)a->h,
-                        1, 1, NT, 0, stream, saved ? &rows_saved_args : &rows_args, op)))
+    const unsigned row_blocks = (unsigned)pl.tiles * (unsigned)a->h;
+    if ((st = fj_launch(rt, k->fn[saved ? K_ROWS_SAVED : K_ROWS], row_blocks, 1, 1, NT, 0, stream,
+                        saved ? &rows_saved_args : &rows_args, op)))
         return st;
     long long blocks = pl.nv + (long long)pl.ng * pl.chunks +
                        (a->dx ? (long long)cdiv(pl.rows, GT) * pl.xn : 0);
