@@ -5,6 +5,8 @@
  *   other_major (default)  implements ABI 3 only: NULL for any other major
  *   wrong_field            returns a table whose abi_major field says 1
  *   short_table            a table of ABI 2 that ends before the sequence ops
+ *   abi_2_2                a table of ABI 2.2: it ends before the heads' save
+ *                          (2.3), which the bindings then must not call
  * No CUDA is needed; nothing but the header's types is used. */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,11 @@ FAKE_API const foxjit_api *foxjit_get_api(uint32_t abi_major)
     if (!strcmp(mode, "wrong_field")) {
         table.abi_major = 1;
         return &table;
+    }
+    if (!strcmp(mode, "abi_2_2")) {
+        table.struct_size = offsetof(foxjit_api, heads_seq_saved_size);
+        table.abi_minor = 2;
+        return abi_major == FOXJIT_ABI_MAJOR ? &table : NULL;
     }
     if (!strcmp(mode, "short_table")) {
         table.struct_size = offsetof(foxjit_api, cfc_seq_workspace_size);

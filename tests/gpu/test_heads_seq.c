@@ -538,7 +538,9 @@ static void test_saved_path_bitwise_equal(void **state)
         const size_t ldw = ((size_t)c.h * (size_t)c.e + 3) / 4 * 4;
         assert_true(saved_bytes >= (size_t)c.batch * (size_t)c.steps * ldw * sizeof(float));
         CUdeviceptr saved = gh_alloc(saved_bytes);
-        gh_poison(saved, saved_bytes / sizeof(float)); /* the forward writes all of it */
+        /* NaN everywhere: the backward must read only what the forward wrote
+         * (the row padding past H*E and the per-head padding stay NaN). */
+        gh_poison(saved, saved_bytes / sizeof(float));
         data_reset(&d);
         data_run(&d);
         float *plain[N_OUTS], *now[N_OUTS];

@@ -6,7 +6,9 @@ import os
 import threading
 
 ABI_MAJOR = 2
-ABI_MINOR = 1          # the sequence ops are the last entries called
+ABI_MINOR = 1          # the sequence ops: the last entries every library must have
+# ABI 2.3's entries (the heads' save) are called only when the library has
+# them (Library.has); an older library still loads.
 DEFAULT_LIBRARY = "libfoxjit.so.1"
 
 c_int, c_i64, c_u64, c_f32, c_size = (ctypes.c_int, ctypes.c_int64, ctypes.c_uint64,
@@ -253,13 +255,27 @@ class Library:
         if major != ABI_MAJOR:
             raise AbiError("%s: foxjit_get_api(%d) returned a table of ABI major %d; this "
                            "package needs %d" % (path, ABI_MAJOR, major, ABI_MAJOR))
-        if size < ctypes.sizeof(Api):
+        need = Api.heads_seq_saved_size.offset  # the ABI 2.1 table
+        if size < need:
             raise AbiError("%s: the library's function table has %d bytes (ABI %d.%d), fewer "
-                           "than the %d this package calls (ABI %d.%d): install a newer "
-                           "fox-jit" % (path, size, major, minor, ctypes.sizeof(Api),
-                                        ABI_MAJOR, ABI_MINOR))
+                           "than the %d this package needs (ABI %d.%d): install a newer "
+                           "fox-jit" % (path, size, major, minor, need, ABI_MAJOR, ABI_MINOR))
         self.api = ctypes.cast(addr, ctypes.POINTER(Api)).contents
         self.abi = (size, major, minor)
+        self.path = path
+
+    def has(self, entry):
+        """Whether the library's table holds `entry` (an Api field name)."""
+        f = getattr(Api, entry)
+        return self.abi[0] >= f.offset + f.size
+
+    def need(self, entry, minor):
+        """Raises AbiError unless the table holds `entry` (new in ABI 2.minor)."""
+        if not self.has(entry):
+            raise AbiError("%s: foxjit_%s needs fox-jit ABI %d.%d; this library's table is "
+                           "ABI %d.%d (%d bytes): install a newer fox-jit"
+                           % (self.path, entry, ABI_MAJOR, minor, self.abi[1], self.abi[2],
+                              self.abi[0]))
 
     def version(self):
         return self.api.version().decode()

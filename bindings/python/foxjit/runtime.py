@@ -211,16 +211,19 @@ class Runtime:
         self._args(self._api.heads_seq_backward, args, stream)
 
     def heads_seq_saved_size(self, batch, steps, d, e, h):
+        self.lib.need("heads_seq_saved_size", 3)
         b = ctypes.c_size_t()
         self._call(self._api.heads_seq_saved_size(self._rt, batch, steps, d, e, h,
                                                   ctypes.byref(b)))
         return b.value
 
     def heads_seq_forward_save(self, args, saved, saved_bytes, stream):
+        self.lib.need("heads_seq_forward_save", 3)
         self._call(self._api.heads_seq_forward_save(self._rt, ctypes.byref(args), saved,
                                                     saved_bytes, stream))
 
     def heads_seq_backward_saved(self, args, saved, saved_bytes, stream):
+        self.lib.need("heads_seq_backward_saved", 3)
         self._call(self._api.heads_seq_backward_saved(self._rt, ctypes.byref(args), saved,
                                                       saved_bytes, stream))
 

@@ -63,6 +63,22 @@ class Loading(unittest.TestCase):
                 del os.environ["FOXJIT_FAKE_MODE"]
             self.assertIn(needle, str(cm.exception), mode)
 
+    def test_older_minor_loads_without_the_save(self):
+        fake = os.environ.get("FOXJIT_TEST_FAKE_LIBRARY")
+        if not fake:
+            self.skipTest("the fake library is built by meson (FOXJIT_TEST_FAKE_LIBRARY)")
+        os.environ["FOXJIT_FAKE_MODE"] = "abi_2_2"
+        try:
+            lib = foxjit.Library(fake)
+        finally:
+            del os.environ["FOXJIT_FAKE_MODE"]
+        self.assertEqual(lib.abi[1:], (2, 2))
+        self.assertTrue(lib.has("vsn_seq_prepare"))
+        self.assertFalse(lib.has("heads_seq_saved_size"))
+        with self.assertRaises(foxjit.AbiError) as cm:
+            lib.need("heads_seq_forward_save", 3)
+        self.assertIn("needs fox-jit ABI 2.3", str(cm.exception))
+
     def test_version_and_abi(self):
         need_library(self)
         self.assertEqual(foxjit.version(), "0.2.0")
@@ -270,6 +286,7 @@ class LibraryChecks(unittest.TestCase):
         self.err(rt.vsn_seq_backward, VsnSeqArgs(), S, needles=["foxjit_vsn_seq_backward"])
         self.err(rt.cfc_seq_prepare, 8, 0, needles=["foxjit_cfc_seq_prepare"])
         self.err(rt.heads_seq_prepare, 0, 8, 2, needles=["foxjit_heads_seq_prepare"])
+        self.assertTrue(rt.lib.has("heads_seq_backward_saved"))
         self.err(rt.heads_seq_saved_size, 2, 4, 8, 0, 2,
                  needles=["foxjit_heads_seq_saved_size"])
         self.assertGreaterEqual(rt.heads_seq_saved_size(2, 4, 8, 7, 2), 2 * 4 * 16 * 4)

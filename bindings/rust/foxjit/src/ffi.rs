@@ -20,7 +20,8 @@ pub(crate) type RuntimePtr = *mut c_void;
 pub const ABI_MAJOR: u32 = 2;
 /// The smallest ABI minor version the crate needs (2.1: the sequence ops).
 /// A 2.1 library ignores `RuntimeParams::target` (2.2): it reads only the
-/// struct_size bytes it knows.
+/// struct_size bytes it knows. The heads' save (2.3) is called only when the
+/// library's table has it; otherwise those calls return `Error::Abi`.
 pub const ABI_MINOR: u32 = 1;
 
 #[repr(C)]
@@ -375,6 +376,32 @@ pub(crate) struct Api {
 }
 
 pub(crate) type GetApiFn = unsafe extern "C" fn(u32) -> *const Api;
+
+/// The offset of field `$f` of the table (address arithmetic on an
+/// uninitialized value: nothing is read; rust-version 1.63 has no offset_of!).
+macro_rules! api_offset {
+    ($f:ident) => {{
+        let u = std::mem::MaybeUninit::<Api>::uninit();
+        let base = u.as_ptr();
+        let field = unsafe { std::ptr::addr_of!((*base).$f) };
+        field as usize - base as usize
+    }};
+}
+
+/// The ABI 2.1 table's size: where the first ABI 2.3 entry starts.
+pub(crate) fn api_offset_heads_seq_saved_size() -> usize {
+    api_offset!(heads_seq_saved_size)
+}
+/// The ends of the ABI 2.3 entries (a table holds one when its size reaches it).
+pub(crate) fn api_end_heads_seq_saved_size() -> usize {
+    api_offset!(heads_seq_saved_size) + std::mem::size_of::<usize>()
+}
+pub(crate) fn api_end_heads_seq_forward_save() -> usize {
+    api_offset!(heads_seq_forward_save) + std::mem::size_of::<usize>()
+}
+pub(crate) fn api_end_heads_seq_backward_saved() -> usize {
+    api_offset!(heads_seq_backward_saved) + std::mem::size_of::<usize>()
+}
 
 pub(crate) const RTLD_NOW: c_int = 2;
 pub(crate) const RTLD_LOCAL: c_int = 0;

@@ -216,16 +216,14 @@ impl Library {
                 ABI_MAJOR, major, ABI_MAJOR
             ));
         }
-        if size < std::mem::size_of::<Api>() {
+        // The ABI 2.1 table: every entry before the heads' save (2.3), which
+        // is checked where it is called (Library::need).
+        let need = ffi::api_offset_heads_seq_saved_size();
+        if size < need {
             return abi_err(format!(
                 "the library's function table has {} bytes (ABI {}.{}), fewer than the {} this \
-                 crate calls (ABI {}.{}): install a newer fox-jit",
-                size,
-                major,
-                minor,
-                std::mem::size_of::<Api>(),
-                ABI_MAJOR,
-                ABI_MINOR
+                 crate needs (ABI {}.{}): install a newer fox-jit",
+                size, major, minor, need, ABI_MAJOR, ABI_MINOR
             ));
         }
         Ok(Library { inner: Arc::new(LibInner { handle, api, path: path.to_string() }) })
@@ -243,6 +241,30 @@ impl Library {
     /// The library's version ("0.2.0").
     pub fn version(&self) -> String {
         cstr_to_string(unsafe { (self.api().version)() })
+    }
+
+    /// Whether the library has the heads' save (ABI 2.3:
+    /// [`Runtime::heads_seq_forward_save`] and its siblings); without it
+    /// those calls return `Error::Abi` and the plain pair is the way.
+    pub fn has_heads_seq_save(&self) -> bool {
+        self.abi().0 >= ffi::api_end_heads_seq_backward_saved()
+    }
+
+    /// Err(Error::Abi) unless the library's table reaches `end` bytes (the
+    /// end of `entry`, new in ABI 2.`minor`).
+    fn need(&self, entry: &str, end: usize, minor: u32) -> Result<()> {
+        let (size, major, have) = self.abi();
+        if size >= end {
+            return Ok(());
+        }
+        Err(Error::Abi {
+            path: self.inner.path.clone(),
+            message: format!(
+                "foxjit_{} needs fox-jit ABI {}.{}; this library's table is ABI {}.{} ({} \
+                 bytes): install a newer fox-jit",
+                entry, ABI_MAJOR, minor, major, have, size
+            ),
+        })
     }
 
     /// (struct_size, abi_major, abi_minor) of the library's table.
@@ -661,6 +683,7 @@ impl Runtime {
     /// Bytes of the save [`Runtime::heads_seq_forward_save`] writes.
     pub fn heads_seq_saved_size(&self, batch: i32, steps: i32, d: i32, e: i32, h: i32)
                                 -> Result<usize> {
+        self.lib.need("heads_seq_saved_size", ffi::api_end_heads_seq_saved_size(), 3)?;
         let mut bytes = 0usize;
         call!(self, heads_seq_saved_size(batch, steps, d, e, h, &mut bytes))?;
         Ok(bytes)
@@ -673,6 +696,7 @@ impl Runtime {
     /// `saved_bytes` bytes.
     pub unsafe fn heads_seq_forward_save(&self, args: &HeadsSeqArgs, saved: CUdeviceptr,
                                          saved_bytes: usize, stream: CUstream) -> Result<()> {
+        self.lib.need("heads_seq_forward_save", ffi::api_end_heads_seq_forward_save(), 3)?;
         call!(self, heads_seq_forward_save(args, saved, saved_bytes, stream))
     }
     /// GRN heads backward reading the forward's save instead of recomputing it.
@@ -682,6 +706,7 @@ impl Runtime {
     pub unsafe fn heads_seq_backward_saved(&self, args: &HeadsSeqArgs, saved: CUdeviceptr,
                                            saved_bytes: usize, stream: CUstream)
                                            -> Result<()> {
+        self.lib.need("heads_seq_backward_saved", ffi::api_end_heads_seq_backward_saved(), 3)?;
         call!(self, heads_seq_backward_saved(args, saved, saved_bytes, stream))
     }
     /// Compiles and loads the heads sequence ops' kernels.

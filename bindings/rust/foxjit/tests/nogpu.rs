@@ -109,6 +109,21 @@ fn library_of_another_abi_is_refused() {
 }
 
 #[test]
+fn older_minor_loads_without_the_save() {
+    let Some(fake) = common::from_env("FOXJIT_TEST_FAKE_LIBRARY") else {
+        common::skip("the fake library is built by meson (set FOXJIT_TEST_FAKE_LIBRARY)");
+        return;
+    };
+    let _g = ENV_LOCK.lock().unwrap();
+    std::env::set_var("FOXJIT_FAKE_MODE", "abi_2_2");
+    let r = Library::open_path(&fake);
+    std::env::remove_var("FOXJIT_FAKE_MODE");
+    let lib = r.expect("an ABI 2.2 library loads");
+    assert_eq!((lib.abi().1, lib.abi().2), (2, 2));
+    assert!(!lib.has_heads_seq_save());
+}
+
+#[test]
 fn struct_layouts_match_the_c_header() {
     let Some(path) = common::from_env("FOXJIT_TEST_LAYOUT") else {
         common::skip("the C layout listing is written by meson (set FOXJIT_TEST_LAYOUT)");
@@ -261,6 +276,7 @@ fn sequence_argument_errors() {
     }
     expect_err(rt.cfc_seq_prepare(8, 0), inv, &["foxjit_cfc_seq_prepare"]);
     expect_err(rt.heads_seq_prepare(0, 8, 2), inv, &["foxjit_heads_seq_prepare"]);
+    assert!(lib.has_heads_seq_save());
     expect_err(rt.heads_seq_saved_size(2, 4, 8, 0, 2), inv, &["foxjit_heads_seq_saved_size"]);
     assert!(rt.heads_seq_saved_size(2, 4, 8, 7, 2).unwrap() >= 2 * 4 * 16 * 4);
     expect_err(rt.vsn_seq_prepare(-2), inv, &["foxjit_vsn_seq_prepare"]);
