@@ -35,34 +35,35 @@
 #    FOXJIT_TEST_LIST=1): NOTHING RAN; every test it ran skipped itself:
 #    skipped; else clean.
 
-# Records of CUDA API errors 209 and 704 raised inside libnccl.so.
-sanitize_nccl_api_errors() {
-    awk '/Program hit [A-Za-z_]+ \(error (209|704)\) .* on CUDA API call to/ {
-             rec = 1; decided = 0; next }
+# sanitize_api_errors_from HIT FRAME LOG: the records of CUDA API errors
+# whose "Program hit" line matches the ERE HIT and whose first host frame
+# under the driver matches the ERE FRAME. (The patterns go in through the
+# environment: awk -v would process their backslashes.)
+sanitize_api_errors_from() {
+    HIT=$1 FRAME=$2 awk '$0 ~ ENVIRON["HIT"] { rec = 1; decided = 0; next }
          /Program hit / { rec = 0; next }
          rec && !decided && /Host Frame:/ {
              if ($0 ~ / in libcuda\.so/) next
              decided = 1
-             if ($0 ~ / in libnccl\.so/) n++
+             if ($0 ~ ENVIRON["FRAME"]) n++
              next }
          /========= *$/ { rec = 0 }
-         END { print n + 0 }' "$1"
+         END { print n + 0 }' "$3"
+}
+
+# Records of CUDA API errors 209 and 704 raised inside libnccl.so.
+sanitize_nccl_api_errors() {
+    sanitize_api_errors_from 'Program hit [A-Za-z_]+ \(error (209|704)\) .* on CUDA API call to' \
+        ' in libnccl\.so' "$1"
 }
 
 # Records of the kernel-argument probe's expected error: error 1 on
 # cuFuncGetParamInfo whose first host frame under the driver is
 # check_kernel_args or load_module (where the compiler may inline it).
 sanitize_probe_api_errors() {
-    awk '/Program hit CUDA_ERROR_INVALID_VALUE \(error 1\) .* on CUDA API call to cuFuncGetParamInfo\./ {
-             rec = 1; decided = 0; next }
-         /Program hit / { rec = 0; next }
-         rec && !decided && /Host Frame:/ {
-             if ($0 ~ / in libcuda\.so/) next
-             decided = 1
-             if ($0 ~ /Host Frame: (check_kernel_args|load_module)[ (]/) n++
-             next }
-         /========= *$/ { rec = 0 }
-         END { print n + 0 }' "$1"
+    sanitize_api_errors_from \
+        'Program hit CUDA_ERROR_INVALID_VALUE \(error 1\) .* on CUDA API call to cuFuncGetParamInfo\.' \
+        'Host Frame: (check_kernel_args|load_module)[ (]' "$1"
 }
 
 # The sum of the log's "ERROR SUMMARY: N errors" lines ("" when none); the

@@ -331,6 +331,10 @@ static foxjit_status run_seq_op(foxjit_runtime *rt, const kloop_model *m, kloop_
     const kloop_dims *d = &m->dims;
     foxjit_cfc_seq_args c = cfc_seq(m);
     foxjit_heads_seq_args h = heads_seq(m, index);
+    /* the heads' save of this call's rows: the K steps' or the pooled row's */
+    const int all = index == KLOOP_ALL_STEPS;
+    const CUdeviceptr sv = all ? m->heads_saved : m->heads_pooled_saved;
+    const size_t sv_bytes = all ? m->heads_saved_bytes : m->heads_pooled_saved_bytes;
     foxjit_vsn_seq_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[KL_VSN_W],
                              .bias = m->param[KL_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
                              .dw = m->grad[KL_VSN_W], .dbias = m->grad[KL_VSN_BIAS],
@@ -340,18 +344,8 @@ static foxjit_status run_seq_op(foxjit_runtime *rt, const kloop_model *m, kloop_
     case KLOOP_OP_VSN_BWD: return foxjit_vsn_seq_backward(rt, &v, stream);
     case KLOOP_OP_CFC_FWD: return foxjit_cfc_seq_forward(rt, &c, stream);
     case KLOOP_OP_CFC_BWD: return foxjit_cfc_seq_backward(rt, &c, stream);
-    case KLOOP_OP_HEADS_FWD:
-        return index == KLOOP_ALL_STEPS
-                   ? foxjit_heads_seq_forward_save(rt, &h, m->heads_saved, m->heads_saved_bytes,
-                                                   stream)
-                   : foxjit_heads_seq_forward_save(rt, &h, m->heads_pooled_saved,
-                                                   m->heads_pooled_saved_bytes, stream);
-    case KLOOP_OP_HEADS_BWD:
-        return index == KLOOP_ALL_STEPS
-                   ? foxjit_heads_seq_backward_saved(rt, &h, m->heads_saved,
-                                                     m->heads_saved_bytes, stream)
-                   : foxjit_heads_seq_backward_saved(rt, &h, m->heads_pooled_saved,
-                                                     m->heads_pooled_saved_bytes, stream);
+    case KLOOP_OP_HEADS_FWD: return foxjit_heads_seq_forward_save(rt, &h, sv, sv_bytes, stream);
+    case KLOOP_OP_HEADS_BWD: return foxjit_heads_seq_backward_saved(rt, &h, sv, sv_bytes, stream);
     default: return FOXJIT_ERROR_INVALID_ARGUMENT;
     }
 }
