@@ -166,16 +166,9 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_workspace_size(foxjit_runtime *rt, int b
                                                        int n_in, int n_hid, size_t *bytes)
 {
     const char *op = "foxjit_cfc_seq_workspace_size";
-    fj_clear_error();
-    if (bytes)
-        *bytes = 0;
-    if (!rt)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
-    if (!bytes)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL", op);
-    foxjit_status st = check_dims(op, batch, k, n_in, n_hid);
-    if (st != FOXJIT_OK)
+    foxjit_status st;
+    if ((st = fj_perc_size_query(op, rt, bytes, "workspace size")) ||
+        (st = check_dims(op, batch, k, n_in, n_hid)))
         return st;
     *bytes = layout_of(batch, k, n_in, n_hid).bytes;
     return FOXJIT_OK;

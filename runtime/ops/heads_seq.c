@@ -142,25 +142,27 @@ FOXJIT_API foxjit_status foxjit_heads_seq_saved_size(foxjit_runtime *rt, int bat
 {
     const char *op = "foxjit_heads_seq_saved_size";
     foxjit_status st;
-    if (bytes)
-        *bytes = 0;
-    if ((st = fj_perc_begin(op, rt, rt)))
-        return st;
-    if (!bytes)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL; pass a size_t to "
-                       "receive the save's size", op);
-    if ((st = check_dims(op, batch, steps, d, e, h)))
+    if ((st = fj_perc_size_query(op, rt, bytes, "save's size")) ||
+        (st = check_dims(op, batch, steps, d, e, h)))
         return st;
     *bytes = saved_bytes_of(batch, steps, e, h);
     return FOXJIT_OK;
 }
 
+/* A caller's save buffer, for the _save / _saved calls. */
+typedef struct save_buf {
+    CUdeviceptr ptr;
+    size_t bytes;
+} save_buf;
+
 /* A save of saved_bytes_of() bytes or more, 16-byte aligned (its rows are
- * read and written as float4). */
+ * read and written as float4). Dims checked first. */
 static foxjit_status check_saved(const char *op, const foxjit_heads_seq_args *a,
-                                 CUdeviceptr saved, size_t saved_bytes)
+                                 const save_buf *save)
 {
-    const size_t need = saved_bytes_of(a->batch, a->steps, a->e, a->h);
+    const CUdeviceptr saved = save->ptr;
+    const size_t saved_bytes = save->bytes,
+                 need = saved_bytes_of(a->batch, a->steps, a->e, a->h);
     if (!saved)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: saved is NULL; allocate "
                        "foxjit_heads_seq_saved_size() bytes (%zu for these dims) and pass it, or "
@@ -182,14 +184,8 @@ FOXJIT_API foxjit_status foxjit_heads_seq_workspace_size(foxjit_runtime *rt, int
 {
     const char *op = "foxjit_heads_seq_workspace_size";
     foxjit_status st;
-    if (bytes)
-        *bytes = 0;
-    if ((st = fj_perc_begin(op, rt, rt)))
-        return st;
-    if (!bytes)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL; pass a size_t to "
-                       "receive the workspace size", op);
-    if ((st = check_dims(op, batch, steps, d, e, h)))
+    if ((st = fj_perc_size_query(op, rt, bytes, "workspace size")) ||
+        (st = check_dims(op, batch, steps, d, e, h)))
         return st;
     *bytes = plan_of(batch, steps, d, e, h).bytes;
     return FOXJIT_OK;
@@ -295,19 +291,21 @@ static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads
     return fj_op_load(rt, &fj_op_heads_seq, (int64_t[]){a->d, a->e, a->h}, stream, op, k);
 }
 
-/* The forward, with A written to `save` when it is not 0 (checked by the
- * caller). */
+/* The forward; with a save (not NULL) it also writes A and the heads' p, q
+ * there. */
 static foxjit_status forward(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
-                             CUdeviceptr save, CUstream stream)
+                             const save_buf *sb, CUstream stream)
 {
     long long xs, xss, ls, lss;
     const fj_loaded *k;
     foxjit_status st;
-    if ((st = check_common(op, a, &xs, &xss)) || (st = fj_check_ptr(op, "logits", a->logits)) ||
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs, &xss)) ||
+        (sb && (st = check_saved(op, a, sb))) || (st = fj_check_ptr(op, "logits", a->logits)) ||
         (st = strides(op, "logits", a->logits_stride, a->logits_step_stride, a->batch, a->steps,
                       a->h, 1, &ls, &lss)))
         return st;
     ptrs10 p = params_of(a);
+    CUdeviceptr save = sb ? sb->ptr : 0;
     fj_perc_named ins[11] = {{"x", a->x}};
     for (int i = 0; i < 10; i++)
         ins[i + 1] = (fj_perc_named){param_names[i], p.p[i]};
@@ -326,9 +324,7 @@ FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
                                                   const foxjit_heads_seq_args *a,
                                                   CUstream stream)
 {
-    const char *op = "foxjit_heads_seq_forward";
-    foxjit_status st = fj_perc_begin(op, rt, a);
-    return st ? st : forward(rt, op, a, 0, stream);
+    return forward(rt, "foxjit_heads_seq_forward", a, NULL, stream);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_forward_save(foxjit_runtime *rt,
@@ -336,13 +332,8 @@ FOXJIT_API foxjit_status foxjit_heads_seq_forward_save(foxjit_runtime *rt,
                                                        CUdeviceptr saved, size_t saved_bytes,
                                                        CUstream stream)
 {
-    const char *op = "foxjit_heads_seq_forward_save";
-    foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, a)) || (st = check_dims(op, a->batch, a->steps, a->d, a->e,
-                                                               a->h)) ||
-        (st = check_saved(op, a, saved, saved_bytes)))
-        return st;
-    return forward(rt, op, a, saved, stream);
+    return forward(rt, "foxjit_heads_seq_forward_save", a, &(save_buf){saved, saved_bytes},
+                   stream);
 }
 
 /* The device-side hs_work. */
@@ -350,15 +341,15 @@ typedef struct work_ptrs {
     CUdeviceptr da, p, u, gp, tickets;
 } work_ptrs;
 
-/* The backward; A read from `saved` when it is not 0 (checked by the
- * caller), else recomputed. */
+/* The backward; with a save (not NULL) A is read from it, else recomputed. */
 static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
-                              CUdeviceptr saved, CUstream stream)
+                              const save_buf *sb, CUstream stream)
 {
     long long xs, xss, zs, zss, dxs = 0, dxss = 0;
     const fj_loaded *k;
     foxjit_status st;
-    if ((st = check_common(op, a, &xs, &xss)) ||
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs, &xss)) ||
+        (sb && (st = check_saved(op, a, sb))) ||
         (st = fj_check_ptr(op, "dlogits", a->dlogits)) ||
         (st = strides(op, "dlogits", a->dlogits_stride, a->dlogits_step_stride, a->batch,
                       a->steps, a->h, 0, &zs, &zss)) ||
@@ -367,6 +358,7 @@ static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_h
                                 a->d, 1, &dxs, &dxss))))
         return st;
     ptrs10 p = params_of(a), g = grads_of(a);
+    CUdeviceptr saved = sb ? sb->ptr : 0;
     for (int i = 0; i < 10; i++)
         if ((st = fj_check_ptr(op, grad_names[i], g.p[i])))
             return st;
@@ -419,9 +411,7 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
                                                    const foxjit_heads_seq_args *a,
                                                    CUstream stream)
 {
-    const char *op = "foxjit_heads_seq_backward";
-    foxjit_status st = fj_perc_begin(op, rt, a);
-    return st ? st : backward(rt, op, a, 0, stream);
+    return backward(rt, "foxjit_heads_seq_backward", a, NULL, stream);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_backward_saved(foxjit_runtime *rt,
@@ -429,13 +419,8 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward_saved(foxjit_runtime *rt,
                                                          CUdeviceptr saved, size_t saved_bytes,
                                                          CUstream stream)
 {
-    const char *op = "foxjit_heads_seq_backward_saved";
-    foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, a)) || (st = check_dims(op, a->batch, a->steps, a->d, a->e,
-                                                               a->h)) ||
-        (st = check_saved(op, a, saved, saved_bytes)))
-        return st;
-    return backward(rt, op, a, saved, stream);
+    return backward(rt, "foxjit_heads_seq_backward_saved", a, &(save_buf){saved, saved_bytes},
+                    stream);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h)

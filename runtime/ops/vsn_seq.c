@@ -116,14 +116,8 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_workspace_size(foxjit_runtime *rt, int b
 {
     const char *op = "foxjit_vsn_seq_workspace_size";
     foxjit_status st;
-    if (bytes)
-        *bytes = 0;
-    if ((st = fj_perc_begin(op, rt, rt)))
-        return st;
-    if (!bytes)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL; pass a size_t to "
-                       "receive the workspace size", op);
-    if ((st = check_dims(op, batch, t, f)))
+    if ((st = fj_perc_size_query(op, rt, bytes, "workspace size")) ||
+        (st = check_dims(op, batch, t, f)))
         return st;
     *bytes = plan_of(batch, t, f).bytes;
     return FOXJIT_OK;
