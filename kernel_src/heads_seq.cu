@@ -260,7 +260,51 @@ FJ_DEVICE void hs_pq_finish(hs_rows_smem &sm)
     }
 }
 
-// dw_skip's tile partial with x read straight from memory (no staging):
+// dw_skip's partial for the columns k0 .. k0 + BKR - 1 of a staged chunk xc
+// of x (LX layout, zeros past the tile's rows and past D): column k0 + kk is
+// the sum over the tile's rows of dl x, HQ threads a column, each a strided
+// share of the rows, then a fixed xor tree over those HQ lanes.
+FJ_DEVICE void hs_dw_skip_chunk(const hs_rows_smem &sm, int k0, const float *xc, float *pv)
+{
+    const int kk = threadIdx.x / HQ, q = threadIdx.x % HQ;
+    float v = 0.0f;
+    for (int r = q; r < TM; r += HQ)
+        v = fmaf(sm.dl[r], xc[LX::at(kk, r)], v);
+#pragma unroll
+    for (int o = HQ / 2; o > 0; o >>= 1)
+        v += __shfl_xor_sync(FJ_FULL_MASK, v, o);
+    if (q == 0 && k0 + kk < D)
+        pv[2 * E + k0 + kk] = v;
+}
+
+// The same partials for every column when no product stages x (the saved
+// backward), on tensor-core builds: x's chunks copied into the staging area
+// (sm.st, free then) by cp.async, as many at once as fit, 16-byte copies of
+// whole rows (coalesced), then hs_dw_skip_chunk on each in chunk order: the
+// bits of the plain path's hook. Leaves without a barrier.
+template <typename GetX>
+FJ_DEVICE void hs_dw_skip_staged(hs_rows_smem &sm, GetX get_x, float *pv)
+{
+    constexpr int CH = fj_cdiv(D, BKR);
+    constexpr int FIT = (int)(sizeof(sm.st) / sizeof(float)) / LX::SIZE;
+    static_assert(FIT >= 1, "one chunk of x fits the staging area");
+    float *buf = reinterpret_cast<float *>(&sm.st);
+    for (int c0 = 0; c0 < CH; c0 += FIT) {
+        const int n = fj_min(FIT, CH - c0);
+        if (c0 > 0)
+            __syncthreads();  // the previous round's chunks are read
+        for (int c = 0; c < n; c++)
+            tg_async_stage<BKR, TM, true>::issue(get_x, (c0 + c) * BKR, buf + c * LX::SIZE);
+        tg_cp_commit();
+        tg_cp_wait_all();
+        __syncthreads();
+        for (int c = 0; c < n; c++)
+            hs_dw_skip_chunk(sm, (c0 + c) * BKR, buf + c * LX::SIZE, pv);
+    }
+}
+
+// dw_skip's tile partial with x read straight from memory (no staging; the
+// saved backward on SIMT builds, which have no cp.async):
 // column k's sum is the one the staged hook of hs_rows forms, in the same
 // order (Q = HQ lanes a column, rows q, q + HQ, ... of the tile, zeros past
 // the rows and columns, then the same xor tree), so the bits are the same.
@@ -368,24 +412,17 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                 skip += v;
             }
         } else {
-            // dw_skip[k] partial = sum over the tile's rows of dl x[k]: Q
-            // threads a column, each a strided share of the rows, then a
-            // fixed xor tree over those Q lanes (hs_dw_skip_direct: the same
-            // sums).
-            const int kk = tid / HQ, q = tid % HQ;
-            float v = 0.0f;
-            for (int r = q; r < TM; r += HQ)
-                v = fmaf(sm.dl[r], xc[LX::at(kk, r)], v);
-#pragma unroll
-            for (int o = HQ / 2; o > 0; o >>= 1)
-                v += __shfl_xor_sync(FJ_FULL_MASK, v, o);
-            if (q == 0 && k0 + kk < D)
-                pv[2 * E + k0 + kk] = v;
+            // dw_skip[k] partial = sum over the tile's rows of dl x[k]
+            // (hs_dw_skip_staged and hs_dw_skip_direct form the same sums)
+            hs_dw_skip_chunk(sm, k0, xc, pv);
         }
     };
     if constexpr (kSaved) {
-        // A is in the save: no product, and dw_skip's sums straight from x.
-        hs_dw_skip_direct(sm, x, nrows, pv);
+        // A is in the save: no product, and dw_skip's sums from x alone.
+        if constexpr (TCR)
+            hs_dw_skip_staged(sm, get_x, pv);
+        else
+            hs_dw_skip_direct(sm, x, nrows, pv);
     } else {
         tg_gemm<true, BKR, true, true>(t, D, get_x, sm.st.x, 0, get_w1, sm.st.w, hook);
     }
