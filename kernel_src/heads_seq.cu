@@ -36,7 +36,8 @@
 //   next kernel's tickets.
 // heads_seq_rows_saved  the same with A, p, q, bp and bq read from the
 //   forward's save instead of recomputed: no product, and dw_skip's sums
-//   read x directly in the order the staged chunks give them. A saved value
+//   from x's chunks staged alone (hs_dw_skip_staged), with the plain path's
+//   hook body (SIMT builds: loaded directly, in the same order). A saved value
 //   has the bits the product gives again (the same code on the same row), so
 //   every result is bitwise the same as heads_seq_rows'.
 // heads_seq_grads    a 1-D grid of three kinds of blocks:
