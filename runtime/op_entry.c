@@ -152,6 +152,20 @@ foxjit_status fj_op_begin(const char *entry, const foxjit_runtime *rt)
     return FOXJIT_OK;
 }
 
+foxjit_status fj_size_query_begin(const char *entry, const foxjit_runtime *rt, size_t *bytes,
+                                  const char *what)
+{
+    if (bytes)
+        *bytes = 0;
+    foxjit_status st = fj_op_begin(entry, rt);
+    if (st != FOXJIT_OK)
+        return st;
+    if (!bytes)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL; pass a size_t to "
+                       "receive the %s", entry, what);
+    return FOXJIT_OK;
+}
+
 /* The values inside the op's limits, then the variants they use. */
 static int variants_of(const foxjit_runtime *rt, const fj_op *op, const int64_t *values,
                        const char *entry, fj_variant *v, foxjit_status *st)

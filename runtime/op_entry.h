@@ -56,6 +56,12 @@ foxjit_status fj_check_size(const char *op, const char *name, int64_t v, int64_t
  * name, e.g. "foxjit_cfc_prepare"). */
 foxjit_status fj_op_begin(const char *entry, const foxjit_runtime *rt);
 
+/* The start of a size query (a workspace's or a save's): *bytes zeroed
+ * first, so that a failed query leaves 0, then fj_op_begin, then a NULL
+ * bytes refused. `what` names the size in the message ("workspace size"). */
+foxjit_status fj_size_query_begin(const char *entry, const foxjit_runtime *rt, size_t *bytes,
+                                  const char *what);
+
 /* An op's prepare: the runtime, values (one per key of op) inside the
  * op's limits, the context, then every variant op->variants() gives for
  * them compiled and loaded. */

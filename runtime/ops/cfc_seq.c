@@ -167,7 +167,7 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_workspace_size(foxjit_runtime *rt, int b
 {
     const char *op = "foxjit_cfc_seq_workspace_size";
     foxjit_status st;
-    if ((st = fj_perc_size_query(op, rt, bytes, "workspace size")) ||
+    if ((st = fj_size_query_begin(op, rt, bytes, "workspace size")) ||
         (st = check_dims(op, batch, k, n_in, n_hid)))
         return st;
     *bytes = layout_of(batch, k, n_in, n_hid).bytes;

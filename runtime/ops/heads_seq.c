@@ -142,7 +142,7 @@ FOXJIT_API foxjit_status foxjit_heads_seq_saved_size(foxjit_runtime *rt, int bat
 {
     const char *op = "foxjit_heads_seq_saved_size";
     foxjit_status st;
-    if ((st = fj_perc_size_query(op, rt, bytes, "save's size")) ||
+    if ((st = fj_size_query_begin(op, rt, bytes, "save's size")) ||
         (st = check_dims(op, batch, steps, d, e, h)))
         return st;
     *bytes = saved_bytes_of(batch, steps, e, h);
@@ -184,7 +184,7 @@ FOXJIT_API foxjit_status foxjit_heads_seq_workspace_size(foxjit_runtime *rt, int
 {
     const char *op = "foxjit_heads_seq_workspace_size";
     foxjit_status st;
-    if ((st = fj_perc_size_query(op, rt, bytes, "workspace size")) ||
+    if ((st = fj_size_query_begin(op, rt, bytes, "workspace size")) ||
         (st = check_dims(op, batch, steps, d, e, h)))
         return st;
     *bytes = plan_of(batch, steps, d, e, h).bytes;

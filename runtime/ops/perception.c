@@ -31,20 +31,6 @@ foxjit_status fj_perc_begin(const char *op, const foxjit_runtime *rt, const void
     return FOXJIT_OK;
 }
 
-foxjit_status fj_perc_size_query(const char *op, const foxjit_runtime *rt, size_t *bytes,
-                                 const char *what)
-{
-    if (bytes)
-        *bytes = 0;
-    foxjit_status st = fj_perc_begin(op, rt, rt);
-    if (st)
-        return st;
-    if (!bytes)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL; pass a size_t to "
-                       "receive the %s", op, what);
-    return FOXJIT_OK;
-}
-
 foxjit_status fj_perc_stride(const char *op, const char *name, int64_t stride, int64_t width,
                              long long *out)
 {

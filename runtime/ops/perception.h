@@ -80,11 +80,6 @@ foxjit_status fj_attn_pool_check_backward(const char *op, const foxjit_runtime *
 
 /* NULL runtime / NULL args; clears the thread's message first. */
 foxjit_status fj_perc_begin(const char *op, const foxjit_runtime *rt, const void *args);
-/* The start of a size query (workspace or save): *bytes zeroed first so a
- * failed query leaves 0, then a NULL runtime or a NULL bytes refused. `what`
- * names the size in the message ("workspace size"). */
-foxjit_status fj_perc_size_query(const char *op, const foxjit_runtime *rt, size_t *bytes,
-                                 const char *what);
 /* A stride of a tensor whose rows are `width` floats: 0 = dense (width),
  * else >= width. Writes the effective stride. */
 foxjit_status fj_perc_stride(const char *op, const char *name, int64_t stride, int64_t width,

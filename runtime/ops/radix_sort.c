@@ -132,16 +132,9 @@ FOXJIT_API foxjit_status foxjit_radix_sort_pairs_workspace_size(foxjit_runtime *
                                                                 size_t *bytes)
 {
     const char *op = "foxjit_radix_sort_pairs_workspace_size";
-    fj_clear_error();
-    if (bytes)
-        *bytes = 0;
-    if (!rt)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
-    if (!bytes)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL", op);
-    foxjit_status st = check_shape(op, n, begin_bit, end_bit);
-    if (st != FOXJIT_OK)
+    foxjit_status st;
+    if ((st = fj_size_query_begin(op, rt, bytes, "workspace size")) != FOXJIT_OK ||
+        (st = check_shape(op, n, begin_bit, end_bit)) != FOXJIT_OK)
         return st;
     *bytes = fj_radix_sort_workspace_tuned(n, begin_bit, end_bit, &fj_radix_default_tuning);
     return FOXJIT_OK;

@@ -72,16 +72,9 @@ FOXJIT_API foxjit_status foxjit_rank_normalize_workspace_size(foxjit_runtime *rt
                                                               size_t *bytes)
 {
     const char *op = "foxjit_rank_normalize_workspace_size";
-    fj_clear_error();
-    if (bytes)
-        *bytes = 0;
-    if (!rt)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
-                       "%s: runtime is NULL; create one with foxjit_runtime_create()", op);
-    if (!bytes)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL", op);
     foxjit_status st;
-    if ((st = fj_check_size(op, "n", n, FJ_RADIX_MAX_N)) != FOXJIT_OK ||
+    if ((st = fj_size_query_begin(op, rt, bytes, "workspace size")) != FOXJIT_OK ||
+        (st = fj_check_size(op, "n", n, FJ_RADIX_MAX_N)) != FOXJIT_OK ||
         (st = check_ties(op, ties)) != FOXJIT_OK)
         return st;
     *bytes = fj_rank_workspace_tuned(n, &fj_radix_default_tuning);

@@ -116,7 +116,7 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_workspace_size(foxjit_runtime *rt, int b
 {
     const char *op = "foxjit_vsn_seq_workspace_size";
     foxjit_status st;
-    if ((st = fj_perc_size_query(op, rt, bytes, "workspace size")) ||
+    if ((st = fj_size_query_begin(op, rt, bytes, "workspace size")) ||
         (st = check_dims(op, batch, t, f)))
         return st;
     *bytes = plan_of(batch, t, f).bytes;

@@ -201,6 +201,65 @@ static void test_vsn_and_attn_args(void **state)
 /* The sequence ops' aliasing rule: an output equal to an input or to
  * another output is refused, naming both; 0 pointers ("not given") never
  * collide. */
+/* The sequence ops' size queries: *bytes is 0 after any failure, a NULL
+ * runtime or bytes is refused with a message, dims are checked, and the
+ * save's size is the documented layout (A [R, ldw], then SPQ = 2 NP + 4
+ * floats a head). cfc_seq's valid query reads the runtime's SM count, so
+ * only its failures run here (gpu_bad_input covers the rest). */
+static void test_size_queries(void **state)
+{
+    (void)state;
+    size_t bytes = 77;
+    expect(foxjit_heads_seq_saved_size(NULL, 32, 64, 128, 64, 5, &bytes),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "runtime is NULL");
+    assert_int_equal(bytes, 0);
+    expect(foxjit_heads_seq_saved_size(fake_rt, 32, 64, 128, 64, 5, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "bytes is NULL; pass a size_t to receive the save's size");
+    bytes = 77;
+    expect(foxjit_heads_seq_saved_size(fake_rt, 0, 64, 128, 64, 5, &bytes),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "batch is 0");
+    assert_int_equal(bytes, 0);
+    bytes = 77;
+    expect(foxjit_heads_seq_workspace_size(fake_rt, 32, 64, 128, FJ_PERC_MAX_E + 1, 5, &bytes),
+           FOXJIT_ERROR_UNSUPPORTED, "e is");
+    assert_int_equal(bytes, 0);
+    expect(foxjit_heads_seq_workspace_size(fake_rt, 32, 64, 128, 64, 5, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "receive the workspace size");
+    bytes = 77;
+    expect(foxjit_vsn_seq_workspace_size(NULL, 32, 64, 40, &bytes), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "runtime is NULL");
+    assert_int_equal(bytes, 0);
+    expect(foxjit_vsn_seq_workspace_size(fake_rt, 32, 64, 40, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+    bytes = 77;
+    expect(foxjit_vsn_seq_workspace_size(fake_rt, 32, -1, 40, &bytes),
+           FOXJIT_ERROR_INVALID_ARGUMENT, NULL);
+    assert_int_equal(bytes, 0);
+    bytes = 77;
+    expect(foxjit_cfc_seq_workspace_size(NULL, 32, 64, 40, 128, &bytes),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "runtime is NULL");
+    assert_int_equal(bytes, 0);
+    expect(foxjit_cfc_seq_workspace_size(fake_rt, 32, 64, 40, 128, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "receive the workspace size");
+    bytes = 77;
+    expect(foxjit_cfc_seq_workspace_size(fake_rt, 32, 64, 40, FJ_PERC_MAX_N_HID + 1, &bytes),
+           FOXJIT_ERROR_UNSUPPORTED, NULL);
+    assert_int_equal(bytes, 0);
+
+    /* Valid queries that need no device. R = 2048 rows, ldw = H*E = 320,
+     * NP = 64: (2048 * 320 + 5 * 132) floats. */
+    expect(foxjit_heads_seq_saved_size(fake_rt, 32, 64, 128, 64, 5, &bytes), FOXJIT_OK, NULL);
+    assert_int_equal(bytes, (2048 * 320 + 5 * 132) * sizeof(float));
+    /* E = 17: rows padded to 4 floats (H * E = 51 -> 52), NP = 32. */
+    expect(foxjit_heads_seq_saved_size(fake_rt, 3, 7, 40, 17, 3, &bytes), FOXJIT_OK, NULL);
+    assert_int_equal(bytes, (21 * 52 + 3 * 68) * sizeof(float));
+    size_t ws = 0;
+    expect(foxjit_heads_seq_workspace_size(fake_rt, 32, 64, 128, 64, 5, &ws), FOXJIT_OK, NULL);
+    assert_true(ws >= 2048 * 320 * sizeof(float)); /* dA alone */
+    expect(foxjit_vsn_seq_workspace_size(fake_rt, 32, 64, 40, &ws), FOXJIT_OK, NULL);
+    assert_true(ws > 0);
+}
+
 static void test_distinct_all(void **state)
 {
     (void)state;
@@ -316,7 +375,7 @@ int main(void)
         cmocka_unit_test(test_cfc_args),         cmocka_unit_test(test_heads_args),
         cmocka_unit_test(test_vsn_and_attn_args), cmocka_unit_test(test_limits_and_table),
         cmocka_unit_test(test_launch_shapes),    cmocka_unit_test(test_manifest_lines),
-        cmocka_unit_test(test_distinct_all),
+        cmocka_unit_test(test_distinct_all),     cmocka_unit_test(test_size_queries),
     };
     return cmocka_run_group_tests_name("unit/perception_args", tests, NULL, NULL);
 }
