@@ -225,16 +225,28 @@ FJ_DEVICE void hs_load4(const float *w, int row, int hh, int n0, float (&v)[4])
 FJ_DEVICE void hs_pq_start(hs_rows_smem &sm, const hs_params &p, int hh)
 {
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const float *w2 = p.w2 + (long long)hh * E * E;
     for (int j = tid; j < PQG * 2 * NP; j += NT) {
         const int grp = j / (2 * NP), which = j / NP % 2, k = j % NP;
-        const float *wv = (which ? p.w_gate : p.w_main) + hh * E;
-        const int i0 = grp * PQI, i1 = fj_min(E, i0 + PQI);
+        const int i0 = grp * PQI, n = fj_min(E - i0, PQI);
         float v = 0.0f;
         if (k < E) {
-#pragma unroll 8
-            for (int i = i0; i < i1; i++)
-                v = fmaf(__ldg(w2 + i * E + k), __ldg(wv + i), v);
+            // W2[hh] down column k and the head's w_main or w_gate, from row
+            // i0 (64-bit address arithmetic for each load was most of this
+            // loop's instructions).
+            const float *wc = p.w2 + ((long long)hh * E + i0) * E + k;
+            const float *wv = (which ? p.w_gate : p.w_main) + hh * E + i0;
+            // Runs of 8 rows from pointers stepped once a run (the loads'
+            // addresses are then the pointers plus constants), the rest one
+            // by one: the same FMA chain over i in order.
+            int i = 0;
+#pragma unroll 1
+            for (; i + 8 <= n; i += 8, wc += 8 * E, wv += 8) {
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    v = fmaf(__ldg(wc + u * E), __ldg(wv + u), v);
+            }
+            for (; i < n; i++, wc += E, wv++)
+                v = fmaf(__ldg(wc), __ldg(wv), v);
         }
         sm.pq_part[grp][which][k] = v;
     }
@@ -406,7 +418,7 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
                 float v = 0.0f;
 #pragma unroll
                 for (int kk = q; kk < BKR; kk += QS)
-                    if (k0 + kk < D)
+                    if (D % BKR == 0 || k0 + kk < D)  // no check when D fills every chunk
                         v = fmaf(sm.wsk[k0 + kk], xc[LX::at(kk, r)], v);
                 v += __shfl_xor_sync(FJ_FULL_MASK, v, 1);
                 v += __shfl_xor_sync(FJ_FULL_MASK, v, 2);
