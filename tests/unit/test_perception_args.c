@@ -198,14 +198,10 @@ static void test_vsn_and_attn_args(void **state)
            FOXJIT_ERROR_UNSUPPORTED, "h = 9");
 }
 
-/* The sequence ops' aliasing rule: an output equal to an input or to
- * another output is refused, naming both; 0 pointers ("not given") never
- * collide. */
 /* The sequence ops' size queries: *bytes is 0 after any failure, a NULL
  * runtime or bytes is refused with a message, dims are checked, and the
  * save's size is the documented layout (A [R, ldw], then SPQ = 2 NP + 4
- * floats a head). cfc_seq's valid query reads the runtime's SM count, so
- * only its failures run here (gpu_bad_input covers the rest). */
+ * floats a head). No query reads the runtime past its NULL check. */
 static void test_size_queries(void **state)
 {
     (void)state;
@@ -258,8 +254,14 @@ static void test_size_queries(void **state)
     assert_true(ws >= 2048 * 320 * sizeof(float)); /* dA alone */
     expect(foxjit_vsn_seq_workspace_size(fake_rt, 32, 64, 40, &ws), FOXJIT_OK, NULL);
     assert_true(ws > 0);
+    ws = 0;
+    expect(foxjit_cfc_seq_workspace_size(fake_rt, 32, 64, 40, 128, &ws), FOXJIT_OK, NULL);
+    assert_true(ws >= 2048 * 128 * sizeof(float)); /* d_pre alone */
 }
 
+/* The sequence ops' aliasing rule: an output equal to an input or to
+ * another output is refused, naming both; 0 pointers ("not given") never
+ * collide. */
 static void test_distinct_all(void **state)
 {
     (void)state;
