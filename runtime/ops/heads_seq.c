@@ -74,6 +74,10 @@ int fj_heads_seq_variant(int d, int e, int h, int cc, fj_variant *v, char *why, 
     return 0;
 }
 
+/* Floats a row of dA (the workspace) and of A (the save) takes: H * E
+ * rounded up to 4, so rows are 16-byte aligned (LDW in the kernel). */
+static size_t ldw_of(int e, int h) { return ((size_t)h * (size_t)e + 3) / 4 * 4; }
+
 /* Everything the launches and the workspace depend on, from the dims. */
 typedef struct plan {
     int rows, tiles;           /* R = batch * steps; tiles of TM rows */
@@ -105,7 +109,7 @@ static plan plan_of(int batch, int steps, int d, int e, int h)
     p.pv = 2 * (size_t)e + (size_t)d + 3;
     p.nv = cdiv((long long)h * (long long)p.pv, NT);
     p.xn = cdiv(d, GT);
-    p.ldw = ((size_t)he + 3) / 4 * 4;
+    p.ldw = ldw_of(e, h);
     p.gps = GT * GT + GT;
     const size_t f = sizeof(float), rows = (size_t)p.rows;
     p.off_da = align256(((size_t)p.ng + 1) * sizeof(int)); /* tickets first */
@@ -133,8 +137,8 @@ static foxjit_status check_dims(const char *op, int batch, int steps, int d, int
  * bp, bq, padded to SPQ = 2 NP + 4 floats (kernel_src/heads_seq.cu). */
 static size_t saved_bytes_of(int batch, int steps, int e, int h)
 {
-    const size_t ldw = ((size_t)h * (size_t)e + 3) / 4 * 4, spq = 2 * (size_t)np_of(e) + 4;
-    return ((size_t)batch * (size_t)steps * ldw + (size_t)h * spq) * sizeof(float);
+    const size_t spq = 2 * (size_t)np_of(e) + 4;
+    return ((size_t)batch * (size_t)steps * ldw_of(e, h) + (size_t)h * spq) * sizeof(float);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_saved_size(foxjit_runtime *rt, int batch, int steps,
