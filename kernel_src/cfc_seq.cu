@@ -24,7 +24,8 @@
 //
 // A step of the recurrence is one matrix-vector product, a butterfly, the
 // element-wise update and one barrier; its per-element inputs from global
-// memory are loaded two steps ahead so that the step never waits on them.
+// memory are loaded ahead: forward, at the start of the step before (they
+// land while its product runs); backward, two steps ahead.
 //
 // Thread layout of the recurrence: SPLIT consecutive lanes share hidden
 // unit i (units i = tid / SPLIT + (THREADS / SPLIT) q), lane s holding the
@@ -322,11 +323,13 @@ FJ_DEVICE void forward_rows(const float *__restrict__ w_in, const float *__restr
     Items<R> it;
     it.init(ul, s, nb);
     constexpr int P = Items<R>::P;
-    // A step's pin and decay are loaded two steps ahead, at the end of the
-    // step that last used the same registers (two sets, the loop unrolled
-    // by two): a global load then has a whole step to land before its use,
-    // and no register copy waits on it. This block wrote them in this
-    // launch: plain loads (u and h are not const restrict), not the
+    // A step's pin and decay are loaded at the start of the step before it,
+    // into the other of two sets of registers (the loop unrolled by two):
+    // they land while that step's product runs. Not two steps ahead at the
+    // end of a step: ptxas waits for loads by counters they share, and its
+    // wait for those values, placed at the top of a step, then also waited
+    // for the loads issued just before the barrier. This block wrote them
+    // in this launch: plain loads (u and h are not const restrict), not the
     // read-only path.
     struct Ahead {
         float pin[P], dec[P];
@@ -344,10 +347,10 @@ FJ_DEVICE void forward_rows(const float *__restrict__ w_in, const float *__restr
             }
     };
     prefetch(0, fa);
-    if (k > 1)
-        prefetch(1, fb);
     __syncthreads();
-    auto step = [&](int t, Ahead &f) {
+    auto step = [&](int t, Ahead &f, Ahead &g) {
+        if (t + 1 < k)
+            prefetch(t + 1, g);
         const float *hc = hs + (t & 1) * R * NP;
         float *hn = hs + ((t & 1) ^ 1) * R * NP;
         float out[UPT][R];
@@ -365,14 +368,12 @@ FJ_DEVICE void forward_rows(const float *__restrict__ w_in, const float *__restr
                 u[o] = ui;
                 h[o] = hv;
             }
-        if (t + 2 < k)
-            prefetch(t + 2, f);
         __syncthreads();  // h_t complete; the other buffer is free again
     };
     for (int t = 0; t < k; t += 2) {
-        step(t, fa);
+        step(t, fa, fb);
         if (t + 1 < k)
-            step(t + 1, fb);
+            step(t + 1, fb, fa);
     }
 }
 
@@ -596,11 +597,12 @@ FJ_DEVICE void grads_tile(GradSmem &sm, int chunk_index, int tile, const float *
 {
     const int i0 = tile / TILES_J * GT, j0 = tile % TILES_J * GT;
     const int c0 = chunk_index * chunk, kr = fj_min(chunk, m_rows - c0);
-    auto get_a = [&](int kk, int w) {
-        const int i = i0 + w;
-        return kk < kr && i < N_HID ? tg_in(dpre + (long long)(c0 + kk) * N_HID + i, N_HID - i)
-                                    : tg_out();
-    };
+    const auto get_a = tg_lines(
+        [&](int w) {
+            const int i = i0 + w;
+            return i < N_HID ? tg_in(dpre + (long long)c0 * N_HID + i, N_HID - i) : tg_out();
+        },
+        N_HID, kr);
     auto get_b = [&](int kk, int w) {
         const int j = j0 + w, row = c0 + kk;
         if (kk >= kr || j >= GW)
@@ -671,12 +673,10 @@ FJ_DEVICE void dx_tile(GradSmem &sm, int blk, const float *__restrict__ w_in,
 {
     const int row0 = blk / DX_TILES_J * GT, k0 = blk % DX_TILES_J * GT;
     const int nrows = fj_min(GT, m_rows - row0);
-    auto get_a = [&](int i, int r) {
-        return r < nrows ? tg_in(dpre + (long long)(row0 + r) * N_HID + i, N_HID - i) : tg_out();
-    };
-    auto get_b = [&](int i, int n) {
-        return i < N_HID ? tg_in(w_in + i * N_IN + k0 + n, N_IN - k0 - n) : tg_out();
-    };
+    const auto get_a = tg_rows([&](int r) {
+        return r < nrows ? tg_in(dpre + (long long)(row0 + r) * N_HID, N_HID) : tg_out();
+    });
+    const auto get_b = tg_lines([&](int n) { return tg_in(w_in + k0 + n, N_IN - k0 - n); }, N_IN, N_HID);
     GradTile t;
     tg_gemm<true, BKG, true, false>(t, N_HID, get_a, sm.a, 0, get_b, sm.b, tg_no_hook());
 #pragma unroll

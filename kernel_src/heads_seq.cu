@@ -302,12 +302,13 @@ FJ_DEVICE void hs_dw_skip_staged(hs_rows_smem &sm, GetX get_x, float *pv)
     constexpr int FIT = (int)(sizeof(sm.st) / sizeof(float)) / LX::SIZE;
     static_assert(FIT >= 1, "one chunk of x fits the staging area");
     float *buf = reinterpret_cast<float *>(&sm.st);
+    const tg_async_src<BKR, TM, true, GetX> src(get_x);
     for (int c0 = 0; c0 < CH; c0 += FIT) {
         const int n = fj_min(FIT, CH - c0);
         if (c0 > 0)
             __syncthreads();  // the previous round's chunks are read
         for (int c = 0; c < n; c++)
-            tg_async_stage<BKR, TM, true>::issue(get_x, (c0 + c) * BKR, buf + c * LX::SIZE);
+            src.issue((c0 + c) * BKR, buf + c * LX::SIZE);
         tg_cp_commit();
         tg_cp_wait_all();
         __syncthreads();
@@ -403,8 +404,12 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
 
     // ---- A = X W1[h]^T (+ b1), ETA = ELU(A) ----
     const float *w1 = p.w1 + (long long)hh * E * D;
-    auto get_x = [&](int k, int r) { return r < nrows ? tg_in(x + sm.rx[r] + k, D - k) : tg_out(); };
-    auto get_w1 = [&](int k, int n) { return n < E ? tg_in(w1 + n * D + k, D - k) : tg_out(); };
+    // The product's operands by rows (tg_rows): each copy's source is kept
+    // from chunk to chunk. heads_seq_rows asks for x's per copy instead: with
+    // both kept its registers spill (64 a thread; ptxas at the trainer's dims).
+    const auto get_x =
+        tg_rows<!kBwd || kSaved>([&](int r) { return r < nrows ? tg_in(x + sm.rx[r], D) : tg_out(); });
+    const auto get_w1 = tg_rows([&](int n) { return n < E ? tg_in(w1 + n * D, D) : tg_out(); });
     // Forward: s = w_skip . x of row tid / QS (lane tid % QS == 0), a chunk
     // at a time: QS lanes a row, each a strided share of the chunk, a fixed
     // xor tree, then added to the row's sum in chunk order.
@@ -734,17 +739,22 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
         const int c0 = chunk * chunk_rows, K = fj_min(chunk_rows, R - c0);
         // dW1 [H*E, D] = dA^T X, db1 = column sums of dA
         const int m0 = gt / G1N * GT, n0 = gt % G1N * GT;
-        auto get_a = [&](int k, int m) {
-            return k < K ? tg_in(ws.da + (long long)(c0 + k) * LDW + m0 + m, HE - m0 - m)
-                         : tg_out();
+        const auto get_a = tg_lines(
+            [&](int m) { return tg_in(ws.da + (long long)c0 * LDW + m0 + m, HE - m0 - m); }, LDW, K);
+        auto tile = [&](auto get_b) {
+            hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
+                           g.w1 + (long long)m0 * D + n0, D, fj_min(GT, HE - m0),
+                           fj_min(GT, D - n0), g.b1 + m0, grad_acc);
         };
-        auto get_b = [&](int k, int n) {
-            return k < K ? tg_in(x + hs_off(c0 + k, steps, xs, xss) + n0 + n, D - n0 - n)
-                         : tg_out();
-        };
-        hs_weight_tile(sm, ws, gt, chunk, chunks, K, get_a, get_b, n0 == 0,
-                       g.w1 + (long long)m0 * D + n0, D, fj_min(GT, HE - m0),
-                       fj_min(GT, D - n0), g.b1 + m0, grad_acc);
+        // x's rows back to back (the trainer's states): lines xss apart, kept
+        // from chunk to chunk; else each copy finds its row (b, s).
+        if (xs == (long long)steps * xss)
+            tile(tg_lines([&](int n) { return tg_in(x + c0 * xss + n0 + n, D - n0 - n); }, xss, K));
+        else
+            tile([&](int k, int n) {
+                return k < K ? tg_in(x + hs_off(c0 + k, steps, xs, xss) + n0 + n, D - n0 - n)
+                             : tg_out();
+            });
         return;
     }
     bid -= NG * chunks;
@@ -762,12 +772,10 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
     }
     // (tg_gemm's first barrier publishes sm.dl and sm.off)
     tg_tile<GT, GT> t;
-    auto get_a = [&](int k, int r) {
-        return r < nrows ? tg_in(ws.da + (long long)(row0 + r) * LDW + k, HE - k) : tg_out();
-    };
-    auto get_b = [&](int k, int n) {
-        return k < HE ? tg_in(p.w1 + (long long)k * D + n0 + n, D - n0 - n) : tg_out();
-    };
+    const auto get_a = tg_rows([&](int r) {
+        return r < nrows ? tg_in(ws.da + (long long)(row0 + r) * LDW, HE) : tg_out();
+    });
+    const auto get_b = tg_lines([&](int n) { return tg_in(p.w1 + n0 + n, D - n0 - n); }, D, HE);
     tg_gemm<true, BKG, true, false>(t, HE, get_a, sm.a, 0, get_b, sm.b, tg_no_hook());
 #pragma unroll
     for (int i = 0; i < 4; i++)

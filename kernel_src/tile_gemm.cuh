@@ -487,6 +487,171 @@ struct tg_async_stage {
     }
 };
 
+// A source of along-k operand chunks for tg_gemm's tensor-core staging.
+// From a getter (get(k, w), any operand): each copy asks it for its run.
+template <int BK, int W, bool kAlongK, typename Get>
+struct tg_async_src {
+    Get get;
+    FJ_DEVICE explicit tg_async_src(Get g) : get(g) {}
+    FJ_DEVICE void issue(int k0, float *s) const
+    {
+        tg_async_stage<BK, W, kAlongK>::issue(get, k0, s);
+    }
+};
+
+// An operand contiguous along k given by its rows (tg_rows): row(w) is the
+// run of row w from k = 0 (n <= 0: the row is outside the operand), and
+// element (k, w) is row(w).p + k, inside while k < row(w).n. It is also a
+// getter (for the SIMT staging, and for the tensor-core staging when not
+// kKeep: the kept sources cost registers, PER 64-bit pointers and ints).
+template <typename Row, bool kKeep>
+struct tg_rows_get {
+    Row row;
+    FJ_DEVICE tg_run operator()(int k, int w) const
+    {
+        const tg_run r = row(w);
+        return k < r.n ? tg_in(r.p + k, r.n - k) : tg_out();
+    }
+};
+template <bool kKeep = true, typename Row>
+FJ_DEVICE tg_rows_get<Row, kKeep> tg_rows(Row row)
+{
+    return {row};
+}
+
+// Such an operand's chunks: a thread's copies keep their k within the chunk
+// (BK / 4 divides the block) and their rows from chunk to chunk, so each
+// copy's run is asked for once per tile, kept in registers, and advanced
+// by k0: a chunk's copy is an add, a compare and the cp.async, where a
+// getter per copy costs some 25 instructions (its address arithmetic and
+// branches). The copies are those tg_async_stage makes: the same chunks.
+template <int BK, int W, typename Row>
+struct tg_async_src<BK, W, true, tg_rows_get<Row, true>> {
+    using L = tg_layout<true, BK, W, true>;
+    static constexpr int KG = BK / 4;  // runs across a chunk's k
+    static constexpr int G = BK * W / 4, PER = fj_cdiv(G, TG_THREADS);
+    static constexpr int WQ = TG_THREADS / KG;  // rows between a thread's copies
+    static_assert(BK % 4 == 0 && W % 4 == 0 && TG_THREADS % KG == 0, "runs of 4 a thread");
+    const float *p[PER];  // the copy's source at k0 = 0
+    int n[PER];           // its run's length there (<= 0: zeros)
+    int d;                // the first copy's place in a buffer
+
+    FJ_DEVICE explicit tg_async_src(tg_rows_get<Row, true> get)
+    {
+        const int kk = 4 * ((int)threadIdx.x % KG), w0 = (int)threadIdx.x / KG;
+        d = L::at(kk, w0);
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            const tg_run r = w0 + q * WQ < W ? get.row(w0 + q * WQ) : tg_out();
+            p[q] = kk < r.n ? r.p + kk : r.p;
+            n[q] = r.n - kk;
+        }
+    }
+    FJ_DEVICE void issue(int k0, float *s) const
+    {
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            if (G % TG_THREADS != 0 && (int)threadIdx.x + q * TG_THREADS >= G)
+                break;
+            float *dst = s + d + q * WQ * L::LD;
+            const int m = n[q] - k0;
+            const float *src = p[q] + k0;
+            if (m >= 4 && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+                tg_cp16(dst, src);
+            } else if (m <= 0) {
+                *reinterpret_cast<float4 *>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    if (j < m)
+                        tg_cp4(dst + j, src + j);
+                    else
+                        dst[j] = 0.0f;
+                }
+            }
+        }
+    }
+};
+
+// An operand contiguous along w whose lines (its k's) lie ld floats apart
+// (tg_lines): line(w) is the run of line 0 from w, as get(0, w) would give
+// it, and element (k, w) is line(w).p + k * ld, inside while k < kn and
+// inside line(w)'s run. It is also a getter, like tg_rows_get.
+template <typename Line, bool kKeep>
+struct tg_lines_get {
+    Line line;
+    long long ld;
+    int kn;
+    FJ_DEVICE tg_run operator()(int k, int w) const
+    {
+        if (k >= kn)
+            return tg_out();
+        const tg_run r = line(w);
+        return r.n > 0 ? tg_in(r.p + k * ld, r.n) : tg_out();
+    }
+};
+template <bool kKeep = true, typename Line>
+FJ_DEVICE tg_lines_get<Line, kKeep> tg_lines(Line line, long long ld, int kn)
+{
+    return {line, ld, kn};
+}
+
+// Such an operand's chunks: a thread's copies keep their w (W / 4 divides
+// the block) and so their run's length and alignment; only the line moves,
+// ld a k. The run is asked for once per tile; a chunk's copy is then an add,
+// a compare and the cp.async. The same copies as tg_async_stage's.
+template <int BK, int W, typename Line>
+struct tg_async_src<BK, W, false, tg_lines_get<Line, true>> {
+    using L = tg_layout<true, BK, W, false>;
+    static constexpr int WG = W / 4;  // runs across a line of the chunk
+    static constexpr int G = BK * W / 4, PER = fj_cdiv(G, TG_THREADS);
+    static constexpr int KQ = TG_THREADS / WG;  // lines between a thread's copies
+    static_assert(BK % 4 == 0 && W % 4 == 0 && TG_THREADS % WG == 0, "runs of 4 a thread");
+    const float *p;  // the first copy's source at k0 = 0 (line k1)
+    long long ld;
+    int k1;    // the first copy's line in a chunk
+    int n;     // its run's length (<= 0: zeros)
+    int kn;
+    bool v16;  // the run takes whole 16-byte copies on every line
+    int d;     // the first copy's place in a buffer
+
+    FJ_DEVICE explicit tg_async_src(tg_lines_get<Line, true> get) : ld(get.ld), kn(get.kn)
+    {
+        const int w = 4 * ((int)threadIdx.x % WG);
+        k1 = (int)threadIdx.x / WG;
+        d = L::at(k1, w);
+        const tg_run r = get.line(w);
+        n = r.n;
+        p = r.n > 0 ? r.p + k1 * ld : r.p;
+        v16 = r.n >= 4 && (reinterpret_cast<unsigned long long>(p) & 15) == 0 && (ld & 3) == 0;
+    }
+    FJ_DEVICE void issue(int k0, float *s) const
+    {
+        const float *base = p + k0 * ld;
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            if (G % TG_THREADS != 0 && (int)threadIdx.x + q * TG_THREADS >= G)
+                break;
+            float *dst = s + d + q * KQ * L::LD;
+            const float *src = base + q * KQ * ld;
+            const bool in = k0 + k1 + q * KQ < kn && n > 0;
+            if (in && v16) {
+                tg_cp16(dst, src);
+            } else if (!in) {
+                *reinterpret_cast<float4 *>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    if (j < n)
+                        tg_cp4(dst + j, src + j);
+                    else
+                        dst[j] = 0.0f;
+                }
+            }
+        }
+    }
+};
+
 struct tg_no_get {
     FJ_DEVICE tg_run operator()(int, int) const { return tg_out(); }
 };
@@ -522,10 +687,12 @@ FJ_DEVICE void tg_gemm(Tile &t, int K, GetA getA, float *sa, int lda, GetB getB,
     if constexpr (Tile::TC) {
         // Two buffers: chunk c + 1 is copied while chunk c is multiplied; one
         // barrier a chunk (it also ends the reads of the buffer refilled next).
+        const tg_async_src<BK, Tile::TMO, kAAlongK, GetA> srcA(getA);
+        const tg_async_src<BK, Tile::NPO, kBAlongK, GetB> srcB(getB);
         auto issue = [&](int k0, int buf) {
             if constexpr (kStageA)
-                tg_async_stage<BK, Tile::TMO, kAAlongK>::issue(getA, k0, sa + buf * LA::SIZE);
-            tg_async_stage<BK, Tile::NPO, kBAlongK>::issue(getB, k0, sb + buf * LB::SIZE);
+                srcA.issue(k0, sa + buf * LA::SIZE);
+            srcB.issue(k0, sb + buf * LB::SIZE);
             tg_cp_commit();
         };
         __syncthreads();
