@@ -454,9 +454,11 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
     it.init(ul, s, nb);
     constexpr int P = Items<R>::P;
     float taui[P], carry[P], gsum[P], dec[P], sum_b[P], sum_t[P];
-    // Two steps ahead, as in the forward (fa: steps k-1, k-3, ...; fb: k-2,
-    // k-4, ...). The decay by the lane that then overwrites it with d_pre,
-    // written in this launch: a plain load (dpre is not const restrict).
+    // Two steps ahead, at the end of the step that last used the same
+    // registers (fa: steps k-1, k-3, ...; fb: k-2, k-4, ...); not as the
+    // forward does, see docs/results.md (thirteenth session). The decay by
+    // the lane that then overwrites it with d_pre, written in this launch:
+    // a plain load (dpre is not const restrict).
     struct Ahead {
         float dh[P], u[P], hp[P], dt[P], dec[P];
     } fa, fb;

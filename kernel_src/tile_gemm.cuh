@@ -555,6 +555,9 @@ struct tg_async_src<BK, W, true, tg_rows_get<Row, true>> {
                 break;
             float *dst = s + d + q * WQ * L::LD;
             const int m = n[q] - k0;
+            // src is used only inside the run (m > 0); outside it, it may
+            // point nowhere (the order of the tests below keeps the heads
+            // forward within its 64 registers).
             const float *src = p[q] + k0;
             if (m >= 4 && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
                 tg_cp16(dst, src);
@@ -597,9 +600,10 @@ FJ_DEVICE tg_lines_get<Line, kKeep> tg_lines(Line line, long long ld, int kn)
 }
 
 // Such an operand's chunks: a thread's copies keep their w (W / 4 divides
-// the block) and so their run's length and alignment; only the line moves,
-// ld a k. The run is asked for once per tile; a chunk's copy is then an add,
-// a compare and the cp.async. The same copies as tg_async_stage's.
+// the block) and so their run's length, and its alignment when ld is a
+// multiple of 4; only the line moves, ld a k. The run is asked for once per
+// tile; a chunk's copy is then an add, a compare and the cp.async. The same
+// copies as tg_async_stage's.
 template <int BK, int W, typename Line>
 struct tg_async_src<BK, W, false, tg_lines_get<Line, true>> {
     using L = tg_layout<true, BK, W, false>;
@@ -612,7 +616,8 @@ struct tg_async_src<BK, W, false, tg_lines_get<Line, true>> {
     int k1;    // the first copy's line in a chunk
     int n;     // its run's length (<= 0: zeros)
     int kn;
-    bool v16;  // the run takes whole 16-byte copies on every line
+    bool v16;  // 16-byte copies on every line (ld a multiple of 4, aligned)
+    bool v16a; // 16-byte copies where the line is aligned (ld not a multiple of 4)
     int d;     // the first copy's place in a buffer
 
     FJ_DEVICE explicit tg_async_src(tg_lines_get<Line, true> get) : ld(get.ld), kn(get.kn)
@@ -623,10 +628,14 @@ struct tg_async_src<BK, W, false, tg_lines_get<Line, true>> {
         const tg_run r = get.line(w);
         n = r.n;
         p = r.n > 0 ? r.p + k1 * ld : r.p;
-        v16 = r.n >= 4 && (reinterpret_cast<unsigned long long>(p) & 15) == 0 && (ld & 3) == 0;
+        const bool full = r.n >= 4 && (ld & 3) == 0;
+        v16 = full && (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+        v16a = r.n >= 4 && (ld & 3) != 0;
     }
     FJ_DEVICE void issue(int k0, float *s) const
     {
+        // src is used only inside the operand (in); outside it, it may point
+        // nowhere (this order of the tests is the faster code).
         const float *base = p + k0 * ld;
 #pragma unroll
         for (int q = 0; q < PER; q++) {
@@ -635,7 +644,7 @@ struct tg_async_src<BK, W, false, tg_lines_get<Line, true>> {
             float *dst = s + d + q * KQ * L::LD;
             const float *src = base + q * KQ * ld;
             const bool in = k0 + k1 + q * KQ < kn && n > 0;
-            if (in && v16) {
+            if (in && (v16 || (v16a && (reinterpret_cast<unsigned long long>(src) & 15) == 0))) {
                 tg_cp16(dst, src);
             } else if (!in) {
                 *reinterpret_cast<float4 *>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -666,6 +675,9 @@ struct tg_no_hook {
 // hook(k0, a) runs on every chunk once it is in shared memory, by every
 // thread, with a pointing at the chunk of A. Starts with a barrier (callers'
 // earlier reads and writes of the buffers are done) and leaves without one.
+// On tensor cores, operands in the tg_rows / tg_lines forms are asked for
+// their rows or lines before that barrier (once a tile): what those read
+// must already be visible to the thread.
 template <bool kStageA, int BK, bool kAAlongK, bool kBAlongK, typename Tile, typename GetA,
           typename GetB, typename Hook>
 FJ_DEVICE void tg_gemm(Tile &t, int K, GetA getA, float *sa, int lda, GetB getB, float *sb,
