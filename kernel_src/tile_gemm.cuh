@@ -447,6 +447,27 @@ FJ_DEVICE void tg_cp_wait_all()
 #endif
 }
 
+// One run of 4 floats into dst (16-byte aligned shared memory): a 16-byte
+// copy when whole16 (m >= 4 and src 16-byte aligned), zeros when the run is
+// outside the operand (m <= 0), else a 4-byte copy or zero per element (the
+// first m are inside).
+FJ_DEVICE void tg_copy_run(float *dst, const float *src, int m, bool whole16)
+{
+    if (whole16) {
+        tg_cp16(dst, src);
+    } else if (m <= 0) {
+        *reinterpret_cast<float4 *>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (j < m)
+                tg_cp4(dst + j, src + j);
+            else
+                dst[j] = 0.0f;
+        }
+    }
+}
+
 // The tensor-core tiles' staging: one BK x W chunk copied by cp.async into
 // the layout tg_layout<true, BK, W, kAlongK> gives, in runs of 4 along the
 // operand's contiguous axis: one 16-byte copy when the run is inside the
@@ -470,19 +491,7 @@ struct tg_async_stage {
             const int w = kAlongK ? i / (BK / 4) : 4 * (i % (W / 4));
             float *d = s + L::at(k, w);
             const tg_run r = get(k0 + k, w);
-            if (r.n >= 4 && (reinterpret_cast<unsigned long long>(r.p) & 15) == 0) {
-                tg_cp16(d, r.p);
-            } else if (r.n <= 0) {
-                *reinterpret_cast<float4 *>(d) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    if (j < r.n)
-                        tg_cp4(d + j, r.p + j);
-                    else
-                        d[j] = 0.0f;
-                }
-            }
+            tg_copy_run(d, r.p, r.n, r.n >= 4 && (reinterpret_cast<unsigned long long>(r.p) & 15) == 0);
         }
     }
 };
@@ -559,19 +568,7 @@ struct tg_async_src<BK, W, true, tg_rows_get<Row, true>> {
             // point nowhere (the order of the tests below keeps the heads
             // forward within its 64 registers).
             const float *src = p[q] + k0;
-            if (m >= 4 && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
-                tg_cp16(dst, src);
-            } else if (m <= 0) {
-                *reinterpret_cast<float4 *>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    if (j < m)
-                        tg_cp4(dst + j, src + j);
-                    else
-                        dst[j] = 0.0f;
-                }
-            }
+            tg_copy_run(dst, src, m, m >= 4 && (reinterpret_cast<unsigned long long>(src) & 15) == 0);
         }
     }
 };
@@ -644,19 +641,8 @@ struct tg_async_src<BK, W, false, tg_lines_get<Line, true>> {
             float *dst = s + d + q * KQ * L::LD;
             const float *src = base + q * KQ * ld;
             const bool in = k0 + k1 + q * KQ < kn && n > 0;
-            if (in && (v16 || (v16a && (reinterpret_cast<unsigned long long>(src) & 15) == 0))) {
-                tg_cp16(dst, src);
-            } else if (!in) {
-                *reinterpret_cast<float4 *>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    if (j < n)
-                        tg_cp4(dst + j, src + j);
-                    else
-                        dst[j] = 0.0f;
-                }
-            }
+            tg_copy_run(dst, src, in ? n : 0,
+                        in && (v16 || (v16a && (reinterpret_cast<unsigned long long>(src) & 15) == 0)));
         }
     }
 };
