@@ -228,6 +228,10 @@ FJ_DEVICE void stage_w_in_t(const float *__restrict__ w_in, int k0, float *wt)
     }
 }
 
+// x values and dt values a thread stages per chunk.
+constexpr int XPT = fj_cdiv(PRC * KC, NT);
+constexpr int DPT = fj_cdiv(PRC, NT);
+
 FJ_DEVICE void input_projection(const float *__restrict__ w_in, const float *__restrict__ bias,
                                 const float *__restrict__ tau, const float *__restrict__ x,
                                 const float *__restrict__ dt, float *pin, float *dec,
@@ -238,60 +242,90 @@ FJ_DEVICE void input_projection(const float *__restrict__ w_in, const float *__r
     const float bi = __ldg(bias + i), ti = __ldg(tau + i);
     if constexpr (KCH == 1)
         stage_w_in_t(w_in, 0, sm.wt);
-    for (long long c0 = 0; c0 < m; c0 += PRC) {
+    // The stages (row chunk c, column chunk kc) in order. The x and dt of
+    // stage st + 1 are loaded into registers before stage st's products and
+    // stored to shared memory after them: their latency hides behind the
+    // products instead of stalling every chunk.
+    const long long stages = (m + PRC - 1) / PRC * KCH;
+    float xr[XPT], dr[DPT];
+    auto fetch = [&](long long st) {
+        const long long c0 = st / KCH * PRC;
+        const int kc = (int)(st % KCH), k0 = kc * KC, kn = fj_min(KC, N_IN - k0);
         const int nc = (int)(m - c0 < PRC ? m - c0 : PRC);
-        float acc[PRT];
 #pragma unroll
-        for (int p = 0; p < PRT; p++)
-            acc[p] = bi;
-        for (int kc = 0; kc < KCH; kc++) {
-            const int k0 = kc * KC, kn = fj_min(KC, N_IN - k0);
-            __syncthreads();  // the previous chunk's reads are done
-            if constexpr (KCH > 1)
-                stage_w_in_t(w_in, k0, sm.wt);
-            for (int e = threadIdx.x; e < PRC * KC; e += NT) {
-                const int row = e / KC, kk = e - row * KC;
-                sm.xs[e] =
-                    row < nc && kk < kn ? __ldg(x + (c0 + row) * N_IN + k0 + kk) : 0.0f;
+        for (int j = 0; j < XPT; j++) {
+            const int e = threadIdx.x + NT * j, row = e / KC, kk = e - row * KC;
+            xr[j] = e < PRC * KC && row < nc && kk < kn
+                        ? __ldg(x + (c0 + row) * N_IN + k0 + kk) : 0.0f;
+        }
+        if (kc == 0)
+#pragma unroll
+            for (int j = 0; j < DPT; j++) {
+                const int e = threadIdx.x + NT * j;
+                dr[j] = e < nc ? __ldg(dt + c0 + e) : 0.0f;
             }
-            if (kc == 0)
-                for (int e = threadIdx.x; e < PRC; e += NT)
-                    sm.dts[e] = e < nc ? __ldg(dt + c0 + e) : 0.0f;
-            __syncthreads();
-            if (active) {
-                // Whole groups of 4 columns as float4, then the rest one at
-                // a time (no zero terms: they could turn -0 into +0).
-                const int k4 = kn / 4 * 4;
-                for (int kk = 0; kk < k4; kk += 4) {
-                    const float w0 = sm.wt[kk * WTS + i], w1 = sm.wt[(kk + 1) * WTS + i];
-                    const float w2 = sm.wt[(kk + 2) * WTS + i], w3 = sm.wt[(kk + 3) * WTS + i];
+    };
+    fetch(0);
+    float acc[PRT];
+    for (long long st = 0; st < stages; st++) {
+        const long long c0 = st / KCH * PRC;
+        const int kc = (int)(st % KCH), k0 = kc * KC, kn = fj_min(KC, N_IN - k0);
+        const int nc = (int)(m - c0 < PRC ? m - c0 : PRC);
+        if (kc == 0)
 #pragma unroll
-                    for (int p = 0; p < PRT; p++) {
-                        const float4 xv =
-                            *reinterpret_cast<const float4 *>(sm.xs + (g + PG * p) * KC + kk);
-                        acc[p] = fmaf(w0, xv.x, acc[p]);
-                        acc[p] = fmaf(w1, xv.y, acc[p]);
-                        acc[p] = fmaf(w2, xv.z, acc[p]);
-                        acc[p] = fmaf(w3, xv.w, acc[p]);
+            for (int p = 0; p < PRT; p++)
+                acc[p] = bi;
+        __syncthreads();  // the previous stage's reads are done
+        if constexpr (KCH > 1)
+            stage_w_in_t(w_in, k0, sm.wt);
+#pragma unroll
+        for (int j = 0; j < XPT; j++) {
+            const int e = threadIdx.x + NT * j;
+            if (e < PRC * KC)
+                sm.xs[e] = xr[j];
+        }
+        if (kc == 0)
+#pragma unroll
+            for (int j = 0; j < DPT; j++) {
+                const int e = threadIdx.x + NT * j;
+                if (e < PRC)
+                    sm.dts[e] = dr[j];
+            }
+        __syncthreads();
+        if (st + 1 < stages)
+            fetch(st + 1);
+        if (active) {
+            // Whole groups of 4 columns as float4, then the rest one at a
+            // time (no zero terms: they could turn -0 into +0).
+            const int k4 = kn / 4 * 4;
+            for (int kk = 0; kk < k4; kk += 4) {
+                const float w0 = sm.wt[kk * WTS + i], w1 = sm.wt[(kk + 1) * WTS + i];
+                const float w2 = sm.wt[(kk + 2) * WTS + i], w3 = sm.wt[(kk + 3) * WTS + i];
+#pragma unroll
+                for (int p = 0; p < PRT; p++) {
+                    const float4 xv =
+                        *reinterpret_cast<const float4 *>(sm.xs + (g + PG * p) * KC + kk);
+                    acc[p] = fmaf(w0, xv.x, acc[p]);
+                    acc[p] = fmaf(w1, xv.y, acc[p]);
+                    acc[p] = fmaf(w2, xv.z, acc[p]);
+                    acc[p] = fmaf(w3, xv.w, acc[p]);
+                }
+            }
+            for (int kk = k4; kk < kn; kk++) {
+                const float w = sm.wt[kk * WTS + i];
+#pragma unroll
+                for (int p = 0; p < PRT; p++)
+                    acc[p] = fmaf(w, sm.xs[(g + PG * p) * KC + kk], acc[p]);
+            }
+            if (kc == KCH - 1)
+#pragma unroll
+                for (int p = 0; p < PRT; p++) {
+                    const int row = g + PG * p;
+                    if (row < nc) {
+                        pin[(c0 + row) * N_HID + i] = acc[p];
+                        dec[(c0 + row) * N_HID + i] = expf(-sm.dts[row] / ti);
                     }
                 }
-                for (int kk = k4; kk < kn; kk++) {
-                    const float w = sm.wt[kk * WTS + i];
-#pragma unroll
-                    for (int p = 0; p < PRT; p++)
-                        acc[p] = fmaf(w, sm.xs[(g + PG * p) * KC + kk], acc[p]);
-                }
-            }
-        }
-        if (active) {
-#pragma unroll
-            for (int p = 0; p < PRT; p++) {
-                const int row = g + PG * p;
-                if (row < nc) {
-                    pin[(c0 + row) * N_HID + i] = acc[p];
-                    dec[(c0 + row) * N_HID + i] = expf(-sm.dts[row] / ti);
-                }
-            }
         }
     }
     __syncthreads();  // every pin of the block is written (and visible to it)
@@ -413,12 +447,16 @@ cfc_seq_forward(const float *__restrict__ w_in, const float *__restrict__ w_rec,
 // and dtau terms are summed over t (in that order) per (b, i), the dtau
 // sum divided by tau^2 once at the end. The decays do not depend on the
 // carry: they are computed for all steps first, into d_pre's slots.
+// Rows of dt the backward stages at a time for the decays.
+constexpr int DTC = 512;
+
 template <int R>
 FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__restrict__ tau,
                              const float *__restrict__ dt, const float *__restrict__ h_init,
                              const float *__restrict__ h, const float *__restrict__ u,
                              const float *__restrict__ dh, float *dh_init, int dh_init_acc,
-                             float *dpre, float *part, int batch, int k, float *dps)
+                             float *dpre, float *part, int batch, int k, float *dps,
+                             float *dts)
 {
     const int s = threadIdx.x % S, ul = threadIdx.x / S;
     const int b0 = blockIdx.x * R, nb = fj_min(R, batch - b0);
@@ -428,26 +466,25 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
     for (int e = threadIdx.x; e < 2 * R * NP; e += NT)
         dps[e] = 0.0f;  // the padding and absent rows stay 0
     float *dpre_b = dpre + slab * N_HID;
-    // A thread per unit i and every PGB-th row, tau_i in a register, four
-    // rows' loads in flight at once. nb * k * N_HID < 2^31 (at most 8 rows
-    // x 4096 steps x 256 units).
+    // The decays: dt of up to DTC rows staged in shared memory at once (one
+    // load latency per chunk, not one per row), then a thread per unit i and
+    // every PGB-th row with tau_i in a register. nb * k * N_HID < 2^31 (at
+    // most 8 rows x 4096 steps x 256 units).
     {
         constexpr int PGB = NT / N_HID;
         const int i = threadIdx.x % N_HID, g = threadIdx.x / N_HID, rows = nb * k;
-        if (g < PGB) {
-            const float ti = __ldg(tau + i);
-            int row = g;
-            for (; row + 3 * PGB < rows; row += 4 * PGB) {
-                float d[4];
-#pragma unroll
-                for (int q = 0; q < 4; q++)
-                    d[q] = __ldg(dt + slab + row + q * PGB);
-#pragma unroll
-                for (int q = 0; q < 4; q++)
-                    dpre_b[(row + q * PGB) * N_HID + i] = expf(-d[q] / ti);
-            }
-            for (; row < rows; row += PGB)
-                dpre_b[row * N_HID + i] = expf(-__ldg(dt + slab + row) / ti);
+        const float ti = __ldg(tau + i);
+        for (int c0 = 0; c0 < rows; c0 += DTC) {
+            const int n = fj_min(DTC, rows - c0);
+            if (c0 > 0)
+                __syncthreads();  // the previous chunk's reads are done
+            for (int e = threadIdx.x; e < n; e += NT)
+                dts[e] = __ldg(dt + slab + c0 + e);
+            __syncthreads();
+            if (g < PGB)
+#pragma unroll 4
+                for (int row = g; row < n; row += PGB)
+                    dpre_b[(long long)(c0 + row) * N_HID + i] = expf(-dts[row] / ti);
         }
     }
     Items<R> it;
@@ -543,12 +580,13 @@ cfc_seq_backward_rec(const float *__restrict__ w_rec, const float *__restrict__ 
                      float *part, int *tickets, int n_tickets, int batch, int k, int rows)
 {
     __shared__ __align__(16) float dps[2 * RMAX * NP];
+    __shared__ float dts[DTC];
     // The grads kernel that follows counts finished chunks per tile here.
     if (blockIdx.x == 0)
         for (int e = threadIdx.x; e < n_tickets; e += NT)
             tickets[e] = 0;
     CFC_SEQ_ROWS(backward_rows, rows, w_rec, tau, dt, h_init, h, u, dh, dh_init, dh_init_acc,
-                 dpre, part, batch, k, dps)
+                 dpre, part, batch, k, dps, dts)
 }
 
 // ---- backward: products over all B*K rows -----------------------------------------
