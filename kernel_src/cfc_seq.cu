@@ -27,11 +27,17 @@
 // memory are loaded ahead: forward, at the start of the step before (they
 // land while its product runs); backward, two steps ahead.
 //
-// Thread layout of the recurrence: SPLIT consecutive lanes share hidden
-// unit i (units i = tid / SPLIT + (THREADS / SPLIT) q), lane s holding the
-// float4 column groups g = s + SPLIT m of row i of W_rec (forward) or of
-// column i (backward). Partial sums are added over the SPLIT lanes by an
-// xor butterfly, so every lane of the unit has the same bits.
+// Thread layout of the recurrence: SPLIT consecutive lanes share UPT
+// consecutive hidden units (i = (tid / SPLIT) UPT + q), lane s holding the
+// float4 column groups g = s + SPLIT m of their rows of W_rec (forward) or
+// of their columns (backward), so that each h value a lane loads from
+// shared memory feeds UPT units. The SPLIT lanes' partial sums of the
+// UPT x R (unit, row) items are added by a reduce-scatter: at each lane bit,
+// highest first, a lane keeps half of its items and adds its partner's
+// partials of them (one shuffle per item kept), so that lane s ends with
+// the full sums of its own items. The pairs added are those of an xor
+// butterfly over the lanes, whatever the number of items: the bits depend
+// on SPLIT only, not on R.
 //
 // Determinism: every sum has an order fixed by the compile-time dims and,
 // for the parameter gradients, by B and K (the row chunks); never by R,
@@ -55,6 +61,10 @@ constexpr int NT = THREADS;
 constexpr int G4 = fj_cdiv(N_HID, 4);     // float4 column groups of a row of W_rec
 constexpr int C4 = fj_cdiv(G4, S);        // groups per lane
 constexpr int NP = 4 * S * C4;            // h / d_pre rows in shared memory, zero padded
+// Shared rows of h / d_pre lie RS floats apart: 16 more than NP where NP is
+// a multiple of 32, so that a step's scalar reads and writes of two rows'
+// units fall in different banks.
+constexpr int RS = NP % 32 == 0 ? NP + 16 : NP;
 constexpr int UPP = NT / S;               // units per pass over the threads
 constexpr int UPT = fj_cdiv(N_HID, UPP);  // units per lane
 static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "SPLIT is a power of two <= 32");
@@ -80,7 +90,7 @@ constexpr int KC = fj_cmin(fj_cdiv(N_IN, 4) * 4,   // reduction columns per chun
 constexpr int KCH = fj_cdiv(N_IN, KC);             // reduction chunks
 // Static shared memory of the forward stays under the 48 KB that needs no
 // opt-in: the h buffers and at most 24 KB of W_in^T and x.
-static_assert((2 * RMAX * NP + KC * (WTS + PRC) + PRC) * 4 <= 48 * 1024,
+static_assert((2 * RMAX * RS + KC * (WTS + PRC) + PRC) * 4 <= 48 * 1024,
               "static shared memory");
 
 // ---- the recurrence's matrix-vector product ---------------------------------
@@ -114,18 +124,55 @@ FJ_DEVICE void w_load(WSlice &ws, const float *__restrict__ w, int ul, int s)
         for (int q = 0; q < UPT; q++)
 #pragma unroll
             for (int m = 0; m < C4; m++)
-                ws.w[q][m] = w_group<kTrans>(w, ul + UPP * q, s + S * m);
+                ws.w[q][m] = w_group<kTrans>(w, ul * UPT + q, s + S * m);
     }
 }
 
-// out[q][r] = sum_j W[i_q, j] vec[r][j] for the lane's units i_q and the R
-// rows of vec (shared, rows NP apart, zero padded), the same bits in all S
-// lanes of a unit. The order of the sum depends only on the dims: four
-// chains over the lane's groups, then (x + y) + (z + w), then the butterfly.
+constexpr int fj_pow2_at_least(int n)
+{
+    int p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
+}
+
+// The UPT x R items (unit q, row r) of a lane's units, e = q R + r, padded
+// with zeros to EP (a multiple of S, or a power of two below S) for the
+// reduce-scatter. After it lane s holds items e = (s / DUP) P + p, p < P;
+// where there are fewer items than lanes, DUP lanes hold each item (the
+// same bits) and the first of them finishes it (tanh, the state update,
+// the stores).
+template <int R>
+struct Items {
+    static constexpr int E = UPT * R;
+    static constexpr int EP = E >= S ? fj_cdiv(E, S) * S : fj_pow2_at_least(E);
+    static constexpr int P = EP >= S ? EP / S : 1;
+    static constexpr int DUP = EP >= S ? 1 : S / EP;
+    int i[P], r[P];
+    bool own[P];
+
+    FJ_DEVICE void init(int ul, int s, int nb)
+    {
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int e = s / DUP * P + p, q = e / R;
+            r[p] = e - q * R;
+            i[p] = ul * UPT + q;
+            own[p] = e < E && s % DUP == 0 && i[p] < N_HID && r[p] < nb;
+        }
+    }
+};
+
+// mine[p] = sum_j W[i, j] vec[r][j] for the lane's items p (Items<R>: unit
+// i, row r of vec, shared, rows RS apart, zero padded). The order of the sum
+// depends only on the dims: four chains over the lane's groups, then
+// (x + y) + (z + w), then the lanes' partials added pairwise by lane bit,
+// highest first.
 template <int R, bool kTrans>
 FJ_DEVICE void matvec(const WSlice &ws, const float *__restrict__ w, const float *vec, int ul,
-                      int s, float (&out)[UPT][R])
+                      int s, float (&mine)[Items<R>::P])
 {
+    using It = Items<R>;
     float4 acc[UPT][R];
 #pragma unroll
     for (int q = 0; q < UPT; q++)
@@ -138,14 +185,14 @@ FJ_DEVICE void matvec(const WSlice &ws, const float *__restrict__ w, const float
         float4 hv[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
-            hv[r] = *reinterpret_cast<const float4 *>(vec + r * NP + 4 * g);
+            hv[r] = *reinterpret_cast<const float4 *>(vec + r * RS + 4 * g);
 #pragma unroll
         for (int q = 0; q < UPT; q++) {
             float4 wv;
             if constexpr (WREG)
                 wv = ws.w[q][m];
             else
-                wv = w_group<kTrans>(w, ul + UPP * q, g);
+                wv = w_group<kTrans>(w, ul * UPT + q, g);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 acc[q][r].x = fmaf(wv.x, hv[r].x, acc[q][r].x);
@@ -155,54 +202,38 @@ FJ_DEVICE void matvec(const WSlice &ws, const float *__restrict__ w, const float
             }
         }
     }
+    float v[It::EP];
 #pragma unroll
-    for (int q = 0; q < UPT; q++)
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            float v = __fadd_rn(__fadd_rn(acc[q][r].x, acc[q][r].y),
-                                __fadd_rn(acc[q][r].z, acc[q][r].w));
-#pragma unroll
-            for (int o = 1; o < S; o <<= 1)
-                v = __fadd_rn(v, __shfl_xor_sync(FJ_FULL_MASK, v, o));
-            out[q][r] = v;
-        }
-}
-
-// The finishing work of a step (tanh, the state update, the stores) is
-// spread over the S lanes of a unit: lane s finishes items e = s + S p of
-// the UPT * R (unit, row) pairs, e = q * R + r.
-template <int R>
-struct Items {
-    static constexpr int E = UPT * R;
-    static constexpr int P = fj_cdiv(E, S);
-    int i[P], r[P];
-    bool own[P];
-
-    FJ_DEVICE void init(int ul, int s, int nb)
-    {
-#pragma unroll
-        for (int p = 0; p < P; p++) {
-            const int e = s + S * p, q = e / R;
-            r[p] = e - q * R;
-            i[p] = ul + UPP * q;
-            own[p] = e < E && i[p] < N_HID && r[p] < nb;
-        }
-    }
-};
-
-// out[q][r] of item e (held by every lane; selected without indexing
-// registers at run time).
-template <int R>
-FJ_DEVICE float item_value(const float (&out)[UPT][R], int e)
-{
-    float v = 0.0f;
+    for (int e = 0; e < It::EP; e++)
+        v[e] = 0.0f;
 #pragma unroll
     for (int q = 0; q < UPT; q++)
 #pragma unroll
         for (int r = 0; r < R; r++)
-            if (q * R + r == e)
-                v = out[q][r];
-    return v;
+            v[q * R + r] = __fadd_rn(__fadd_rn(acc[q][r].x, acc[q][r].y),
+                                     __fadd_rn(acc[q][r].z, acc[q][r].w));
+    // Reduce-scatter: at lane bit o, n values left, the lane with bit o set
+    // keeps the upper half and sends the lower half to its partner, which
+    // keeps the lower half. Once a lane holds one value, the rest are xor
+    // steps (partners then hold the same sum, the same bits).
+#pragma unroll
+    for (int o = S / 2; o >= 1; o >>= 1) {
+        const int n = It::EP * 2 * o / S;
+        if (n >= 2) {
+            const bool upper = (s & o) != 0;
+#pragma unroll
+            for (int j = 0; j < n / 2; j++) {
+                const float keep = upper ? v[j + n / 2] : v[j];
+                const float send = upper ? v[j] : v[j + n / 2];
+                v[j] = __fadd_rn(keep, __shfl_xor_sync(FJ_FULL_MASK, send, o));
+            }
+        } else {
+            v[0] = __fadd_rn(v[0], __shfl_xor_sync(FJ_FULL_MASK, v[0], o));
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < It::P; p++)
+        mine[p] = v[p];
 }
 
 // ---- forward -------------------------------------------------------------------
@@ -348,10 +379,10 @@ FJ_DEVICE void forward_rows(const float *__restrict__ w_in, const float *__restr
 
     WSlice ws;
     w_load<false>(ws, w_rec, ul, s);
-    // hs: two buffers of R rows of NP; the padding and absent rows stay 0.
-    for (int e = threadIdx.x; e < 2 * R * NP; e += NT) {
-        const int r = (e / NP) % R, j = e % NP;
-        hs[e] = e < R * NP && h_init && r < nb && j < N_HID
+    // hs: two buffers of R rows of RS; the padding and absent rows stay 0.
+    for (int e = threadIdx.x; e < 2 * R * RS; e += NT) {
+        const int r = (e / RS) % R, j = e % RS;
+        hs[e] = e < R * RS && h_init && r < nb && j < N_HID
                     ? __ldg(h_init + (long long)(b0 + r) * N_HID + j) : 0.0f;
     }
     Items<R> it;
@@ -385,19 +416,19 @@ FJ_DEVICE void forward_rows(const float *__restrict__ w_in, const float *__restr
     auto step = [&](int t, Ahead &f, Ahead &g) {
         if (t + 1 < k)
             prefetch(t + 1, g);
-        const float *hc = hs + (t & 1) * R * NP;
-        float *hn = hs + ((t & 1) ^ 1) * R * NP;
-        float out[UPT][R];
+        const float *hc = hs + (t & 1) * R * RS;
+        float *hn = hs + ((t & 1) ^ 1) * R * RS;
+        float out[P];
         matvec<R, false>(ws, w_rec, hc, ul, s, out);
 #pragma unroll
         for (int p = 0; p < P; p++)
             if (it.own[p]) {
                 const int i = it.i[p], r = it.r[p];
                 const float decay = f.dec[p];
-                const float ui = tanhf(__fadd_rn(f.pin[p], item_value<R>(out, s + S * p)));
-                const float hv = __fadd_rn(__fmul_rn(decay, hc[r * NP + i]),
+                const float ui = tanhf(__fadd_rn(f.pin[p], out[p]));
+                const float hv = __fadd_rn(__fmul_rn(decay, hc[r * RS + i]),
                                            __fmul_rn(__fsub_rn(1.0f, decay), ui));
-                hn[r * NP + i] = hv;
+                hn[r * RS + i] = hv;
                 const long long o = (slab + (long long)r * k + t) * N_HID + i;
                 u[o] = ui;
                 h[o] = hv;
@@ -431,7 +462,7 @@ cfc_seq_forward(const float *__restrict__ w_in, const float *__restrict__ w_rec,
                 const float *__restrict__ x, const float *__restrict__ dt,
                 const float *__restrict__ h_init, float *h, float *u, int batch, int k, int rows)
 {
-    __shared__ __align__(16) float hs[2 * RMAX * NP];
+    __shared__ __align__(16) float hs[2 * RMAX * RS];
     __shared__ __align__(16) ProjSmem proj;
     CFC_SEQ_ROWS(forward_rows, rows, w_in, w_rec, bias, tau, x, dt, h_init, h, u, batch, k, hs,
                  proj)
@@ -463,7 +494,7 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
     const long long slab = (long long)b0 * k;
     WSlice ws;
     w_load<true>(ws, w_rec, ul, s);
-    for (int e = threadIdx.x; e < 2 * R * NP; e += NT)
+    for (int e = threadIdx.x; e < 2 * R * RS; e += NT)
         dps[e] = 0.0f;  // the padding and absent rows stay 0
     float *dpre_b = dpre + slab * N_HID;
     // The decays: dt of up to DTC rows staged in shared memory at once (one
@@ -491,20 +522,23 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
     it.init(ul, s, nb);
     constexpr int P = Items<R>::P;
     float taui[P], carry[P], gsum[P], dec[P], sum_b[P], sum_t[P];
-    // Two steps ahead, at the end of the step that last used the same
-    // registers (fa: steps k-1, k-3, ...; fb: k-2, k-4, ...); not as the
-    // forward does, see docs/results.md (thirteenth session). The decay by
-    // the lane that then overwrites it with d_pre, written in this launch:
-    // a plain load (dpre is not const restrict).
+    // A step's inputs are loaded by the step before it, right after its
+    // update has read the previous ones from the same registers and before
+    // its barrier: they land during that step's product, and ptxas's one
+    // wait for them is where the next update reads them. (Two register
+    // sets loaded two steps ahead let ptxas put that wait, on a counter
+    // all the loads share, right after a barrier in some copies of the
+    // loop: a whole load's latency every other step; docs/results.md.) The
+    // decay by the lane that then overwrites it with d_pre, written in this
+    // launch: a plain load (dpre is not const restrict).
     struct Ahead {
         float dh[P], u[P], hp[P], dt[P], dec[P];
-    } fa, fb;
+    } fa;
 #pragma unroll
     for (int p = 0; p < P; p++) {
         taui[p] = it.own[p] ? __ldg(tau + it.i[p]) : 1.0f;
         carry[p] = gsum[p] = dec[p] = sum_b[p] = sum_t[p] = 0.0f;
         fa.dh[p] = fa.u[p] = fa.hp[p] = fa.dt[p] = fa.dec[p] = 0.0f;
-        fb.dh[p] = fb.u[p] = fb.hp[p] = fb.dt[p] = fb.dec[p] = 0.0f;
     }
     auto prefetch = [&](int t, Ahead &f) {
 #pragma unroll
@@ -522,10 +556,8 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
     };
     __syncthreads();  // the decays are written
     prefetch(k - 1, fa);
-    if (k > 1)
-        prefetch(k - 2, fb);
     auto step = [&](int t, Ahead &f) {
-        float *dp_buf = dps + (t & 1) * R * NP;
+        float *dp_buf = dps + (t & 1) * R * RS;
 #pragma unroll
         for (int p = 0; p < P; p++)
             if (it.own[p]) {
@@ -534,7 +566,7 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
                 const float g = __fadd_rn(f.dh[p], carry[p]);
                 const float dp = __fmul_rn(__fmul_rn(g, __fsub_rn(1.0f, d)),
                                            __fsub_rn(1.0f, __fmul_rn(f.u[p], f.u[p])));
-                dp_buf[r * NP + i] = dp;
+                dp_buf[r * RS + i] = dp;
                 dpre[(slab + (long long)r * k + t) * N_HID + i] = dp;
                 sum_b[p] = __fadd_rn(sum_b[p], dp);
                 const float term =
@@ -543,23 +575,20 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
                 gsum[p] = g;
                 dec[p] = d;
             }
-        if (t >= 2)
-            prefetch(t - 2, f);
+        if (t >= 1)
+            prefetch(t - 1, f);
         __syncthreads();  // d_pre of step t complete
-        float out[UPT][R];
+        float out[P];
         matvec<R, true>(ws, w_rec, dp_buf, ul, s, out);
 #pragma unroll
         for (int p = 0; p < P; p++)
             if (it.own[p])
-                carry[p] = __fadd_rn(__fmul_rn(gsum[p], dec[p]), item_value<R>(out, s + S * p));
+                carry[p] = __fadd_rn(__fmul_rn(gsum[p], dec[p]), out[p]);
         // The next step writes the other buffer; this one is rewritten two
         // steps on, after the next step's barrier.
     };
-    for (int t = k - 1; t >= 0; t -= 2) {
+    for (int t = k - 1; t >= 0; t--)
         step(t, fa);
-        if (t >= 1)
-            step(t - 1, fb);
-    }
 #pragma unroll
     for (int p = 0; p < P; p++)
         if (it.own[p]) {
@@ -579,7 +608,7 @@ cfc_seq_backward_rec(const float *__restrict__ w_rec, const float *__restrict__ 
                      const float *__restrict__ dh, float *dh_init, int dh_init_acc, float *dpre,
                      float *part, int *tickets, int n_tickets, int batch, int k, int rows)
 {
-    __shared__ __align__(16) float dps[2 * RMAX * NP];
+    __shared__ __align__(16) float dps[2 * RMAX * RS];
     __shared__ float dts[DTC];
     // The grads kernel that follows counts finished chunks per tile here.
     if (blockIdx.x == 0)

@@ -44,21 +44,33 @@ enum { K_FORWARD, K_BACKWARD_REC, K_BACKWARD_GRADS };
 static int cdiv(int a, int b) { return (a + b - 1) / b; }
 
 /* The recurrence's thread layout, from n_hid only (kernel_src/cfc_seq.cu):
- * `split` lanes per hidden unit, each holding at most 8 float4 column groups
- * of a row of W_rec, and two units per lane where their weights fit in
- * registers (MAX_WREG floats): every h value loaded from shared memory then
- * feeds two rows, and half the warps finish each step (at n_hid 128: 256
- * threads, two blocks of up to 2 rows fit an SM). Else one unit per lane,
- * else (n_hid above about 160) 512 threads with W_rec read through the
- * cache every step. rmax: batch rows a block may carry (its accumulators
- * grow with rows x units per lane). */
+ * `split` lanes share `upt` consecutive hidden units, each lane holding the
+ * same float4 column groups of their rows of W_rec, at most MAX_WREG
+ * weights in registers. Every h value a lane loads from shared memory feeds
+ * its upt units, so the more units a lane has, the fewer loads a step makes
+ * (shared-memory bandwidth is what limits a step at n_hid 128). First
+ * choice: four units per lane and at most 4 column groups each, in at most
+ * 256 threads (at n_hid 128: split 8, 256 threads, two blocks of up to 2
+ * rows an SM). Else at most 8 column groups per lane, two units per lane
+ * where their weights fit, else one, else (n_hid above about 160) 512
+ * threads with W_rec read through the cache every step. rmax: batch rows a
+ * block may carry (its accumulators grow with rows x units per lane). */
 typedef struct seq_shape {
     int split, threads, rmax, wreg;
 } seq_shape;
 
 static seq_shape shape_of(int n_hid)
 {
-    int g4 = cdiv(n_hid, 4), split = 1;
+    int g4 = cdiv(n_hid, 4), split4 = 1;
+    while (cdiv(g4, split4) > 4)
+        split4 *= 2;
+    int threads4 = cdiv(split4 * cdiv(n_hid, 4), 32) * 32;
+    if (threads4 <= 256) {
+        int upt = cdiv(n_hid, threads4 / split4);
+        if (upt * cdiv(g4, split4) * 4 <= MAX_WREG)
+            return (seq_shape){split4, threads4, upt >= 4 ? 2 : 4 / upt, 1};
+    }
+    int split = 1;
     while (cdiv(g4, split) > 8)
         split *= 2;
     const int c4 = cdiv(g4, split);
