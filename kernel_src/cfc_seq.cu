@@ -22,10 +22,11 @@
 //                          (tile_gemm.cuh: float32 accuracy), FMA before
 //                          sm_80.
 //
-// A step of the recurrence is one matrix-vector product, a butterfly, the
-// element-wise update and one barrier; its per-element inputs from global
-// memory are loaded ahead: forward, at the start of the step before (they
-// land while its product runs); backward, two steps ahead.
+// A step of the recurrence is one matrix-vector product, a reduce-scatter
+// over the lanes, the element-wise update and one barrier; its per-element
+// inputs from global memory are loaded a step ahead: forward, at the start
+// of the step before; backward, after the update of the step before. Both
+// land while that step's product runs.
 //
 // Thread layout of the recurrence: SPLIT consecutive lanes share UPT
 // consecutive hidden units (i = (tid / SPLIT) UPT + q), lane s holding the
