@@ -42,7 +42,12 @@ mkdir -p "$2" || exit 2
 OUT=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")/.." && pwd)
 
-export LD_LIBRARY_PATH="$here/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# FOXJIT_TEST_LIB_DIR: a directory of shared libraries the test programs
+# need and the machine lacks (libcmocka.so.0 on a GPU host without the
+# package), searched first.
+if [ -n "${FOXJIT_TEST_LIB_DIR:-}" ]; then
+    export LD_LIBRARY_PATH="$FOXJIT_TEST_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 export FOXJIT_REQUIRE_GPU=1
 export NCCL_NVLS_ENABLE=0
 export FOXJIT_CACHE_DIR=/tmp/foxjit-multi-cache

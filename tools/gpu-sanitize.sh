@@ -70,8 +70,12 @@ unset FOXJIT_TEST_LIST FOXJIT_TEST_ONLY
 . "$(dirname "$0")/sanitize-verdict.sh"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-here=$(cd "$(dirname "$0")/.." && pwd)
-export LD_LIBRARY_PATH="$here/.carry/lib:${LD_LIBRARY_PATH:-}"
+# FOXJIT_TEST_LIB_DIR: a directory of shared libraries the test programs
+# need and the machine lacks (libcmocka.so.0 on a GPU host without the
+# package), searched first.
+if [ -n "${FOXJIT_TEST_LIB_DIR:-}" ]; then
+    export LD_LIBRARY_PATH="$FOXJIT_TEST_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 export FOXJIT_REQUIRE_GPU=1
 export FOXJIT_LOG=warn
 export NCCL_NVLS_ENABLE=0
