@@ -532,16 +532,16 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
     // loop: a whole load's latency every other step; docs/results.md.) The
     // decay by the lane that then overwrites it with d_pre, written in this
     // launch: a plain load (dpre is not const restrict).
-    struct Ahead {
+    struct {
         float dh[P], u[P], hp[P], dt[P], dec[P];
-    } fa;
+    } f;
 #pragma unroll
     for (int p = 0; p < P; p++) {
         taui[p] = it.own[p] ? __ldg(tau + it.i[p]) : 1.0f;
         carry[p] = gsum[p] = dec[p] = sum_b[p] = sum_t[p] = 0.0f;
-        fa.dh[p] = fa.u[p] = fa.hp[p] = fa.dt[p] = fa.dec[p] = 0.0f;
+        f.dh[p] = f.u[p] = f.hp[p] = f.dt[p] = f.dec[p] = 0.0f;
     }
-    auto prefetch = [&](int t, Ahead &f) {
+    auto prefetch = [&](int t) {
 #pragma unroll
         for (int p = 0; p < P; p++)
             if (it.own[p]) {
@@ -556,8 +556,8 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
             }
     };
     __syncthreads();  // the decays are written
-    prefetch(k - 1, fa);
-    auto step = [&](int t, Ahead &f) {
+    prefetch(k - 1);
+    auto step = [&](int t) {
         float *dp_buf = dps + (t & 1) * R * RS;
 #pragma unroll
         for (int p = 0; p < P; p++)
@@ -577,7 +577,7 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
                 dec[p] = d;
             }
         if (t >= 1)
-            prefetch(t - 1, f);
+            prefetch(t - 1);
         __syncthreads();  // d_pre of step t complete
         float out[P];
         matvec<R, true>(ws, w_rec, dp_buf, ul, s, out);
@@ -589,7 +589,7 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
         // steps on, after the next step's barrier.
     };
     for (int t = k - 1; t >= 0; t--)
-        step(t, fa);
+        step(t);
 #pragma unroll
     for (int p = 0; p < P; p++)
         if (it.own[p]) {

@@ -88,14 +88,15 @@ def read_cache(directory):
     if not os.path.isdir(directory):
         sys.exit(f"sass.py: {directory} is not a directory; make one with "
                  f"`fox-jit warm --arch sm_90 --cache-dir {directory}`")
-    entries, bad = [], []
+    entries = []
     for name in sorted(os.listdir(directory)):
         if not name.endswith(".fjc"):
             continue
         e = parse_entry(os.path.join(directory, name))
-        (entries if isinstance(e, Entry) else bad).append(e if isinstance(e, Entry) else (name, e))
-    for name, why in bad:
-        print(f"sass.py: skipping {name}: {why}", file=sys.stderr)
+        if isinstance(e, Entry):
+            entries.append(e)
+        else:
+            print(f"sass.py: skipping {name}: {e}", file=sys.stderr)
     return entries
 
 
@@ -178,7 +179,7 @@ def loops_of(instrs):
     """(start, end) addresses of backward branches: the loops."""
     spans = []
     for i in instrs:
-        m = re.search(r"\bBRA (?:`?\(?)?(0x[0-9a-f]+)", i.text)
+        m = re.search(r"\bBRA (0x[0-9a-f]+)", i.text)
         if m and int(m.group(1), 16) < i.addr:
             spans.append((int(m.group(1), 16), i.addr))
     return spans
