@@ -5,7 +5,8 @@
 # the reason, a selection naming several entries refused with the
 # candidates, bad usage; the control-bit decoder and the loop summary on a
 # crafted listing with known bits. Where a cuobjdump is found (CUOBJDUMP,
-# PATH, CUDA_HOME, /usr/local/cuda) it also disassembles the extracted entry.
+# PATH, CUDA_HOME, /usr/local/cuda) it also disassembles the extracted entry;
+# where none is, the refusal says where to get one.
 #   test_sass_tool.sh tools/sass.py build/tools/fox-jit
 set -u
 sass=$1 foxjit=$2
@@ -106,7 +107,14 @@ if [ -n "$cuobjdump" ]; then
     grep -q "^== " "$tmp/loops" || fail "loops printed no function"
     echo "disassembled with $cuobjdump"
 else
-    echo "no cuobjdump here: the disassembly part is not run (the rest is)"
+    # Without one, sass says where to get it.
+    python3 "$sass" sass "$tmp/c" --program colsum_tiles --dim "$(grep -o 'VEC=[0-9]*' "$tmp/list" | head -1)" \
+        > "$tmp/nocuobj" 2>&1
+    rc=$?
+    [ $rc = 1 ] || fail "sass without a cuobjdump exited $rc, not 1"
+    grep -q "pip install nvidia-cuda-cuobjdump" "$tmp/nocuobj" ||
+        fail "no cuobjdump: the message does not say what to do: $(cat "$tmp/nocuobj")"
+    echo "no cuobjdump here: the disassembly part is not run (its absence is checked)"
 fi
 [ $failed = 0 ] && echo "sass tool: all checks passed"
 exit $failed
