@@ -63,6 +63,38 @@ FJ_DEVICE float fj_warp_max(float v)
     return v;
 }
 
+// fj_warp_sum's bits when a group of G lanes (G a power of two up to 32,
+// aligned to G in the warp) holds the 32 lanes' values: u[i] is lane
+// t + G i's value, t the thread's place in its group. The butterfly levels
+// 16 .. G pair two values of one thread (added in place, as the lower lane
+// adds them), levels G / 2 .. 1 are shuffles within the group. Every thread
+// of the group ends with the same bits, those fj_warp_sum gives every lane.
+template <int G>
+FJ_DEVICE float fj_group_sum(float (&u)[32 / G])
+{
+    static_assert(G >= 1 && G <= 32 && 32 % G == 0, "G divides the warp");
+#pragma unroll
+    for (int half = 16 / G; half >= 1; half /= 2)
+#pragma unroll
+        for (int i = 0; i < half; i++)
+            u[i] = __fadd_rn(u[i], u[i + half]);
+    float v = u[0];
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1)
+        v += __shfl_xor_sync(FJ_FULL_MASK, v, o);
+    return v;
+}
+
+// The maximum over a group of G lanes (any order gives the same value).
+template <int G>
+FJ_DEVICE float fj_group_max(float v)
+{
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(FJ_FULL_MASK, v, o));
+    return v;
+}
+
 // Row b of a strided activation tensor (stride in floats, already made
 // dense-if-zero by the host).
 template <typename T>

@@ -21,18 +21,89 @@
 #endif
 
 // Rows [0, rows) of x (dense [rows, F]) in chunks of FWD_ROWS, chunk c by
-// block c mod gridDim.x: a block stages W^T once for all its chunks, and
-// the next chunk's x is loaded while this one is computed.
-extern "C" __global__ void __launch_bounds__(BLOCK)
+// block c mod gridDim.x; the next chunk's x is loaded while this one is
+// computed.
+//
+// For F <= 64 (VSN_WT) a thread owns one column j with W row j in registers
+// for the whole kernel and forms the logits of rows rg, rg + RG, ... of
+// each chunk (RG = BLOCK / F row groups); its reads of a row of x are
+// broadcasts. The products are fj_vsn_logit's (the same lane chains and the
+// same tree), so the bits are those of the staged form, which read W^T and
+// x from shared memory for every product: two shared-memory loads per FMA
+// made that form bound by shared-memory bandwidth.
+constexpr int FWD_RG = VSN_WT ? BLOCK / F : 1;  // row groups of the register form
+constexpr bool FWD_REG = VSN_WT;
+// The register form's softmax: SG lanes a row, SL of the 32 lanes' sums a
+// thread.
+constexpr int SG = 8, SL = 32 / SG;
+
+// The logit of row xr (shared memory) for the column whose W row is wj,
+// with fj_vsn_logit's bits: lane chains l over k = l, l + 32, then the tree.
+FJ_DEVICE float vsn_logit_reg(const float (&wj)[F], const float *xr, float bj)
+{
+    // x in runs of 4 (one broadcast load each where rows are 16-byte
+    // aligned), each used as it arrives: lane l's chain is k = l first,
+    // then k = l + 32 (NK <= 2 here).
+    float p[32];
+#pragma unroll
+    for (int k0 = 0; k0 < 32 * NK; k0 += 4) {
+        float xv[4];
+        if constexpr (F % 4 == 0) {
+            if (k0 < F) {
+                const float4 v = *reinterpret_cast<const float4 *>(xr + k0);
+                xv[0] = v.x, xv[1] = v.y, xv[2] = v.z, xv[3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int d = 0; d < 4; d++)
+                xv[d] = k0 + d < F ? xr[k0 + d] : 0.0f;
+        }
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            const int k = k0 + d, l = k % 32;
+            if (k < 32)
+                p[l] = k < F ? fmaf(wj[k], xv[d], 0.0f) : 0.0f;
+            else if (k < F)
+                p[l] = fmaf(wj[k], xv[d], p[l]);
+        }
+    }
+#pragma unroll
+    for (int l = 0; l < 16; l++)
+        p[l] = __fadd_rn(p[l], p[l + 16]);
+#pragma unroll
+    for (int l = 0; l < 8; l++)
+        p[l] = __fadd_rn(p[l], p[l + 8]);
+#pragma unroll
+    for (int l = 0; l < 4; l++)
+        p[l] = __fadd_rn(p[l], p[l + 4]);
+    p[0] = __fadd_rn(p[0], p[2]);
+    p[1] = __fadd_rn(p[1], p[3]);
+    return __fadd_rn(__fadd_rn(p[0], p[1]), bj);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, FWD_REG ? 2 : 1)
 vsn_forward(const float *__restrict__ W, const float *__restrict__ bias,
             const float *__restrict__ x, float *__restrict__ y, int rows)
 {
-    __shared__ float xs[FWD_ROWS * F];
+    constexpr int NB = FWD_REG ? 2 : 1;  // x buffers: the register form needs no barrier before the next chunk's stores
+    __shared__ __align__(16) float xs[NB][FWD_ROWS * F];
     __shared__ float ws[FWD_ROWS * F];
-    __shared__ float wt[VSN_WT_FLOATS];
+    __shared__ float wt[1];  // the warp form (F > 64) reads W itself
     constexpr int PER = fj_cdiv(FWD_ROWS * F, BLOCK);  // x floats a thread stages
-    if constexpr (VSN_WT)
-        fj_vsn_stage_wt(W, wt);
+    const int tid = threadIdx.x;
+    // The register form's column and row group (threads past RG * F idle
+    // in the logits).
+    const int j = tid % F, rg = tid / F;
+    float wj[F];  // (unused, and dropped, in the warp form)
+    float bj = 0.0f;
+    if constexpr (FWD_REG) {
+        if (rg < FWD_RG) {
+#pragma unroll
+            for (int k = 0; k < F; k++)
+                wj[k] = __ldg(W + j * F + k);
+            bj = __ldg(bias + j);
+        }
+    }
     const long long step = (long long)gridDim.x * FWD_ROWS;
     long long r0 = (long long)blockIdx.x * FWD_ROWS;
     float next[PER];
@@ -40,26 +111,84 @@ vsn_forward(const float *__restrict__ W, const float *__restrict__ bias,
         const long long n = fj_min((long long)FWD_ROWS, rows - r) * F, base = r * F;
 #pragma unroll
         for (int q = 0; q < PER; q++) {
-            const int i = (int)threadIdx.x + q * BLOCK;
+            const int i = tid + q * BLOCK;
             next[q] = r < rows && i < n ? __ldg(x + base + i) : 0.0f;
         }
     };
     load(r0);
-    for (; r0 < rows; r0 += step) {
+    for (int c = 0; r0 < rows; r0 += step, c++) {
         const int nr = (int)fj_min((long long)FWD_ROWS, rows - r0);
+        float *xc = xs[c % NB];
 #pragma unroll
         for (int q = 0; q < PER; q++) {
-            const int i = (int)threadIdx.x + q * BLOCK;
+            const int i = tid + q * BLOCK;
             if (i < FWD_ROWS * F)
-                xs[i] = next[q];
+                xc[i] = next[q];
         }
-        __syncthreads();  // xs (and, the first time, wt) are in place
+        __syncthreads();  // xc is in place
         load(r0 + step);  // in flight during this chunk's work
-        fj_vsn_weights_staged(W, wt, bias, xs, ws, nr);
         const long long base = r0 * F;
-        for (int i = threadIdx.x; i < nr * F; i += BLOCK)
-            y[base + i] = ws[i] * xs[i];
-        __syncthreads();  // this chunk's reads of xs and ws are done
+        if constexpr (FWD_REG) {
+            if (rg < FWD_RG)
+                for (int r = rg; r < nr; r += FWD_RG)
+                    ws[r * F + j] = vsn_logit_reg(wj, xc + r * F, bj);
+            __syncthreads();  // the chunk's logits are in ws
+            // The softmax of fj_vsn_weights_staged with its bits (lane l's
+            // terms k = l, l + 32, then the butterfly), by groups of SG
+            // lanes a row: thread t of a group holds lanes t, t + SG, ...
+            // (fj_group_sum), so that no lane idles for F < 32 and a row
+            // costs a fifth of a warp's instructions at F = 40. y = w x is
+            // written as each w is formed (the same two roundings).
+            const int t = (int)(threadIdx.x % SG);
+            // Every lane of a warp runs the loop as long as one of its
+            // groups has a row (the shuffles need the whole warp).
+            for (int r = tid / SG; r - tid % 32 / SG < nr; r += BLOCK / SG) {
+                const bool live = r < nr;
+                const float *row = ws + r * F;
+                float e[SL][NK], u[SL];
+                float m = __int_as_float(0xff800000);  // -inf
+#pragma unroll
+                for (int i = 0; i < SL; i++)
+#pragma unroll
+                    for (int q = 0; q < NK; q++) {
+                        const int k = t + SG * i + 32 * q;
+                        e[i][q] = 0.0f;
+                        if (SG * i + 32 * q < F && k < F && live)  // (the first test is a constant)
+                            m = fmaxf(m, e[i][q] = row[k]);
+                    }
+                m = fj_group_max<SG>(m);
+#pragma unroll
+                for (int i = 0; i < SL; i++) {
+                    float s = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < NK; q++) {
+                        const int k = t + SG * i + 32 * q;
+                        if (SG * i + 32 * q < F && k < F && live) {
+                            e[i][q] = expf(e[i][q] - m);
+                            s += e[i][q];
+                        }
+                    }
+                    u[i] = s;
+                }
+                const float s = fj_group_sum<SG>(u);
+#pragma unroll
+                for (int i = 0; i < SL; i++)
+#pragma unroll
+                    for (int q = 0; q < NK; q++) {
+                        const int k = t + SG * i + 32 * q;
+                        if (SG * i + 32 * q < F && k < F && live)
+                            y[base + r * F + k] = e[i][q] / s * xc[r * F + k];
+                    }
+            }
+            // No barrier: the next chunk's x goes to the other buffer, and
+            // its logits are written to ws after the barrier above it, which
+            // every warp reaches only after this softmax.
+        } else {
+            fj_vsn_weights_staged(W, wt, bias, xc, ws, nr);
+            for (int i = tid; i < nr * F; i += BLOCK)
+                y[base + i] = ws[i] * xc[i];
+            __syncthreads();  // this chunk's reads of xs and ws are done
+        }
     }
 }
 

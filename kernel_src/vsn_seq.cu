@@ -6,8 +6,9 @@
 //
 // vsn_seq_rows   grid ceil(R / TR): a block takes TR consecutive rows.
 //   L = X W^T + bias as a register-tiled product (X^T resident in shared
-//   memory, W^T staged through it in chunks of BK), a warp per row for the
-//   softmax and dl (the formulas of perception_vsn.cuh), then, when dx is
+//   memory, W^T staged through it in chunks of BK), groups of 8 lanes (a
+//   warp past F = 64) per row for the softmax and dl (the formulas of
+//   perception_vsn.cuh, with a warp's bits), then, when dx is
 //   wanted, S = DL W the same way and dx = dy * w + S. Writes dl to the
 //   workspace ([R, F], for the next kernel). Block 0 zeroes the next
 //   kernel's tickets.
@@ -61,6 +62,9 @@ constexpr int BK = fj_cmin(fj_cdiv(F, 8) * 8, fj_cmin(BK_FIT, BK_REG));
 static_assert(BK >= 8, "a chunk of at least 8 k fits");
 constexpr int KL = F % BK;          // k of the last, partial chunk (0: none)
 constexpr int NK = fj_cdiv(F, 32);  // values of a row a lane holds (softmax)
+// The softmax's lanes a row (fj_group_sum): 8 up to F = 64, else a warp; a
+// thread holds SL of the 32 lanes' sums.
+constexpr int SG = NK <= 2 ? 8 : 32, SL = 32 / SG;
 
 // ---- vsn_seq_grads: shapes -----------------------------------------------------
 // Tile edge: 16 where it pads F least (F <= 16, 33..48: the trainer's 40
@@ -232,7 +236,7 @@ vsn_seq_rows(const float *__restrict__ W, const float *__restrict__ bias,
              int R)
 {
     __shared__ vs_rows_smem sm;
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int tid = threadIdx.x;
     const long long row0 = (long long)blockIdx.x * TR;
     const int nrows = (int)(R - row0 < TR ? R - row0 : TR);
     if (blockIdx.x == 0)
@@ -263,55 +267,95 @@ vsn_seq_rows(const float *__restrict__ W, const float *__restrict__ bias,
     vs_stage<false> wd;
     if (dx)
         wd.load(W, 0);
-    __syncthreads();
 
-    // ---- softmax and dl, a warp per row (perception_vsn.cuh's formulas):
-    // w = softmax(l) with the row maximum subtracted, dw_j = dy_j x_j,
-    // dl_j = w_j (dw_j - sum_k w_k dw_k). Lane-strided partial sums, then
-    // butterflies: the bits depend only on F. ----
-    for (int r = warp; r < nrows; r += NT / 32) {
-        const long long o = (row0 + r) * F;
-        float v[NK], dw[NK];
-        float m = __int_as_float(0xff800000);  // -inf
+    // ---- softmax and dl (perception_vsn.cuh's formulas): w = softmax(l)
+    // with the row maximum subtracted, dw_j = dy_j x_j, dl_j = w_j (dw_j -
+    // sum_k w_k dw_k). The bits are those of a warp a row with lane-strided
+    // partial sums (lane l: j = l, l + 32, ...) and butterflies: they
+    // depend only on F. Up to F = 64 groups of SG = 8 lanes take a row, each
+    // thread holding SL of the 32 lanes' sums (fj_group_sum): a warp a row
+    // left most lanes idle below F = 32 and spent 5 rounds of shuffles on
+    // every sum. x is read back from p (X^T) before DL^T overwrites it. ----
+    {
+        const int t = (int)(threadIdx.x % SG);
+        // dy of the thread's first row, in flight during the barrier
+        float dyv[SL][NK];
+        auto load_dy = [&](int r) {
 #pragma unroll
-        for (int q = 0; q < NK; q++) {
-            const int j = lane + 32 * q;
-            v[q] = j < F ? sm.q[r * F + j] : 0.0f;
-            if (j < F)
-                m = fmaxf(m, v[q]);
-        }
-        m = fj_warp_max(m);
-        float s = 0.0f;
+            for (int i = 0; i < SL; i++)
 #pragma unroll
-        for (int q = 0; q < NK; q++) {
-            const int j = lane + 32 * q;
-            if (j < F) {
-                v[q] = expf(v[q] - m);
-                s += v[q];
+                for (int q = 0; q < NK; q++) {
+                    const int j = t + SG * i + 32 * q;
+                    dyv[i][q] = SG * i + 32 * q < F && j < F && r < nrows
+                                    ? __ldg(dy + (row0 + r) * F + j)
+                                    : 0.0f;
+                }
+        };
+        // Every lane of a warp runs the loop as long as one of its groups
+        // has a row (the shuffles need the whole warp); a group past the
+        // rows computes on zeros and stores nothing.
+        int r = tid / SG;
+        load_dy(r);
+        __syncthreads();  // the logits are in q
+        for (; r - tid % 32 / SG < nrows; r += NT / SG) {
+            const bool live = r < nrows;
+            const long long o = (row0 + r) * F;
+            float v[SL][NK], dw[SL][NK], u[SL];
+            float m = __int_as_float(0xff800000);  // -inf
+#pragma unroll
+            for (int i = 0; i < SL; i++)
+#pragma unroll
+                for (int q = 0; q < NK; q++) {
+                    const int j = t + SG * i + 32 * q;
+                    v[i][q] = 0.0f;
+                    if (SG * i + 32 * q < F && j < F && live)  // (the first test is a constant)
+                        m = fmaxf(m, v[i][q] = sm.q[r * F + j]);
+                }
+            m = fj_group_max<SG>(m);
+#pragma unroll
+            for (int i = 0; i < SL; i++) {
+                float s = 0.0f;
+#pragma unroll
+                for (int q = 0; q < NK; q++) {
+                    const int j = t + SG * i + 32 * q;
+                    if (SG * i + 32 * q < F && j < F && live) {
+                        v[i][q] = expf(v[i][q] - m);
+                        s += v[i][q];
+                    }
+                }
+                u[i] = s;
             }
-        }
-        s = fj_warp_sum(s);
-        float dot = 0.0f;
+            const float s = fj_group_sum<SG>(u);
 #pragma unroll
-        for (int q = 0; q < NK; q++) {
-            const int j = lane + 32 * q;
-            dw[q] = 0.0f;
-            if (j < F) {
-                v[q] = v[q] / s;  // w_j
-                dw[q] = __fmul_rn(__ldg(dy + o + j), __ldg(x + o + j));
-                dot = fmaf(v[q], dw[q], dot);
-            }
-        }
-        dot = fj_warp_sum(dot);
+            for (int i = 0; i < SL; i++) {
+                float dot = 0.0f;
 #pragma unroll
-        for (int q = 0; q < NK; q++) {
-            const int j = lane + 32 * q;
-            if (j < F) {
-                const float dl = v[q] * (dw[q] - dot);
-                sm.q[r * F + j] = v[q];  // w, for dx
-                sm.p[j * LDA + r] = dl;  // DL^T, dx's left operand
-                dl_out[o + j] = dl;
+                for (int q = 0; q < NK; q++) {
+                    const int j = t + SG * i + 32 * q;
+                    dw[i][q] = 0.0f;
+                    if (SG * i + 32 * q < F && j < F && live) {
+                        v[i][q] = v[i][q] / s;  // w_j
+                        dw[i][q] = __fmul_rn(dyv[i][q], sm.p[j * LDA + r]);
+                        dot = fmaf(v[i][q], dw[i][q], dot);
+                    }
+                }
+                u[i] = dot;
             }
+            const float dot = fj_group_sum<SG>(u);
+            const int rn = r + NT / SG;
+            load_dy(rn);  // the next row's, in flight during the stores
+#pragma unroll
+            for (int i = 0; i < SL; i++)
+#pragma unroll
+                for (int q = 0; q < NK; q++) {
+                    const int j = t + SG * i + 32 * q;
+                    if (SG * i + 32 * q < F && j < F && live) {
+                        const float dl = v[i][q] * (dw[i][q] - dot);
+                        sm.q[r * F + j] = v[i][q];  // w, for dx
+                        sm.p[j * LDA + r] = dl;     // DL^T, dx's left operand
+                        dl_out[o + j] = dl;
+                    }
+                }
         }
     }
     if (!dx)

@@ -15,10 +15,19 @@ const fj_program fj_program_vsn = {
 };
 
 #define BLOCK 256
-/* Forward rows per block: small, so that B = 32, T = 64 gives 256 blocks. */
-#define FWD_ROWS 8
-/* Forward blocks an SM before they loop over chunks. */
-#define FWD_BLOCKS_PER_SM 4
+/* The forward's rows a chunk. For F <= 64 a thread holds one row of W and
+ * forms the logits of FWD_ROWS_A_THREAD rows of each chunk (kernel_src/vsn.cu:
+ * BLOCK / F row groups); past that a warp a column, in chunks of 8 rows. */
+#define FWD_ROWS_A_THREAD 4
+#define FWD_REG_MAX_F 64
+/* Forward blocks an SM before they loop over chunks: the register form holds
+ * two (its W rows and products take up to 128 registers a thread). */
+#define FWD_BLOCKS_PER_SM(f) ((f) <= FWD_REG_MAX_F ? 2 : 4)
+
+static int fwd_rows(int f)
+{
+    return f <= FWD_REG_MAX_F ? BLOCK / f * FWD_ROWS_A_THREAD : 8;
+}
 /* The backward keeps four [rows][F] arrays in static shared memory: at most
  * 11 KiB floats (44 KiB) of them. */
 #define BWD_SMEM_FLOATS (11 * 1024)
@@ -49,7 +58,7 @@ int fj_vsn_variant(int f, fj_variant *v, char *why, size_t why_len)
 {
     if (fj_perc_dim_why("f", f, FJ_PERC_MAX_F, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_vsn, {f, FWD_ROWS, fj_vsn_bwd_rows(f), rows_per_block(f), BLOCK}};
+    *v = (fj_variant){&fj_program_vsn, {f, fwd_rows(f), fj_vsn_bwd_rows(f), rows_per_block(f), BLOCK}};
     return 0;
 }
 
@@ -101,10 +110,11 @@ FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn
         return st;
     CUdeviceptr w = a->w, bias = a->bias, x = a->x, y = a->y;
     int rows = a->batch * a->t;
-    /* A chunk of FWD_ROWS rows a block, up to FWD_BLOCKS_PER_SM blocks an
-     * SM; past that each block loops, staging W^T once for its chunks. */
-    long long chunks = ((long long)rows + FWD_ROWS - 1) / FWD_ROWS;
-    long long cap = (long long)(rt->sm_count > 0 ? rt->sm_count : 1) * FWD_BLOCKS_PER_SM;
+    /* A chunk of fwd_rows rows a block, up to FWD_BLOCKS_PER_SM blocks an
+     * SM; past that each block loops, loading W once for its chunks. */
+    int fr = fwd_rows(a->f);
+    long long chunks = ((long long)rows + fr - 1) / fr;
+    long long cap = (long long)(rt->sm_count > 0 ? rt->sm_count : 1) * FWD_BLOCKS_PER_SM(a->f);
     FJ_ARGS(args, w, bias, x, y, rows);
     return fj_launch(rt, k->fn[0], (unsigned)(chunks < cap ? chunks : cap), 1, 1, BLOCK, 0,
                      stream, &args, op);

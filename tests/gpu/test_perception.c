@@ -38,6 +38,7 @@ static const heads_case heads_cases[] = {
 };
 static const vsn_case vsn_cases[] = {
     {1, 1, 1}, {3, 5, 7}, {32, 64, 40}, {2, 70, 256}, {5, 33, 65}, {1, 300, 8}, {2, 100, 130},
+    {2, 37, 64},
 };
 static const attn_case attn_cases[] = {
     {1, 1, 1}, {3, 5, 7}, {32, 64, 128}, {2, 4096, 256}, {4, 300, 33}, {1, 17, 256},
@@ -54,6 +55,7 @@ static const attn_case attn_cases[] = {
 #define QUICK_BATCH 4
 static const vsn_case vsn_quick[] = {
     {1, 1, 1}, {3, 5, 7}, {4, 64, 40}, {2, 13, 256}, {3, 33, 65}, {1, 300, 8}, {2, 23, 130},
+    {2, 37, 64},
 };
 static const attn_case attn_quick[] = {
     {1, 1, 1}, {3, 5, 7}, {4, 64, 128}, {1, 4096, 256}, {2, 300, 33}, {1, 17, 256},
