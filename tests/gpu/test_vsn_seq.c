@@ -8,7 +8,8 @@
  * deepest sums), dx NULL, overwritten and accumulated, the gradients
  * overwritten and accumulated; outputs and workspace poisoned (NaN) first.
  * Then: bitwise repeatable over 10 runs; a row's dx does not depend on the
- * batch (bitwise); graph capture + replay equals eager; an unprepared
+ * batch (bitwise); x at 4 mod 16 bytes (the gradient kernel's scalar
+ * staging) gives the aligned call's bits; graph capture + replay equals eager; an unprepared
  * capture fails cleanly; within float32 rounding of the per-step op
  * (foxjit_vsn_backward with per-batch scratch, then foxjit_reduce_axis0);
  * bad arguments return the right status and launch nothing.
@@ -404,6 +405,42 @@ static void test_rows_independent_of_batch(void **state)
     data_free(&d);
 }
 
+/* x at an address 4 mod 16: vsn_seq_grads stages its rows one float at a
+ * time instead of in 16-byte runs (F a multiple of 4 and x, dl aligned).
+ * Both put the same values in the same places, so dw, dbias and dx must
+ * equal the aligned call's bit for bit. */
+static void test_unaligned_x_bitwise(void **state)
+{
+    (void)state;
+    const vcase cs[] = {quick_case(cases[0]), quick_case(cases[1])};
+    for (size_t k = 0; k < COUNT(cs); k++) {
+        vdata d;
+        data_make(&d, &cs[k], seed_for(4, (int)k, 0));
+        data_run(&d);
+        t_download(&d.dx), t_download(&d.dw), t_download(&d.dbias);
+        const size_t n = d.x.n;
+        float *dx0 = fdup(d.dx.host, d.dx.n), *dw0 = fdup(d.dw.host, d.dw.n),
+              *db0 = fdup(d.dbias.host, d.dbias.n);
+        CUdeviceptr xs = gh_alloc((n + 1) * sizeof(float));
+        gh_upload(xs + sizeof(float), d.x.host, n * sizeof(float));
+        data_reset(&d);
+        foxjit_vsn_seq_args a = data_args(&d);
+        a.x = xs + sizeof(float);
+        GH_CHECK(foxjit_vsn_seq_backward(gh.rt, &a, gh.stream));
+        gh_sync();
+        t_download(&d.dx), t_download(&d.dw), t_download(&d.dbias);
+        char name[160];
+        case_name(name, sizeof name, &cs[k], "x 4 bytes past a 16-byte boundary");
+        if (memcmp(dw0, d.dw.host, d.dw.n * sizeof(float)) ||
+            memcmp(db0, d.dbias.host, d.dbias.n * sizeof(float)) ||
+            (cs[k].dx_mode != DX_NULL && memcmp(dx0, d.dx.host, d.dx.n * sizeof(float))))
+            fail_msg("%s: dw, dbias or dx differs bitwise from the aligned call", name);
+        free(dx0), free(dw0), free(db0);
+        gh_free(xs);
+        data_free(&d);
+    }
+}
+
 /* ---- CUDA graphs ------------------------------------------------------------------- */
 
 static void test_graph_replay_equals_eager(void **state)
@@ -793,6 +830,7 @@ int main(void)
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_bitwise_repeatable),
         cmocka_unit_test(test_rows_independent_of_batch),
+        cmocka_unit_test(test_unaligned_x_bitwise),
         cmocka_unit_test(test_graph_replay_equals_eager),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
         cmocka_unit_test(test_matches_per_step_op),
