@@ -36,9 +36,8 @@
 //   next kernel's tickets.
 // heads_seq_rows_saved  the same with A, p, q, bp and bq read from the
 //   forward's save instead of recomputed: no product, and dw_skip's sums
-//   from x's chunks staged alone, once a tile, by the tile's head-0 block
-//   for every head (hs_dw_skip_staged), with the plain path's hook body
-//   (SIMT builds: each head's block loads x directly, in the same order). A saved value
+//   from x's chunks staged alone (hs_dw_skip_staged), with the plain path's
+//   hook body (SIMT builds: loaded directly, in the same order). A saved value
 //   has the bits the product gives again (the same code on the same row), so
 //   every result is bitwise the same as heads_seq_rows'.
 // heads_seq_grads    a 1-D grid of three kinds of blocks:
@@ -167,10 +166,7 @@ struct __align__(16) hs_rows_smem {
     float bpq[2];     // bp, bq
     long long rx[TM];  // offset of each row of x
     float dl[TM], dm[TM], dgp[TM], s[TM];
-    union {
-        float wsk[D];       // forward: w_skip[h]
-        float dlh[H][TM];   // the saved backward's head-0 blocks: every head's dl
-    };
+    float wsk[D];  // forward: w_skip[h]
 };
 static_assert(sizeof(hs_rows_smem) <= 48 * 1024, "static shared memory");
 
@@ -281,12 +277,12 @@ FJ_DEVICE void hs_pq_finish(hs_rows_smem &sm)
 // of x (LX layout, zeros past the tile's rows and past D): column k0 + kk is
 // the sum over the tile's rows of dl x, HQ threads a column, each a strided
 // share of the rows, then a fixed xor tree over those HQ lanes.
-FJ_DEVICE void hs_dw_skip_chunk(const float *dl, int k0, const float *xc, float *pv)
+FJ_DEVICE void hs_dw_skip_chunk(const hs_rows_smem &sm, int k0, const float *xc, float *pv)
 {
     const int kk = threadIdx.x / HQ, q = threadIdx.x % HQ;
     float v = 0.0f;
     for (int r = q; r < TM; r += HQ)
-        v = fmaf(dl[r], xc[LX::at(kk, r)], v);
+        v = fmaf(sm.dl[r], xc[LX::at(kk, r)], v);
 #pragma unroll
     for (int o = HQ / 2; o > 0; o >>= 1)
         v += __shfl_xor_sync(FJ_FULL_MASK, v, o);
@@ -295,16 +291,12 @@ FJ_DEVICE void hs_dw_skip_chunk(const float *dl, int k0, const float *xc, float 
 }
 
 // The same partials for every column when no product stages x (the saved
-// backward), on tensor-core builds, for every head of the tile at once (the
-// tile's head-0 block does this; the others skip it): x's chunks copied
-// into the staging area (sm.st, free then) by cp.async, as many at once as
-// fit, 16-byte copies of whole rows (coalesced), then hs_dw_skip_chunk on
-// each in chunk order for each head h, with head h's dl (sm.dlh[h]) into
-// its partials pvh + h * PV: the bits of the plain path's hook in the block
-// of head h. x is staged once a tile instead of once a head. Leaves without
-// a barrier.
+// backward), on tensor-core builds: x's chunks copied into the staging area
+// (sm.st, free then) by cp.async, as many at once as fit, 16-byte copies of
+// whole rows (coalesced), then hs_dw_skip_chunk on each in chunk order: the
+// bits of the plain path's hook. Leaves without a barrier.
 template <typename GetX>
-FJ_DEVICE void hs_dw_skip_staged(hs_rows_smem &sm, GetX get_x, float *pvh)
+FJ_DEVICE void hs_dw_skip_staged(hs_rows_smem &sm, GetX get_x, float *pv)
 {
     constexpr int CH = fj_cdiv(D, BKR);
     constexpr int FIT = (int)(sizeof(sm.st) / sizeof(float)) / LX::SIZE;
@@ -321,9 +313,7 @@ FJ_DEVICE void hs_dw_skip_staged(hs_rows_smem &sm, GetX get_x, float *pvh)
         tg_cp_wait_all();
         __syncthreads();
         for (int c = 0; c < n; c++)
-#pragma unroll 1
-            for (int h = 0; h < H; h++)
-                hs_dw_skip_chunk(sm.dlh[h], (c0 + c) * BKR, buf + c * LX::SIZE, pvh + h * PV);
+            hs_dw_skip_chunk(sm, (c0 + c) * BKR, buf + c * LX::SIZE, pv);
     }
 }
 
@@ -404,11 +394,6 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
         }
         sm.rx[r] = off;
         sm.dl[r] = dl;
-        // The saved backward on tensor cores forms every head's dw_skip
-        // sums in the tile's head-0 block (hs_dw_skip_staged).
-        if (kSaved && TCR && hh == 0)
-            for (int h = 0; h < H; h++)
-                sm.dlh[h][r] = r < nrows ? __ldg(z + hs_off(row0 + r, steps, zs, zss) + h) : 0.0f;
     }
     if (!kBwd)
         for (int i = tid; i < D; i += NT)
@@ -447,15 +432,13 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
         } else {
             // dw_skip[k] partial = sum over the tile's rows of dl x[k]
             // (hs_dw_skip_staged and hs_dw_skip_direct form the same sums)
-            hs_dw_skip_chunk(sm.dl, k0, xc, pv);
+            hs_dw_skip_chunk(sm, k0, xc, pv);
         }
     };
     if constexpr (kSaved) {
         // A is in the save: no product, and dw_skip's sums from x alone.
-        if constexpr (TCR) {
-            if (hh == 0)  // (uniform across the block)
-                hs_dw_skip_staged(sm, get_x, ws.p + (long long)tile * H * PV);
-        }
+        if constexpr (TCR)
+            hs_dw_skip_staged(sm, get_x, pv);
         else
             hs_dw_skip_direct(sm, x, nrows, pv);
     } else {
