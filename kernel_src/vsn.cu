@@ -136,8 +136,8 @@ vsn_forward(const float *__restrict__ W, const float *__restrict__ bias,
             // The softmax of fj_vsn_weights_staged with its bits (lane l's
             // terms k = l, l + 32, then the butterfly), by groups of SG
             // lanes a row: thread t of a group holds lanes t, t + SG, ...
-            // (fj_group_sum), so that no lane idles for F < 32 and a row
-            // costs a fifth of a warp's instructions at F = 40. y = w x is
+            // (fj_group_sum), so that fewer lanes idle and a row costs
+            // about a third of a warp's instructions at F = 40. y = w x is
             // written as each w is formed (the same two roundings).
             const int t = (int)(threadIdx.x % SG);
             // Every lane of a warp runs the loop as long as one of its
