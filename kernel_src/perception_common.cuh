@@ -69,15 +69,25 @@ FJ_DEVICE float fj_warp_max(float v)
 // 16 .. G pair two values of one thread (added in place, as the lower lane
 // adds them), levels G / 2 .. 1 are shuffles within the group. Every thread
 // of the group ends with the same bits, those fj_warp_sum gives every lane.
+// The in-place levels, HALF = 16 / G first, each a loop of constant bounds
+// (one loop over the levels is not unrolled at G = 1, and u goes to the
+// stack).
+template <int HALF, int N>
+FJ_DEVICE void fj_fold(float (&u)[N])
+{
+    if constexpr (HALF >= 1) {
+#pragma unroll
+        for (int i = 0; i < HALF; i++)
+            u[i] = __fadd_rn(u[i], u[i + HALF]);
+        fj_fold<HALF / 2>(u);
+    }
+}
+
 template <int G>
 FJ_DEVICE float fj_group_sum(float (&u)[32 / G])
 {
     static_assert(G >= 1 && G <= 32 && 32 % G == 0, "G divides the warp");
-#pragma unroll
-    for (int half = 16 / G; half >= 1; half /= 2)
-#pragma unroll
-        for (int i = 0; i < half; i++)
-            u[i] = __fadd_rn(u[i], u[i + half]);
+    fj_fold<16 / G>(u);
     float v = u[0];
 #pragma unroll
     for (int o = G / 2; o > 0; o >>= 1)
@@ -93,6 +103,50 @@ FJ_DEVICE float fj_group_max(float v)
     for (int o = G / 2; o > 0; o >>= 1)
         v = fmaxf(v, __shfl_xor_sync(FJ_FULL_MASK, v, o));
     return v;
+}
+
+// Slot (i, q) of thread t in a group of G lanes a row (fj_group_sum): the
+// row's column k = t + G i + 32 q, lane t + G i's q-th term. Whether a row
+// of n columns has it; the first test is a constant once the loops over i
+// and q are unrolled, so empty slots cost nothing.
+template <int G, int N>
+FJ_DEVICE bool fj_group_has(int t, int i, int q)
+{
+    return G * i + 32 * q < N && t + G * i + 32 * q < N;
+}
+
+// A row's softmax numerators by a group of G lanes, with the bits of a
+// warp a row (lane l: columns l, l + 32, ...; its terms added in that
+// order, then the butterfly): e[i][q] = exp(v_k - max) for each slot the
+// thread has (fj_group_has; 0 elsewhere and for a row that is not `live`),
+// v_k = get(k). Returns the sum of the row's numerators (0 for a dead
+// row). Every thread of the warp must call it (shuffles).
+template <int G, int NQ, int N, typename Get>
+FJ_DEVICE float fj_group_softmax(float (&e)[32 / G][NQ], int t, bool live, Get get)
+{
+    float m = __int_as_float(0xff800000);  // -inf
+#pragma unroll
+    for (int i = 0; i < 32 / G; i++)
+#pragma unroll
+        for (int q = 0; q < NQ; q++) {
+            e[i][q] = 0.0f;
+            if (fj_group_has<G, N>(t, i, q) && live)
+                m = fmaxf(m, e[i][q] = get(t + G * i + 32 * q));
+        }
+    m = fj_group_max<G>(m);
+    float u[32 / G];
+#pragma unroll
+    for (int i = 0; i < 32 / G; i++) {
+        float s = 0.0f;
+#pragma unroll
+        for (int q = 0; q < NQ; q++)
+            if (fj_group_has<G, N>(t, i, q) && live) {
+                e[i][q] = expf(e[i][q] - m);
+                s += e[i][q];
+            }
+        u[i] = s;
+    }
+    return fj_group_sum<G>(u);
 }
 
 // Row b of a strided activation tensor (stride in floats, already made

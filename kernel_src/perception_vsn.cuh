@@ -34,19 +34,8 @@ FJ_DEVICE float fj_vsn_logit(const float *wt, const float *__restrict__ bias, co
         }
         p[l] = s;
     }
-    // Level by level with constant bounds, so that p stays in registers.
-#pragma unroll
-    for (int l = 0; l < 16; l++)
-        p[l] = __fadd_rn(p[l], p[l + 16]);
-#pragma unroll
-    for (int l = 0; l < 8; l++)
-        p[l] = __fadd_rn(p[l], p[l + 8]);
-#pragma unroll
-    for (int l = 0; l < 4; l++)
-        p[l] = __fadd_rn(p[l], p[l + 4]);
-    p[0] = __fadd_rn(p[0], p[2]);
-    p[1] = __fadd_rn(p[1], p[3]);
-    return __fadd_rn(__fadd_rn(p[0], p[1]), __ldg(bias + j));
+    // The butterfly's tree with every lane in this thread (a group of one).
+    return __fadd_rn(fj_group_sum<1>(p), __ldg(bias + j));
 }
 
 // The logits' form: for F <= 64 a thread per (r, j) with W^T staged in

@@ -67,18 +67,7 @@ FJ_DEVICE float vsn_logit_reg(const float (&wj)[F], const float *xr, float bj)
                 p[l] = fmaf(wj[k], xv[d], p[l]);
         }
     }
-#pragma unroll
-    for (int l = 0; l < 16; l++)
-        p[l] = __fadd_rn(p[l], p[l + 16]);
-#pragma unroll
-    for (int l = 0; l < 8; l++)
-        p[l] = __fadd_rn(p[l], p[l + 8]);
-#pragma unroll
-    for (int l = 0; l < 4; l++)
-        p[l] = __fadd_rn(p[l], p[l + 4]);
-    p[0] = __fadd_rn(p[0], p[2]);
-    p[1] = __fadd_rn(p[1], p[3]);
-    return __fadd_rn(__fadd_rn(p[0], p[1]), bj);
+    return __fadd_rn(fj_group_sum<1>(p), bj);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, FWD_REG ? 2 : 1)
@@ -145,40 +134,16 @@ vsn_forward(const float *__restrict__ W, const float *__restrict__ bias,
             for (int r = tid / SG; r - tid % 32 / SG < nr; r += BLOCK / SG) {
                 const bool live = r < nr;
                 const float *row = ws + r * F;
-                float e[SL][NK], u[SL];
-                float m = __int_as_float(0xff800000);  // -inf
+                float e[SL][NK];
+                const float s = fj_group_softmax<SG, NK, F>(e, t, live, [&](int k) { return row[k]; });
 #pragma unroll
                 for (int i = 0; i < SL; i++)
 #pragma unroll
-                    for (int q = 0; q < NK; q++) {
-                        const int k = t + SG * i + 32 * q;
-                        e[i][q] = 0.0f;
-                        if (SG * i + 32 * q < F && k < F && live)  // (the first test is a constant)
-                            m = fmaxf(m, e[i][q] = row[k]);
-                    }
-                m = fj_group_max<SG>(m);
-#pragma unroll
-                for (int i = 0; i < SL; i++) {
-                    float s = 0.0f;
-#pragma unroll
-                    for (int q = 0; q < NK; q++) {
-                        const int k = t + SG * i + 32 * q;
-                        if (SG * i + 32 * q < F && k < F && live) {
-                            e[i][q] = expf(e[i][q] - m);
-                            s += e[i][q];
-                        }
-                    }
-                    u[i] = s;
-                }
-                const float s = fj_group_sum<SG>(u);
-#pragma unroll
-                for (int i = 0; i < SL; i++)
-#pragma unroll
-                    for (int q = 0; q < NK; q++) {
-                        const int k = t + SG * i + 32 * q;
-                        if (SG * i + 32 * q < F && k < F && live)
+                    for (int q = 0; q < NK; q++)
+                        if (fj_group_has<SG, F>(t, i, q) && live) {
+                            const int k = t + SG * i + 32 * q;
                             y[base + r * F + k] = e[i][q] / s * xc[r * F + k];
-                    }
+                        }
             }
             // No barrier: the next chunk's x goes to the other buffer, and
             // its logits are written to ws after the barrier above it, which

@@ -286,7 +286,7 @@ vsn_seq_rows(const float *__restrict__ W, const float *__restrict__ bias,
 #pragma unroll
                 for (int q = 0; q < NK; q++) {
                     const int j = t + SG * i + 32 * q;
-                    dyv[i][q] = SG * i + 32 * q < F && j < F && r < nrows
+                    dyv[i][q] = fj_group_has<SG, F>(t, i, q) && r < nrows
                                     ? __ldg(dy + (row0 + r) * F + j)
                                     : 0.0f;
                 }
@@ -301,31 +301,8 @@ vsn_seq_rows(const float *__restrict__ W, const float *__restrict__ bias,
             const bool live = r < nrows;
             const long long o = (row0 + r) * F;
             float v[SL][NK], dw[SL][NK], u[SL];
-            float m = __int_as_float(0xff800000);  // -inf
-#pragma unroll
-            for (int i = 0; i < SL; i++)
-#pragma unroll
-                for (int q = 0; q < NK; q++) {
-                    const int j = t + SG * i + 32 * q;
-                    v[i][q] = 0.0f;
-                    if (SG * i + 32 * q < F && j < F && live)  // (the first test is a constant)
-                        m = fmaxf(m, v[i][q] = sm.q[r * F + j]);
-                }
-            m = fj_group_max<SG>(m);
-#pragma unroll
-            for (int i = 0; i < SL; i++) {
-                float s = 0.0f;
-#pragma unroll
-                for (int q = 0; q < NK; q++) {
-                    const int j = t + SG * i + 32 * q;
-                    if (SG * i + 32 * q < F && j < F && live) {
-                        v[i][q] = expf(v[i][q] - m);
-                        s += v[i][q];
-                    }
-                }
-                u[i] = s;
-            }
-            const float s = fj_group_sum<SG>(u);
+            const float s =
+                fj_group_softmax<SG, NK, F>(v, t, live, [&](int j) { return sm.q[r * F + j]; });
 #pragma unroll
             for (int i = 0; i < SL; i++) {
                 float dot = 0.0f;
@@ -333,7 +310,7 @@ vsn_seq_rows(const float *__restrict__ W, const float *__restrict__ bias,
                 for (int q = 0; q < NK; q++) {
                     const int j = t + SG * i + 32 * q;
                     dw[i][q] = 0.0f;
-                    if (SG * i + 32 * q < F && j < F && live) {
+                    if (fj_group_has<SG, F>(t, i, q) && live) {
                         v[i][q] = v[i][q] / s;  // w_j
                         dw[i][q] = __fmul_rn(dyv[i][q], sm.p[j * LDA + r]);
                         dot = fmaf(v[i][q], dw[i][q], dot);
@@ -349,7 +326,7 @@ vsn_seq_rows(const float *__restrict__ W, const float *__restrict__ bias,
 #pragma unroll
                 for (int q = 0; q < NK; q++) {
                     const int j = t + SG * i + 32 * q;
-                    if (SG * i + 32 * q < F && j < F && live) {
+                    if (fj_group_has<SG, F>(t, i, q) && live) {
                         const float dl = v[i][q] * (dw[i][q] - dot);
                         sm.q[r * F + j] = v[i][q];  // w, for dx
                         sm.p[j * LDA + r] = dl;     // DL^T, dx's left operand
