@@ -54,9 +54,10 @@
 //
 // Determinism: every output element is one thread's fixed-order sum. An
 // element of a product is a fixed chain over the reduction index (FMAs over
-// k = 0, 1, ..., or MMAs over k = 0, 8, 16, ...), so a row's logits, dx and
-// workspace terms have the same bits whatever the batch and whichever tile
-// the row lands in. Gradient sums run over the rows in an order fixed by R
+// k = 0, 1, ..., or MMAs over k = 0, 8, 16, ...; in heads_seq_grads' wide
+// tiles two such chains, over the even and the odd k-steps, added), so a
+// row's logits, dx and workspace terms have the same bits whatever the
+// batch and whichever tile the row lands in. Gradient sums run over the rows in an order fixed by R
 // (tiles of TM rows, chunks of CH rows, then tile / chunk order). No float
 // atomics.
 //
@@ -132,7 +133,10 @@ FJ_DEVICE float hs_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 // NP = 64, to stay in the same shared memory).
 constexpr bool TCR = tg_use_tc(TM, NP);
 constexpr int BKR = TCR && NP > 64 ? BK1 / 2 : BK1;
-using RowTile = tg_tile<TM, NP>;
+// Not the wide tile: its 32 sums a thread need 80 registers, and at 3
+// blocks an SM the forward took 131 us where this one takes 116 (H200,
+// B = 512).
+using RowTile = tg_tile<TM, NP, BKR, false>;
 using LX = tg_layout<TCR, BKR, TM, true>;  // X chunks
 using LW = tg_layout<TCR, BKR, NP, true>;  // W1[h] chunks (contiguous along k)
 constexpr int NBR = tg_bufs(TCR);
@@ -554,9 +558,8 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     }
 }
 
-// On tensor cores 4 blocks an SM (64 registers a thread, no spills at the
-// tile shapes TCR allows; the shared memory holds 4); the SIMT tiles need
-// more registers.
+// On tensor cores 4 blocks an SM (64 registers a thread; the shared memory
+// holds 4); the SIMT tiles need more registers.
 // save: null, or A ([R, LDW]) and then each head's p, q, bp, bq (SPQ floats
 // a head), for foxjit_heads_seq_forward_save.
 extern "C" __global__ void __launch_bounds__(NT, TCR ? 4 : 2)
@@ -685,7 +688,7 @@ FJ_DEVICE void hs_weight_tile(hs_grads_smem &sm, const hs_work &ws, int gt, int 
                               int ld, int M, int N, float *dbias, int acc)
 {
     const int tid = threadIdx.x;
-    tg_tile<GT, GT> t;
+    tg_tile<GT, GT, BKG, true> t;
     float bsum = 0.0f;  // bias of column tid (tid < GT)
     auto hook = [&](int, const float *ac) {
         if (bias && tid < GT) {
@@ -771,7 +774,7 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
         sm.off[r] = off;
     }
     // (tg_gemm's first barrier publishes sm.dl and sm.off)
-    tg_tile<GT, GT> t;
+    tg_tile<GT, GT, BKG, true> t;
     const auto get_a = tg_rows([&](int r) {
         return r < nrows ? tg_in(ws.da + (long long)(row0 + r) * LDW, HE) : tg_out();
     });

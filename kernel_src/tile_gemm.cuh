@@ -9,9 +9,10 @@
 // The includer defines TG_NT, the threads of its blocks, first.
 //
 // Determinism: every output element is one thread's fixed-order sum over
-// k = 0, 1, ... (FMA) or k = 0, 8, 16, ... (MMA); an MMA's result for a row
-// depends on that row alone, so a row's outputs keep their bits wherever it
-// lands in a tile.
+// k = 0, 1, ... (FMA) or k = 0, 8, 16, ... (MMA), or, in the wide tile, the
+// sum of two fixed MMA chains (the even and the odd k-steps); an MMA's
+// result for a row depends on that row alone, so a row's outputs keep their
+// bits wherever it lands in a tile.
 #pragma once
 
 #include "perception_common.cuh"
@@ -113,7 +114,7 @@ FJ_DEVICE void tg_sum_partials(const Tile &t, const float *first, long long stri
 // outnumber the tile (NPo <= 8) the extra threads idle.
 template <int TMo, int NPo>
 struct tg_simt_tile : tg_tile_base<fj_cmax(1, TMo / (TG_THREADS / (NPo / 4)))> {
-    static constexpr bool TC = false;
+    static constexpr bool TC = false, WIDE = false;
     static constexpr int TMO = TMo, NPO = NPo;
     static constexpr int CT = NPo / 4, RT = TG_THREADS / CT;
     using tg_tile_base<fj_cmax(1, TMo / (TG_THREADS / (NPo / 4)))>::RM;
@@ -238,7 +239,7 @@ FJ_DEVICE void tg_mma_tf32(float &d0, float &d1, float &d2, float &d3, const uns
 
 template <int TMo, int NPo>
 struct tg_tc_tile : tg_tile_base<4> {
-    static constexpr bool TC = true;
+    static constexpr bool TC = true, WIDE = false;
     static constexpr int TMO = TMo, NPO = NPo;
     static constexpr int WN = NPo / 16, WARPS = (TMo / 32) * WN;
     static_assert(tg_use_tc(TMo, NPo), "the warps' 32 x 16 pieces cover the tile");
@@ -344,17 +345,198 @@ struct tg_tc_tile : tg_tile_base<4> {
     }
 };
 
-template <bool kTc, typename T, typename F>
+// ---- twice the columns a warp, the k-steps split between two warp groups -------------
+// tg_tc_tile's warps split 12 operand values for 12 MMAs a k-step, 3
+// instructions each: the split is half of what its loop issues. A 32 x 32
+// warp piece splits 16 values for 24 MMAs. To keep every warp busy when
+// such pieces cover the tile with half the block's warps (a 64 x 64 tile
+// and 256 threads), the warps form two groups over the whole tile that take
+// alternate k-steps: group 0 k = 0, 16, 32, ..., group 1 k = 8, 24, ....
+// At the end each thread keeps one 16-column half of its piece, and adds to
+// it the other group's sums of that half (through the B staging buffer,
+// free then). The kept half has tg_tc_tile's layout (rows r0 .. r0 + 3,
+// columns n0 .. n0 + 3), so the epilogues are the same.
+//
+// Each output is then the sum of two fixed MMA chains, over the even and
+// over the odd k-steps (an addition of two values: the same bits whichever
+// group holds which). A row's outputs still depend on that row alone, so
+// they keep their bits wherever it lands in a tile and whatever the batch.
+constexpr bool tg_use_wide(int tmo, int npo, int bk)
+{
+    return TG_HAVE_TC && tmo % 32 == 0 && npo % 32 == 0 && bk % 16 == 0 &&
+           2 * (tmo / 32) * (npo / 32) == TG_THREADS / 32;
+}
+
+template <int TMo, int NPo>
+struct tg_tc_wide_tile : tg_tile_base<4> {
+    static constexpr bool TC = true, WIDE = true;
+    static constexpr int TMO = TMo, NPO = NPo;
+    static constexpr int WN = NPo / 32;         // warps across the columns, a group
+    static constexpr int GT = TG_THREADS / 2;   // threads of a group
+    static_assert(tg_use_wide(TMo, NPo, 16), "two groups of 32 x 32 pieces cover the tile");
+    int grp;     // the warp's group: its k-steps, and the half it keeps
+    int ar;      // its rows' first: the piece's row 4g
+    int co, cx;  // column 2g of the kept half and of the other half
+    float oth[4][4];  // the other half's sums (the kept half's are acc)
+
+    FJ_DEVICE tg_tc_wide_tile()
+    {
+        const int warp = threadIdx.x / 32 % (GT / 32), lane = threadIdx.x % 32;
+        const int wr = (warp / WN) * 32, wc = (warp % WN) * 32;
+        grp = (int)threadIdx.x / GT;
+        ar = wr + (lane / 4) * 4;
+        co = wc + 16 * grp + 2 * (lane / 4);
+        cx = wc + 16 * (1 - grp) + 2 * (lane / 4);
+        r0 = ar;
+        n0 = wc + 16 * grp + (lane % 4) * 4;
+        active = true;
+        zero();
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                oth[i][j] = 0.0f;
+    }
+    // B's values for n-tiles ni = 0, 1 of the half whose column 2g is c,
+    // at k + 2q and k + 2q + 1 (tg_tc_tile::step8's permutation).
+    template <bool kBRow>
+    FJ_DEVICE static void load_b(const float *b, int ldb, int k, int c, float (&bv)[2][2])
+    {
+        const int q = threadIdx.x % 4;
+        if constexpr (kBRow) {
+#pragma unroll
+            for (int ni = 0; ni < 2; ni++) {
+                const float2 v = *reinterpret_cast<const float2 *>(b + (c + ni) * ldb + k + 2 * q);
+                bv[ni][0] = v.x, bv[ni][1] = v.y;
+            }
+        } else {
+            const float2 lo = *reinterpret_cast<const float2 *>(b + (k + 2 * q) * ldb + c);
+            const float2 hi = *reinterpret_cast<const float2 *>(b + (k + 2 * q + 1) * ldb + c);
+            bv[0][0] = lo.x, bv[0][1] = hi.x, bv[1][0] = lo.y, bv[1][1] = hi.y;
+        }
+    }
+    // k .. k + 7 of the product for the whole 32 x 32 piece (tg_tc_tile::step8
+    // on both halves, A split once for both).
+    template <bool kARow, bool kBRow>
+    FJ_DEVICE void step8(const float *a, int lda, const float *b, int ldb, int k)
+    {
+        const int q = threadIdx.x % 4;
+        float av[2][4];
+        if constexpr (kARow) {
+            float2 r[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                r[i] = *reinterpret_cast<const float2 *>(a + (ar + i) * lda + k + 2 * q);
+#pragma unroll
+            for (int mi = 0; mi < 2; mi++) {
+                av[mi][0] = r[2 * mi].x, av[mi][1] = r[2 * mi + 1].x;
+                av[mi][2] = r[2 * mi].y, av[mi][3] = r[2 * mi + 1].y;
+            }
+        } else {
+            const float4 lo = *reinterpret_cast<const float4 *>(a + (k + 2 * q) * lda + ar);
+            const float4 hi = *reinterpret_cast<const float4 *>(a + (k + 2 * q + 1) * lda + ar);
+            av[0][0] = lo.x, av[0][1] = lo.y, av[0][2] = hi.x, av[0][3] = hi.y;
+            av[1][0] = lo.z, av[1][1] = lo.w, av[1][2] = hi.z, av[1][3] = hi.w;
+        }
+        float bv[2][2][2];  // [half: kept, other][ni][k]
+        load_b<kBRow>(b, ldb, k, co, bv[0]);
+        load_b<kBRow>(b, ldb, k, cx, bv[1]);
+        unsigned bbig[2][2][2], bsmall[2][2][2];
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+            for (int ni = 0; ni < 2; ni++)
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    bbig[hf][ni][i] = tg_tf32(bv[hf][ni][i]);
+                    bsmall[hf][ni][i] =
+                        __float_as_uint(bv[hf][ni][i] - __uint_as_float(bbig[hf][ni][i]));
+                }
+#pragma unroll
+        for (int mi = 0; mi < 2; mi++) {
+            unsigned abig[4], asmall[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                abig[i] = tg_tf32(av[mi][i]);
+                asmall[i] = __float_as_uint(av[mi][i] - __uint_as_float(abig[i]));
+            }
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+                for (int ni = 0; ni < 2; ni++) {
+                    float(&c)[4][4] = hf == 0 ? acc : oth;
+                    float &c0 = c[2 * mi][ni], &c1 = c[2 * mi][2 + ni];
+                    float &c2 = c[2 * mi + 1][ni], &c3 = c[2 * mi + 1][2 + ni];
+                    tg_mma_tf32(c0, c1, c2, c3, asmall, bbig[hf][ni][0], bbig[hf][ni][1]);
+                    tg_mma_tf32(c0, c1, c2, c3, abig, bsmall[hf][ni][0], bsmall[hf][ni][1]);
+                    tg_mma_tf32(c0, c1, c2, c3, abig, bbig[hf][ni][0], bbig[hf][ni][1]);
+                }
+        }
+    }
+    // The group's k-steps of the first kn k's of a chunk (chunks start at
+    // multiples of 16, so a k-step's group is its parity within the chunk).
+    template <int BK, bool kFull, bool kARow, bool kBRow>
+    FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
+    {
+        static_assert(BK % 16 == 0, "chunks of whole pairs of k-steps");
+        if constexpr (kFull) {
+#pragma unroll
+            for (int k = 0; k < BK; k += 16)
+                step8<kARow, kBRow>(a, lda, b, ldb, k + 8 * grp);
+        } else {
+#pragma unroll 1
+            for (int k = 8 * grp; k < kn; k += 16)
+                step8<kARow, kBRow>(a, lda, b, ldb, k);
+        }
+    }
+    // After the last chunk (every thread of the block): acc += the other
+    // group's sums of the kept half, through buf (CAP floats, 16-byte
+    // aligned), a quarter, half or all of the 16 values a round. Starts with
+    // a barrier (the last chunk's reads of buf are done) and leaves without
+    // one after its reads of buf.
+    template <int CAP>
+    FJ_DEVICE void finish(float *buf)
+    {
+        constexpr int Q = CAP >= 16 * TG_THREADS ? 4 : CAP >= 8 * TG_THREADS ? 2 : 1;
+        static_assert(CAP >= 4 * TG_THREADS, "room for a quarter of the exchange");
+        const int me = (int)threadIdx.x, partner = (me + GT) % TG_THREADS;
+        float4 *b4 = reinterpret_cast<float4 *>(buf);
+#pragma unroll
+        for (int r = 0; r < 4; r += Q) {
+            __syncthreads();
+#pragma unroll
+            for (int i = 0; i < Q; i++)
+                b4[i * TG_THREADS + me] =
+                    make_float4(oth[r + i][0], oth[r + i][1], oth[r + i][2], oth[r + i][3]);
+            __syncthreads();
+#pragma unroll
+            for (int i = 0; i < Q; i++) {
+                const float4 v = b4[i * TG_THREADS + partner];
+                acc[r + i][0] += v.x, acc[r + i][1] += v.y;
+                acc[r + i][2] += v.z, acc[r + i][3] += v.w;
+            }
+        }
+    }
+};
+
+template <int kPick, typename W, typename T, typename F>
 struct tg_pick {
+    using type = W;
+};
+template <typename W, typename T, typename F>
+struct tg_pick<1, W, T, F> {
     using type = T;
 };
-template <typename T, typename F>
-struct tg_pick<false, T, F> {
+template <typename W, typename T, typename F>
+struct tg_pick<0, W, T, F> {
     using type = F;
 };
-// The block product of a TMo x NPo tile: tensor cores where they fit.
-template <int TMo, int NPo>
-using tg_tile = typename tg_pick<tg_use_tc(TMo, NPo), tg_tc_tile<TMo, NPo>,
+// The block product of a TMo x NPo tile over chunks of BK k's: the wide
+// tensor-core tile where it fits and kWide (it needs some 80 registers a
+// thread), else tg_tc_tile where that fits, else the register-tiled FMA tile.
+template <int TMo, int NPo, int BK, bool kWide>
+using tg_tile = typename tg_pick<kWide && tg_use_wide(TMo, NPo, BK) ? 2 : tg_use_tc(TMo, NPo) ? 1 : 0,
+                                 tg_tc_wide_tile<TMo, NPo>, tg_tc_tile<TMo, NPo>,
                                  tg_simt_tile<TMo, NPo>>::type;
 // How a staged BK x W chunk of an operand lies in shared memory (one
 // buffer): row-major [w][BK + 4] when the tile runs on tensor cores and the
@@ -704,6 +886,8 @@ FJ_DEVICE void tg_gemm(Tile &t, int K, GetA getA, float *sa, int lda, GetB getB,
                 issue(k0 + BK, buf ^ 1);
             multiply(k0, kStageA ? sa + buf * LA::SIZE : sa + k0 * lda, sb + buf * LB::SIZE);
         }
+        if constexpr (Tile::WIDE)
+            t.template finish<2 * LB::SIZE>(sb);
     } else {
         tg_stage<BK, Tile::TMO, kAAlongK> a;
         tg_stage<BK, Tile::NPO, kBAlongK> b;
