@@ -306,7 +306,7 @@ FJ_DEVICE void hs_dw_skip_staged(hs_rows_smem &sm, GetX get_x, float *pv)
     constexpr int FIT = (int)(sizeof(sm.st) / sizeof(float)) / LX::SIZE;
     static_assert(FIT >= 1, "one chunk of x fits the staging area");
     float *buf = reinterpret_cast<float *>(&sm.st);
-    const tg_async_src<BKR, TM, true, GetX> src(get_x);
+    const tg_async_src<BKR, TM, true, GetX> src(get_x, D);
     for (int c0 = 0; c0 < CH; c0 += FIT) {
         const int n = fj_min(FIT, CH - c0);
         if (c0 > 0)

@@ -683,7 +683,7 @@ struct tg_async_stage {
 template <int BK, int W, bool kAlongK, typename Get>
 struct tg_async_src {
     Get get;
-    FJ_DEVICE explicit tg_async_src(Get g) : get(g) {}
+    FJ_DEVICE tg_async_src(Get g, int) : get(g) {}
     FJ_DEVICE void issue(int k0, float *s) const
     {
         tg_async_stage<BK, W, kAlongK>::issue(get, k0, s);
@@ -726,20 +726,41 @@ struct tg_async_src<BK, W, true, tg_rows_get<Row, true>> {
     const float *p[PER];  // the copy's source at k0 = 0
     int n[PER];           // its run's length there (<= 0: zeros)
     int d;                // the first copy's place in a buffer
+    bool whole;           // every copy of every chunk of k < K a whole aligned run or zeros
 
-    FJ_DEVICE explicit tg_async_src(tg_rows_get<Row, true> get)
+    FJ_DEVICE tg_async_src(tg_rows_get<Row, true> get, int K)
     {
         const int kk = 4 * ((int)threadIdx.x % KG), w0 = (int)threadIdx.x / KG;
+        const int last = (K - 1) / BK * BK;  // the last chunk's k0
         d = L::at(kk, w0);
+        whole = true;
 #pragma unroll
         for (int q = 0; q < PER; q++) {
             const tg_run r = w0 + q * WQ < W ? get.row(w0 + q * WQ) : tg_out();
             p[q] = kk < r.n ? r.p + kk : r.p;
             n[q] = r.n - kk;
+            if (n[q] > 0 && (n[q] - last < 4 || (reinterpret_cast<unsigned long long>(p[q]) & 15)))
+                whole = false;
         }
     }
     FJ_DEVICE void issue(int k0, float *s) const
     {
+        if (whole) {
+            // No run ends inside a chunk (the common case: rows of a width
+            // that is a multiple of 4, whole chunks): a copy's test is its
+            // row's. The same copies.
+#pragma unroll
+            for (int q = 0; q < PER; q++) {
+                if (G % TG_THREADS != 0 && (int)threadIdx.x + q * TG_THREADS >= G)
+                    break;
+                float *dst = s + d + q * WQ * L::LD;
+                if (n[q] > 0)
+                    tg_cp16(dst, p[q] + k0);
+                else
+                    *reinterpret_cast<float4 *>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+            return;
+        }
 #pragma unroll
         for (int q = 0; q < PER; q++) {
             if (G % TG_THREADS != 0 && (int)threadIdx.x + q * TG_THREADS >= G)
@@ -799,7 +820,7 @@ struct tg_async_src<BK, W, false, tg_lines_get<Line, true>> {
     bool v16a; // 16-byte copies where the line is aligned (ld not a multiple of 4)
     int d;     // the first copy's place in a buffer
 
-    FJ_DEVICE explicit tg_async_src(tg_lines_get<Line, true> get) : ld(get.ld), kn(get.kn)
+    FJ_DEVICE tg_async_src(tg_lines_get<Line, true> get, int) : ld(get.ld), kn(get.kn)
     {
         const int w = 4 * ((int)threadIdx.x % WG);
         k1 = (int)threadIdx.x / WG;
@@ -816,6 +837,17 @@ struct tg_async_src<BK, W, false, tg_lines_get<Line, true>> {
         // src is used only inside the operand (in); outside it, it may point
         // nowhere (this order of the tests is the faster code).
         const float *base = p + k0 * ld;
+        if (v16 && k0 + BK <= kn) {
+            // Every line of the chunk is inside and each copy a whole aligned
+            // run (the common case): no tests a copy. The same copies.
+#pragma unroll
+            for (int q = 0; q < PER; q++) {
+                if (G % TG_THREADS != 0 && (int)threadIdx.x + q * TG_THREADS >= G)
+                    break;
+                tg_cp16(s + d + q * KQ * L::LD, base + q * KQ * ld);
+            }
+            return;
+        }
 #pragma unroll
         for (int q = 0; q < PER; q++) {
             if (G % TG_THREADS != 0 && (int)threadIdx.x + q * TG_THREADS >= G)
@@ -867,8 +899,8 @@ FJ_DEVICE void tg_gemm(Tile &t, int K, GetA getA, float *sa, int lda, GetB getB,
     if constexpr (Tile::TC) {
         // Two buffers: chunk c + 1 is copied while chunk c is multiplied; one
         // barrier a chunk (it also ends the reads of the buffer refilled next).
-        const tg_async_src<BK, Tile::TMO, kAAlongK, GetA> srcA(getA);
-        const tg_async_src<BK, Tile::NPO, kBAlongK, GetB> srcB(getB);
+        const tg_async_src<BK, Tile::TMO, kAAlongK, GetA> srcA(getA, K);
+        const tg_async_src<BK, Tile::NPO, kBAlongK, GetB> srcB(getB, K);
         auto issue = [&](int k0, int buf) {
             if constexpr (kStageA)
                 srcA.issue(k0, sa + buf * LA::SIZE);
