@@ -656,6 +656,90 @@ struct GradSmem {
     int last;
 };
 
+// The right operand of the weight-gradient products: element (kk, w) is
+// column j0 + w of [x | h_{t-1}] in row c0 + kk (zeros past kr rows, in the
+// padding and past GW), h_{t-1} being h_init's row at a sequence's start
+// (zeros without h_init). A getter (the SIMT staging asks it for every
+// element).
+struct xh_get {
+    const float *x, *h_init, *h;
+    int c0, kr, j0, k;
+    FJ_DEVICE tg_run operator()(int kk, int w) const
+    {
+        const int j = j0 + w, row = c0 + kk;
+        if (kk >= kr || j >= GW)
+            return tg_out();
+        if (j < XW)
+            return tg_in(x + (long long)row * N_IN + j, N_IN - j);
+        const int hj = j - XW, t = row % k;
+        if (t > 0)
+            return tg_in(h + (long long)(row - 1) * N_HID + hj, N_HID - hj);
+        return h_init ? tg_in(h_init + (long long)(row / k) * N_HID + hj, N_HID - hj) : tg_out();
+    }
+};
+
+// Its cp.async staging (tensor cores): a thread's copies keep their column
+// (W / 4 divides the block), so whether they read x or h, and their run, is
+// found once a tile; a chunk's copy then finds only its row's source. For
+// h, (b, t) = divmod(row, k) through a float reciprocal: row < 2^22, so the
+// float quotient is within 0.5 of the true one and one correction gives
+// the exact b (the getter's integer division is some 20 instructions a
+// copy). The same copies as tg_async_stage's with the getter.
+template <int BK, int W>
+struct tg_async_src<BK, W, false, xh_get> {
+    using L = tg_layout<true, BK, W, false>;
+    static constexpr int WG = W / 4;  // runs across a row of the chunk
+    static constexpr int G = BK * W / 4, PER = fj_cdiv(G, TG_THREADS);
+    static constexpr int KQ = TG_THREADS / WG;  // rows between a thread's copies
+    static_assert(BK % 4 == 0 && W % 4 == 0 && TG_THREADS % WG == 0, "runs of 4 a thread");
+    const float *src;   // column j of row 0 of x, or column hj of row 0 of h
+    const float *init;  // column hj of row 0 of h_init (null: zeros at a sequence's start)
+    int row1;           // the first copy's row at k0 = 0: c0 + k1
+    int k1, kr, k, n, d;
+    bool hseg;          // the run is h's (else x's, or zeros when n <= 0)
+    float rk;           // 1 / k
+
+    FJ_DEVICE tg_async_src(xh_get get, int) : kr(get.kr), k(get.k)
+    {
+        const int w = 4 * ((int)threadIdx.x % WG), j = get.j0 + w;
+        k1 = (int)threadIdx.x / WG;
+        row1 = get.c0 + k1;
+        d = L::at(k1, w);
+        hseg = j >= XW && j < GW;
+        n = j < XW ? N_IN - j : j < GW ? GW - j : 0;
+        src = hseg ? get.h + (j - XW) : get.x + j;
+        init = hseg && get.h_init ? get.h_init + (j - XW) : nullptr;
+        rk = 1.0f / (float)k;
+    }
+    FJ_DEVICE void issue(int k0, float *s) const
+    {
+#pragma unroll
+        for (int q = 0; q < PER; q++) {
+            if (G % TG_THREADS != 0 && (int)threadIdx.x + q * TG_THREADS >= G)
+                break;
+            float *dst = s + d + q * KQ * L::LD;
+            const int row = row1 + k0 + q * KQ;
+            const float *p = nullptr;
+            if (k0 + k1 + q * KQ < kr && n > 0) {
+                if (!hseg) {
+                    p = src + (long long)row * N_IN;
+                } else {
+                    int b = (int)((float)row * rk);
+                    int t = row - b * k;
+                    if (t < 0)
+                        b--, t += k;
+                    else if (t >= k)
+                        b++, t -= k;
+                    p = t > 0 ? src + (long long)(row - 1) * N_HID
+                              : init ? init + (long long)b * N_HID : nullptr;
+                }
+            }
+            tg_copy_run(dst, p, p ? n : 0,
+                        p && n >= 4 && (reinterpret_cast<unsigned long long>(p) & 15) == 0);
+        }
+    }
+};
+
 // One chunk's partial of tile `tile` of [dW_in | dW_rec] over rows
 // [c0, c0 + kr), to the workspace; the tile's last block (an integer
 // ticket) adds the chunks' partials in chunk order and writes the gradient.
@@ -673,17 +757,7 @@ FJ_DEVICE void grads_tile(GradSmem &sm, int chunk_index, int tile, const float *
             return i < N_HID ? tg_in(dpre + (long long)c0 * N_HID + i, N_HID - i) : tg_out();
         },
         N_HID, kr);
-    auto get_b = [&](int kk, int w) {
-        const int j = j0 + w, row = c0 + kk;
-        if (kk >= kr || j >= GW)
-            return tg_out();
-        if (j < XW)
-            return tg_in(x + (long long)row * N_IN + j, N_IN - j);
-        const int hj = j - XW, t = row % k;
-        if (t > 0)
-            return tg_in(h + (long long)(row - 1) * N_HID + hj, N_HID - hj);
-        return h_init ? tg_in(h_init + (long long)(row / k) * N_HID + hj, N_HID - hj) : tg_out();
-    };
+    const xh_get get_b = {x, h_init, h, c0, kr, j0, k};
     GradTile t;
     tg_gemm<true, BKG, false, false>(t, kr, get_a, sm.a, 0, get_b, sm.b, tg_no_hook());
     tg_store_partial(t, gpart + ((long long)chunk_index * TILES + tile) * (GT * GT), GT);
