@@ -237,6 +237,79 @@ FJ_DEVICE void tg_mma_tf32(float &d0, float &d1, float &d2, float &d3, const uns
 #endif
 }
 
+// ---- a warp's fragments of one k-step (k .. k + 7), for both tensor-core tiles ----
+// Fragment k q is k + 2q and fragment k q + 4 is k + 2q + 1 (both operands
+// alike, so the product is unchanged): a thread's two k's are adjacent, one
+// float2 per row of a row-major operand.
+//
+// av[mi]: A's rows ar + 2mi (a0, a2) and ar + 2mi + 1 (a1, a3), ar being the
+// thread's first row (the warp's row 4g); k + 2q (a0, a1) and k + 2q + 1 (a2,
+// a3). A is k-major (a[k * lda + row]) or, when kARow, row-major (a[row *
+// lda + k]).
+template <bool kARow>
+FJ_DEVICE void tg_frag_a(const float *a, int lda, int k, int ar, float (&av)[2][4])
+{
+    const int q = threadIdx.x % 4;
+    if constexpr (kARow) {
+        float2 r[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            r[i] = *reinterpret_cast<const float2 *>(a + (ar + i) * lda + k + 2 * q);
+#pragma unroll
+        for (int mi = 0; mi < 2; mi++) {
+            av[mi][0] = r[2 * mi].x, av[mi][1] = r[2 * mi + 1].x;
+            av[mi][2] = r[2 * mi].y, av[mi][3] = r[2 * mi + 1].y;
+        }
+    } else {
+        const float4 lo = *reinterpret_cast<const float4 *>(a + (k + 2 * q) * lda + ar);
+        const float4 hi = *reinterpret_cast<const float4 *>(a + (k + 2 * q + 1) * lda + ar);
+        av[0][0] = lo.x, av[0][1] = lo.y, av[0][2] = hi.x, av[0][3] = hi.y;
+        av[1][0] = lo.z, av[1][1] = lo.w, av[1][2] = hi.z, av[1][3] = hi.w;
+    }
+}
+// bv[ni]: B's column c + ni (c: the 16-column piece's column 2g), k + 2q and
+// k + 2q + 1. B is k-major (b[k * ldb + col]) or, when kBRow, b[col * ldb + k].
+template <bool kBRow>
+FJ_DEVICE void tg_frag_b(const float *b, int ldb, int k, int c, float (&bv)[2][2])
+{
+    const int q = threadIdx.x % 4;
+    if constexpr (kBRow) {
+#pragma unroll
+        for (int ni = 0; ni < 2; ni++) {
+            const float2 v = *reinterpret_cast<const float2 *>(b + (c + ni) * ldb + k + 2 * q);
+            bv[ni][0] = v.x, bv[ni][1] = v.y;
+        }
+    } else {
+        const float2 lo = *reinterpret_cast<const float2 *>(b + (k + 2 * q) * ldb + c);
+        const float2 hi = *reinterpret_cast<const float2 *>(b + (k + 2 * q + 1) * ldb + c);
+        bv[0][0] = lo.x, bv[0][1] = hi.x, bv[1][0] = lo.y, bv[1][1] = hi.y;
+    }
+}
+// N values split into their TF32 parts and remainders.
+template <int N>
+FJ_DEVICE void tg_split(const float *v, unsigned (&big)[N], unsigned (&small)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        big[i] = tg_tf32(v[i]);
+        small[i] = __float_as_uint(v[i] - __uint_as_float(big[i]));
+    }
+}
+// One m16n8k8 product in 3xTF32 form into the thread's 4 x 4 sums c: m-tile
+// mi and n-tile ni give c0, c1 at row 2mi, columns ni and 2 + ni, and c2, c3
+// at row 2mi + 1. The small terms first, so they are not lost against the
+// large one.
+FJ_DEVICE void tg_mma3(float (&c)[4][4], int mi, int ni, const unsigned (&abig)[4],
+                       const unsigned (&asmall)[4], const unsigned (&bbig)[2],
+                       const unsigned (&bsmall)[2])
+{
+    float &c0 = c[2 * mi][ni], &c1 = c[2 * mi][2 + ni];
+    float &c2 = c[2 * mi + 1][ni], &c3 = c[2 * mi + 1][2 + ni];
+    tg_mma_tf32(c0, c1, c2, c3, asmall, bbig[0], bbig[1]);
+    tg_mma_tf32(c0, c1, c2, c3, abig, bsmall[0], bsmall[1]);
+    tg_mma_tf32(c0, c1, c2, c3, abig, bbig[0], bbig[1]);
+}
+
 template <int TMo, int NPo>
 struct tg_tc_tile : tg_tile_base<4> {
     static constexpr bool TC = true, WIDE = false;
@@ -252,78 +325,27 @@ struct tg_tc_tile : tg_tile_base<4> {
         active = warp < WARPS;
         zero();
     }
-    // k .. k + 7 of the product. A is k-major (a[k * lda + row]) or, when
-    // kARow, row-major (a[row * lda + k]); B likewise (kBRow: b[col * ldb + k]).
-    // Fragment k q is k + 2q and fragment k q + 4 is k + 2q + 1 (both operands
-    // alike, so the product is unchanged): a thread's two k's are adjacent, one
-    // float2 per row of a row-major operand.
+    // k .. k + 7 of the product (tg_frag_a, tg_frag_b give the operands'
+    // layouts). One m-tile at a time: fewer live registers.
     template <bool kARow, bool kBRow>
     FJ_DEVICE void step8(const float *a, int lda, const float *b, int ldb, int k)
     {
-        const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+        const int g = threadIdx.x % 32 / 4;
         const int wr = (threadIdx.x / 32 / WN) * 32, wc = (threadIdx.x / 32 % WN) * 16;
-        // av[mi]: rows 4g + 2mi (a0, a2) and 4g + 2mi + 1 (a1, a3) of the
-        // warp's piece; k = k + 2q (a0, a1) and k + 2q + 1 (a2, a3).
-        float av[2][4];
-        if constexpr (kARow) {
-            float2 r[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                r[i] = *reinterpret_cast<const float2 *>(a + (wr + 4 * g + i) * lda + k + 2 * q);
-#pragma unroll
-            for (int mi = 0; mi < 2; mi++) {
-                av[mi][0] = r[2 * mi].x, av[mi][1] = r[2 * mi + 1].x;
-                av[mi][2] = r[2 * mi].y, av[mi][3] = r[2 * mi + 1].y;
-            }
-        } else {
-            const float4 lo = *reinterpret_cast<const float4 *>(a + (k + 2 * q) * lda + wr + 4 * g);
-            const float4 hi =
-                *reinterpret_cast<const float4 *>(a + (k + 2 * q + 1) * lda + wr + 4 * g);
-            av[0][0] = lo.x, av[0][1] = lo.y, av[0][2] = hi.x, av[0][3] = hi.y;
-            av[1][0] = lo.z, av[1][1] = lo.w, av[1][2] = hi.z, av[1][3] = hi.w;
-        }
-        // bv[ni]: column 2g + ni of the warp's piece, k = k + 2q and k + 2q + 1.
-        float bv[2][2];
-        if constexpr (kBRow) {
-#pragma unroll
-            for (int ni = 0; ni < 2; ni++) {
-                const float2 v =
-                    *reinterpret_cast<const float2 *>(b + (wc + 2 * g + ni) * ldb + k + 2 * q);
-                bv[ni][0] = v.x, bv[ni][1] = v.y;
-            }
-        } else {
-            const float2 lo = *reinterpret_cast<const float2 *>(b + (k + 2 * q) * ldb + wc + 2 * g);
-            const float2 hi =
-                *reinterpret_cast<const float2 *>(b + (k + 2 * q + 1) * ldb + wc + 2 * g);
-            bv[0][0] = lo.x, bv[0][1] = hi.x, bv[1][0] = lo.y, bv[1][1] = hi.y;
-        }
+        float av[2][4], bv[2][2];
+        tg_frag_a<kARow>(a, lda, k, wr + 4 * g, av);
+        tg_frag_b<kBRow>(b, ldb, k, wc + 2 * g, bv);
         unsigned bbig[2][2], bsmall[2][2];
 #pragma unroll
         for (int ni = 0; ni < 2; ni++)
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                bbig[ni][i] = tg_tf32(bv[ni][i]);
-                bsmall[ni][i] = __float_as_uint(bv[ni][i] - __uint_as_float(bbig[ni][i]));
-            }
-        // Output (m-tile mi, n-tile ni): c0, c1 at row 2mi, columns ni and
-        // 2 + ni; c2, c3 at row 2mi + 1 (rows and columns of the thread's 4 x 4).
-        // One m-tile at a time: fewer live registers.
+            tg_split(bv[ni], bbig[ni], bsmall[ni]);
 #pragma unroll
         for (int mi = 0; mi < 2; mi++) {
             unsigned abig[4], asmall[4];
+            tg_split(av[mi], abig, asmall);
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                abig[i] = tg_tf32(av[mi][i]);
-                asmall[i] = __float_as_uint(av[mi][i] - __uint_as_float(abig[i]));
-            }
-#pragma unroll
-            for (int ni = 0; ni < 2; ni++) {
-                float &c0 = acc[2 * mi][ni], &c1 = acc[2 * mi][2 + ni];
-                float &c2 = acc[2 * mi + 1][ni], &c3 = acc[2 * mi + 1][2 + ni];
-                tg_mma_tf32(c0, c1, c2, c3, asmall, bbig[ni][0], bbig[ni][1]);
-                tg_mma_tf32(c0, c1, c2, c3, abig, bsmall[ni][0], bsmall[ni][1]);
-                tg_mma_tf32(c0, c1, c2, c3, abig, bbig[ni][0], bbig[ni][1]);
-            }
+            for (int ni = 0; ni < 2; ni++)
+                tg_mma3(acc, mi, ni, abig, asmall, bbig[ni], bsmall[ni]);
         }
     }
     // The first kn k's of a chunk, 8 at a time: the k's past kn up to the
@@ -397,80 +419,31 @@ struct tg_tc_wide_tile : tg_tile_base<4> {
             for (int j = 0; j < 4; j++)
                 oth[i][j] = 0.0f;
     }
-    // B's values for n-tiles ni = 0, 1 of the half whose column 2g is c,
-    // at k + 2q and k + 2q + 1 (tg_tc_tile::step8's permutation).
-    template <bool kBRow>
-    FJ_DEVICE static void load_b(const float *b, int ldb, int k, int c, float (&bv)[2][2])
-    {
-        const int q = threadIdx.x % 4;
-        if constexpr (kBRow) {
-#pragma unroll
-            for (int ni = 0; ni < 2; ni++) {
-                const float2 v = *reinterpret_cast<const float2 *>(b + (c + ni) * ldb + k + 2 * q);
-                bv[ni][0] = v.x, bv[ni][1] = v.y;
-            }
-        } else {
-            const float2 lo = *reinterpret_cast<const float2 *>(b + (k + 2 * q) * ldb + c);
-            const float2 hi = *reinterpret_cast<const float2 *>(b + (k + 2 * q + 1) * ldb + c);
-            bv[0][0] = lo.x, bv[0][1] = hi.x, bv[1][0] = lo.y, bv[1][1] = hi.y;
-        }
-    }
-    // k .. k + 7 of the product for the whole 32 x 32 piece (tg_tc_tile::step8
-    // on both halves, A split once for both).
+    // k .. k + 7 of the product for the whole 32 x 32 piece: tg_tc_tile's
+    // step on both halves, A split once for both.
     template <bool kARow, bool kBRow>
     FJ_DEVICE void step8(const float *a, int lda, const float *b, int ldb, int k)
     {
-        const int q = threadIdx.x % 4;
-        float av[2][4];
-        if constexpr (kARow) {
-            float2 r[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                r[i] = *reinterpret_cast<const float2 *>(a + (ar + i) * lda + k + 2 * q);
-#pragma unroll
-            for (int mi = 0; mi < 2; mi++) {
-                av[mi][0] = r[2 * mi].x, av[mi][1] = r[2 * mi + 1].x;
-                av[mi][2] = r[2 * mi].y, av[mi][3] = r[2 * mi + 1].y;
-            }
-        } else {
-            const float4 lo = *reinterpret_cast<const float4 *>(a + (k + 2 * q) * lda + ar);
-            const float4 hi = *reinterpret_cast<const float4 *>(a + (k + 2 * q + 1) * lda + ar);
-            av[0][0] = lo.x, av[0][1] = lo.y, av[0][2] = hi.x, av[0][3] = hi.y;
-            av[1][0] = lo.z, av[1][1] = lo.w, av[1][2] = hi.z, av[1][3] = hi.w;
-        }
-        float bv[2][2][2];  // [half: kept, other][ni][k]
-        load_b<kBRow>(b, ldb, k, co, bv[0]);
-        load_b<kBRow>(b, ldb, k, cx, bv[1]);
+        float av[2][4], bv[2][2][2];  // bv: [half: kept, other][ni][k]
+        tg_frag_a<kARow>(a, lda, k, ar, av);
+        tg_frag_b<kBRow>(b, ldb, k, co, bv[0]);
+        tg_frag_b<kBRow>(b, ldb, k, cx, bv[1]);
         unsigned bbig[2][2][2], bsmall[2][2][2];
 #pragma unroll
         for (int hf = 0; hf < 2; hf++)
 #pragma unroll
             for (int ni = 0; ni < 2; ni++)
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    bbig[hf][ni][i] = tg_tf32(bv[hf][ni][i]);
-                    bsmall[hf][ni][i] =
-                        __float_as_uint(bv[hf][ni][i] - __uint_as_float(bbig[hf][ni][i]));
-                }
+                tg_split(bv[hf][ni], bbig[hf][ni], bsmall[hf][ni]);
 #pragma unroll
         for (int mi = 0; mi < 2; mi++) {
             unsigned abig[4], asmall[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                abig[i] = tg_tf32(av[mi][i]);
-                asmall[i] = __float_as_uint(av[mi][i] - __uint_as_float(abig[i]));
-            }
+            tg_split(av[mi], abig, asmall);
 #pragma unroll
             for (int hf = 0; hf < 2; hf++)
 #pragma unroll
-                for (int ni = 0; ni < 2; ni++) {
-                    float(&c)[4][4] = hf == 0 ? acc : oth;
-                    float &c0 = c[2 * mi][ni], &c1 = c[2 * mi][2 + ni];
-                    float &c2 = c[2 * mi + 1][ni], &c3 = c[2 * mi + 1][2 + ni];
-                    tg_mma_tf32(c0, c1, c2, c3, asmall, bbig[hf][ni][0], bbig[hf][ni][1]);
-                    tg_mma_tf32(c0, c1, c2, c3, abig, bsmall[hf][ni][0], bsmall[hf][ni][1]);
-                    tg_mma_tf32(c0, c1, c2, c3, abig, bbig[hf][ni][0], bbig[hf][ni][1]);
-                }
+                for (int ni = 0; ni < 2; ni++)
+                    tg_mma3(hf == 0 ? acc : oth, mi, ni, abig, asmall, bbig[hf][ni],
+                            bsmall[hf][ni]);
         }
     }
     // The group's k-steps of the first kn k's of a chunk (chunks start at
