@@ -104,6 +104,23 @@ FJ_DEVICE void tg_sum_partials(const Tile &t, const float *first, long long stri
     }
 }
 
+// f(k) for k = first, first + STEP, ... below kn in a chunk of BK k's: all of
+// them unrolled when kFull (kn = BK), else (the last chunk of an uneven K)
+// a plain loop, to keep the code small.
+template <int BK, int STEP, bool kFull, typename F>
+FJ_DEVICE void tg_chunk_steps(int first, int kn, F f)
+{
+    if constexpr (kFull) {
+#pragma unroll
+        for (int k = 0; k < BK; k += STEP)
+            f(k + first);
+    } else {
+#pragma unroll 1
+        for (int k = first; k < kn; k += STEP)
+            f(k);
+    }
+}
+
 // ---- a register-tiled block product -------------------------------------------
 // out[TMo, NPo] += A[TMo, K] B[K, NPo]. Thread t owns rows r0 .. r0 + RM - 1
 // (row group rg) and columns n0 .. n0 + 3 (column group cg). Both operands
@@ -160,21 +177,12 @@ struct tg_simt_tile : tg_tile_base<fj_cmax(1, TMo / (TG_THREADS / (NPo / 4)))> {
             acc[i][3] = fmaf(av[i], bv.w, acc[i][3]);
         }
     }
-    // The first kn k's of a chunk: all BK of them unrolled when kFull, else
-    // (the last chunk of an uneven K) a plain loop, to keep the code small.
+    // The first kn k's of a chunk.
     template <int BK, bool kFull, bool kARow, bool kBRow>
     FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
     {
         static_assert(!kARow && !kBRow, "the SIMT tile reads k-major operands");
-        if constexpr (kFull) {
-#pragma unroll
-            for (int k = 0; k < BK; k++)
-                step(a, lda, b, ldb, k);
-        } else {
-#pragma unroll 1
-            for (int k = 0; k < kn; k++)
-                step(a, lda, b, ldb, k);
-        }
+        tg_chunk_steps<BK, 1, kFull>(0, kn, [&](int k) { step(a, lda, b, ldb, k); });
     }
 };
 
@@ -355,15 +363,8 @@ struct tg_tc_tile : tg_tile_base<4> {
     FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
     {
         static_assert(BK % 8 == 0, "chunks of whole k-steps");
-        if constexpr (kFull) {
-#pragma unroll
-            for (int k = 0; k < BK; k += 8)
-                step8<kARow, kBRow>(a, lda, b, ldb, k);
-        } else {
-#pragma unroll 1
-            for (int k = 0; k < kn; k += 8)
-                step8<kARow, kBRow>(a, lda, b, ldb, k);
-        }
+        tg_chunk_steps<BK, 8, kFull>(0, kn,
+                                     [&](int k) { step8<kARow, kBRow>(a, lda, b, ldb, k); });
     }
 };
 
@@ -452,15 +453,8 @@ struct tg_tc_wide_tile : tg_tile_base<4> {
     FJ_DEVICE void mma(const float *a, int lda, const float *b, int ldb, int kn)
     {
         static_assert(BK % 16 == 0, "chunks of whole pairs of k-steps");
-        if constexpr (kFull) {
-#pragma unroll
-            for (int k = 0; k < BK; k += 16)
-                step8<kARow, kBRow>(a, lda, b, ldb, k + 8 * grp);
-        } else {
-#pragma unroll 1
-            for (int k = 8 * grp; k < kn; k += 16)
-                step8<kARow, kBRow>(a, lda, b, ldb, k);
-        }
+        tg_chunk_steps<BK, 16, kFull>(8 * grp, kn,
+                                      [&](int k) { step8<kARow, kBRow>(a, lda, b, ldb, k); });
     }
     // After the last chunk (every thread of the block): acc += the other
     // group's sums of the kept half, through buf (CAP floats, 16-byte
