@@ -395,7 +395,7 @@ struct tg_tc_wide_tile : tg_tile_base<4> {
     static constexpr bool TC = true, WIDE = true;
     static constexpr int TMO = TMo, NPO = NPo;
     static constexpr int WN = NPo / 32;         // warps across the columns, a group
-    static constexpr int GT = TG_THREADS / 2;   // threads of a group
+    static constexpr int GROUP = TG_THREADS / 2;  // threads of a group
     static_assert(tg_use_wide(TMo, NPo, 16), "two groups of 32 x 32 pieces cover the tile");
     int grp;     // the warp's group: its k-steps, and the half it keeps
     int ar;      // its rows' first: the piece's row 4g
@@ -404,9 +404,9 @@ struct tg_tc_wide_tile : tg_tile_base<4> {
 
     FJ_DEVICE tg_tc_wide_tile()
     {
-        const int warp = threadIdx.x / 32 % (GT / 32), lane = threadIdx.x % 32;
+        const int warp = threadIdx.x / 32 % (GROUP / 32), lane = threadIdx.x % 32;
         const int wr = (warp / WN) * 32, wc = (warp % WN) * 32;
-        grp = (int)threadIdx.x / GT;
+        grp = (int)threadIdx.x / GROUP;
         ar = wr + (lane / 4) * 4;
         co = wc + 16 * grp + 2 * (lane / 4);
         cx = wc + 16 * (1 - grp) + 2 * (lane / 4);
@@ -466,7 +466,7 @@ struct tg_tc_wide_tile : tg_tile_base<4> {
     {
         constexpr int Q = CAP >= 16 * TG_THREADS ? 4 : CAP >= 8 * TG_THREADS ? 2 : 1;
         static_assert(CAP >= 4 * TG_THREADS, "room for a quarter of the exchange");
-        const int me = (int)threadIdx.x, partner = (me + GT) % TG_THREADS;
+        const int me = (int)threadIdx.x, partner = (me + GROUP) % TG_THREADS;
         float4 *b4 = reinterpret_cast<float4 *>(buf);
 #pragma unroll
         for (int r = 0; r < 4; r += Q) {
