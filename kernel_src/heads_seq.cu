@@ -57,9 +57,9 @@
 // k = 0, 1, ..., or MMAs over k = 0, 8, 16, ...; in heads_seq_grads' wide
 // tiles two such chains, over the even and the odd k-steps, added), so a
 // row's logits, dx and workspace terms have the same bits whatever the
-// batch and whichever tile the row lands in. Gradient sums run over the rows in an order fixed by R
-// (tiles of TM rows, chunks of CH rows, then tile / chunk order). No float
-// atomics.
+// batch and whichever tile the row lands in. Gradient sums run over the
+// rows in an order fixed by R (tiles of TM rows, chunks of CH rows, then
+// tile / chunk order). No float atomics.
 //
 // Compile-time dims: HS_D, HS_E, HS_H; HS_TM, the rows of a tile of the
 // first two kernels, is chosen by the host from E (and checked below).
