@@ -8,11 +8,17 @@
 // (sm_90+, gridDim.y = cluster size, one cluster per launch) are added by
 // rank 0 in rank order through distributed shared memory. The order depends
 // only on n, the block size and the cluster size, so the same call gives the
-// same bits on every run, eager or replayed from a graph.
+// same bits on every run, eager or replayed from a graph. The wide form's
+// blocks write their sums to a workspace and one more block adds them in
+// index order; its grid depends on n alone, so its bits are the same on
+// every GPU.
 #include "common.cuh"
 
 #ifndef BCE_BLOCK
 #error "BCE_BLOCK must be defined"
+#endif
+#ifndef BCE_WIDE_BLOCK
+#error "BCE_WIDE_BLOCK must be defined"
 #endif
 #ifndef ADAM_BLOCK
 #error "ADAM_BLOCK must be defined"
@@ -41,21 +47,14 @@ FJ_DEVICE double cluster_load_f64(const double *local, unsigned rank)
 }
 #endif
 
-// loss[0] (+)= mean_i (max(z,0) - z*y + log1p(exp(-|z|)));
-// dz[i] = (sigmoid(z_i) - y_i) / float(n) when dz is not NULL.
-// Block r of the cluster owns elements [n*r/R, n*(r+1)/R); thread t of it
-// visits begin + t, begin + t + BCE_BLOCK, ... in order. dz may be z or y
-// (each element is read before it is written, by the same thread), so no
-// __restrict__ here.
-extern "C" __global__ void __launch_bounds__(BCE_BLOCK)
-bce_with_logits(const float *z, const float *y, long long n, float *loss, int accumulate,
-                float *dz)
+// The terms of elements begin + t, begin + t + stride, ... below end, for
+// thread t of a block of `stride` threads, added in that order in float64;
+// dz[i] = (sigmoid(z_i) - y_i) / float(n) when dz is not NULL. dz may be z
+// or y (each element is read before it is written, by the same thread), so
+// no __restrict__ here.
+FJ_DEVICE double bce_thread_sum(const float *z, const float *y, long long begin, long long end,
+                                int stride, float nf, float *dz)
 {
-    __shared__ double warp_part[BCE_WARPS];
-    __shared__ double block_total;
-    const long long r = blockIdx.y, nblocks = gridDim.y;
-    const long long begin = n * r / nblocks, end = n * (r + 1) / nblocks;
-    const float nf = (float)n;
     double acc = 0.0;
     // BCE_BATCH of the thread's elements at a time: all their loads first,
     // then the terms, added in element order (the same sum as one at a
@@ -64,17 +63,17 @@ bce_with_logits(const float *z, const float *y, long long n, float *loss, int ac
     // kernel's time. Reading ahead is safe when dz aliases an input: a
     // thread writes only its own elements, each after reading it.
     constexpr int BCE_BATCH = 8;
-    for (long long i0 = begin + threadIdx.x; i0 < end; i0 += BCE_BATCH * BCE_BLOCK) {
+    for (long long i0 = begin + threadIdx.x; i0 < end; i0 += (long long)BCE_BATCH * stride) {
         float zv[BCE_BATCH], yv[BCE_BATCH];
 #pragma unroll
         for (int j = 0; j < BCE_BATCH; j++) {
-            const long long i = i0 + (long long)j * BCE_BLOCK;
+            const long long i = i0 + (long long)j * stride;
             zv[j] = i < end ? z[i] : 0.0f;
             yv[j] = i < end ? y[i] : 0.0f;
         }
 #pragma unroll
         for (int j = 0; j < BCE_BATCH; j++) {
-            const long long i = i0 + (long long)j * BCE_BLOCK;
+            const long long i = i0 + (long long)j * stride;
             if (i >= end)
                 break;
             const float zi = zv[j], yi = yv[j];
@@ -89,17 +88,51 @@ bce_with_logits(const float *z, const float *y, long long n, float *loss, int ac
             }
         }
     }
-    acc = warp_sum(acc);
+    return acc;
+}
+
+// The sum of every thread's v over a block of BLOCK threads: the lanes of
+// each warp with shuffles, then the warps in index order. The result is in
+// *total after the function returns (it ends with a block barrier).
+template <int BLOCK>
+FJ_DEVICE void bce_block_sum(double v, double *warp_part, double *total)
+{
+    constexpr int WARPS = BLOCK / 32;
+    static_assert(BLOCK % 32 == 0 && WARPS <= 32, "whole warps, at most 1024 threads");
+    v = warp_sum(v);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if (lane == 0)
-        warp_part[warp] = acc;
+        warp_part[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        double v = lane < BCE_WARPS ? warp_part[lane] : 0.0;
-        v = warp_sum(v);
+        double w = lane < WARPS ? warp_part[lane] : 0.0;
+        w = warp_sum(w);
         if (lane == 0)
-            block_total = v;
+            *total = w;
     }
+    __syncthreads();
+}
+
+FJ_DEVICE void bce_store_loss(float *loss, int accumulate, double sum, long long n)
+{
+    const float mean = (float)(sum / (double)n);
+    loss[0] = accumulate ? loss[0] + mean : mean;
+}
+
+// loss[0] (+)= mean_i (max(z,0) - z*y + log1p(exp(-|z|)));
+// dz[i] = (sigmoid(z_i) - y_i) / float(n) when dz is not NULL.
+// Block r of the cluster owns elements [n*r/R, n*(r+1)/R); thread t of it
+// visits begin + t, begin + t + BCE_BLOCK, ... in order.
+extern "C" __global__ void __launch_bounds__(BCE_BLOCK)
+bce_with_logits(const float *z, const float *y, long long n, float *loss, int accumulate,
+                float *dz)
+{
+    __shared__ double warp_part[BCE_WARPS];
+    __shared__ double block_total;
+    const long long r = blockIdx.y, nblocks = gridDim.y;
+    const long long begin = n * r / nblocks, end = n * (r + 1) / nblocks;
+    const double acc = bce_thread_sum(z, y, begin, end, BCE_BLOCK, (float)n, dz);
+    bce_block_sum<BCE_BLOCK>(acc, warp_part, &block_total);
 #if __CUDA_ARCH__ >= 900
     const unsigned csize = fj_cluster_size();
     if (csize > 1) {
@@ -108,18 +141,52 @@ bce_with_logits(const float *z, const float *y, long long n, float *loss, int ac
             double s = block_total;
             for (unsigned k = 1; k < csize; k++)
                 s += cluster_load_f64(&block_total, k);
-            const float mean = (float)(s / (double)n);
-            loss[0] = accumulate ? loss[0] + mean : mean;
+            bce_store_loss(loss, accumulate, s, n);
         }
         fj_cluster_sync();  // keep the other blocks' shared memory alive until read
         return;
     }
 #endif
-    __syncthreads();
+    if (threadIdx.x == 0)
+        bce_store_loss(loss, accumulate, block_total, n);
+}
+
+// The wide form (foxjit_bce_with_logits_wide), phase one: block b of the
+// 1-D grid owns elements [n*b/G, n*(b+1)/G) and writes its float64 sum to
+// partial[b]. A grid of one block writes the loss itself (no phase two).
+extern "C" __global__ void __launch_bounds__(BCE_WIDE_BLOCK)
+bce_wide_partials(const float *z, const float *y, long long n, float *loss, int accumulate,
+                  float *dz, double *__restrict__ partial)
+{
+    __shared__ double warp_part[BCE_WIDE_BLOCK / 32];
+    __shared__ double block_total;
+    const long long b = blockIdx.x, nblocks = gridDim.x;
+    const long long begin = n * b / nblocks, end = n * (b + 1) / nblocks;
+    const double acc = bce_thread_sum(z, y, begin, end, BCE_WIDE_BLOCK, (float)n, dz);
+    bce_block_sum<BCE_WIDE_BLOCK>(acc, warp_part, &block_total);
     if (threadIdx.x == 0) {
-        const float mean = (float)(block_total / (double)n);
-        loss[0] = accumulate ? loss[0] + mean : mean;
+        if (nblocks == 1)
+            bce_store_loss(loss, accumulate, block_total, n);
+        else
+            partial[b] = block_total;
     }
+}
+
+// Phase two, one block: thread t adds partial[t], partial[t + BLOCK], ...
+// in order, then the block folds its threads as above, so the loss's bits
+// depend on n and the partition alone.
+extern "C" __global__ void __launch_bounds__(BCE_WIDE_BLOCK)
+bce_wide_finish(const double *__restrict__ partial, int nparts, long long n, float *loss,
+                int accumulate)
+{
+    __shared__ double warp_part[BCE_WIDE_BLOCK / 32];
+    __shared__ double total;
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < nparts; i += BCE_WIDE_BLOCK)
+        acc += partial[i];
+    bce_block_sum<BCE_WIDE_BLOCK>(acc, warp_part, &total);
+    if (threadIdx.x == 0)
+        bce_store_loss(loss, accumulate, total, n);
 }
 
 // Fused AdamW, one element per thread per grid-stride iteration. The exact

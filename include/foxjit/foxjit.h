@@ -634,6 +634,32 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr 
                                                 int64_t n, CUdeviceptr loss, int loss_accumulate,
                                                 CUdeviceptr dz, CUstream stream);
 
+/* Bytes of workspace foxjit_bce_with_logits_wide needs for n values (at
+ * most 8 KiB; a workspace sized for n serves every smaller n). n in
+ * [1, 2^31-1]. */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
+FOXJIT_API foxjit_status foxjit_bce_with_logits_workspace_size(foxjit_runtime *rt, int64_t n,
+                                                               size_t *bytes);
+
+/* The loss and dz of foxjit_bce_with_logits, spread over the whole GPU:
+ * blocks of about 2048 values each write a float64 partial sum to the
+ * workspace (8-byte aligned, foxjit_bce_with_logits_workspace_size bytes
+ * or more, overlapping no other argument, contents on entry ignored), and
+ * a second kernel adds the
+ * partials in index order. Use it where n is more than a few thousand, or
+ * below sm_90, where foxjit_bce_with_logits runs in one block. dz is
+ * bitwise foxjit_bce_with_logits's; the loss is a fixed-order sum that
+ * depends on n alone (the same bits on every GPU), not always the bits of
+ * foxjit_bce_with_logits. ABI 2.4. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
+FOXJIT_API foxjit_status foxjit_bce_with_logits_wide(foxjit_runtime *rt, CUdeviceptr z,
+                                                     CUdeviceptr y, int64_t n, CUdeviceptr loss,
+                                                     int loss_accumulate, CUdeviceptr dz,
+                                                     CUdeviceptr workspace,
+                                                     size_t workspace_bytes, CUstream stream);
+
 /* Fused AdamW over one tensor. `step` points to one int32 on the device: the
  * 1-based step number used for bias correction (read by the kernel, so a
  * captured graph can replay with an advancing step; see
@@ -750,6 +776,11 @@ typedef struct foxjit_api {
                                             CUdeviceptr, size_t, CUstream);
     foxjit_status (*heads_seq_backward_saved)(foxjit_runtime *, const foxjit_heads_seq_args *,
                                               CUdeviceptr, size_t, CUstream);
+    /* abi_minor 4 */
+    foxjit_status (*bce_with_logits_workspace_size)(foxjit_runtime *, int64_t, size_t *);
+    foxjit_status (*bce_with_logits_wide)(foxjit_runtime *, CUdeviceptr, CUdeviceptr, int64_t,
+                                          CUdeviceptr, int, CUdeviceptr, CUdeviceptr, size_t,
+                                          CUstream);
     /* New entries go here, at the end only. */
 } foxjit_api;
 

@@ -28,7 +28,8 @@
     X(attn_pool, FJ_API(attn_pool_forward) FJ_API(attn_pool_backward) \
                  FJ_API(attn_pool_prepare)) \
     X(train, FJ_API(bce_with_logits) FJ_API(adamw) FJ_API(increment_step) \
-             FJ_API(training_prepare)) \
+             FJ_API(training_prepare) FJ_API(bce_with_logits_workspace_size) \
+             FJ_API(bce_with_logits_wide)) \
     X(cfc_seq, FJ_API(cfc_seq_workspace_size) FJ_API(cfc_seq_forward) \
                FJ_API(cfc_seq_backward) FJ_API(cfc_seq_prepare)) \
     X(heads_seq, FJ_API(heads_seq_workspace_size) FJ_API(heads_seq_forward) \

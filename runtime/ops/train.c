@@ -6,7 +6,7 @@
 
 #include "status.h"
 
-enum { K_BCE = 0, K_ADAMW, K_INCREMENT };
+enum { K_BCE = 0, K_ADAMW, K_INCREMENT, K_BCE_WIDE_PARTIALS, K_BCE_WIDE_FINISH };
 
 #define BCE_BLOCK 1024
 #define ADAM_BLOCK 256
@@ -14,6 +14,12 @@ enum { K_BCE = 0, K_ADAMW, K_INCREMENT };
  * cluster barrier; the trainer's per-step logits at B = 32 (10240) stay
  * in one plain block. */
 #define BCE_PER_BLOCK 16384
+/* The wide form: blocks of BCE_WIDE_BLOCK threads, BCE_WIDE_PER_BLOCK values
+ * each (one batch of 8 loads a thread), at most BCE_WIDE_MAX_BLOCKS of them
+ * (8 blocks an SM on a 128-SM GPU; more values a block past that). */
+#define BCE_WIDE_BLOCK 256
+#define BCE_WIDE_PER_BLOCK 2048
+#define BCE_WIDE_MAX_BLOCKS 1024
 /* AdamW grid cap in blocks per SM: enough to hide latency, and a grid
  * stride loop covers the rest. */
 #define ADAM_BLOCKS_PER_SM 8
@@ -21,16 +27,18 @@ enum { K_BCE = 0, K_ADAMW, K_INCREMENT };
 const fj_program fj_program_train = {
     .name = "train",
     .source = "train.cu",
-    .params = {"BCE_BLOCK", "ADAM_BLOCK", NULL},
+    .params = {"BCE_BLOCK", "ADAM_BLOCK", "BCE_WIDE_BLOCK", NULL},
     .kernels = {
         {"bce_with_logits", {FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_PTR}},
         {"adamw",
          {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I64, FJ_F32, FJ_F32, FJ_F32, FJ_F32, FJ_F32}},
         {"increment_step", {FJ_PTR}},
+        {"bce_wide_partials", {FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR}},
+        {"bce_wide_finish", {FJ_PTR, FJ_I32, FJ_I64, FJ_PTR, FJ_I32}},
     },
 };
 
-const fj_variant fj_train_variant = {&fj_program_train, {BCE_BLOCK, ADAM_BLOCK}};
+const fj_variant fj_train_variant = {&fj_program_train, {BCE_BLOCK, ADAM_BLOCK, BCE_WIDE_BLOCK}};
 
 unsigned fj_bce_blocks(int64_t n, int cc)
 {
@@ -38,6 +46,12 @@ unsigned fj_bce_blocks(int64_t n, int cc)
         return 1;
     int64_t want = (n + BCE_PER_BLOCK - 1) / BCE_PER_BLOCK;
     return want > FJ_PORTABLE_CLUSTER ? FJ_PORTABLE_CLUSTER : (unsigned)want;
+}
+
+unsigned fj_bce_wide_blocks(int64_t n)
+{
+    int64_t want = (n + BCE_WIDE_PER_BLOCK - 1) / BCE_WIDE_PER_BLOCK;
+    return want < 1 ? 1 : want > BCE_WIDE_MAX_BLOCKS ? BCE_WIDE_MAX_BLOCKS : (unsigned)want;
 }
 
 /* The training-step kernels (BCE, AdamW, step counter): one variant. */
@@ -54,7 +68,7 @@ static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *wh
 const fj_op fj_op_train = {
     .name = "training",
     .keys = {NULL},
-    .help = "BCE with logits, AdamW and the step counter (any n)",
+    .help = "BCE with logits (one block or cluster, or wide), AdamW and the step counter (any n)",
     .variants = variants,
     .programs = {&fj_program_train, NULL},
     .shapes = "# training step of the end-to-end trainer: BCE with logits, AdamW\n"
@@ -89,6 +103,58 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr 
     FJ_ARGS(args, z, y, nn, loss, acc, dz);
     unsigned blocks = fj_bce_blocks(n, rt->cc);
     return fj_launch_cluster(rt, k->fn[K_BCE], 1, blocks, BCE_BLOCK, blocks, stream, &args, op);
+}
+
+FOXJIT_API foxjit_status foxjit_bce_with_logits_workspace_size(foxjit_runtime *rt, int64_t n,
+                                                               size_t *bytes)
+{
+    const char *op = "foxjit_bce_with_logits_workspace_size";
+    foxjit_status st;
+    if ((st = fj_size_query_begin(op, rt, bytes, "workspace size")) ||
+        (st = fj_check_size(op, "n", n, FJ_BCE_MAX_N)))
+        return st;
+    *bytes = (size_t)fj_bce_wide_blocks(n) * sizeof(double);
+    return FOXJIT_OK;
+}
+
+FOXJIT_API foxjit_status foxjit_bce_with_logits_wide(foxjit_runtime *rt, CUdeviceptr z,
+                                                     CUdeviceptr y, int64_t n, CUdeviceptr loss,
+                                                     int loss_accumulate, CUdeviceptr dz,
+                                                     CUdeviceptr workspace,
+                                                     size_t workspace_bytes, CUstream stream)
+{
+    const char *op = "foxjit_bce_with_logits_wide";
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = begin(op, rt)) || (st = fj_check_size(op, "n", n, FJ_BCE_MAX_N)) ||
+        (st = fj_check_ptr(op, "z", z)) || (st = fj_check_ptr(op, "y", y)) ||
+        (st = fj_check_ptr(op, "loss", loss)) ||
+        (st = dz ? fj_check_ptr(op, "dz", dz) : FOXJIT_OK))
+        return st;
+    const unsigned blocks = fj_bce_wide_blocks(n);
+    const size_t need = (size_t)blocks * sizeof(double);
+    if (!workspace)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: workspace is NULL; n = %lld needs "
+                       "a workspace of %zu bytes (foxjit_bce_with_logits_workspace_size)", op,
+                       (long long)n, need);
+    if (workspace % sizeof(double))
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) is not 8-byte "
+                       "aligned; it holds doubles", op, (unsigned long long)workspace);
+    if (workspace_bytes < need)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: workspace_bytes is %zu; n = %lld "
+                       "needs %zu (foxjit_bce_with_logits_workspace_size)", op, workspace_bytes,
+                       (long long)n, need);
+    if ((st = load(rt, op, stream, &k)))
+        return st;
+    long long nn = n;
+    int acc = loss_accumulate ? 1 : 0, parts = (int)blocks;
+    FJ_ARGS(partial_args, z, y, nn, loss, acc, dz, workspace);
+    if ((st = fj_launch(rt, k->fn[K_BCE_WIDE_PARTIALS], blocks, 1, 1, BCE_WIDE_BLOCK, 0, stream,
+                        &partial_args, op)) || blocks == 1)
+        return st;
+    FJ_ARGS(finish_args, workspace, parts, nn, loss, acc);
+    return fj_launch(rt, k->fn[K_BCE_WIDE_FINISH], 1, 1, 1, BCE_WIDE_BLOCK, 0, stream,
+                     &finish_args, op);
 }
 
 /* A hyperparameter in [lo, hi) (hi_open) or [lo, hi]; NaN fails. */

@@ -19,6 +19,10 @@ extern const fj_variant fj_train_variant;
  * cluster of that many blocks (1 below sm_90, or for small n). */
 unsigned fj_bce_blocks(int64_t n, int cc);
 
+/* Blocks of the wide form's first kernel for n values (1 to 1024; it
+ * depends on n alone). Its workspace is that many doubles. */
+unsigned fj_bce_wide_blocks(int64_t n);
+
 /* The training-step kernels' program. */
 extern const fj_program fj_program_train;
 

@@ -46,7 +46,14 @@ typedef struct bce_bufs {
     double *dz_ref;
     double loss_ref;
     CUdeviceptr dz_d, dy_d, ddz, dloss;
+    CUdeviceptr ws; /* the wide form's workspace */
+    size_t ws_bytes;
 } bce_bufs;
+
+/* The two entry points: foxjit_bce_with_logits (one block or cluster) and
+ * foxjit_bce_with_logits_wide. */
+enum { NARROW = 0, WIDE = 1 };
+static const char *const form_name[] = {"narrow", "wide"};
 
 static void bce_setup(bce_bufs *b, size_t n, uint64_t seed, int soft)
 {
@@ -62,22 +69,37 @@ static void bce_setup(bce_bufs *b, size_t n, uint64_t seed, int soft)
     b->dy_d = gh_alloc(n * 4);
     b->ddz = gh_alloc(n * 4);
     b->dloss = gh_alloc(4);
+    GH_CHECK(foxjit_bce_with_logits_workspace_size(gh.rt, (int64_t)n, &b->ws_bytes));
+    b->ws = gh_alloc(b->ws_bytes);
     gh_upload(b->dz_d, b->z, n * 4);
     gh_upload(b->dy_d, b->y, n * 4);
 }
 
 static void bce_teardown(bce_bufs *b)
 {
-    gh_free(b->dz_d), gh_free(b->dy_d), gh_free(b->ddz), gh_free(b->dloss);
+    gh_free(b->dz_d), gh_free(b->dy_d), gh_free(b->ddz), gh_free(b->dloss), gh_free(b->ws);
     free(b->z), free(b->y), free(b->dz), free(b->dz_ref);
 }
 
-static float run_bce(bce_bufs *b, int with_dz)
+/* Enqueues one BCE call of the given form on b's buffers. */
+static foxjit_status bce_call(bce_bufs *b, int form, CUdeviceptr z, CUdeviceptr loss,
+                              int accumulate, CUdeviceptr dz)
+{
+    if (form == WIDE)
+        return foxjit_bce_with_logits_wide(gh.rt, z, b->dy_d, (int64_t)b->n, loss, accumulate,
+                                           dz, b->ws, b->ws_bytes, gh.stream);
+    return foxjit_bce_with_logits(gh.rt, z, b->dy_d, (int64_t)b->n, loss, accumulate, dz,
+                                  gh.stream);
+}
+
+/* The loss (and dz into b->dz) of one call, outputs and workspace poisoned
+ * first (the wide form must not read what it has not written). */
+static float run_bce(bce_bufs *b, int form, int with_dz)
 {
     gh_poison(b->dloss, 1);
     gh_poison(b->ddz, b->n);
-    GH_CHECK(foxjit_bce_with_logits(gh.rt, b->dz_d, b->dy_d, (int64_t)b->n, b->dloss, 0,
-                                    with_dz ? b->ddz : 0, gh.stream));
+    gh_poison(b->ws, b->ws_bytes / 4);
+    GH_CHECK(bce_call(b, form, b->dz_d, b->dloss, 0, with_dz ? b->ddz : 0));
     float loss;
     gh_download(&loss, b->dloss, 4);
     if (with_dz)
@@ -85,7 +107,9 @@ static float run_bce(bce_bufs *b, int with_dz)
     return loss;
 }
 
-static const size_t bce_sizes[] = {1, 7, 160, 10240, 16385, 163840, 1000003};
+/* 2048 and 2049: the wide form's one block and its first two; 1000003:
+ * 489 blocks. */
+static const size_t bce_sizes[] = {1, 7, 160, 2048, 2049, 10240, 16385, 163840, 1000003};
 
 static void test_bce_against_reference(void **state)
 {
@@ -95,18 +119,47 @@ static void test_bce_against_reference(void **state)
             bce_bufs b;
             size_t n = bce_sizes[i];
             bce_setup(&b, n, gh_seed() + n * 3 + (uint64_t)soft, soft);
-            float loss = run_bce(&b, 1);
-            char what[96];
-            snprintf(what, sizeof what, "bce loss n=%zu soft=%d (%u blocks)", n, soft,
-                     fj_bce_blocks((int64_t)n, gh.rt->cc));
-            printf("  %s: got %.9g want %.12g\n", what, (double)loss, b.loss_ref);
-            /* Float per-element terms summed in float64: a few float ulps. */
-            gh_assert_close(what, &loss, &b.loss_ref, NULL, 1, 4e-6, 1e-7);
-            snprintf(what, sizeof what, "bce dz n=%zu soft=%d", n, soft);
-            /* sigmoid(z) - y cancels near 1: absolute error of a float near 1. */
-            gh_assert_close(what, b.dz, b.dz_ref, NULL, n, 1e-5, 4e-7 / (double)n);
+            for (int form = NARROW; form <= WIDE; form++) {
+                float loss = run_bce(&b, form, 1);
+                char what[96];
+                snprintf(what, sizeof what, "bce %s loss n=%zu soft=%d (%u blocks)",
+                         form_name[form], n, soft,
+                         form == WIDE ? fj_bce_wide_blocks((int64_t)n)
+                                      : fj_bce_blocks((int64_t)n, gh.rt->cc));
+                printf("  %s: got %.9g want %.12g\n", what, (double)loss, b.loss_ref);
+                /* Float per-element terms summed in float64: a few float ulps. */
+                gh_assert_close(what, &loss, &b.loss_ref, NULL, 1, 4e-6, 1e-7);
+                snprintf(what, sizeof what, "bce %s dz n=%zu soft=%d", form_name[form], n, soft);
+                /* sigmoid(z) - y cancels near 1: absolute error of a float near 1. */
+                gh_assert_close(what, b.dz, b.dz_ref, NULL, n, 1e-5, 4e-7 / (double)n);
+            }
             bce_teardown(&b);
         }
+}
+
+/* The wide form past its block cap (1024 blocks of more than 2048 values)
+ * against the reference, and its dz bitwise the narrow form's everywhere:
+ * the same per-element operations. */
+static void test_bce_wide_matches_narrow(void **state)
+{
+    (void)state;
+    const size_t sizes[] = {2049, 163840, (size_t)GH_QUICK((1 << 22) + 5, 1 << 16)};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        bce_bufs b;
+        bce_setup(&b, sizes[i], gh_seed() + 31 * i, 1);
+        run_bce(&b, NARROW, 1);
+        float *narrow_dz = malloc(b.n * 4);
+        assert_non_null(narrow_dz);
+        memcpy(narrow_dz, b.dz, b.n * 4);
+        float wide = run_bce(&b, WIDE, 1);
+        printf("  wide n=%zu (%u blocks): loss %.9g want %.12g\n", b.n,
+               fj_bce_wide_blocks((int64_t)b.n), (double)wide, b.loss_ref);
+        gh_assert_close("bce wide loss", &wide, &b.loss_ref, NULL, 1, 4e-6, 1e-7);
+        if (memcmp(narrow_dz, b.dz, b.n * 4))
+            fail_msg("n=%zu: the wide form's dz differs bitwise from the narrow form's", b.n);
+        free(narrow_dz);
+        bce_teardown(&b);
+    }
 }
 
 static void test_bce_accumulate_and_optional_dz(void **state)
@@ -114,24 +167,26 @@ static void test_bce_accumulate_and_optional_dz(void **state)
     (void)state;
     bce_bufs b;
     bce_setup(&b, 163840, gh_seed() + 11, 0);
-    float fresh = run_bce(&b, 1);
-    /* dz = 0: the same loss, bit for bit. */
-    float no_dz = run_bce(&b, 0);
-    if (memcmp(&fresh, &no_dz, 4))
-        fail_msg("loss without dz %.9g differs from loss with dz %.9g", (double)no_dz,
-                 (double)fresh);
-    /* Accumulate: loss[0] + mean, one float add. */
-    const float base = 1.25f;
-    gh_upload(b.dloss, &base, 4);
-    GH_CHECK(foxjit_bce_with_logits(gh.rt, b.dz_d, b.dy_d, (int64_t)b.n, b.dloss, 1, 0,
-                                    gh.stream));
-    float acc;
-    gh_download(&acc, b.dloss, 4);
-    float want = base + fresh;
-    printf("  accumulate: %.9g + %.9g -> %.9g\n", (double)base, (double)fresh, (double)acc);
-    if (memcmp(&acc, &want, 4))
-        fail_msg("accumulated loss %.9g, want %.9g (= %.9g + %.9g)", (double)acc, (double)want,
-                 (double)base, (double)fresh);
+    for (int form = NARROW; form <= WIDE; form++) {
+        float fresh = run_bce(&b, form, 1);
+        /* dz = 0: the same loss, bit for bit. */
+        float no_dz = run_bce(&b, form, 0);
+        if (memcmp(&fresh, &no_dz, 4))
+            fail_msg("%s: loss without dz %.9g differs from loss with dz %.9g", form_name[form],
+                     (double)no_dz, (double)fresh);
+        /* Accumulate: loss[0] + mean, one float add. */
+        const float base = 1.25f;
+        gh_upload(b.dloss, &base, 4);
+        GH_CHECK(bce_call(&b, form, b.dz_d, b.dloss, 1, 0));
+        float acc;
+        gh_download(&acc, b.dloss, 4);
+        float want = base + fresh;
+        printf("  %s accumulate: %.9g + %.9g -> %.9g\n", form_name[form], (double)base,
+               (double)fresh, (double)acc);
+        if (memcmp(&acc, &want, 4))
+            fail_msg("%s: accumulated loss %.9g, want %.9g (= %.9g + %.9g)", form_name[form],
+                     (double)acc, (double)want, (double)base, (double)fresh);
+    }
     bce_teardown(&b);
 }
 
@@ -141,16 +196,18 @@ static void test_bce_in_place(void **state)
     (void)state;
     bce_bufs b;
     bce_setup(&b, 16385, gh_seed() + 12, 1);
-    float loss = run_bce(&b, 1);
     CUdeviceptr zcopy = gh_alloc(b.n * 4);
-    gh_upload(zcopy, b.z, b.n * 4);
-    GH_CHECK(foxjit_bce_with_logits(gh.rt, zcopy, b.dy_d, (int64_t)b.n, b.dloss, 0, zcopy,
-                                    gh.stream));
     float *got = malloc(b.n * 4), loss2;
-    gh_download(got, zcopy, b.n * 4);
-    gh_download(&loss2, b.dloss, 4);
-    if (memcmp(got, b.dz, b.n * 4) || memcmp(&loss, &loss2, 4))
-        fail_msg("in-place dz (dz = z) differs from out-of-place");
+    assert_non_null(got);
+    for (int form = NARROW; form <= WIDE; form++) {
+        float loss = run_bce(&b, form, 1);
+        gh_upload(zcopy, b.z, b.n * 4);
+        GH_CHECK(bce_call(&b, form, zcopy, b.dloss, 0, zcopy));
+        gh_download(got, zcopy, b.n * 4);
+        gh_download(&loss2, b.dloss, 4);
+        if (memcmp(got, b.dz, b.n * 4) || memcmp(&loss, &loss2, 4))
+            fail_msg("%s: in-place dz (dz = z) differs from out-of-place", form_name[form]);
+    }
     free(got);
     gh_free(zcopy);
     bce_teardown(&b);
@@ -162,18 +219,71 @@ static void test_bce_bitwise_deterministic(void **state)
     for (size_t i = 0; i < sizeof bce_sizes / sizeof bce_sizes[0]; i++) {
         bce_bufs b;
         bce_setup(&b, bce_sizes[i], gh_seed() ^ (i * 977), 0);
-        float first = run_bce(&b, 1);
-        float *first_dz = malloc(b.n * 4);
-        memcpy(first_dz, b.dz, b.n * 4);
-        for (int run = 1; run < 10; run++) {
-            float again = run_bce(&b, 1);
-            if (memcmp(&first, &again, 4) || memcmp(first_dz, b.dz, b.n * 4))
-                fail_msg("n=%zu: run %d differs bitwise from run 0 (loss %.9g vs %.9g)", b.n,
-                         run, (double)again, (double)first);
+        for (int form = NARROW; form <= WIDE; form++) {
+            float first = run_bce(&b, form, 1);
+            float *first_dz = malloc(b.n * 4);
+            assert_non_null(first_dz);
+            memcpy(first_dz, b.dz, b.n * 4);
+            for (int run = 1; run < 10; run++) {
+                float again = run_bce(&b, form, 1);
+                if (memcmp(&first, &again, 4) || memcmp(first_dz, b.dz, b.n * 4))
+                    fail_msg("%s n=%zu: run %d differs bitwise from run 0 (loss %.9g vs %.9g)",
+                             form_name[form], b.n, run, (double)again, (double)first);
+            }
+            free(first_dz);
         }
-        free(first_dz);
         bce_teardown(&b);
     }
+}
+
+/* The trainer's use: two wide calls on one workspace (the second
+ * accumulating) captured once into a graph and replayed give the eager
+ * calls' bits. */
+static void test_bce_wide_graph_replay(void **state)
+{
+    (void)state;
+    bce_bufs b;
+    bce_setup(&b, 163840, gh_seed() + 13, 0);
+    GH_CHECK(foxjit_training_prepare(gh.rt));
+    const int64_t tail = 2560; /* the sequence's logits: the last 2560 values */
+    const CUdeviceptr z_tail = b.dz_d + (b.n - (size_t)tail) * 4,
+                      y_tail = b.dy_d + (b.n - (size_t)tail) * 4,
+                      dz_tail = b.ddz + (b.n - (size_t)tail) * 4;
+    float eager_loss, replay_loss;
+    float *eager_dz = malloc(b.n * 4);
+    assert_non_null(eager_dz);
+    for (int pass = 0; pass < 2; pass++) {
+        gh_poison(b.dloss, 1);
+        gh_poison(b.ddz, b.n);
+        gh_poison(b.ws, b.ws_bytes / 4);
+        CUgraph graph = NULL;
+        CUgraphExec exec = NULL;
+        if (pass == 1)
+            GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        GH_CHECK(foxjit_bce_with_logits_wide(gh.rt, b.dz_d, b.dy_d, (int64_t)b.n - tail, b.dloss,
+                                             0, b.ddz, b.ws, b.ws_bytes, gh.stream));
+        GH_CHECK(foxjit_bce_with_logits_wide(gh.rt, z_tail, y_tail, tail, b.dloss, 1, dz_tail,
+                                             b.ws, b.ws_bytes, gh.stream));
+        if (pass == 1) {
+            GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+            GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+            for (int r = 0; r < 3; r++)
+                GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+        }
+        gh_sync();
+        gh_download(pass ? &replay_loss : &eager_loss, b.dloss, 4);
+        gh_download(pass ? b.dz : eager_dz, b.ddz, b.n * 4);
+        if (exec)
+            gh.cu->cuGraphExecDestroy(exec);
+        if (graph)
+            gh.cu->cuGraphDestroy(graph);
+    }
+    /* Three replays, each overwriting then accumulating: one eager pass's bits. */
+    printf("  eager %.9g, replayed %.9g\n", (double)eager_loss, (double)replay_loss);
+    if (memcmp(&eager_loss, &replay_loss, 4) || memcmp(eager_dz, b.dz, b.n * 4))
+        fail_msg("graph-replayed wide BCE differs from eager");
+    free(eager_dz);
+    bce_teardown(&b);
 }
 
 /* ---- AdamW ---------------------------------------------------------------- */
@@ -470,6 +580,49 @@ static void bce_refusals(foxjit_runtime *rt, CUstream s)
     REFUSED(INVALID, foxjit_training_prepare(NULL));
 }
 
+/* The wide form: its workspace, NaN-filled (its contents are ignored). */
+static CUdeviceptr bc_ws;
+static size_t bc_ws_bytes;
+
+static void bce_wide_setup(void)
+{
+    bce_case_setup();
+    if (!bc_ws) {
+        GH_CHECK(foxjit_bce_with_logits_workspace_size(gh.rt, BC_N, &bc_ws_bytes));
+        bc_ws = bi_buffer(bc_ws_bytes / 4, BI_NAN_BITS);
+    }
+}
+
+static foxjit_status bce_wide_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_bce_with_logits_wide(rt, bc_z, bc_y, BC_N, bc_loss, 0, bc_dz, bc_ws,
+                                       bc_ws_bytes, s);
+}
+
+static void bce_wide_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr z = bc_z, y = bc_y, loss = bc_loss, dz = bc_dz, ws = bc_ws;
+    const size_t wb = bc_ws_bytes;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(NULL, z, y, BC_N, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, 0, loss, 0, dz, ws, wb, s));
+    REFUSED(UNSUPPORTED,
+            foxjit_bce_with_logits_wide(rt, z, y, 1ll << 31, loss, 0, dz, ws, 8192, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, 0, y, BC_N, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y + 2, BC_N, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BC_N, 0, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BC_N, loss, 0, dz + 1, ws, wb, s));
+    REFUSED(TOO_SMALL, foxjit_bce_with_logits_wide(rt, z, y, BC_N, loss, 0, dz, 0, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BC_N, loss, 0, dz, ws + 4, wb, s));
+    REFUSED(TOO_SMALL, foxjit_bce_with_logits_wide(rt, z, y, BC_N, loss, 0, dz, ws, wb - 1, s));
+    /* Past 2048 values the workspace for BC_N is too small. */
+    REFUSED(TOO_SMALL, foxjit_bce_with_logits_wide(rt, z, y, 4096, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_workspace_size(NULL, BC_N, &bytes));
+    REFUSED(INVALID, foxjit_bce_with_logits_workspace_size(rt, BC_N, NULL));
+    REFUSED(INVALID, foxjit_bce_with_logits_workspace_size(rt, -3, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_bce_with_logits_workspace_size(rt, 1ll << 31, &bytes));
+}
+
 /* AdamW and the step counter. */
 enum { AW_N = 100 };
 #define STEP_BITS 5u  /* step = 5 */
@@ -532,6 +685,8 @@ static void increment_refusals(foxjit_runtime *rt, CUstream s)
 
 const bi_case cases_train[] = {
     {"foxjit_bce_with_logits", bce_case_setup, bce_valid, training_prepare, bce_refusals},
+    {"foxjit_bce_with_logits_wide", bce_wide_setup, bce_wide_valid, training_prepare,
+     bce_wide_refusals},
     {"foxjit_adamw", adamw_setup, adamw_valid, training_prepare, adamw_refusals},
     {"foxjit_increment_step", adamw_setup, increment_valid, training_prepare,
      increment_refusals},
@@ -545,6 +700,8 @@ int main(void)
         cmocka_unit_test(test_bce_accumulate_and_optional_dz),
         cmocka_unit_test(test_bce_in_place),
         cmocka_unit_test(test_bce_bitwise_deterministic),
+        cmocka_unit_test(test_bce_wide_matches_narrow),
+        cmocka_unit_test(test_bce_wide_graph_replay),
         cmocka_unit_test(test_adamw_against_reference),
         cmocka_unit_test(test_adamw_reads_step_from_device),
         cmocka_unit_test(test_adamw_graph_replay_matches_eager),

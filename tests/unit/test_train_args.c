@@ -49,6 +49,69 @@ static void test_bce_arguments(void **state)
      * would dereference fake_rt, so it is checked on the GPU instead. */
 }
 
+static void test_bce_wide_workspace_size(void **state)
+{
+    (void)state;
+    size_t bytes = 99;
+    expect(foxjit_bce_with_logits_workspace_size(NULL, 4, &bytes), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "runtime is NULL");
+    assert_int_equal(bytes, 0); /* a failed query leaves 0 */
+    expect(foxjit_bce_with_logits_workspace_size(fake_rt, 4, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "bytes");
+    expect(foxjit_bce_with_logits_workspace_size(fake_rt, 0, &bytes),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "n is 0");
+    expect(foxjit_bce_with_logits_workspace_size(fake_rt, 1ll << 31, &bytes),
+           FOXJIT_ERROR_UNSUPPORTED, "limit");
+    /* One double per block of 2048 values, at most 1024 blocks. */
+    static const struct {
+        int64_t n;
+        size_t bytes;
+    } want[] = {{1, 8}, {2048, 8}, {2049, 16}, {10240, 40}, {163840, 640},
+                {1ll << 21, 8192}, {(1ll << 21) + 1, 8192}, {2147483647ll, 8192}};
+    size_t prev = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        expect(foxjit_bce_with_logits_workspace_size(fake_rt, want[i].n, &bytes), FOXJIT_OK,
+               NULL);
+        if (bytes != want[i].bytes)
+            fail_msg("n = %lld: %zu bytes, want %zu", (long long)want[i].n, bytes,
+                     want[i].bytes);
+        assert_true(bytes >= prev); /* a workspace for n serves every smaller n */
+        assert_int_equal(bytes, fj_bce_wide_blocks(want[i].n) * sizeof(double));
+        prev = bytes;
+    }
+}
+
+static void test_bce_wide_arguments(void **state)
+{
+    (void)state;
+    const CUdeviceptr ws = 0x80000;
+    expect(foxjit_bce_with_logits_wide(NULL, good, good, 4, good, 0, good, ws, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "runtime is NULL");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 0, good, 0, good, ws, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "n is 0");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 1ll << 31, good, 0, good, ws, 8192,
+                                       NULL),
+           FOXJIT_ERROR_UNSUPPORTED, "limit");
+    expect(foxjit_bce_with_logits_wide(fake_rt, 0, good, 4, good, 0, good, ws, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "z is NULL");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, 0, 4, good, 0, good, ws, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "y is NULL");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 4, 0, 0, good, ws, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "loss is NULL");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 4, good, 0, good + 1, ws, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "dz");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 4, good, 0, good, 0, 8, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "workspace is NULL");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 4, good, 0, good, ws + 4, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "8-byte aligned");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 4, good, 0, good, ws, 7, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "needs 8");
+    /* 163840 values: 80 blocks, 640 bytes. */
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 163840, good, 0, good, ws, 632,
+                                       NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "workspace_bytes is 632; n = 163840 needs 640");
+}
+
 static foxjit_adamw_args good_adamw(void)
 {
     return (foxjit_adamw_args){.n = 100, .param = 0x10000, .grad = 0x20000, .m = 0x30000,
@@ -132,6 +195,13 @@ static void test_bce_launch_shape(void **state)
     assert_int_equal(fj_bce_blocks(163840, 90), 8);
     assert_int_equal(fj_bce_blocks(40000, 90), 3);
     assert_int_equal(fj_bce_blocks(2147483647ll, 100), 8);
+    /* The wide form: 2048 values a block, 1 to 1024 blocks, whatever the
+     * GPU (its bits depend on n alone). */
+    assert_int_equal(fj_bce_wide_blocks(1), 1);
+    assert_int_equal(fj_bce_wide_blocks(2048), 1);
+    assert_int_equal(fj_bce_wide_blocks(2049), 2);
+    assert_int_equal(fj_bce_wide_blocks(163840), 80);
+    assert_int_equal(fj_bce_wide_blocks(2147483647ll), 1024);
 }
 
 static void test_program_registered(void **state)
@@ -139,13 +209,15 @@ static void test_program_registered(void **state)
     (void)state;
     assert_ptr_equal(fj_train_variant.program, &fj_program_train);
     assert_ptr_equal(fj_program_find("train"), &fj_program_train);
-    assert_int_equal(fj_program_kernel_count(&fj_program_train), 3);
+    assert_int_equal(fj_program_kernel_count(&fj_program_train), 5);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bce_arguments),
+        cmocka_unit_test(test_bce_wide_workspace_size),
+        cmocka_unit_test(test_bce_wide_arguments),
         cmocka_unit_test(test_adamw_arguments),
         cmocka_unit_test(test_step_and_prepare_arguments),
         cmocka_unit_test(test_bce_launch_shape),

@@ -723,6 +723,37 @@ static foxjit_status e_bce(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y, int
     return FOXJIT_OK;
 }
 
+/* The wide form's workspace: a double per 2048 values, 1 to 1024 of them
+ * (the library's rule, so a trainer that sizes it wrongly fails here). */
+static size_t e_bce_wide_bytes(int64_t n)
+{
+    int64_t blocks = (n + 2047) / 2048;
+    return (size_t)(blocks > 1024 ? 1024 : blocks) * 8;
+}
+
+static foxjit_status e_bce_ws(foxjit_runtime *rt, int64_t n, size_t *bytes)
+{
+    (void)rt;
+    *bytes = e_bce_wide_bytes(n);
+    return FOXJIT_OK;
+}
+
+static foxjit_status e_bce_wide(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y, int64_t n,
+                                CUdeviceptr loss, int acc, CUdeviceptr dz, CUdeviceptr ws,
+                                size_t ws_bytes, CUstream s)
+{
+    if (!ws || ws % 8 || ws_bytes < e_bce_wide_bytes(n))
+        return FOXJIT_ERROR_WORKSPACE_TOO_SMALL;
+    /* The emulated ops are float64 references: the same result as the
+     * narrow form, which the reference-model tests compare against. */
+    const int was_tracing = tracing;
+    tracing = 0;
+    foxjit_status st = e_bce(rt, z, y, n, loss, acc, dz, s);
+    tracing = was_tracing;
+    trace_add("bce_with_logits_wide", s, NULL, ws, 0);
+    return st;
+}
+
 static foxjit_status e_adamw(foxjit_runtime *rt, const foxjit_adamw_args *a, CUstream s)
 {
     (void)rt, (void)s;
@@ -837,6 +868,8 @@ static int setup(void **state)
     api.attn_pool_backward = e_attn_backward;
     api.reduce_axis0 = e_reduce;
     api.bce_with_logits = e_bce;
+    api.bce_with_logits_workspace_size = e_bce_ws;
+    api.bce_with_logits_wide = e_bce_wide;
     api.adamw = e_adamw;
     api.increment_step = e_increment;
     return 0;
@@ -1007,8 +1040,8 @@ static void test_sequence_step_streams(void **state)
         {"heads_seq_forward (pooled)", 1, 0},
         {"record", 1, 2},
         {"wait", 0, 2},
-        {"bce_with_logits", 0, 0},
-        {"bce_with_logits", 0, 0},
+        {"bce_with_logits_wide", 0, 0},
+        {"bce_with_logits_wide", 0, 0},
         {"record", 0, 1},
         {"wait", 1, 1},
         {"heads_seq_backward", 0, 0},
@@ -1039,8 +1072,57 @@ static void test_sequence_step_streams(void **state)
     assert_true(trace[14].work != trace[15].work);
     assert_true(trace[14].grad != trace[15].grad);
     assert_true(trace[14].grad != m.grad[FT_HEADS_W1] && trace[15].grad != m.grad[FT_HEADS_W1]);
+    /* Both BCE calls on the one workspace, sized for the bars' K B H logits. */
+    assert_true(m.bce_work != 0);
+    assert_int_equal(m.bce_work_bytes, e_bce_wide_bytes((int64_t)d.k * d.batch * d.h));
+    assert_true(trace[10].work == m.bce_work && trace[11].work == m.bce_work);
     free(p);
     ft_model_free(&m);
+}
+
+/* A library older than ABI 2.4 (a table that ends before the wide BCE):
+ * the trainer takes foxjit_bce_with_logits and allocates no workspace for
+ * it, and the step's loss is the same. */
+static void test_older_library_uses_narrow_bce(void **state)
+{
+    (void)state;
+    const ft_dims d = {3, 5, 6, 8, 4, 3};
+    foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
+    float loss[2];
+    for (int older = 0; older < 2; older++) {
+        foxjit_api a = api;
+        if (older) {
+            a.struct_size = offsetof(foxjit_api, bce_with_logits_workspace_size);
+            /* Past the table's end: a trainer that reads them crashes. */
+            a.bce_with_logits_workspace_size = NULL;
+            a.bce_with_logits_wide = NULL;
+        }
+        ft_model m;
+        assert_int_equal(ft_model_alloc(&m, &a, rt, &cu, &d, FT_PATH_SEQUENCE), 0);
+        assert_true(older ? m.bce_work == 0 && m.bce_work_bytes == 0 : m.bce_work != 0);
+        size_t total = ft_param_total(&d);
+        float *p = malloc(total * 4);
+        ft_params_init(&d, 11, p);
+        assert_int_equal(ft_model_set_state(&m, p, NULL, NULL, 0, NULL), 0);
+        for (size_t i = 0; i < m.in_layout.floats; i++)
+            HP(m.batch_in)[i] = 0.25f * (float)(i % 4);
+        const ft_hparams hp = {1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f};
+        trace_n = 0, tracing = 1;
+        assert_int_equal(ft_model_step(&m, &hp, (CUstream)(uintptr_t)0x77), FOXJIT_OK);
+        tracing = 0;
+        int narrow = 0, wide = 0;
+        for (int i = 0; i < trace_n; i++) {
+            narrow += !strcmp(trace[i].what, "bce_with_logits");
+            wide += !strcmp(trace[i].what, "bce_with_logits_wide");
+        }
+        assert_int_equal(narrow, older ? 2 : 0);
+        assert_int_equal(wide, older ? 0 : 2);
+        loss[older] = HP(m.loss)[0];
+        free(p);
+        ft_model_free(&m);
+    }
+    assert_true(isfinite(loss[0]) && loss[0] > 0);
+    assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
 }
 
 /* ---- the training loop (tools/fox-train/train.c) on the emulation -------------- */
@@ -1262,6 +1344,7 @@ int main(void)
         cmocka_unit_test(test_step_matches_reference_model),
         cmocka_unit_test(test_per_step_path_matches_reference_model),
         cmocka_unit_test(test_sequence_step_streams),
+        cmocka_unit_test(test_older_library_uses_narrow_bce),
         cmocka_unit_test(test_loop_resume_is_exact),
         cmocka_unit_test(test_loop_learns_constant_signal),
         cmocka_unit_test(test_dump_step),

@@ -153,6 +153,7 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     m->heads_saved = m->heads_saved_bytes ? take(&c, (m->heads_saved_bytes + 3) / 4) : 0;
     m->heads_pooled_saved =
         m->heads_pooled_saved_bytes ? take(&c, (m->heads_pooled_saved_bytes + 3) / 4) : 0;
+    m->bce_work = m->bce_work_bytes ? take(&c, (m->bce_work_bytes + 3) / 4) : 0;
     m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
     m->vsn_work = take(&c, (m->vsn_work_bytes + 3) / 4);
     return c.used;
@@ -163,6 +164,14 @@ static int workspace_sizes(ft_model *m)
 {
     const foxjit_api *a = m->api;
     const ft_dims *d = &m->dims;
+    /* The wide BCE when the library has it (ABI 2.4): the bars' logits
+     * over the whole GPU instead of one block or cluster. The sequence's
+     * call is smaller and shares the workspace (one stream). */
+    if (a->struct_size >= offsetof(foxjit_api, bce_with_logits_wide) + sizeof(void *) &&
+        lib(m, a->bce_with_logits_workspace_size(m->rt, (int64_t)d->k * d->batch * d->h,
+                                                 &m->bce_work_bytes),
+            "bce_with_logits_workspace_size"))
+        return -1;
     if (m->path == FT_PATH_PER_STEP) {
         m->heads_work_bytes = a->heads_workspace_size(d->batch, d->k, d->e, d->h);
         return 0;
@@ -538,13 +547,23 @@ foxjit_status ft_model_loss(ft_model *m, int with_dz, CUstream s)
     const int64_t bars = (int64_t)d->k * d->batch * d->h, seq = (int64_t)d->batch * d->h;
     const CUdeviceptr z_seq = logits_block(m, m->z, d->k);
     const CUdeviceptr y_seq = logits_block(m, m->labels, d->k);
+    const CUdeviceptr dz_bars = with_dz ? m->dz : 0,
+                      dz_seq = with_dz ? logits_block(m, m->dz, d->k) : 0;
     /* kernels.md: loss = BCE(z_0..z_{K-1}) + BCE(z_seq), each a mean. */
     foxjit_status st;
-    if ((st = lib(m, a->bce_with_logits(m->rt, m->z, m->labels, bars, m->loss, 0,
-                                        with_dz ? m->dz : 0, s), "bce_with_logits (bars)")))
+    if (m->bce_work) {
+        if ((st = lib(m, a->bce_with_logits_wide(m->rt, m->z, m->labels, bars, m->loss, 0,
+                                                 dz_bars, m->bce_work, m->bce_work_bytes, s),
+                      "bce_with_logits_wide (bars)")))
+            return st;
+        return lib(m, a->bce_with_logits_wide(m->rt, z_seq, y_seq, seq, m->loss, 1, dz_seq,
+                                              m->bce_work, m->bce_work_bytes, s),
+                   "bce_with_logits_wide (sequence)");
+    }
+    if ((st = lib(m, a->bce_with_logits(m->rt, m->z, m->labels, bars, m->loss, 0, dz_bars, s),
+                  "bce_with_logits (bars)")))
         return st;
-    return lib(m, a->bce_with_logits(m->rt, z_seq, y_seq, seq, m->loss, 1,
-                                     with_dz ? logits_block(m, m->dz, d->k) : 0, s),
+    return lib(m, a->bce_with_logits(m->rt, z_seq, y_seq, seq, m->loss, 1, dz_seq, s),
                "bce_with_logits (sequence)");
 }
 

@@ -128,6 +128,10 @@ struct ft_model {
      * library older than ABI 2.3 (no save entries) and on the per-step path. */
     CUdeviceptr heads_saved, heads_pooled_saved;
     size_t heads_saved_bytes, heads_pooled_saved_bytes;
+    /* The wide BCE's workspace, for both of the loss's calls; 0 with a
+     * library older than ABI 2.4 (foxjit_bce_with_logits then). */
+    CUdeviceptr bce_work;
+    size_t bce_work_bytes;
     CUdeviceptr cfc_work;      /* the sequence path's CfC backward workspace */
     size_t cfc_work_bytes;
     CUdeviceptr vsn_work;      /* the sequence path's VSN backward workspace */
