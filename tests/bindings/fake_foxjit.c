@@ -7,6 +7,11 @@
  *   short_table            a table of ABI 2 that ends before the sequence ops
  *   abi_2_2                a table of ABI 2.2: it ends before the heads' save
  *                          (2.3), which the bindings then must not call
+ *   abi_2_3                a table of ABI 2.3: it ends before the wide BCE
+ *                          (2.4), which the bindings then must not call
+ * The older-minor tables hold last_error and a bce_with_logits that fails
+ * with FOXJIT_ERROR_UNSUPPORTED and says it was called, so a test can see
+ * that a binding fell back to it; their other entries are NULL.
  * No CUDA is needed; nothing but the header's types is used. */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,31 @@
 #define FAKE_API __attribute__((visibility("default")))
 
 static const char *fake_version(void) { return "9.9.9"; }
+
+static const char *fake_last_error(void)
+{
+    return "fake_foxjit: foxjit_bce_with_logits (the one-block form) was called";
+}
+
+static foxjit_status fake_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
+                                          int64_t n, CUdeviceptr loss, int loss_accumulate,
+                                          CUdeviceptr dz, CUstream stream)
+{
+    (void)rt, (void)z, (void)y, (void)n, (void)loss, (void)loss_accumulate, (void)dz,
+        (void)stream;
+    return FOXJIT_ERROR_UNSUPPORTED;
+}
+
+/* A table of ABI 2.minor that ends before `end` (the first newer entry). */
+static const foxjit_api *older_minor(foxjit_api *table, uint32_t abi_major, size_t end,
+                                     uint32_t minor)
+{
+    table->struct_size = end;
+    table->abi_minor = minor;
+    table->last_error = fake_last_error;
+    table->bce_with_logits = fake_bce_with_logits;
+    return abi_major == FOXJIT_ABI_MAJOR ? table : NULL;
+}
 
 FAKE_API const foxjit_api *foxjit_get_api(uint32_t abi_major)
 {
@@ -31,11 +61,11 @@ FAKE_API const foxjit_api *foxjit_get_api(uint32_t abi_major)
         table.abi_major = 1;
         return &table;
     }
-    if (!strcmp(mode, "abi_2_2")) {
-        table.struct_size = offsetof(foxjit_api, heads_seq_saved_size);
-        table.abi_minor = 2;
-        return abi_major == FOXJIT_ABI_MAJOR ? &table : NULL;
-    }
+    if (!strcmp(mode, "abi_2_2"))
+        return older_minor(&table, abi_major, offsetof(foxjit_api, heads_seq_saved_size), 2);
+    if (!strcmp(mode, "abi_2_3"))
+        return older_minor(&table, abi_major,
+                           offsetof(foxjit_api, bce_with_logits_workspace_size), 3);
     if (!strcmp(mode, "short_table")) {
         table.struct_size = offsetof(foxjit_api, cfc_seq_workspace_size);
         return abi_major == FOXJIT_ABI_MAJOR ? &table : NULL;

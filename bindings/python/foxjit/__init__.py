@@ -9,8 +9,8 @@
 
 The library is $FOXJIT_LIBRARY, else libfoxjit.so.1 from the loader's path;
 foxjit.set_library(path) picks another. A library of another ABI major
-version, or one whose table lacks an entry this package calls, is refused
-with foxjit.AbiError.
+version, or one older than ABI 2.1, is refused with foxjit.AbiError; calls
+of entries newer than the library's table (Library.has) raise it too.
 """
 
 from ._lib import (ABI_MAJOR, ABI_MINOR, AbiError, Error, Library, LoadError, Status, library,

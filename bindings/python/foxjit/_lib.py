@@ -7,8 +7,9 @@ import threading
 
 ABI_MAJOR = 2
 ABI_MINOR = 1          # the sequence ops: the last entries every library must have
-# ABI 2.3's entries (the heads' save) are called only when the library has
-# them (Library.has); an older library still loads.
+# Newer entries, ABI 2.3's (the heads' save) and 2.4's (the wide BCE), are
+# called only when the library has them (Library.has, Library.need); an
+# older library still loads.
 DEFAULT_LIBRARY = "libfoxjit.so.1"
 
 c_int, c_i64, c_u64, c_f32, c_size = (ctypes.c_int, ctypes.c_int64, ctypes.c_uint64,
@@ -205,6 +206,9 @@ Api = _struct("foxjit_api", [
     ("heads_seq_saved_size", _op(c_int, c_int, c_int, c_int, c_int, _SP)),
     ("heads_seq_forward_save", _op(ctypes.POINTER(HeadsSeqArgs), P, c_size, CUstream)),
     ("heads_seq_backward_saved", _op(ctypes.POINTER(HeadsSeqArgs), P, c_size, CUstream)),
+    # ABI 2.4
+    ("bce_with_logits_workspace_size", _op(c_i64, _SP)),
+    ("bce_with_logits_wide", _op(P, P, c_i64, P, c_int, P, P, c_size, CUstream)),
 ])
 
 STRUCTS = {s.__name__: s for s in (RuntimeParams, Counters, CfcArgs, HeadsArgs, VsnArgs,

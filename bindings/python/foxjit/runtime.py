@@ -246,6 +246,24 @@ class Runtime:
         self._call(self._api.bce_with_logits(self._rt, z, y, n, loss, int(bool(loss_accumulate)),
                                              dz, stream))
 
+    def bce_with_logits_workspace_size(self, n):
+        """Bytes of workspace bce_with_logits_wide needs for n values (at most
+        8 KiB; ABI 2.4)."""
+        self.lib.need("bce_with_logits_workspace_size", 4)
+        b = ctypes.c_size_t()
+        self._call(self._api.bce_with_logits_workspace_size(self._rt, n, ctypes.byref(b)))
+        return b.value
+
+    def bce_with_logits_wide(self, z, y, n, loss, loss_accumulate, dz, workspace,
+                             workspace_bytes, stream):
+        """bce_with_logits over the whole GPU: the same dz bits, the loss a
+        fixed-order sum of per-block partials kept in the workspace (8-byte
+        aligned, bce_with_logits_workspace_size(n) bytes or more; ABI 2.4)."""
+        self.lib.need("bce_with_logits_wide", 4)
+        self._call(self._api.bce_with_logits_wide(self._rt, z, y, n, loss,
+                                                  int(bool(loss_accumulate)), dz, workspace,
+                                                  workspace_bytes, stream))
+
     def adamw(self, args, stream):
         self._args(self._api.adamw, args, stream)
 

@@ -290,6 +290,70 @@ class Ops(unittest.TestCase):
         self.assertEqual(step.item(), 4)
         close(self, "adamw", prm, ref.detach(), 1e-6, 1e-5)
 
+    def test_bce_wide(self):
+        """The wide BCE (ABI 2.4): dz bitwise the one-block form's, the loss
+        close to float64's and the same bits on every call."""
+        rt = ops.runtime_for(0)
+        if not rt.lib.has("bce_with_logits_wide"):
+            self.skipTest("the library predates ABI 2.4 (no foxjit_bce_with_logits_wide)")
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        # One block, a block's edge, several blocks, the 1024-block cap.
+        for n in (1, 5, 2048, 2049, 10_240, 300_001, 5_000_000):
+            z = rnd(n, lo=-8, hi=8)
+            y = (torch.rand(n, device="cuda") < 0.5).float()
+            y[::7] = 0.25                                   # soft labels too
+            zd = z.double().requires_grad_(True)
+            ref = bce(zd, y.double())
+            (gref,) = torch.autograd.grad(ref, zd)
+            loss_n, dz_n = ops.bce_with_logits(z, y, wide=False)
+            loss_w, dz_w = ops.bce_with_logits(z, y, wide=True)
+            what = "bce n = %d" % n
+            self.assertTrue(torch.equal(dz_w, dz_n), what + ": wide dz != one-block dz")
+            close(self, what + " wide loss", loss_w, ref.reshape(1), 1e-6, 1e-6)
+            close(self, what + " one-block loss", loss_n, ref.reshape(1), 1e-6, 1e-6)
+            close(self, what + " wide dz", dz_w, gref, 1e-6 / n, 1e-4)
+            # the default takes the wide form; its bits repeat
+            loss_d, dz_d = ops.bce_with_logits(z, y)
+            self.assertTrue(torch.equal(loss_d, loss_w), what + ": default != wide")
+            self.assertTrue(torch.equal(dz_d, dz_w), what)
+            # accumulate, without dz
+            acc = torch.full((1,), 0.5, device="cuda")
+            _, none = ops.bce_with_logits(z, y, loss=acc, accumulate=True, want_dz=False,
+                                          wide=True)
+            self.assertIsNone(none)
+            close(self, what + " accumulated", acc, ref.reshape(1) + 0.5, 1e-6, 1e-6)
+
+        # Through Runtime on raw addresses: a workspace sized for a larger n,
+        # poisoned (its contents on entry are ignored), dz in place of z.
+        n = 100_000
+        z = rnd(n, lo=-4, hi=4)
+        y = (torch.rand(n, device="cuda") < 0.3).float()
+        _, dz_n = ops.bce_with_logits(z, y, wide=False)
+        ref = bce(z.double(), y.double())
+        nbytes = rt.bce_with_logits_workspace_size(1 << 24)
+        self.assertLessEqual(nbytes, 8192)
+        ws = torch.full((nbytes,), 0xFF, dtype=torch.uint8, device="cuda")
+        loss = torch.zeros(1, device="cuda")
+        stream = torch.cuda.current_stream().cuda_stream
+        rt.bce_with_logits_wide(z.data_ptr(), y.data_ptr(), n, loss.data_ptr(), False,
+                                z.data_ptr(), ws.data_ptr(), nbytes, stream)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(z, dz_n), "dz written over z")
+        close(self, "bce wide loss (Runtime)", loss, ref.reshape(1), 1e-6, 1e-6)
+
+        # __cuda_array_interface__ arrays: the wide form only with a workspace.
+        z = rnd(50_000, lo=-4, hi=4)
+        y = (torch.rand(50_000, device="cuda") < 0.5).float()
+        want, want_dz = ops.bce_with_logits(z, y, wide=True)
+        loss, dz = torch.zeros(1, device="cuda"), torch.empty_like(z)
+        ws = torch.empty(rt.bce_with_logits_workspace_size(50_000), dtype=torch.uint8,
+                         device="cuda")
+        ops.bce_with_logits(Cai(z), Cai(y), loss=Cai(loss), dz=Cai(dz), workspace=Cai(ws),
+                            stream=stream)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(loss, want))
+        self.assertTrue(torch.equal(dz, want_dz))
+
 
 @unittest.skipUnless(HAVE_GPU, "needs a GPU")
 class Autograd(unittest.TestCase):

@@ -63,21 +63,68 @@ class Loading(unittest.TestCase):
                 del os.environ["FOXJIT_FAKE_MODE"]
             self.assertIn(needle, str(cm.exception), mode)
 
-    def test_older_minor_loads_without_the_save(self):
+    def fake_library(self, mode):
+        """The fake library in an older-minor mode (its table is one static:
+        the next load of the fake rewrites it)."""
         fake = os.environ.get("FOXJIT_TEST_FAKE_LIBRARY")
         if not fake:
             self.skipTest("the fake library is built by meson (FOXJIT_TEST_FAKE_LIBRARY)")
-        os.environ["FOXJIT_FAKE_MODE"] = "abi_2_2"
+        os.environ["FOXJIT_FAKE_MODE"] = mode
         try:
-            lib = foxjit.Library(fake)
+            return foxjit.Library(fake)
         finally:
             del os.environ["FOXJIT_FAKE_MODE"]
+
+    def abi_err(self, entry, minor, have, fn, *args, **kw):
+        """fn refuses with AbiError before calling the missing entry."""
+        with self.assertRaises(foxjit.AbiError, msg=entry) as cm:
+            fn(*args, **kw)
+        self.assertIn("foxjit_%s needs fox-jit ABI 2.%d" % (entry, minor), str(cm.exception))
+        self.assertIn("table is ABI %s" % have, str(cm.exception))
+
+    def test_older_minor_loads_without_the_save(self):
+        lib = self.fake_library("abi_2_2")
         self.assertEqual(lib.abi[1:], (2, 2))
         self.assertTrue(lib.has("vsn_seq_prepare"))
         self.assertFalse(lib.has("heads_seq_saved_size"))
+        self.assertFalse(lib.has("bce_with_logits_wide"))
         with self.assertRaises(foxjit.AbiError) as cm:
             lib.need("heads_seq_forward_save", 3)
         self.assertIn("needs fox-jit ABI 2.3", str(cm.exception))
+        # The table's entries past its size are never called.
+        rt = foxjit.Runtime.from_raw(0x1000, lib=lib)
+        self.abi_err("heads_seq_saved_size", 3, "2.2", rt.heads_seq_saved_size, 2, 4, 8, 8, 2)
+        self.abi_err("heads_seq_forward_save", 3, "2.2", rt.heads_seq_forward_save,
+                     HeadsSeqArgs(), G, 1 << 20, 0)
+        self.abi_err("heads_seq_backward_saved", 3, "2.2", rt.heads_seq_backward_saved,
+                     HeadsSeqArgs(), G, 1 << 20, 0)
+        self.abi_err("bce_with_logits_workspace_size", 4, "2.2",
+                     rt.bce_with_logits_workspace_size, 100)
+        self.abi_err("bce_with_logits_wide", 4, "2.2", rt.bce_with_logits_wide, G, G * 2, 100,
+                     G * 3, False, 0, G * 4, 8, 0)
+
+    def test_older_minor_loads_without_the_wide_bce(self):
+        lib = self.fake_library("abi_2_3")
+        self.assertEqual(lib.abi[1:], (2, 3))
+        self.assertTrue(lib.has("heads_seq_backward_saved"))
+        self.assertFalse(lib.has("bce_with_logits_workspace_size"))
+        self.assertFalse(lib.has("bce_with_logits_wide"))
+        rt = foxjit.Runtime.from_raw(0x1000, lib=lib)
+        self.abi_err("bce_with_logits_workspace_size", 4, "2.3",
+                     rt.bce_with_logits_workspace_size, 100)
+        self.abi_err("bce_with_logits_wide", 4, "2.3", rt.bce_with_logits_wide, G, G * 2, 100,
+                     G * 3, False, 0, G * 4, 8, 0)
+        # The array-level helper: wide=True refuses; by default it takes the
+        # one-block form, which the fake answers with its own message.
+        z, y, loss = FakeArray(G, (64, 5)), FakeArray(G * 2, (64, 5)), FakeArray(G * 3, (1,))
+        ws = FakeArray(G * 4, (64,), "|u1")
+        self.abi_err("bce_with_logits_workspace_size", 4, "2.3", ops.bce_with_logits, z, y,
+                     loss=loss, want_dz=False, wide=True, workspace=ws, rt=rt)
+        for kw in ({}, {"workspace": ws}):
+            with self.assertRaises(foxjit.Error, msg=kw) as cm:
+                ops.bce_with_logits(z, y, loss=loss, want_dz=False, rt=rt, **kw)
+            self.assertEqual(cm.exception.status, foxjit.Status.UNSUPPORTED)
+            self.assertIn("fake_foxjit: foxjit_bce_with_logits", cm.exception.message)
 
     def test_version_and_abi(self):
         need_library(self)
@@ -316,6 +363,59 @@ class LibraryChecks(unittest.TestCase):
                  rt=rt, needles=["foxjit_adamw"])
         with self.assertRaisesRegex(ValueError, "step: one int32"):
             ops.increment_step(FakeArray(G, (2,), "<i4"), rt=rt)
+
+    def test_wide_bce(self):
+        rt, S = self.rt, 0
+        small = foxjit.Status.WORKSPACE_TOO_SMALL
+        self.assertTrue(rt.lib.has("bce_with_logits_wide"))
+        self.err(rt.bce_with_logits_workspace_size, 0,
+                 needles=["foxjit_bce_with_logits_workspace_size", "n is 0"])
+        self.err(rt.bce_with_logits_workspace_size, 1 << 31, status=foxjit.Status.UNSUPPORTED,
+                 needles=["limit"])
+        # At most 8 KiB, whole doubles, and a size for n serves every smaller n.
+        sizes = [rt.bce_with_logits_workspace_size(n)
+                 for n in (1, 2048, 2049, 100_000, (1 << 31) - 1)]
+        self.assertGreater(sizes[0], 0)
+        self.assertEqual(sizes, sorted(sizes))
+        self.assertTrue(all(b % 8 == 0 and b <= 8192 for b in sizes), sizes)
+        n = 100_000
+        ws = rt.bce_with_logits_workspace_size(n)
+        W, name = G * 4, "foxjit_bce_with_logits_wide"
+        self.err(rt.bce_with_logits_wide, G, G * 2, 0, G * 3, False, 0, W, ws, S,
+                 needles=[name, "n is 0"])
+        self.err(rt.bce_with_logits_wide, 0, G * 2, n, G * 3, False, 0, W, ws, S,
+                 needles=[name, "z is NULL"])
+        self.err(rt.bce_with_logits_wide, G, G * 2, n, 0, False, 0, W, ws, S,
+                 needles=[name, "loss is NULL"])
+        self.err(rt.bce_with_logits_wide, G, G * 2, n, G * 3, False, G + 2, W, ws, S,
+                 needles=[name, "dz", "aligned"])
+        self.err(rt.bce_with_logits_wide, G, G * 2, n, G * 3, False, G, 0, ws, S, status=small,
+                 needles=[name, "workspace is NULL"])
+        self.err(rt.bce_with_logits_wide, G, G * 2, n, G * 3, True, G, W + 4, ws, S,
+                 needles=[name, "8-byte aligned"])
+        self.err(rt.bce_with_logits_wide, G, G * 2, n, G * 3, False, 0, W, ws - 8, S,
+                 status=small, needles=[name, "workspace_bytes"])
+        # Array level: with a workspace the default is the wide form, whose
+        # checks answer; wide=True without torch needs the workspace given.
+        z, y, loss = FakeArray(G, (n,)), FakeArray(G * 2, (n,)), FakeArray(G * 3, (1,))
+        self.err(ops.bce_with_logits, z, y, loss=loss, want_dz=False,
+                 workspace=FakeArray(W + 4, (ws,), "|u1"), rt=rt, needles=[name, "aligned"])
+        self.err(ops.bce_with_logits, z, y, loss=loss, want_dz=False, wide=True,
+                 workspace=FakeArray(W, (ws - 8,), "|u1"), rt=rt, status=small,
+                 needles=[name, "workspace_bytes is %d" % (ws - 8)])
+        self.err(ops.bce_with_logits, z, y, loss=loss, want_dz=False,
+                 workspace=FakeArray(W, (ws // 4 - 2,)), rt=rt, status=small,
+                 needles=[name, "workspace_bytes is %d" % (ws - 8)])
+        with self.assertRaisesRegex(TypeError, "workspace: pass a device buffer of %d bytes"
+                                    % ws):
+            ops.bce_with_logits(z, y, loss=loss, want_dz=False, wide=True, rt=rt)
+        # Without torch or a workspace (or with wide=False): the one-block form.
+        z0, y0 = FakeArray(G, (0,)), FakeArray(G * 2, (0,))
+        self.err(ops.bce_with_logits, z0, y0, loss=loss, want_dz=False, rt=rt,
+                 needles=["foxjit_bce_with_logits: n is 0"])
+        self.err(ops.bce_with_logits, z0, y0, loss=loss, want_dz=False, wide=False,
+                 workspace=FakeArray(W, (64,), "|u1"), rt=rt,
+                 needles=["foxjit_bce_with_logits: n is 0"])
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ pub(crate) type RuntimePtr = *mut c_void;
 pub const ABI_MAJOR: u32 = 2;
 /// The smallest ABI minor version the crate needs (2.1: the sequence ops).
 /// A 2.1 library ignores `RuntimeParams::target` (2.2): it reads only the
-/// struct_size bytes it knows. The heads' save (2.3) is called only when the
-/// library's table has it; otherwise those calls return `Error::Abi`.
+/// struct_size bytes it knows. The heads' save (2.3) and the wide BCE (2.4)
+/// are called only when the library's table has them; otherwise those calls
+/// return `Error::Abi`.
 pub const ABI_MINOR: u32 = 1;
 
 #[repr(C)]
@@ -373,6 +374,10 @@ pub(crate) struct Api {
         unsafe extern "C" fn(Rt, *const HeadsSeqArgs, CUdeviceptr, usize, S) -> Status,
     pub heads_seq_backward_saved:
         unsafe extern "C" fn(Rt, *const HeadsSeqArgs, CUdeviceptr, usize, S) -> Status,
+    // ABI 2.4
+    pub bce_with_logits_workspace_size: unsafe extern "C" fn(Rt, i64, *mut usize) -> Status,
+    pub bce_with_logits_wide:
+        unsafe extern "C" fn(Rt, D, D, i64, D, c_int, D, D, usize, S) -> Status,
 }
 
 pub(crate) type GetApiFn = unsafe extern "C" fn(u32) -> *const Api;
@@ -401,6 +406,13 @@ pub(crate) fn api_end_heads_seq_forward_save() -> usize {
 }
 pub(crate) fn api_end_heads_seq_backward_saved() -> usize {
     api_offset!(heads_seq_backward_saved) + std::mem::size_of::<usize>()
+}
+/// The ends of the ABI 2.4 entries (the wide BCE).
+pub(crate) fn api_end_bce_with_logits_workspace_size() -> usize {
+    api_offset!(bce_with_logits_workspace_size) + std::mem::size_of::<usize>()
+}
+pub(crate) fn api_end_bce_with_logits_wide() -> usize {
+    api_offset!(bce_with_logits_wide) + std::mem::size_of::<usize>()
 }
 
 pub(crate) const RTLD_NOW: c_int = 2;
@@ -466,6 +478,7 @@ pub fn layout() -> Vec<(String, usize)> {
     off!(v, AdamwArgs, "foxjit_adamw_args", n, param, grad, m, v, step, lr, beta1, beta2, eps,
          weight_decay);
     off!(v, Api, "foxjit_api", abi_major, abi_minor, version, cfc_forward,
-         heads_workspace_size, vsn_seq_prepare, heads_seq_backward_saved);
+         heads_workspace_size, vsn_seq_prepare, heads_seq_backward_saved,
+         bce_with_logits_workspace_size, bce_with_logits_wide);
     v
 }

@@ -179,7 +179,9 @@ impl Library {
 
     /// Loads the library at `path` (a file name alone is searched for as
     /// dlopen does) and checks its table: ABI major [`ABI_MAJOR`], and every
-    /// entry this crate calls present.
+    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3, 2.4)
+    /// are checked where they are called, and return `Error::Abi` on a
+    /// table that lacks them.
     pub fn open_path(path: &str) -> Result<Library> {
         let load_err = |message: String| Error::Load { path: path.to_string(), message };
         let cpath = CString::new(path).map_err(|_| load_err("the path has a NUL byte".into()))?;
@@ -248,6 +250,14 @@ impl Library {
     /// those calls return `Error::Abi` and the plain pair is the way.
     pub fn has_heads_seq_save(&self) -> bool {
         self.abi().0 >= ffi::api_end_heads_seq_backward_saved()
+    }
+
+    /// Whether the library has the wide BCE (ABI 2.4:
+    /// [`Runtime::bce_with_logits_wide`] and
+    /// [`Runtime::bce_with_logits_workspace_size`]); without it those calls
+    /// return `Error::Abi` and [`Runtime::bce_with_logits`] is the way.
+    pub fn has_bce_with_logits_wide(&self) -> bool {
+        self.abi().0 >= ffi::api_end_bce_with_logits_wide()
     }
 
     /// Err(Error::Abi) unless the library's table reaches `end` bytes (the
@@ -745,6 +755,38 @@ impl Runtime {
                                   loss: CUdeviceptr, loss_accumulate: bool, dz: CUdeviceptr,
                                   stream: CUstream) -> Result<()> {
         call!(self, bce_with_logits(z, y, n, loss, loss_accumulate as c_int, dz, stream))
+    }
+    /// Bytes of workspace [`Runtime::bce_with_logits_wide`] needs for `n`
+    /// values (at most 8 KiB; a workspace sized for `n` serves every smaller
+    /// `n`). ABI 2.4: `Error::Abi` on an older library.
+    pub fn bce_with_logits_workspace_size(&self, n: i64) -> Result<usize> {
+        self.lib.need("bce_with_logits_workspace_size",
+                      ffi::api_end_bce_with_logits_workspace_size(), 4)?;
+        let mut bytes = 0usize;
+        call!(self, bce_with_logits_workspace_size(n, &mut bytes))?;
+        Ok(bytes)
+    }
+    /// The loss and dz of [`Runtime::bce_with_logits`], spread over the
+    /// whole GPU: blocks write float64 partial sums to `workspace`, and a
+    /// second kernel adds them in index order. dz has the bits of
+    /// [`Runtime::bce_with_logits`]; the loss is a fixed-order sum that
+    /// depends on `n` alone, not always the one-block form's bits. Use it
+    /// where `n` is more than a few thousand, or below sm_90. ABI 2.4:
+    /// `Error::Abi` on an older library ([`Library::has_bce_with_logits_wide`]).
+    ///
+    /// # Safety
+    /// As [`Runtime::bce_with_logits`]; `workspace` is a device allocation
+    /// of `workspace_bytes` bytes (8-byte aligned, at least
+    /// [`Runtime::bce_with_logits_workspace_size`]) that overlaps no other
+    /// argument.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn bce_with_logits_wide(&self, z: CUdeviceptr, y: CUdeviceptr, n: i64,
+                                       loss: CUdeviceptr, loss_accumulate: bool,
+                                       dz: CUdeviceptr, workspace: CUdeviceptr,
+                                       workspace_bytes: usize, stream: CUstream) -> Result<()> {
+        self.lib.need("bce_with_logits_wide", ffi::api_end_bce_with_logits_wide(), 4)?;
+        call!(self, bce_with_logits_wide(z, y, n, loss, loss_accumulate as c_int, dz, workspace,
+                                         workspace_bytes, stream))
     }
     /// Fused AdamW over one tensor.
     ///

@@ -1,5 +1,6 @@
-//! On a GPU: the column sums, the sort, the rank normalization and one CfC
-//! step (forward and backward) through the crate, each against a CPU
+//! On a GPU: the column sums, the sort, the rank normalization, one CfC
+//! step (forward and backward) and the BCE with logits (the wide form's dz
+//! bitwise the one-block form's) through the crate, each against a CPU
 //! reference. Without a GPU (or driver) it prints SKIP and passes, unless
 //! FOXJIT_REQUIRE_GPU=1, which makes that a failure.
 mod common;
@@ -256,6 +257,42 @@ fn gpu_ops_match_the_cpu_reference() {
         assert_close("cfc dw_in", &g_dw_in.download::<f32>(), &want_dw_in, t, t);
         assert_close("cfc dbias", &g_dbias.download::<f32>(), &want_dbias, t, t);
         assert_close("cfc dtau", &g_dtau.download::<f32>(), &want_dtau, t, t);
+    }
+
+    // ---- BCE with logits: the wide form (ABI 2.4) against the one-block form ---------
+    if lib.has_bce_with_logits_wide() {
+        for &n in &[5usize, 2049, 300_001] {
+            let z = rng.vec(n, -6.0, 6.0);
+            let y: Vec<f32> = (0..n)
+                .map(|i| if i % 7 == 0 { 0.25 } else { (rng.next_u32() & 1) as f32 })
+                .collect();
+            let mut want = 0f64;
+            for i in 0..n {
+                let (zi, yi) = (z[i] as f64, y[i] as f64);
+                want += zi.max(0.0) - zi * yi + (-zi.abs()).exp().ln_1p();
+            }
+            want /= n as f64;
+            let ws = rt.bce_with_logits_workspace_size(n as i64).unwrap();
+            assert!(ws > 0 && ws <= 8192, "workspace {} bytes", ws);
+            let (gz, gy) = (gpu.upload(&z), gpu.upload(&y));
+            let (loss1, loss2) = (gpu.zeros_f32(1), gpu.zeros_f32(1));
+            let (dz1, dz2, work) = (gpu.alloc(n * 4), gpu.alloc(n * 4), gpu.alloc(ws));
+            unsafe {
+                rt.bce_with_logits(gz.ptr, gy.ptr, n as i64, loss1.ptr, false, dz1.ptr, stream)
+                    .unwrap();
+                rt.bce_with_logits_wide(gz.ptr, gy.ptr, n as i64, loss2.ptr, false, dz2.ptr,
+                                        work.ptr, ws, stream).unwrap();
+            }
+            gpu.sync(stream as _);
+            let (d1, d2) = (dz1.download::<u32>(), dz2.download::<u32>());
+            assert!(d1 == d2, "bce n = {}: the wide dz differs from the one-block dz", n);
+            assert_close(&format!("bce loss n = {} (one block)", n), &loss1.download::<f32>(),
+                         &[want], 1e-6, 1e-6);
+            assert_close(&format!("bce loss n = {} (wide)", n), &loss2.download::<f32>(),
+                         &[want], 1e-6, 1e-6);
+        }
+    } else {
+        eprintln!("  bce_with_logits_wide: the library predates ABI 2.4, not run");
     }
     let c = rt.counters().unwrap();
     eprintln!("GPU test passed ({} modules loaded, {} compiles)", c.modules_loaded, c.compiles);

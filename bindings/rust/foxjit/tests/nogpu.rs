@@ -108,19 +108,74 @@ fn library_of_another_abi_is_refused() {
     }
 }
 
-#[test]
-fn older_minor_loads_without_the_save() {
+/// The fake library in an older-minor mode. Its table is one static the
+/// next open_path of the fake rewrites: hold ENV_LOCK while using it.
+fn fake_library(mode: &str) -> Option<Library> {
     let Some(fake) = common::from_env("FOXJIT_TEST_FAKE_LIBRARY") else {
         common::skip("the fake library is built by meson (set FOXJIT_TEST_FAKE_LIBRARY)");
-        return;
+        return None;
     };
-    let _g = ENV_LOCK.lock().unwrap();
-    std::env::set_var("FOXJIT_FAKE_MODE", "abi_2_2");
+    std::env::set_var("FOXJIT_FAKE_MODE", mode);
     let r = Library::open_path(&fake);
     std::env::remove_var("FOXJIT_FAKE_MODE");
-    let lib = r.expect("an ABI 2.2 library loads");
+    Some(r.unwrap_or_else(|e| panic!("the fake library of mode {} loads: {}", mode, e)))
+}
+
+/// A call of an entry newer than the library's table: Error::Abi naming
+/// the entry and the ABI it needs, before anything is called.
+#[track_caller]
+fn expect_abi_err<T: std::fmt::Debug>(r: foxjit::Result<T>, entry: &str, minor: u32, have: &str) {
+    match r {
+        Err(Error::Abi { message, .. }) => {
+            let want = format!("foxjit_{} needs fox-jit ABI 2.{}", entry, minor);
+            assert!(message.contains(&want), "'{}' lacks '{}'", message, want);
+            assert!(message.contains(have), "'{}' lacks '{}'", message, have);
+        }
+        other => panic!("{}: expected an ABI error, got {:?}", entry, other),
+    }
+}
+
+#[test]
+fn older_minor_loads_without_the_save() {
+    let _g = ENV_LOCK.lock().unwrap();
+    let Some(lib) = fake_library("abi_2_2") else { return };
     assert_eq!((lib.abi().1, lib.abi().2), (2, 2));
     assert!(!lib.has_heads_seq_save());
+    assert!(!lib.has_bce_with_logits_wide());
+    // The table's entries past its size are never called.
+    let rt = placeholder(&lib);
+    let heads = HeadsSeqArgs::default();
+    expect_abi_err(rt.heads_seq_saved_size(2, 4, 8, 8, 2), "heads_seq_saved_size", 3,
+                   "ABI 2.2");
+    unsafe {
+        expect_abi_err(rt.heads_seq_forward_save(&heads, G, 1 << 20, S),
+                       "heads_seq_forward_save", 3, "ABI 2.2");
+        expect_abi_err(rt.heads_seq_backward_saved(&heads, G, 1 << 20, S),
+                       "heads_seq_backward_saved", 3, "ABI 2.2");
+        expect_abi_err(rt.bce_with_logits_wide(G, G * 2, 100, G * 3, false, 0, G * 4, 8, S),
+                       "bce_with_logits_wide", 4, "ABI 2.2");
+    }
+    expect_abi_err(rt.bce_with_logits_workspace_size(100), "bce_with_logits_workspace_size", 4,
+                   "ABI 2.2");
+}
+
+#[test]
+fn older_minor_loads_without_the_wide_bce() {
+    let _g = ENV_LOCK.lock().unwrap();
+    let Some(lib) = fake_library("abi_2_3") else { return };
+    assert_eq!((lib.abi().1, lib.abi().2), (2, 3));
+    assert!(lib.has_heads_seq_save());
+    assert!(!lib.has_bce_with_logits_wide());
+    let rt = placeholder(&lib);
+    expect_abi_err(rt.bce_with_logits_workspace_size(100), "bce_with_logits_workspace_size", 4,
+                   "ABI 2.3");
+    unsafe {
+        expect_abi_err(rt.bce_with_logits_wide(G, G * 2, 100, G * 3, false, 0, G * 4, 8, S),
+                       "bce_with_logits_wide", 4, "ABI 2.3");
+        // The one-block form is in the table: the fake's stand-in answers.
+        expect_err(rt.bce_with_logits(G, G * 2, 100, G * 3, false, 0, S), Status::UNSUPPORTED,
+                   &["fake_foxjit", "foxjit_bce_with_logits"]);
+    }
 }
 
 #[test]
@@ -296,5 +351,44 @@ fn training_argument_errors() {
                             lr: -1.0, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 };
         expect_err(rt.adamw(&a, S), inv, &["lr"]);
         expect_err(rt.increment_step(0, S), inv, &["foxjit_increment_step"]);
+    }
+}
+
+#[test]
+fn wide_bce_argument_errors() {
+    let Some(lib) = lib() else { return };
+    let rt = placeholder(&lib);
+    let (inv, small) = (Status::INVALID_ARGUMENT, Status::WORKSPACE_TOO_SMALL);
+    assert!(lib.has_bce_with_logits_wide());
+    expect_err(rt.bce_with_logits_workspace_size(0), inv,
+               &["foxjit_bce_with_logits_workspace_size", "n is 0"]);
+    expect_err(rt.bce_with_logits_workspace_size(1 << 31), Status::UNSUPPORTED, &["limit"]);
+    // At most 8 KiB, whole doubles, and a size for n serves every smaller n.
+    let sizes: Vec<usize> = [1i64, 2048, 2049, 100_000, (1 << 31) - 1]
+        .iter()
+        .map(|&n| rt.bce_with_logits_workspace_size(n).unwrap())
+        .collect();
+    assert!(sizes[0] > 0, "{:?}", sizes);
+    assert!(sizes.windows(2).all(|w| w[0] <= w[1]), "{:?}", sizes);
+    assert!(sizes.iter().all(|&b| b % 8 == 0 && b <= 8192), "{:?}", sizes);
+    let n = 100_000i64;
+    let ws = rt.bce_with_logits_workspace_size(n).unwrap();
+    let w = G * 4;
+    let name = "foxjit_bce_with_logits_wide";
+    unsafe {
+        expect_err(rt.bce_with_logits_wide(G, G * 2, 0, G * 3, false, 0, w, ws, S), inv,
+                   &[name, "n is 0"]);
+        expect_err(rt.bce_with_logits_wide(0, G * 2, n, G * 3, false, 0, w, ws, S), inv,
+                   &[name, "z is NULL"]);
+        expect_err(rt.bce_with_logits_wide(G, G * 2, n, 0, false, 0, w, ws, S), inv,
+                   &[name, "loss is NULL"]);
+        expect_err(rt.bce_with_logits_wide(G, G * 2, n, G * 3, false, G + 2, w, ws, S), inv,
+                   &[name, "dz", "aligned"]);
+        expect_err(rt.bce_with_logits_wide(G, G * 2, n, G * 3, false, G, 0, ws, S), small,
+                   &[name, "workspace is NULL"]);
+        expect_err(rt.bce_with_logits_wide(G, G * 2, n, G * 3, true, G, w + 4, ws, S), inv,
+                   &[name, "8-byte aligned"]);
+        expect_err(rt.bce_with_logits_wide(G, G * 2, n, G * 3, false, 0, w, ws - 8, S), small,
+                   &[name, "workspace_bytes"]);
     }
 }
