@@ -9,23 +9,21 @@
 // rank 0 in rank order through distributed shared memory. The order depends
 // only on n, the block size and the cluster size, so the same call gives the
 // same bits on every run, eager or replayed from a graph. The wide form's
-// blocks write their sums to a workspace and one more block adds them in
-// index order; its grid depends on n alone, so its bits are the same on
-// every GPU.
+// blocks write their sums to a workspace and one more block adds them in a
+// fixed order; its grid and that order depend on n alone, not on the GPU's
+// arch or SM count.
 #include "common.cuh"
 
 #ifndef BCE_BLOCK
 #error "BCE_BLOCK must be defined"
 #endif
-#ifndef BCE_WIDE_BLOCK
-#error "BCE_WIDE_BLOCK must be defined"
+#if !defined(BCE_WIDE_BLOCK) || !defined(BCE_WIDE_PER_BLOCK)
+#error "BCE_WIDE_BLOCK and BCE_WIDE_PER_BLOCK must be defined"
 #endif
 #ifndef ADAM_BLOCK
 #error "ADAM_BLOCK must be defined"
 #endif
 
-#define BCE_WARPS (BCE_BLOCK / 32)
-static_assert(BCE_BLOCK % 32 == 0 && BCE_WARPS <= 32, "BCE_BLOCK: whole warps, at most 1024");
 
 // Fixed-order sum over the 32 lanes of a warp; lane 0 holds the result.
 FJ_DEVICE double warp_sum(double v)
@@ -47,6 +45,13 @@ FJ_DEVICE double cluster_load_f64(const double *local, unsigned rank)
 }
 #endif
 
+// Elements a thread loads before their terms (bce_thread_sum).
+constexpr int BCE_BATCH = 8;
+// The wide form's blocks hold at most one batch a thread (runtime/ops/train.c
+// sizes its grid by BCE_WIDE_PER_BLOCK).
+static_assert(BCE_WIDE_PER_BLOCK == BCE_BATCH * BCE_WIDE_BLOCK,
+              "BCE_WIDE_PER_BLOCK: one batch of loads a thread of a wide block");
+
 // The terms of elements begin + t, begin + t + stride, ... below end, for
 // thread t of a block of `stride` threads, added in that order in float64;
 // dz[i] = (sigmoid(z_i) - y_i) / float(n) when dz is not NULL. dz may be z
@@ -62,7 +67,6 @@ FJ_DEVICE double bce_thread_sum(const float *z, const float *y, long long begin,
     // (dz may be z or y), and one cache round trip an element sets the
     // kernel's time. Reading ahead is safe when dz aliases an input: a
     // thread writes only its own elements, each after reading it.
-    constexpr int BCE_BATCH = 8;
     for (long long i0 = begin + threadIdx.x; i0 < end; i0 += (long long)BCE_BATCH * stride) {
         float zv[BCE_BATCH], yv[BCE_BATCH];
 #pragma unroll
@@ -92,13 +96,15 @@ FJ_DEVICE double bce_thread_sum(const float *z, const float *y, long long begin,
 }
 
 // The sum of every thread's v over a block of BLOCK threads: the lanes of
-// each warp with shuffles, then the warps in index order. The result is in
-// *total after the function returns (it ends with a block barrier).
+// each warp with shuffles, then the warps in index order. Every thread gets
+// the result (the function ends with a block barrier); *total is where it
+// is kept in the block's shared memory.
 template <int BLOCK>
-FJ_DEVICE void bce_block_sum(double v, double *warp_part, double *total)
+FJ_DEVICE double bce_block_sum(double v, double *total)
 {
     constexpr int WARPS = BLOCK / 32;
     static_assert(BLOCK % 32 == 0 && WARPS <= 32, "whole warps, at most 1024 threads");
+    __shared__ double warp_part[WARPS];
     v = warp_sum(v);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if (lane == 0)
@@ -111,6 +117,7 @@ FJ_DEVICE void bce_block_sum(double v, double *warp_part, double *total)
             *total = w;
     }
     __syncthreads();
+    return *total;
 }
 
 FJ_DEVICE void bce_store_loss(float *loss, int accumulate, double sum, long long n)
@@ -127,12 +134,13 @@ extern "C" __global__ void __launch_bounds__(BCE_BLOCK)
 bce_with_logits(const float *z, const float *y, long long n, float *loss, int accumulate,
                 float *dz)
 {
-    __shared__ double warp_part[BCE_WARPS];
+    // A block's total lives in shared memory, where rank 0 of a cluster
+    // reads the others'.
     __shared__ double block_total;
     const long long r = blockIdx.y, nblocks = gridDim.y;
     const long long begin = n * r / nblocks, end = n * (r + 1) / nblocks;
     const double acc = bce_thread_sum(z, y, begin, end, BCE_BLOCK, (float)n, dz);
-    bce_block_sum<BCE_BLOCK>(acc, warp_part, &block_total);
+    bce_block_sum<BCE_BLOCK>(acc, &block_total);
 #if __CUDA_ARCH__ >= 900
     const unsigned csize = fj_cluster_size();
     if (csize > 1) {
@@ -151,25 +159,21 @@ bce_with_logits(const float *z, const float *y, long long n, float *loss, int ac
         bce_store_loss(loss, accumulate, block_total, n);
 }
 
-// The wide form (foxjit_bce_with_logits_wide), phase one: block b of the
-// 1-D grid owns elements [n*b/G, n*(b+1)/G) and writes its float64 sum to
-// partial[b]. A grid of one block writes the loss itself (no phase two).
+// The wide form (foxjit_bce_with_logits_wide) past FJ_BCE_WIDE_ONE_BLOCK_MAX
+// values (below it the host launches bce_with_logits as one block), phase
+// one: block b of the 1-D grid owns elements [n*b/G, n*(b+1)/G) and writes
+// its float64 sum to partial[b].
 extern "C" __global__ void __launch_bounds__(BCE_WIDE_BLOCK)
-bce_wide_partials(const float *z, const float *y, long long n, float *loss, int accumulate,
-                  float *dz, double *__restrict__ partial)
+bce_wide_partials(const float *z, const float *y, long long n, float *dz,
+                  double *__restrict__ partial)
 {
-    __shared__ double warp_part[BCE_WIDE_BLOCK / 32];
     __shared__ double block_total;
     const long long b = blockIdx.x, nblocks = gridDim.x;
     const long long begin = n * b / nblocks, end = n * (b + 1) / nblocks;
     const double acc = bce_thread_sum(z, y, begin, end, BCE_WIDE_BLOCK, (float)n, dz);
-    bce_block_sum<BCE_WIDE_BLOCK>(acc, warp_part, &block_total);
-    if (threadIdx.x == 0) {
-        if (nblocks == 1)
-            bce_store_loss(loss, accumulate, block_total, n);
-        else
-            partial[b] = block_total;
-    }
+    const double sum = bce_block_sum<BCE_WIDE_BLOCK>(acc, &block_total);
+    if (threadIdx.x == 0)
+        partial[b] = sum;
 }
 
 // Phase two, one block: thread t adds partial[t], partial[t + BLOCK], ...
@@ -179,14 +183,13 @@ extern "C" __global__ void __launch_bounds__(BCE_WIDE_BLOCK)
 bce_wide_finish(const double *__restrict__ partial, int nparts, long long n, float *loss,
                 int accumulate)
 {
-    __shared__ double warp_part[BCE_WIDE_BLOCK / 32];
     __shared__ double total;
     double acc = 0.0;
     for (int i = threadIdx.x; i < nparts; i += BCE_WIDE_BLOCK)
         acc += partial[i];
-    bce_block_sum<BCE_WIDE_BLOCK>(acc, warp_part, &total);
+    const double sum = bce_block_sum<BCE_WIDE_BLOCK>(acc, &total);
     if (threadIdx.x == 0)
-        bce_store_loss(loss, accumulate, total, n);
+        bce_store_loss(loss, accumulate, sum, n);
 }
 
 // Fused AdamW, one element per thread per grid-stride iteration. The exact

@@ -642,15 +642,17 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits_workspace_size(foxjit_runtime *r
                                                                size_t *bytes);
 
 /* The loss and dz of foxjit_bce_with_logits, spread over the whole GPU:
- * blocks of about 2048 values each write a float64 partial sum to the
- * workspace (8-byte aligned, foxjit_bce_with_logits_workspace_size bytes
- * or more, overlapping no other argument, contents on entry ignored), and
- * a second kernel adds the
- * partials in index order. Use it where n is more than a few thousand, or
- * below sm_90, where foxjit_bce_with_logits runs in one block. dz is
- * bitwise foxjit_bce_with_logits's; the loss is a fixed-order sum that
- * depends on n alone (the same bits on every GPU), not always the bits of
- * foxjit_bce_with_logits. ABI 2.4. */
+ * past 8192 values, blocks of at most 2048 values (up to 2^21 values; n /
+ * 1024 past that) each write a float64 partial sum to the workspace, and a
+ * second kernel adds the partials in a fixed order; up to 8192 values, one
+ * launch of foxjit_bce_with_logits's single block (its bits), which leaves
+ * the workspace alone. The workspace: 8-byte aligned,
+ * foxjit_bce_with_logits_workspace_size bytes or more, overlapping no other
+ * argument, contents on entry ignored. It beats foxjit_bce_with_logits past
+ * about 8192 values on every arch, most below sm_90, where that one runs as
+ * one block (fox-jit bench bce). dz is bitwise foxjit_bce_with_logits's; the
+ * loss is a sum whose order depends on n alone, not on the GPU, and not
+ * always in foxjit_bce_with_logits's order. ABI 2.4. */
 /* Threads: any thread with rt's context current, concurrently with every call
  * on rt except destroy; calls that share a workspace or output must be ordered
  * by the caller (one stream, or events). */

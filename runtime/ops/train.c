@@ -14,12 +14,19 @@ enum { K_BCE = 0, K_ADAMW, K_INCREMENT, K_BCE_WIDE_PARTIALS, K_BCE_WIDE_FINISH }
  * cluster barrier; the trainer's per-step logits at B = 32 (10240) stay
  * in one plain block. */
 #define BCE_PER_BLOCK 16384
-/* The wide form: blocks of BCE_WIDE_BLOCK threads, BCE_WIDE_PER_BLOCK values
- * each (one batch of 8 loads a thread), at most BCE_WIDE_MAX_BLOCKS of them
- * (8 blocks an SM on a 128-SM GPU; more values a block past that). */
+/* The wide form: blocks of BCE_WIDE_BLOCK threads with at most
+ * BCE_WIDE_PER_BLOCK values each (one batch of the kernel's BCE_BATCH loads
+ * a thread, train.cu checks), up to BCE_WIDE_MAX_BLOCKS of them (8 blocks an
+ * SM on a 128-SM GPU; more values a block past that). */
 #define BCE_WIDE_BLOCK 256
 #define BCE_WIDE_PER_BLOCK 2048
 #define BCE_WIDE_MAX_BLOCKS 1024
+/* Below that size the wide form is one block of the other form, on every
+ * arch (fj_bce_blocks), and leaves its workspace alone; above it, at least 5
+ * blocks and two launches. */
+_Static_assert(FJ_BCE_WIDE_ONE_BLOCK_MAX <= BCE_PER_BLOCK &&
+                   FJ_BCE_WIDE_ONE_BLOCK_MAX % BCE_WIDE_PER_BLOCK == 0,
+               "FJ_BCE_WIDE_ONE_BLOCK_MAX: one block of foxjit_bce_with_logits everywhere");
 /* AdamW grid cap in blocks per SM: enough to hide latency, and a grid
  * stride loop covers the rest. */
 #define ADAM_BLOCKS_PER_SM 8
@@ -27,18 +34,19 @@ enum { K_BCE = 0, K_ADAMW, K_INCREMENT, K_BCE_WIDE_PARTIALS, K_BCE_WIDE_FINISH }
 const fj_program fj_program_train = {
     .name = "train",
     .source = "train.cu",
-    .params = {"BCE_BLOCK", "ADAM_BLOCK", "BCE_WIDE_BLOCK", NULL},
+    .params = {"BCE_BLOCK", "ADAM_BLOCK", "BCE_WIDE_BLOCK", "BCE_WIDE_PER_BLOCK", NULL},
     .kernels = {
         {"bce_with_logits", {FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_PTR}},
         {"adamw",
          {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I64, FJ_F32, FJ_F32, FJ_F32, FJ_F32, FJ_F32}},
         {"increment_step", {FJ_PTR}},
-        {"bce_wide_partials", {FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR}},
+        {"bce_wide_partials", {FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_PTR}},
         {"bce_wide_finish", {FJ_PTR, FJ_I32, FJ_I64, FJ_PTR, FJ_I32}},
     },
 };
 
-const fj_variant fj_train_variant = {&fj_program_train, {BCE_BLOCK, ADAM_BLOCK, BCE_WIDE_BLOCK}};
+const fj_variant fj_train_variant = {&fj_program_train,
+                                     {BCE_BLOCK, ADAM_BLOCK, BCE_WIDE_BLOCK, BCE_WIDE_PER_BLOCK}};
 
 unsigned fj_bce_blocks(int64_t n, int cc)
 {
@@ -86,6 +94,20 @@ static foxjit_status load(foxjit_runtime *rt, const char *op, CUstream stream,
     return fj_op_load(rt, &fj_op_train, NULL, stream, op, k);
 }
 
+/* The checks both BCE entries make before anything else: the runtime, n,
+ * and the tensors (dz may be 0, "not needed"). */
+static foxjit_status check_bce(const char *op, const foxjit_runtime *rt, CUdeviceptr z,
+                               CUdeviceptr y, int64_t n, CUdeviceptr loss, CUdeviceptr dz)
+{
+    foxjit_status st;
+    if ((st = begin(op, rt)) || (st = fj_check_size(op, "n", n, FJ_BCE_MAX_N)) ||
+        (st = fj_check_ptr(op, "z", z)) || (st = fj_check_ptr(op, "y", y)) ||
+        (st = fj_check_ptr(op, "loss", loss)) ||
+        (st = dz ? fj_check_ptr(op, "dz", dz) : FOXJIT_OK))
+        return st;
+    return FOXJIT_OK;
+}
+
 FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
                                                 int64_t n, CUdeviceptr loss, int loss_accumulate,
                                                 CUdeviceptr dz, CUstream stream)
@@ -93,10 +115,7 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr 
     const char *op = "foxjit_bce_with_logits";
     const fj_loaded *k;
     foxjit_status st;
-    if ((st = begin(op, rt)) || (st = fj_check_size(op, "n", n, FJ_BCE_MAX_N)) ||
-        (st = fj_check_ptr(op, "z", z)) || (st = fj_check_ptr(op, "y", y)) ||
-        (st = fj_check_ptr(op, "loss", loss)) ||
-        (st = dz ? fj_check_ptr(op, "dz", dz) : FOXJIT_OK) || (st = load(rt, op, stream, &k)))
+    if ((st = check_bce(op, rt, z, y, n, loss, dz)) || (st = load(rt, op, stream, &k)))
         return st;
     long long nn = n;
     int acc = loss_accumulate ? 1 : 0;
@@ -117,6 +136,40 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits_workspace_size(foxjit_runtime *r
     return FOXJIT_OK;
 }
 
+/* The wide form's workspace: present, aligned for doubles, large enough,
+ * and apart from every other buffer of the call (the partials kernel
+ * writes it while z, y and dz are in use, and loss is read after it). */
+static foxjit_status check_bce_workspace(const char *op, int64_t n, CUdeviceptr z, CUdeviceptr y,
+                                         CUdeviceptr loss, CUdeviceptr dz, CUdeviceptr ws,
+                                         size_t ws_bytes, size_t need)
+{
+    if (!ws)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: workspace is NULL; n = %lld needs "
+                       "a workspace of %zu bytes (foxjit_bce_with_logits_workspace_size)", op,
+                       (long long)n, need);
+    if (ws % sizeof(double))
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) is not 8-byte "
+                       "aligned; it holds doubles", op, (unsigned long long)ws);
+    if (ws_bytes < need)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: workspace_bytes is %zu; n = %lld "
+                       "needs %zu (foxjit_bce_with_logits_workspace_size)", op, ws_bytes,
+                       (long long)n, need);
+    const size_t tensor = (size_t)n * sizeof(float);
+    const struct {
+        const char *name;
+        CUdeviceptr p;
+        size_t bytes;
+    } other[] = {{"z", z, tensor}, {"y", y, tensor}, {"dz", dz, dz ? tensor : 0},
+                 {"loss", loss, sizeof(float)}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (other[i].bytes && ws < other[i].p + other[i].bytes && other[i].p < ws + need)
+            return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: the workspace (0x%llx, %zu bytes "
+                           "used) overlaps %s (0x%llx); give it a buffer of its own", op,
+                           (unsigned long long)ws, need, other[i].name,
+                           (unsigned long long)other[i].p);
+    return FOXJIT_OK;
+}
+
 FOXJIT_API foxjit_status foxjit_bce_with_logits_wide(foxjit_runtime *rt, CUdeviceptr z,
                                                      CUdeviceptr y, int64_t n, CUdeviceptr loss,
                                                      int loss_accumulate, CUdeviceptr dz,
@@ -126,31 +179,24 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits_wide(foxjit_runtime *rt, CUdevic
     const char *op = "foxjit_bce_with_logits_wide";
     const fj_loaded *k;
     foxjit_status st;
-    if ((st = begin(op, rt)) || (st = fj_check_size(op, "n", n, FJ_BCE_MAX_N)) ||
-        (st = fj_check_ptr(op, "z", z)) || (st = fj_check_ptr(op, "y", y)) ||
-        (st = fj_check_ptr(op, "loss", loss)) ||
-        (st = dz ? fj_check_ptr(op, "dz", dz) : FOXJIT_OK))
+    if ((st = check_bce(op, rt, z, y, n, loss, dz)))
         return st;
     const unsigned blocks = fj_bce_wide_blocks(n);
     const size_t need = (size_t)blocks * sizeof(double);
-    if (!workspace)
-        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: workspace is NULL; n = %lld needs "
-                       "a workspace of %zu bytes (foxjit_bce_with_logits_workspace_size)", op,
-                       (long long)n, need);
-    if (workspace % sizeof(double))
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) is not 8-byte "
-                       "aligned; it holds doubles", op, (unsigned long long)workspace);
-    if (workspace_bytes < need)
-        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: workspace_bytes is %zu; n = %lld "
-                       "needs %zu (foxjit_bce_with_logits_workspace_size)", op, workspace_bytes,
-                       (long long)n, need);
-    if ((st = load(rt, op, stream, &k)))
+    if ((st = check_bce_workspace(op, n, z, y, loss, dz, workspace, workspace_bytes, need)) ||
+        (st = load(rt, op, stream, &k)))
         return st;
     long long nn = n;
     int acc = loss_accumulate ? 1 : 0, parts = (int)blocks;
-    FJ_ARGS(partial_args, z, y, nn, loss, acc, dz, workspace);
+    if (n <= FJ_BCE_WIDE_ONE_BLOCK_MAX) {
+        /* Two launches cost more than one block's single batch of loads
+         * (fox-jit bench bce: 3.8 against 3.3 us at n = 2560). */
+        FJ_ARGS(args, z, y, nn, loss, acc, dz);
+        return fj_launch_cluster(rt, k->fn[K_BCE], 1, 1, BCE_BLOCK, 1, stream, &args, op);
+    }
+    FJ_ARGS(partial_args, z, y, nn, dz, workspace);
     if ((st = fj_launch(rt, k->fn[K_BCE_WIDE_PARTIALS], blocks, 1, 1, BCE_WIDE_BLOCK, 0, stream,
-                        &partial_args, op)) || blocks == 1)
+                        &partial_args, op)))
         return st;
     FJ_ARGS(finish_args, workspace, parts, nn, loss, acc);
     return fj_launch(rt, k->fn[K_BCE_WIDE_FINISH], 1, 1, 1, BCE_WIDE_BLOCK, 0, stream,

@@ -23,6 +23,11 @@ unsigned fj_bce_blocks(int64_t n, int cc);
  * depends on n alone). Its workspace is that many doubles. */
 unsigned fj_bce_wide_blocks(int64_t n);
 
+/* Up to this n the wide form launches foxjit_bce_with_logits's one block
+ * instead (one launch, one load a thread; one block on every arch there),
+ * and leaves its workspace alone. */
+#define FJ_BCE_WIDE_ONE_BLOCK_MAX 8192
+
 /* The training-step kernels' program. */
 extern const fj_program fj_program_train;
 

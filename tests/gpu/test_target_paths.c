@@ -166,13 +166,21 @@ static void test_column_sums_agree(void **state)
 
 /* ---- BCE and AdamW -------------------------------------------------------- */
 
-/* ws = 0: foxjit_bce_with_logits; else the wide form on that workspace. */
+/* The BCE forms: foxjit_bce_with_logits, and the wide form on a workspace. */
+typedef struct bce_form {
+    int wide;
+    CUdeviceptr ws;
+    size_t ws_bytes;
+} bce_form;
+
 static void bce_on(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y, size_t n, CUdeviceptr loss,
-                   CUdeviceptr dz, CUdeviceptr ws, size_t ws_bytes, float *loss_h, float *dz_h)
+                   CUdeviceptr dz, bce_form f, float *loss_h, float *dz_h)
 {
+    const CUdeviceptr ws = f.ws;
+    const size_t ws_bytes = f.ws_bytes;
     gh_poison(loss, 1);
     gh_poison(dz, n);
-    if (ws)
+    if (f.wide)
         GH_CHECK(foxjit_bce_with_logits_wide(rt, z, y, (int64_t)n, loss, 0, dz, ws, ws_bytes,
                                              gh.stream));
     else
@@ -204,8 +212,9 @@ static void test_bce_agrees(void **state)
         gh_upload(dz_d, z, n * 4);
         gh_upload(dy_d, y, n * 4);
         float la, la2, lb, lb2;
-        bce_on(rt_native, dz_d, dy_d, n, dloss, ddz, 0, 0, &la, dza);
-        bce_on(rt_target, dz_d, dy_d, n, dloss, ddz, 0, 0, &lb, dzb);
+        const bce_form narrow = {0, 0, 0};
+        bce_on(rt_native, dz_d, dy_d, n, dloss, ddz, narrow, &la, dza);
+        bce_on(rt_target, dz_d, dy_d, n, dloss, ddz, narrow, &lb, dzb);
         char what[64];
         snprintf(what, sizeof what, "bce dz n=%zu", n);
         /* Elementwise, (sigmoid(z) - y) / n: a few roundings of its terms
@@ -213,8 +222,8 @@ static void test_bce_agrees(void **state)
         for (size_t i = 0; i < n; i++)
             scale[i] = 2.0 / (double)n;
         assert_agree(what, dza, dzb, scale, n, 4 * 1.2e-7);
-        bce_on(rt_native, dz_d, dy_d, n, dloss, ddz, 0, 0, &la2, dza);
-        bce_on(rt_target, dz_d, dy_d, n, dloss, ddz, 0, 0, &lb2, dzb);
+        bce_on(rt_native, dz_d, dy_d, n, dloss, ddz, narrow, &la2, dza);
+        bce_on(rt_target, dz_d, dy_d, n, dloss, ddz, narrow, &lb2, dzb);
         snprintf(what, sizeof what, "bce loss n=%zu", n);
         assert_same_bits(what, &la, &la2, 1);
         assert_same_bits(what, &lb, &lb2, 1);
@@ -222,24 +231,25 @@ static void test_bce_agrees(void **state)
         double s = abs_loss / (double)n;
         assert_agree(what, &la, &lb, &s, 1, 1e-5);
         /* The wide form: one grid for both plans (it depends on n alone),
-         * so the same bits on both, and the narrow form's dz. */
-        size_t ws_bytes;
-        GH_CHECK(foxjit_bce_with_logits_workspace_size(rt_native, (int64_t)n, &ws_bytes));
-        CUdeviceptr ws = gh_alloc(ws_bytes);
+         * so the same order of sums on both (the same bits on this GPU),
+         * and each plan's narrow dz. */
+        bce_form wide = {1, 0, 0};
+        GH_CHECK(foxjit_bce_with_logits_workspace_size(rt_native, (int64_t)n, &wide.ws_bytes));
+        wide.ws = gh_alloc(wide.ws_bytes);
         float wa, wb;
         float *dzw = malloc(n * 4);
         assert_non_null(dzw);
-        bce_on(rt_native, dz_d, dy_d, n, dloss, ddz, ws, ws_bytes, &wa, dzw);
+        bce_on(rt_native, dz_d, dy_d, n, dloss, ddz, wide, &wa, dzw);
         snprintf(what, sizeof what, "bce wide dz n=%zu (native vs narrow)", n);
         assert_same_bits(what, dza, dzw, n);
-        bce_on(rt_target, dz_d, dy_d, n, dloss, ddz, ws, ws_bytes, &wb, dzw);
+        bce_on(rt_target, dz_d, dy_d, n, dloss, ddz, wide, &wb, dzw);
         snprintf(what, sizeof what, "bce wide dz n=%zu (target vs narrow)", n);
         assert_same_bits(what, dzb, dzw, n);
         snprintf(what, sizeof what, "bce wide loss n=%zu (native vs target)", n);
         printf("  %s: %.9g %.9g\n", what, (double)wa, (double)wb);
         assert_same_bits(what, &wa, &wb, 1);
         assert_agree(what, &wa, &la, &s, 1, 1e-5);
-        gh_free(ws);
+        gh_free(wide.ws);
         free(dzw);
         gh_free(dz_d), gh_free(dy_d), gh_free(ddz), gh_free(dloss);
         free(z), free(y), free(dza), free(dzb), free(scale);

@@ -107,9 +107,17 @@ static float run_bce(bce_bufs *b, int form, int with_dz)
     return loss;
 }
 
-/* 2048 and 2049: the wide form's one block and its first two; 1000003:
- * 489 blocks. */
-static const size_t bce_sizes[] = {1, 7, 160, 2048, 2049, 10240, 16385, 163840, 1000003};
+/* Up to 8192 the wide form is the narrow form's one block; 8193 its first
+ * two-kernel size (5 blocks); 1000003: 489 blocks. */
+static const size_t bce_sizes[] = {1, 7, 160, 2049, 8192, 8193, 10240, 16385, 163840, 1000003};
+
+/* The blocks a call of the form runs, for the messages. */
+static unsigned bce_blocks(int form, size_t n)
+{
+    if (form == WIDE && n > FJ_BCE_WIDE_ONE_BLOCK_MAX)
+        return fj_bce_wide_blocks((int64_t)n);
+    return fj_bce_blocks((int64_t)n, form == WIDE ? 90 : gh.rt->cc);
+}
 
 static void test_bce_against_reference(void **state)
 {
@@ -123,9 +131,7 @@ static void test_bce_against_reference(void **state)
                 float loss = run_bce(&b, form, 1);
                 char what[96];
                 snprintf(what, sizeof what, "bce %s loss n=%zu soft=%d (%u blocks)",
-                         form_name[form], n, soft,
-                         form == WIDE ? fj_bce_wide_blocks((int64_t)n)
-                                      : fj_bce_blocks((int64_t)n, gh.rt->cc));
+                         form_name[form], n, soft, bce_blocks(form, n));
                 printf("  %s: got %.9g want %.12g\n", what, (double)loss, b.loss_ref);
                 /* Float per-element terms summed in float64: a few float ulps. */
                 gh_assert_close(what, &loss, &b.loss_ref, NULL, 1, 4e-6, 1e-7);
@@ -139,24 +145,29 @@ static void test_bce_against_reference(void **state)
 
 /* The wide form past its block cap (1024 blocks of more than 2048 values)
  * against the reference, and its dz bitwise the narrow form's everywhere:
- * the same per-element operations. */
+ * the same per-element operations; up to 8192 values its loss too (the
+ * narrow form's one block). */
 static void test_bce_wide_matches_narrow(void **state)
 {
     (void)state;
-    const size_t sizes[] = {2049, 163840, (size_t)GH_QUICK((1 << 22) + 5, 1 << 16)};
+    const size_t sizes[] = {2049, 8192, 8193, 163840,
+                            (size_t)GH_QUICK((1 << 22) + 5, (1 << 21) + 5)};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         bce_bufs b;
         bce_setup(&b, sizes[i], gh_seed() + 31 * i, 1);
-        run_bce(&b, NARROW, 1);
+        const float narrow = run_bce(&b, NARROW, 1);
         float *narrow_dz = malloc(b.n * 4);
         assert_non_null(narrow_dz);
         memcpy(narrow_dz, b.dz, b.n * 4);
         float wide = run_bce(&b, WIDE, 1);
-        printf("  wide n=%zu (%u blocks): loss %.9g want %.12g\n", b.n,
-               fj_bce_wide_blocks((int64_t)b.n), (double)wide, b.loss_ref);
+        printf("  wide n=%zu (%u blocks): loss %.9g, narrow %.9g, want %.12g\n", b.n,
+               bce_blocks(WIDE, b.n), (double)wide, (double)narrow, b.loss_ref);
         gh_assert_close("bce wide loss", &wide, &b.loss_ref, NULL, 1, 4e-6, 1e-7);
         if (memcmp(narrow_dz, b.dz, b.n * 4))
             fail_msg("n=%zu: the wide form's dz differs bitwise from the narrow form's", b.n);
+        if (b.n <= FJ_BCE_WIDE_ONE_BLOCK_MAX && memcmp(&narrow, &wide, 4))
+            fail_msg("n=%zu: the wide form's loss %.9g is not the narrow form's one block's %.9g",
+                     b.n, (double)wide, (double)narrow);
         free(narrow_dz);
         bce_teardown(&b);
     }
@@ -250,6 +261,7 @@ static void test_bce_wide_graph_replay(void **state)
                       y_tail = b.dy_d + (b.n - (size_t)tail) * 4,
                       dz_tail = b.ddz + (b.n - (size_t)tail) * 4;
     float eager_loss, replay_loss;
+    size_t nodes = 0;
     float *eager_dz = malloc(b.n * 4);
     assert_non_null(eager_dz);
     for (int pass = 0; pass < 2; pass++) {
@@ -266,6 +278,7 @@ static void test_bce_wide_graph_replay(void **state)
                                              b.ws, b.ws_bytes, gh.stream));
         if (pass == 1) {
             GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+            GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
             GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
             for (int r = 0; r < 3; r++)
                 GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
@@ -282,6 +295,17 @@ static void test_bce_wide_graph_replay(void **state)
     printf("  eager %.9g, replayed %.9g\n", (double)eager_loss, (double)replay_loss);
     if (memcmp(&eager_loss, &replay_loss, 4) || memcmp(eager_dz, b.dz, b.n * 4))
         fail_msg("graph-replayed wide BCE differs from eager");
+    /* The eager pass against the reference: the two means added. */
+    double *ref_dz = malloc(b.n * sizeof(double));
+    assert_non_null(ref_dz);
+    const size_t head = b.n - (size_t)tail;
+    const double want = bce_reference(b.z, b.y, head, ref_dz) +
+                        bce_reference(b.z + head, b.y + head, (size_t)tail, ref_dz + head);
+    gh_assert_close("bce wide, two calls", &eager_loss, &want, NULL, 1, 4e-6, 1e-7);
+    free(ref_dz);
+    /* The launches behind the trainer's graph: two kernels for the head
+     * (161280 values), the one block for the tail (2560). */
+    assert_int_equal(nodes, 3);
     free(eager_dz);
     bce_teardown(&b);
 }
@@ -580,45 +604,61 @@ static void bce_refusals(foxjit_runtime *rt, CUstream s)
     REFUSED(INVALID, foxjit_training_prepare(NULL));
 }
 
-/* The wide form: its workspace, NaN-filled (its contents are ignored). */
-static CUdeviceptr bc_ws;
-static size_t bc_ws_bytes;
+/* The wide form, on more values than its one-block size (5 blocks, both
+ * kernels), with its workspace watched too. */
+enum { BW_N = 10000 };
+static CUdeviceptr bw_z, bw_y, bw_loss, bw_dz, bw_ws;
+static size_t bw_ws_bytes;
 
 static void bce_wide_setup(void)
 {
-    bce_case_setup();
-    if (!bc_ws) {
-        GH_CHECK(foxjit_bce_with_logits_workspace_size(gh.rt, BC_N, &bc_ws_bytes));
-        bc_ws = bi_buffer(bc_ws_bytes / 4, BI_NAN_BITS);
+    if (!bw_z) {
+        bw_z = bi_input(BW_N);
+        bw_y = bi_input(BW_N);
+        bw_loss = bi_buffer(1, BI_NAN_BITS);
+        bw_dz = bi_buffer(BW_N, BI_NAN_BITS);
+        GH_CHECK(foxjit_bce_with_logits_workspace_size(gh.rt, BW_N, &bw_ws_bytes));
+        bw_ws = bi_buffer(bw_ws_bytes / 4, BI_NAN_BITS);
     }
+    bi_watch("loss", bw_loss, 1, BI_NAN_BITS);
+    bi_watch("dz", bw_dz, BW_N, BI_NAN_BITS);
+    bi_watch("workspace", bw_ws, bw_ws_bytes / 4, BI_NAN_BITS);
 }
 
 static foxjit_status bce_wide_valid(foxjit_runtime *rt, CUstream s)
 {
-    return foxjit_bce_with_logits_wide(rt, bc_z, bc_y, BC_N, bc_loss, 0, bc_dz, bc_ws,
-                                       bc_ws_bytes, s);
+    return foxjit_bce_with_logits_wide(rt, bw_z, bw_y, BW_N, bw_loss, 0, bw_dz, bw_ws,
+                                       bw_ws_bytes, s);
 }
 
 static void bce_wide_refusals(foxjit_runtime *rt, CUstream s)
 {
-    const CUdeviceptr z = bc_z, y = bc_y, loss = bc_loss, dz = bc_dz, ws = bc_ws;
-    const size_t wb = bc_ws_bytes;
+    const CUdeviceptr z = bw_z, y = bw_y, loss = bw_loss, dz = bw_dz, ws = bw_ws;
+    const size_t wb = bw_ws_bytes;
     size_t bytes;
-    REFUSED(INVALID, foxjit_bce_with_logits_wide(NULL, z, y, BC_N, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(NULL, z, y, BW_N, loss, 0, dz, ws, wb, s));
     REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, 0, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, -7, loss, 0, dz, ws, wb, s));
     REFUSED(UNSUPPORTED,
             foxjit_bce_with_logits_wide(rt, z, y, 1ll << 31, loss, 0, dz, ws, 8192, s));
-    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, 0, y, BC_N, loss, 0, dz, ws, wb, s));
-    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y + 2, BC_N, loss, 0, dz, ws, wb, s));
-    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BC_N, 0, 0, dz, ws, wb, s));
-    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BC_N, loss, 0, dz + 1, ws, wb, s));
-    REFUSED(TOO_SMALL, foxjit_bce_with_logits_wide(rt, z, y, BC_N, loss, 0, dz, 0, wb, s));
-    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BC_N, loss, 0, dz, ws + 4, wb, s));
-    REFUSED(TOO_SMALL, foxjit_bce_with_logits_wide(rt, z, y, BC_N, loss, 0, dz, ws, wb - 1, s));
-    /* Past 2048 values the workspace for BC_N is too small. */
-    REFUSED(TOO_SMALL, foxjit_bce_with_logits_wide(rt, z, y, 4096, loss, 0, dz, ws, wb, s));
-    REFUSED(INVALID, foxjit_bce_with_logits_workspace_size(NULL, BC_N, &bytes));
-    REFUSED(INVALID, foxjit_bce_with_logits_workspace_size(rt, BC_N, NULL));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, 0, y, BW_N, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, 0, BW_N, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y + 2, BW_N, loss, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BW_N, 0, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BW_N, loss, 0, dz + 1, ws, wb, s));
+    REFUSED(TOO_SMALL, foxjit_bce_with_logits_wide(rt, z, y, BW_N, loss, 0, dz, 0, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BW_N, loss, 0, dz, ws + 4, wb, s));
+    REFUSED(TOO_SMALL, foxjit_bce_with_logits_wide(rt, z, y, BW_N, loss, 0, dz, ws, wb - 1, s));
+    /* Twice the values need more partials than this workspace holds. */
+    REFUSED(TOO_SMALL,
+            foxjit_bce_with_logits_wide(rt, z, y, 2 * BW_N, loss, 0, dz, ws, wb, s));
+    /* The workspace inside another buffer of the call. */
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BW_N, loss, 0, dz, dz, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_wide(rt, z, y, BW_N, loss, 0, dz, z + 64, wb, s));
+    REFUSED(INVALID,
+            foxjit_bce_with_logits_wide(rt, z, y, BW_N, ws + 16, 0, dz, ws, wb, s));
+    REFUSED(INVALID, foxjit_bce_with_logits_workspace_size(NULL, BW_N, &bytes));
+    REFUSED(INVALID, foxjit_bce_with_logits_workspace_size(rt, BW_N, NULL));
     REFUSED(INVALID, foxjit_bce_with_logits_workspace_size(rt, -3, &bytes));
     REFUSED(UNSUPPORTED, foxjit_bce_with_logits_workspace_size(rt, 1ll << 31, &bytes));
 }

@@ -106,6 +106,19 @@ static void test_bce_wide_arguments(void **state)
            FOXJIT_ERROR_INVALID_ARGUMENT, "8-byte aligned");
     expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 4, good, 0, good, ws, 7, NULL),
            FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "needs 8");
+    /* The workspace apart from every other buffer (the bytes it uses). */
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good + 64, 4, good + 128, 0, good + 192,
+                                       good, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "overlaps z");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good + 64, 4, good + 128, 0, good + 192,
+                                       good + 72, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "overlaps y");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good + 64, 4, good + 128, 0, good + 192,
+                                       good + 200, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "overlaps dz");
+    expect(foxjit_bce_with_logits_wide(fake_rt, good, good + 64, 4, good + 132, 0, good + 192,
+                                       good + 128, 8, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "overlaps loss");
     /* 163840 values: 80 blocks, 640 bytes. */
     expect(foxjit_bce_with_logits_wide(fake_rt, good, good, 163840, good, 0, good, ws, 632,
                                        NULL),
@@ -202,6 +215,11 @@ static void test_bce_launch_shape(void **state)
     assert_int_equal(fj_bce_wide_blocks(2049), 2);
     assert_int_equal(fj_bce_wide_blocks(163840), 80);
     assert_int_equal(fj_bce_wide_blocks(2147483647ll), 1024);
+    /* Up to FJ_BCE_WIDE_ONE_BLOCK_MAX values the wide form is the other
+     * form's one block, on every arch; past it, at least 5 blocks. */
+    assert_int_equal(fj_bce_blocks(FJ_BCE_WIDE_ONE_BLOCK_MAX, 90), 1);
+    assert_int_equal(fj_bce_blocks(FJ_BCE_WIDE_ONE_BLOCK_MAX, 89), 1);
+    assert_true(fj_bce_wide_blocks(FJ_BCE_WIDE_ONE_BLOCK_MAX + 1) >= 5);
 }
 
 static void test_program_registered(void **state)

@@ -166,7 +166,9 @@ static int workspace_sizes(ft_model *m)
     const ft_dims *d = &m->dims;
     /* The wide BCE when the library has it (ABI 2.4): the bars' logits
      * over the whole GPU instead of one block or cluster. The sequence's
-     * call is smaller and shares the workspace (one stream). */
+     * call is smaller and shares the workspace (one stream); up to 8192
+     * logits the wide form is the other's one block, so it is never the
+     * slower choice. */
     if (a->struct_size >= offsetof(foxjit_api, bce_with_logits_wide) + sizeof(void *) &&
         lib(m, a->bce_with_logits_workspace_size(m->rt, (int64_t)d->k * d->batch * d->h,
                                                  &m->bce_work_bytes),

@@ -550,25 +550,33 @@ def vsn_seq_backward(x, w, bias, dy, dx=None, dw=None, dbias=None, grad_accumula
 
 # ---- training step ------------------------------------------------------------------------
 
+# foxjit_bce_with_logits_wide runs the one-block form up to this many values
+# (runtime/ops/train.h, FJ_BCE_WIDE_ONE_BLOCK_MAX).
+_BCE_WIDE_ONE_BLOCK = 8192
+
+
 def bce_with_logits(z, y, loss=None, accumulate=False, dz=None, want_dz=True, wide=None,
                     workspace=None, rt=None, stream=None):
     """loss[0] (+)= mean BCE-with-logits(z, y); returns (loss [1], dz or None).
 
     wide=True runs the wide form (foxjit_bce_with_logits_wide, ABI 2.4:
-    blocks over the whole GPU write float64 partial sums to a workspace of
-    at most 8 KiB, added in a fixed order; foxjit.AbiError on an older
-    library), wide=False the one-block (or one-cluster) form. wide=None,
-    the default, takes the wide form when the library has it and a
-    workspace is at hand (torch inputs, or workspace=), else the one-block
-    form. dz has the same bits either way; the loss may differ in its last
-    bits."""
+    past 8192 values, blocks over the whole GPU write float64 partial sums
+    to a workspace of at most 8 KiB, added in a fixed order; up to 8192 it
+    is the one-block form; foxjit.AbiError on an older library), wide=False
+    the one-block (or one-cluster) form. wide=None, the default, takes the
+    wide form past 8192 values when the library has it and a workspace is
+    at hand (torch inputs, or workspace=), else the one-block form. dz has
+    the same bits either way; the loss may differ in its last bits."""
     _torch_u1()
     za = arg(z, "z")
     ya = arg(y, "y", shape=za.shape)
     n = za.numel()
     c = _Call([za, ya], rt, stream, "bce_with_logits")
     if wide is None:
-        wide = c.rt.lib.has("bce_with_logits_wide") and (c.torch or workspace is not None)
+        # Up to _BCE_WIDE_ONE_BLOCK the wide form is the one-block form:
+        # no workspace to allocate for it.
+        wide = (n > _BCE_WIDE_ONE_BLOCK and c.rt.lib.has("bce_with_logits_wide")
+                and (c.torch or workspace is not None))
     loss, la = c.out(loss, "loss", (1,), zero=accumulate)
     dza = None
     if want_dz or dz is not None:

@@ -297,8 +297,8 @@ class Ops(unittest.TestCase):
         if not rt.lib.has("bce_with_logits_wide"):
             self.skipTest("the library predates ABI 2.4 (no foxjit_bce_with_logits_wide)")
         bce = torch.nn.functional.binary_cross_entropy_with_logits
-        # One block, a block's edge, several blocks, the 1024-block cap.
-        for n in (1, 5, 2048, 2049, 10_240, 300_001, 5_000_000):
+        # The one-block sizes and their edge, several blocks, the 1024-block cap.
+        for n in (1, 5, 2049, 8192, 8193, 10_240, 300_001, 5_000_000):
             z = rnd(n, lo=-8, hi=8)
             y = (torch.rand(n, device="cuda") < 0.5).float()
             y[::7] = 0.25                                   # soft labels too
@@ -312,7 +312,11 @@ class Ops(unittest.TestCase):
             close(self, what + " wide loss", loss_w, ref.reshape(1), 1e-6, 1e-6)
             close(self, what + " one-block loss", loss_n, ref.reshape(1), 1e-6, 1e-6)
             close(self, what + " wide dz", dz_w, gref, 1e-6 / n, 1e-4)
-            # the default takes the wide form; its bits repeat
+            # up to 8192 values the wide form is the one-block form
+            if n <= 8192:
+                self.assertTrue(torch.equal(loss_w, loss_n), what + ": wide != one-block")
+            # the default: the wide form past 8192 values, the one-block form
+            # (the same bits) up to it; its bits repeat
             loss_d, dz_d = ops.bce_with_logits(z, y)
             self.assertTrue(torch.equal(loss_d, loss_w), what + ": default != wide")
             self.assertTrue(torch.equal(dz_d, dz_w), what)

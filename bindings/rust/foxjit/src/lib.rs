@@ -767,11 +767,12 @@ impl Runtime {
         Ok(bytes)
     }
     /// The loss and dz of [`Runtime::bce_with_logits`], spread over the
-    /// whole GPU: blocks write float64 partial sums to `workspace`, and a
-    /// second kernel adds them in index order. dz has the bits of
-    /// [`Runtime::bce_with_logits`]; the loss is a fixed-order sum that
-    /// depends on `n` alone, not always the one-block form's bits. Use it
-    /// where `n` is more than a few thousand, or below sm_90. ABI 2.4:
+    /// whole GPU: past 8192 values, blocks write float64 partial sums to
+    /// `workspace` and a second kernel adds them in a fixed order; up to
+    /// 8192, the one-block form itself. dz has the bits of
+    /// [`Runtime::bce_with_logits`]; the loss is a sum whose order depends
+    /// on `n` alone, not always the one-block form's. Faster past about 8192
+    /// values, most below sm_90. ABI 2.4:
     /// `Error::Abi` on an older library ([`Library::has_bce_with_logits_wide`]).
     ///
     /// # Safety

@@ -261,7 +261,7 @@ fn gpu_ops_match_the_cpu_reference() {
 
     // ---- BCE with logits: the wide form (ABI 2.4) against the one-block form ---------
     if lib.has_bce_with_logits_wide() {
-        for &n in &[5usize, 2049, 300_001] {
+        for &n in &[5usize, 2049, 8193, 300_001] {
             let z = rng.vec(n, -6.0, 6.0);
             let y: Vec<f32> = (0..n)
                 .map(|i| if i % 7 == 0 { 0.25 } else { (rng.next_u32() & 1) as f32 })
