@@ -132,6 +132,13 @@ class _Call:
                             "the inputs are not torch tensors" % nbytes)
         torch = _torch()
         t = torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda:%d" % self.device)
+        # The caching allocator hands a freed block to the next allocation
+        # on the stream it was allocated on (the current one). When the op
+        # runs on another stream, the caller drops this tensor as soon as
+        # the call returns, so tell the allocator the op's stream uses it:
+        # the block waits for that stream's work before it is reused.
+        if self.stream != torch.cuda.current_stream(self.device).cuda_stream:
+            t.record_stream(torch.cuda.ExternalStream(self.stream, device=self.device))
         return t, t.data_ptr(), nbytes
 
 

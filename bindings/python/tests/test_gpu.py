@@ -290,6 +290,37 @@ class Ops(unittest.TestCase):
         self.assertEqual(step.item(), 4)
         close(self, "adamw", prm, ref.detach(), 1e-6, 1e-5)
 
+    def test_workspace_on_another_stream(self):
+        """A workspace the helpers allocate for torch inputs is recorded on
+        the op's stream when that is not torch's current one (so the caching
+        allocator does not reuse it while the op runs), and not otherwise."""
+        rt = ops.runtime_for(0)
+        if not rt.lib.has("bce_with_logits_wide"):
+            self.skipTest("the library predates ABI 2.4 (no foxjit_bce_with_logits_wide)")
+        n = 100_000
+        z, y = rnd(n, lo=-4, hi=4), (torch.rand(n, device="cuda") < 0.5).float()
+        want, want_dz = ops.bce_with_logits(z, y, wide=True)
+        side = torch.cuda.Stream()
+        recorded = []
+        original = torch.Tensor.record_stream
+
+        def spy(tensor, stream):
+            recorded.append((tensor.dtype, stream.cuda_stream))
+            return original(tensor, stream)
+        torch.Tensor.record_stream = spy
+        try:
+            torch.cuda.synchronize()
+            loss, dz = ops.bce_with_logits(z, y, wide=True, stream=side.cuda_stream)
+            side.synchronize()
+            self.assertEqual(recorded, [(torch.uint8, side.cuda_stream)])
+            self.assertTrue(torch.equal(loss, want) and torch.equal(dz, want_dz))
+            del recorded[:]
+            ops.bce_with_logits(z, y, wide=True)  # torch's current stream
+            self.assertEqual(recorded, [])
+        finally:
+            torch.Tensor.record_stream = original
+        torch.cuda.synchronize()
+
     def test_bce_wide(self):
         """The wide BCE (ABI 2.4): dz bitwise the one-block form's, the loss
         close to float64's and the same bits on every call."""
