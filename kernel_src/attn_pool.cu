@@ -8,6 +8,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 attn_pool_forward(const float *__restrict__ q, const float *__restrict__ hs,
                   float *__restrict__ pooled, int T)
 {
+    fj_grid_wait();
     extern __shared__ float alpha[];  // [T]
     __shared__ float qs[D];
     __shared__ float part[BLOCK];
@@ -31,6 +32,7 @@ attn_pool_backward(const float *__restrict__ q, const float *__restrict__ hs,
                    const float *__restrict__ dpooled, float *__restrict__ dhs,
                    int dhs_accumulate, float *__restrict__ dq, int T)
 {
+    fj_grid_wait();
     extern __shared__ float smem[];  // alpha [T], de [T]
     float *alpha = smem, *de = smem + T;
     __shared__ float qs[D];

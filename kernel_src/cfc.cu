@@ -29,6 +29,7 @@ cfc_forward(const float *__restrict__ w_in, const float *__restrict__ w_rec,
             float *__restrict__ u, long long u_stride,
             float *__restrict__ h_out, long long h_out_stride)
 {
+    fj_grid_wait();
     constexpr int WARPS = FWD_BLOCK / 32;
     constexpr int RPW = fj_cmin(4, fj_cdiv(ROWS, WARPS));
     __shared__ float v[N_IN + N_HID];
@@ -99,6 +100,7 @@ cfc_backward(const float *__restrict__ w_in, const float *__restrict__ w_rec,
              float *__restrict__ dw_in, float *__restrict__ dw_rec,
              float *__restrict__ dbias, float *__restrict__ dtau)
 {
+    fj_grid_wait();
     constexpr int CT = ROWS + XCOLS;  // columns of dh then dx owned by this block
     __shared__ float d_pre[N_HID];
     __shared__ float xv[N_IN];

@@ -463,6 +463,7 @@ cfc_seq_forward(const float *__restrict__ w_in, const float *__restrict__ w_rec,
                 const float *__restrict__ x, const float *__restrict__ dt,
                 const float *__restrict__ h_init, float *h, float *u, int batch, int k, int rows)
 {
+    fj_grid_wait();
     __shared__ __align__(16) float hs[2 * RMAX * RS];
     __shared__ __align__(16) ProjSmem proj;
     CFC_SEQ_ROWS(forward_rows, rows, w_in, w_rec, bias, tau, x, dt, h_init, h, u, batch, k, hs,
@@ -609,6 +610,7 @@ cfc_seq_backward_rec(const float *__restrict__ w_rec, const float *__restrict__ 
                      const float *__restrict__ dh, float *dh_init, int dh_init_acc, float *dpre,
                      float *part, int *tickets, int n_tickets, int batch, int k, int rows)
 {
+    fj_grid_wait();
     __shared__ __align__(16) float dps[2 * RMAX * RS];
     __shared__ float dts[DTC];
     // The grads kernel that follows counts finished chunks per tile here.
@@ -851,6 +853,7 @@ cfc_seq_backward_grads(const float *__restrict__ w_in, const float *__restrict__
                        float *dtau, int grad_acc, float *dx, int dx_acc, int batch, int k,
                        int chunk, int chunks)
 {
+    fj_grid_wait();
     __shared__ __align__(16) GradSmem sm;
     const int m_rows = batch * k;  // at most 1024 x 4096
     int blk = blockIdx.x;

@@ -129,6 +129,7 @@ constexpr int RP = PASS / COLS;        // rows per pass
 extern "C" __global__ void __launch_bounds__(BLOCK)
 colsum_rows(const float *__restrict__ x, long long rows, float *__restrict__ out, int accumulate)
 {
+    fj_grid_wait();
     typedef typename fj_vec<VEC>::type vec_t;
     __shared__ float part[PASS];
     __shared__ float wpart[BLOCK], res[COLS], gather[(FJ_MAX_SPLIT - 1) * COLS];
@@ -180,6 +181,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 colsum_tiles(const float *__restrict__ x, long long rows, long long cols_arg,
              float *__restrict__ out, int accumulate)
 {
+    fj_grid_wait();
     typedef typename fj_vec<VEC>::type vec_t;
     __shared__ float part[R * TILE];
     __shared__ float wpart[BLOCK], res[TILE], gather[(FJ_MAX_SPLIT - 1) * TILE];

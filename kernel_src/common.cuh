@@ -3,6 +3,21 @@
 
 #define FJ_DEVICE __device__ __forceinline__
 
+// The first statement of every fox-jit kernel. On sm_90+ the runtime
+// launches fox-jit's kernels with programmatic stream serialization
+// (runtime/op_entry.c), so a grid may be scheduled before the previous
+// kernel in its stream has finished, and it waits here, before it reads or
+// writes memory, until that kernel has completed and its writes are
+// visible: the same order as a plain launch, without the gap between the
+// two grids. A plain launch returns at once. tests/unit/test_grid_wait.c
+// checks that every kernel starts with it.
+FJ_DEVICE void fj_grid_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // Column sums of M groups of kWidth floats in shared memory, v[m * kWidth +
 // c], into res[c] (shared, not overlapping v), with two barriers instead of
 // a tree's log2(M): every thread first adds the elements v[i], i = its index

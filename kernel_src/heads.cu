@@ -39,6 +39,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 heads_forward(fj_head_params p, const float *__restrict__ x, long long x_stride, long long x_step,
               float *__restrict__ logits, long long logits_stride, long long logits_step)
 {
+    fj_grid_wait();
     __shared__ fj_head_smem sm;
     const int b = blockIdx.x, hh = blockIdx.y;
     const long long step = blockIdx.z;
@@ -77,6 +78,7 @@ heads_backward(fj_head_params p, fj_head_grads g, const float *__restrict__ x, l
                long long dlogits_step, float *__restrict__ dx, long long dx_stride,
                long long dx_step, int dx_accumulate, int steps)
 {
+    fj_grid_wait();
     __shared__ fj_head_smem sm;
     const int b = blockIdx.x;
     const fj_head_grads gb = fj_head_grads_row(g, b);
@@ -177,6 +179,7 @@ heads_backward_rows(fj_head_params p, const float *__restrict__ x, long long x_s
                     long long dlogits_step, float *__restrict__ dx, long long dx_stride,
                     long long dx_step, int dx_accumulate, float *__restrict__ work)
 {
+    fj_grid_wait();
     __shared__ fj_head_smem sm;
     const int b = blockIdx.x;
     const long long step = blockIdx.z;
@@ -282,6 +285,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 heads_backward_sum(fj_head_grads g, const float *__restrict__ x, long long x_stride,
                    long long x_step, const float *__restrict__ work, int steps)
 {
+    fj_grid_wait();
     __shared__ float terms[FJ_HEAD_CHUNK][FJ_HEAD_TERMS];
     __shared__ float xs[FJ_HEAD_CHUNK][D];
     const int b = blockIdx.x, hh = blockIdx.y;

@@ -567,6 +567,7 @@ heads_seq_forward(hs_params p, const float *__restrict__ x, long long xs, long l
                   float *__restrict__ logits, long long ls, long long lss, int steps, int R,
                   float *__restrict__ save)
 {
+    fj_grid_wait();
     __shared__ hs_rows_smem sm;
     hs_work none = {};
     hs_rows<false, false>(sm, p, x, xs, xss, nullptr, 0, 0, logits, ls, lss, steps, R, none,
@@ -578,6 +579,7 @@ heads_seq_rows(hs_params p, const float *__restrict__ x, long long xs, long long
                const float *__restrict__ dlogits, long long zs, long long zss, int steps, int R,
                hs_work ws)
 {
+    fj_grid_wait();
     __shared__ hs_rows_smem sm;
     hs_rows<true, false>(sm, p, x, xs, xss, dlogits, zs, zss, nullptr, 0, 0, steps, R, ws,
                          nullptr, nullptr);
@@ -589,6 +591,7 @@ heads_seq_rows_saved(hs_params p, const float *__restrict__ x, long long xs, lon
                      const float *__restrict__ dlogits, long long zs, long long zss, int steps,
                      int R, hs_work ws, const float *__restrict__ saved)
 {
+    fj_grid_wait();
     __shared__ hs_rows_smem sm;
     hs_rows<true, true>(sm, p, x, xs, xss, dlogits, zs, zss, nullptr, 0, 0, steps, R, ws,
                         nullptr, saved);
@@ -728,6 +731,7 @@ heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long 
                 long long dxs, long long dxss, int dx_acc, int grad_acc, int steps, int R,
                 int tiles, int chunks, int chunk_rows, hs_work ws)
 {
+    fj_grid_wait();
     __shared__ hs_grads_smem sm;
     const int tid = threadIdx.x;
     int bid = blockIdx.x;

@@ -33,6 +33,7 @@ radix_hist(const unsigned *__restrict__ keys, unsigned n, int passes, int begin_
            unsigned *__restrict__ partial, unsigned long long *__restrict__ lookback,
            unsigned long long lookback_words, unsigned *__restrict__ counters)
 {
+    fj_grid_wait();
     fj_key_from_memory at = {keys};
     fj_radix_hist(at, n, passes, begin_bit, end_bit, partial, lookback, lookback_words, counters);
 }
@@ -41,6 +42,7 @@ extern "C" __global__ void __launch_bounds__(FJ_REDUCE_BLOCK)
 radix_reduce(const unsigned *__restrict__ partial, unsigned blocks, int passes,
              unsigned *__restrict__ totals)
 {
+    fj_grid_wait();
     fj_radix_reduce(partial, blocks, passes, totals);
 }
 
@@ -50,6 +52,7 @@ radix_pass(const unsigned *__restrict__ keys_in, const unsigned *__restrict__ va
            unsigned pass, int begin_bit, int end_bit, const unsigned *__restrict__ totals,
            unsigned *__restrict__ counters, unsigned long long *__restrict__ lookback)
 {
+    fj_grid_wait();
     __shared__ fj_sort_pass::Smem smem;
     fj_src_pairs src = {keys_in, values_in};
     fj_sink_pairs sink = {keys_out, values_out};

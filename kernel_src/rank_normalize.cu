@@ -55,6 +55,7 @@ rank_hist(const float *__restrict__ rewards, unsigned n, float std_ema, float me
           unsigned long long *__restrict__ lookback, unsigned long long lookback_words,
           unsigned *__restrict__ counters)
 {
+    fj_grid_wait();
     fj_key_from_rewards at = {rewards, std_ema, mean_ema, descending};
     fj_radix_hist(at, n, FJ_RANK_PASSES, 0, FJ_RANK_KEY_BITS, partial, lookback, lookback_words,
                   counters);
@@ -64,6 +65,7 @@ extern "C" __global__ void __launch_bounds__(FJ_REDUCE_BLOCK)
 radix_reduce(const unsigned *__restrict__ partial, unsigned blocks, int passes,
              unsigned *__restrict__ totals)
 {
+    fj_grid_wait();
     fj_radix_reduce(partial, blocks, passes, totals);
 }
 
@@ -96,6 +98,7 @@ rank_first(const float *__restrict__ rewards, float std_ema, float mean_ema, int
            const unsigned *__restrict__ totals, unsigned *__restrict__ counters,
            unsigned long long *__restrict__ lookback)
 {
+    fj_grid_wait();
     __shared__ fj_rank_pass::Smem smem;
     fj_src_rewards src = {{rewards, std_ema, mean_ema, descending}};
     fj_sink_pairs sink = {keys_out, values_out};
@@ -109,6 +112,7 @@ radix_pass(const unsigned *__restrict__ keys_in, const unsigned *__restrict__ va
            unsigned pass, int begin_bit, int end_bit, const unsigned *__restrict__ totals,
            unsigned *__restrict__ counters, unsigned long long *__restrict__ lookback)
 {
+    fj_grid_wait();
     __shared__ fj_rank_pass::Smem smem;
     fj_src_pairs src = {keys_in, values_in};
     fj_sink_pairs sink = {keys_out, values_out};
@@ -138,6 +142,7 @@ rank_last_ordinal(const unsigned *__restrict__ keys_in, const unsigned *__restri
                   const unsigned *__restrict__ totals, unsigned *__restrict__ counters,
                   unsigned long long *__restrict__ lookback)
 {
+    fj_grid_wait();
     __shared__ fj_rank_pass::Smem smem;
     fj_src_pairs src = {keys_in, values_in};
     fj_sink_ordinal sink = {out, n};
@@ -186,6 +191,7 @@ extern "C" __global__ void __launch_bounds__(FJ_FINAL_BLOCK)
 rank_max_final(const unsigned *__restrict__ keys, const unsigned *__restrict__ values,
                float *__restrict__ out, unsigned n)
 {
+    fj_grid_wait();
     typedef cub::BlockScan<unsigned, FJ_FINAL_BLOCK> Scan;
     __shared__ typename Scan::TempStorage scan;
     __shared__ unsigned carry;

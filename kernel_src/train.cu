@@ -134,6 +134,7 @@ extern "C" __global__ void __launch_bounds__(BCE_BLOCK)
 bce_with_logits(const float *z, const float *y, long long n, float *loss, int accumulate,
                 float *dz)
 {
+    fj_grid_wait();
     // A block's total lives in shared memory, where rank 0 of a cluster
     // reads the others'.
     __shared__ double block_total;
@@ -167,6 +168,7 @@ extern "C" __global__ void __launch_bounds__(BCE_WIDE_BLOCK)
 bce_wide_partials(const float *z, const float *y, long long n, float *dz,
                   double *__restrict__ partial)
 {
+    fj_grid_wait();
     __shared__ double block_total;
     const long long b = blockIdx.x, nblocks = gridDim.x;
     const long long begin = n * b / nblocks, end = n * (b + 1) / nblocks;
@@ -183,6 +185,7 @@ extern "C" __global__ void __launch_bounds__(BCE_WIDE_BLOCK)
 bce_wide_finish(const double *__restrict__ partial, int nparts, long long n, float *loss,
                 int accumulate)
 {
+    fj_grid_wait();
     __shared__ double total;
     double acc = 0.0;
     for (int i = threadIdx.x; i < nparts; i += BCE_WIDE_BLOCK)
@@ -208,6 +211,7 @@ adamw(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ m,
       float *__restrict__ v, const int *__restrict__ step, long long n, float lr, float b1,
       float b2, float eps, float wd)
 {
+    fj_grid_wait();
     __shared__ float bc[2];
     if (threadIdx.x == 0) {
         const int t = step[0] < 1 ? 1 : step[0];
@@ -234,6 +238,7 @@ adamw(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ m,
 // step[0] += 1: advances the bias-correction step inside a captured graph.
 extern "C" __global__ void increment_step(int *step)
 {
+    fj_grid_wait();
     if (threadIdx.x == 0 && blockIdx.x == 0)
         step[0] += 1;
 }

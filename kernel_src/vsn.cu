@@ -74,6 +74,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, FWD_REG ? 2 : 1)
 vsn_forward(const float *__restrict__ W, const float *__restrict__ bias,
             const float *__restrict__ x, float *__restrict__ y, int rows)
 {
+    fj_grid_wait();
     constexpr int NB = FWD_REG ? 2 : 1;  // x buffers: the register form needs no barrier before the next chunk's stores
     __shared__ __align__(16) float xs[NB][FWD_ROWS * F];
     __shared__ float ws[FWD_ROWS * F];
@@ -169,6 +170,7 @@ vsn_backward(const float *__restrict__ W, const float *__restrict__ bias,
              float *__restrict__ dx, int dx_accumulate,
              float *__restrict__ dw, float *__restrict__ dbias, int T)
 {
+    fj_grid_wait();
     __shared__ float xs[BWD_ROWS * F];
     __shared__ float dys[BWD_ROWS * F];
     __shared__ float ws[BWD_ROWS * F];

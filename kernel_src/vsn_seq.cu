@@ -235,6 +235,7 @@ vsn_seq_rows(const float *__restrict__ W, const float *__restrict__ bias,
              int dx_acc, float *__restrict__ dl_out, int *__restrict__ tickets, int n_tickets,
              int R)
 {
+    fj_grid_wait();
     __shared__ vs_rows_smem sm;
     const int tid = threadIdx.x;
     const long long row0 = (long long)blockIdx.x * TR;
@@ -406,6 +407,7 @@ vsn_seq_grads(const float *__restrict__ x, const float *__restrict__ dl, float *
               float *__restrict__ dW, float *__restrict__ dbias, int grad_acc, int R,
               int chunk_rows, int chunks)
 {
+    fj_grid_wait();
     __shared__ vs_grads_smem sm;
     const int tid = threadIdx.x;
     const int tile = (int)blockIdx.x % NG, chunk = (int)blockIdx.x / NG;

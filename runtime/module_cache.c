@@ -92,6 +92,9 @@ static foxjit_status load_module(foxjit_runtime *rt, const fj_variant *v, const 
     for (int k = 0; k < FJ_MAX_KERNELS && v->program->kernels[k].name; k++) {
         r = cu->cuModuleGetFunction(&out->fn[k].f, m, v->program->kernels[k].name);
         out->fn[k].decl = &v->program->kernels[k];
+        /* The library's own sources (no source set of their own) are the
+         * kernels that start with fj_grid_wait(). */
+        out->fn[k].grid_wait = rt->grid_wait_launch && !v->program->sources;
         if (r != CUDA_SUCCESS) {
             char buf[200];
             cu->cuModuleUnload(m);

@@ -21,6 +21,10 @@
 typedef struct fj_fn {
     CUfunction f;
     const fj_kernel *decl;
+    /* Launched with programmatic stream serialization: a library kernel
+     * (each starts with fj_grid_wait(), kernel_src/common.cuh) on a runtime
+     * that plans for sm_90+. Baseline programs' kernels never are. */
+    int grid_wait;
 } fj_fn;
 
 typedef struct fj_loaded {

@@ -54,6 +54,35 @@ static foxjit_status check_launch_args(fj_fn fn, const fj_args *a, const char *w
     return FOXJIT_OK;
 }
 
+void fj_launch_config(CUlaunchConfig *cfg, CUlaunchAttribute *attrs, unsigned gx, unsigned gy,
+                      unsigned gz, unsigned bx, CUstream stream)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->gridDimX = gx;
+    cfg->gridDimY = gy;
+    cfg->gridDimZ = gz;
+    cfg->blockDimX = bx;
+    cfg->blockDimY = 1;
+    cfg->blockDimZ = 1;
+    cfg->hStream = stream;
+    cfg->attrs = attrs;
+    cfg->numAttrs = 0;
+}
+
+/* Programmatic stream serialization for a kernel that starts with
+ * fj_grid_wait(): the grid may be scheduled while the previous kernel of
+ * the stream finishes, and waits for it on the GPU. attrs has room for one
+ * more attribute. */
+static void add_grid_wait(CUlaunchConfig *cfg, CUlaunchAttribute *attrs, fj_fn fn)
+{
+    if (!fn.grid_wait)
+        return;
+    CUlaunchAttribute *a = &attrs[cfg->numAttrs++];
+    memset(a, 0, sizeof *a);
+    a->id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a->value.programmaticStreamSerializationAllowed = 1;
+}
+
 foxjit_status fj_launch(const foxjit_runtime *rt, fj_fn fn, unsigned gx, unsigned gy,
                         unsigned gz, unsigned bx, unsigned smem, CUstream stream,
                         const fj_args *args, const char *what)
@@ -61,8 +90,18 @@ foxjit_status fj_launch(const foxjit_runtime *rt, fj_fn fn, unsigned gx, unsigne
     foxjit_status st = check_launch_args(fn, args, what);
     if (st != FOXJIT_OK)
         return st;
-    CUresult r = rt->cu->cuLaunchKernel(fn.f, gx, gy, gz, bx, 1, 1, smem, stream,
-                                        (void **)args->v, NULL);
+    CUresult r;
+    if (fn.grid_wait) {
+        CUlaunchAttribute attr;
+        CUlaunchConfig cfg;
+        fj_launch_config(&cfg, &attr, gx, gy, gz, bx, stream);
+        cfg.sharedMemBytes = smem;
+        add_grid_wait(&cfg, &attr, fn);
+        r = rt->cu->cuLaunchKernelEx(&cfg, fn.f, (void **)args->v, NULL);
+    } else {
+        r = rt->cu->cuLaunchKernel(fn.f, gx, gy, gz, bx, 1, 1, smem, stream, (void **)args->v,
+                                   NULL);
+    }
     if (r != CUDA_SUCCESS) {
         char buf[200];
         return fj_fail(FOXJIT_ERROR_CUDA, "launch of %s (grid %u x %u x %u, block %u, %u bytes "
@@ -82,20 +121,11 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, fj_fn fn, unsigned gx,
 void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx, unsigned gy,
                        unsigned gz, unsigned bx, unsigned cluster_y, CUstream stream)
 {
-    memset(attr, 0, sizeof *attr);
+    fj_launch_config(cfg, attr, gx, gy, gz, bx, stream);
     attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr->value.clusterDim.x = 1;
     attr->value.clusterDim.y = cluster_y;
     attr->value.clusterDim.z = 1;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->gridDimX = gx;
-    cfg->gridDimY = gy;
-    cfg->gridDimZ = gz;
-    cfg->blockDimX = bx;
-    cfg->blockDimY = 1;
-    cfg->blockDimZ = 1;
-    cfg->hStream = stream;
-    cfg->attrs = attr;
     cfg->numAttrs = 1;
 }
 
@@ -108,9 +138,10 @@ foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, fj_fn fn, unsigned 
     foxjit_status st = check_launch_args(fn, args, what);
     if (st != FOXJIT_OK)
         return st;
-    CUlaunchAttribute attr;
+    CUlaunchAttribute attr[2];
     CUlaunchConfig cfg;
-    fj_cluster_config(&cfg, &attr, gx, gy, gz, bx, cluster_y, stream);
+    fj_cluster_config(&cfg, attr, gx, gy, gz, bx, cluster_y, stream);
+    add_grid_wait(&cfg, attr, fn);
     CUresult r = rt->cu->cuLaunchKernelEx(&cfg, fn.f, (void **)args->v, NULL);
     if (r != CUDA_SUCCESS) {
         char buf[200];

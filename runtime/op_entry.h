@@ -37,7 +37,11 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, fj_fn fn, unsigned gx,
 #define FJ_NON_PORTABLE_CLUSTER 16
 
 /* The cuLaunchKernelEx configuration of a grid (gx, gy, gz) of blocks of bx
- * threads in clusters of (1, cluster_y, 1); cfg points at attr. */
+ * threads, no shared memory, with no attributes yet; cfg points at attrs. */
+void fj_launch_config(CUlaunchConfig *cfg, CUlaunchAttribute *attrs, unsigned gx, unsigned gy,
+                      unsigned gz, unsigned bx, CUstream stream);
+
+/* The same in clusters of (1, cluster_y, 1): attr[0] the cluster's shape. */
 void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx, unsigned gy,
                        unsigned gz, unsigned bx, unsigned cluster_y, CUstream stream);
 

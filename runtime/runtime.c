@@ -108,6 +108,10 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
     }
     fj_module_table_init(&rt->modules);
     atomic_init(&rt->colsum_max_split, 0);
+    /* The kernels' fj_grid_wait() is griddepcontrol.wait only in sm_90+
+     * code, so the launch attribute follows the plan's arch, not the GPU's. */
+    const char *pdl = getenv("FOXJIT_PDL");
+    rt->grid_wait_launch = rt->cc >= 90 && !(pdl && !strcmp(pdl, "0"));
     fj_debug("runtime for sm_%d (%d SMs), target %s, cache %s", rt->facts.device_cc,
              rt->sm_count,
              rt->target.name, rt->cache ? fj_disk_cache_dir(rt->cache) : "(memory only)");

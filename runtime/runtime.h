@@ -30,6 +30,9 @@ struct foxjit_runtime {
      * sum or prepare settles it; then 1 before sm_90, 16 where the
      * non-portable size runs, else 8. */
     _Atomic int colsum_max_split;
+    /* Launch fox-jit's kernels with programmatic stream serialization
+     * (op_entry.c): plans for sm_90+, unless FOXJIT_PDL=0. */
+    int grid_wait_launch;
 };
 
 #include "op_entry.h"

@@ -76,7 +76,7 @@ static void test_mismatch_names_kernel_and_argument(void **state)
 static void test_launch_site_out_of_step(void **state)
 {
     (void)state;
-    fj_fn fn = {NULL, &prog.kernels[0]};  /* heads_forward: 80, 8, 8, 4, 4 bytes */
+    fj_fn fn = {NULL, &prog.kernels[0], 0};  /* heads_forward: 80, 8, 8, 4, 4 bytes */
     struct { CUdeviceptr p[10]; } params = {{0}};
     CUdeviceptr x = 0;
     long long stride = 0;
