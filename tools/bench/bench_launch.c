@@ -85,7 +85,8 @@ int bench_launch(bench_ctx *b)
     static const long long shapes[][2] = {{32, 128}, {8192, 3}, {8192, 42}, {8192, 256}};
     printf("\nhost cost of one call, us (median of %d samples of %d calls; CPU clock)\n",
            b->samples, CALLS);
-    printf("(driver launch: cuLaunchKernel, or cuLaunchKernelEx for a cluster, of the op's kernel;"
+    printf("(driver launch: the op's kernel through cuLaunchKernelEx on sm_90+ plans (programmatic"
+           " serialization, a cluster where there is one), else cuLaunchKernel;"
            " eager GPU us: fox-jit bench timing, one input buffer)\n");
     printf("%-11s %-16s %10s %10s %10s %12s\n", "shape", "kernel", "driver", "fox-jit op",
            "op - drv", "eager GPU us");
