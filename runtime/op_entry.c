@@ -122,6 +122,7 @@ void fj_cluster_config(CUlaunchConfig *cfg, CUlaunchAttribute *attr, unsigned gx
                        unsigned gz, unsigned bx, unsigned cluster_y, CUstream stream)
 {
     fj_launch_config(cfg, attr, gx, gy, gz, bx, stream);
+    memset(attr, 0, sizeof *attr);
     attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr->value.clusterDim.x = 1;
     attr->value.clusterDim.y = cluster_y;
