@@ -108,6 +108,19 @@ static foxjit_status check_bce(const char *op, const foxjit_runtime *rt, CUdevic
     return FOXJIT_OK;
 }
 
+/* foxjit_bce_with_logits's launch: one block, or one cluster of
+ * fj_bce_blocks(n, cc) blocks. */
+static foxjit_status launch_bce(const foxjit_runtime *rt, const fj_loaded *k, CUdeviceptr z,
+                                CUdeviceptr y, int64_t n, CUdeviceptr loss, int loss_accumulate,
+                                CUdeviceptr dz, CUstream stream, const char *op)
+{
+    long long nn = n;
+    int acc = loss_accumulate ? 1 : 0;
+    FJ_ARGS(args, z, y, nn, loss, acc, dz);
+    unsigned blocks = fj_bce_blocks(n, rt->cc);
+    return fj_launch_cluster(rt, k->fn[K_BCE], 1, blocks, BCE_BLOCK, blocks, stream, &args, op);
+}
+
 FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
                                                 int64_t n, CUdeviceptr loss, int loss_accumulate,
                                                 CUdeviceptr dz, CUstream stream)
@@ -117,11 +130,7 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr 
     foxjit_status st;
     if ((st = check_bce(op, rt, z, y, n, loss, dz)) || (st = load(rt, op, stream, &k)))
         return st;
-    long long nn = n;
-    int acc = loss_accumulate ? 1 : 0;
-    FJ_ARGS(args, z, y, nn, loss, acc, dz);
-    unsigned blocks = fj_bce_blocks(n, rt->cc);
-    return fj_launch_cluster(rt, k->fn[K_BCE], 1, blocks, BCE_BLOCK, blocks, stream, &args, op);
+    return launch_bce(rt, k, z, y, n, loss, loss_accumulate, dz, stream, op);
 }
 
 FOXJIT_API foxjit_status foxjit_bce_with_logits_workspace_size(foxjit_runtime *rt, int64_t n,
@@ -186,14 +195,13 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits_wide(foxjit_runtime *rt, CUdevic
     if ((st = check_bce_workspace(op, n, z, y, loss, dz, workspace, workspace_bytes, need)) ||
         (st = load(rt, op, stream, &k)))
         return st;
+    /* Two launches cost more than one block's single batch of loads (fox-jit
+     * bench bce: 3.8 against 3.3 us at n = 2560); up to this n that is the
+     * other entry's launch on every arch. */
+    if (n <= FJ_BCE_WIDE_ONE_BLOCK_MAX)
+        return launch_bce(rt, k, z, y, n, loss, loss_accumulate, dz, stream, op);
     long long nn = n;
     int acc = loss_accumulate ? 1 : 0, parts = (int)blocks;
-    if (n <= FJ_BCE_WIDE_ONE_BLOCK_MAX) {
-        /* Two launches cost more than one block's single batch of loads
-         * (fox-jit bench bce: 3.8 against 3.3 us at n = 2560). */
-        FJ_ARGS(args, z, y, nn, loss, acc, dz);
-        return fj_launch_cluster(rt, k->fn[K_BCE], 1, 1, BCE_BLOCK, 1, stream, &args, op);
-    }
     FJ_ARGS(partial_args, z, y, nn, dz, workspace);
     if ((st = fj_launch(rt, k->fn[K_BCE_WIDE_PARTIALS], blocks, 1, 1, BCE_WIDE_BLOCK, 0, stream,
                         &partial_args, op)))

@@ -159,6 +159,10 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     return c.used;
 }
 
+/* Whether the library's table reaches `entry` (newer ABI minors add entries
+ * at its end). */
+#define API_HAS(a, entry) ((a)->struct_size >= offsetof(foxjit_api, entry) + sizeof(void *))
+
 /* The workspaces the path's backward calls need. */
 static int workspace_sizes(ft_model *m)
 {
@@ -169,7 +173,7 @@ static int workspace_sizes(ft_model *m)
      * call is smaller and shares the workspace (one stream); up to 8192
      * logits the wide form is the other's one block, so it is never the
      * slower choice. */
-    if (a->struct_size >= offsetof(foxjit_api, bce_with_logits_wide) + sizeof(void *) &&
+    if (API_HAS(a, bce_with_logits_wide) &&
         lib(m, a->bce_with_logits_workspace_size(m->rt, (int64_t)d->k * d->batch * d->h,
                                                  &m->bce_work_bytes),
             "bce_with_logits_workspace_size"))
@@ -192,7 +196,7 @@ static int workspace_sizes(ft_model *m)
     m->heads_pooled_work_bytes = pooled;
     /* The heads' saves when the library has them (ABI 2.3): the backward
      * then skips the forward's product, with the same bits. */
-    if (a->struct_size >= offsetof(foxjit_api, heads_seq_backward_saved) + sizeof(void *) &&
+    if (API_HAS(a, heads_seq_backward_saved) &&
         (lib(m, a->heads_seq_saved_size(m->rt, d->batch, d->k, d->d, d->e, d->h,
                                         &m->heads_saved_bytes), "heads_seq_saved_size") ||
          lib(m, a->heads_seq_saved_size(m->rt, d->batch, 1, d->d, d->e, d->h,
@@ -542,31 +546,33 @@ foxjit_status ft_model_forward(ft_model *m, CUstream s)
     return lib(m, a->heads_forward(m->rt, &h, s), "heads_forward (pooled)");
 }
 
+/* One of the loss's BCE calls (0: the bars', 1: the sequence's): the wide
+ * form when the library has it (m->bce_work), else foxjit_bce_with_logits. */
+static foxjit_status bce(ft_model *m, int call, CUdeviceptr z, CUdeviceptr y, int64_t n,
+                         CUdeviceptr dz, CUstream s)
+{
+    static const char *const what[2][2] = {
+        {"bce_with_logits (bars)", "bce_with_logits (sequence)"},
+        {"bce_with_logits_wide (bars)", "bce_with_logits_wide (sequence)"}};
+    const foxjit_api *a = m->api;
+    const int accumulate = call;  /* the bars' call writes the loss, the sequence's adds */
+    return lib(m, m->bce_work ? a->bce_with_logits_wide(m->rt, z, y, n, m->loss, accumulate, dz,
+                                                        m->bce_work, m->bce_work_bytes, s)
+                              : a->bce_with_logits(m->rt, z, y, n, m->loss, accumulate, dz, s),
+               what[m->bce_work != 0][call]);
+}
+
 foxjit_status ft_model_loss(ft_model *m, int with_dz, CUstream s)
 {
-    const foxjit_api *a = m->api;
     const ft_dims *d = &m->dims;
     const int64_t bars = (int64_t)d->k * d->batch * d->h, seq = (int64_t)d->batch * d->h;
     const CUdeviceptr z_seq = logits_block(m, m->z, d->k);
     const CUdeviceptr y_seq = logits_block(m, m->labels, d->k);
-    const CUdeviceptr dz_bars = with_dz ? m->dz : 0,
-                      dz_seq = with_dz ? logits_block(m, m->dz, d->k) : 0;
     /* kernels.md: loss = BCE(z_0..z_{K-1}) + BCE(z_seq), each a mean. */
     foxjit_status st;
-    if (m->bce_work) {
-        if ((st = lib(m, a->bce_with_logits_wide(m->rt, m->z, m->labels, bars, m->loss, 0,
-                                                 dz_bars, m->bce_work, m->bce_work_bytes, s),
-                      "bce_with_logits_wide (bars)")))
-            return st;
-        return lib(m, a->bce_with_logits_wide(m->rt, z_seq, y_seq, seq, m->loss, 1, dz_seq,
-                                              m->bce_work, m->bce_work_bytes, s),
-                   "bce_with_logits_wide (sequence)");
-    }
-    if ((st = lib(m, a->bce_with_logits(m->rt, m->z, m->labels, bars, m->loss, 0, dz_bars, s),
-                  "bce_with_logits (bars)")))
+    if ((st = bce(m, 0, m->z, m->labels, bars, with_dz ? m->dz : 0, s)))
         return st;
-    return lib(m, a->bce_with_logits(m->rt, z_seq, y_seq, seq, m->loss, 1, dz_seq, s),
-               "bce_with_logits (sequence)");
+    return bce(m, 1, z_seq, y_seq, seq, with_dz ? logits_block(m, m->dz, d->k) : 0, s);
 }
 
 static foxjit_status backward_sequence(ft_model *m, CUstream s)
