@@ -3,17 +3,22 @@
  * launcher's environment read into rank, world and local rank, with a
  * message for each way it can be missing, inconsistent or out of range;
  * the GPU a local rank picks; the child's command line; the options; the
- * watchdog's deadline. No GPU, no NCCL.
+ * watchdog's deadline; --dist-local's ranks, which end with it. No GPU, no
+ * NCCL.
  *
  * argv[1] (optional): the fox-train binary, for the exit status and
- * message of --dist without a launcher. */
+ * message of --dist without a launcher and for --dist-local's processes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,10 +121,17 @@ static void test_missing(void **state)
     assert_why("but not OMPI_COMM_WORLD_LOCAL_RANK");
     assert_int_equal(read_env(&d, "SLURM_NTASKS=2", NULL), -1);
     assert_why("srun (Slurm) sets SLURM_NTASKS but not SLURM_PROCID");
+    /* A stray RANK exported by hand inside an srun step: unset it. */
+    assert_int_equal(read_env(&d, "RANK=3", "SLURM_PROCID=1", "SLURM_NTASKS=2",
+                              "SLURM_LOCALID=1", "NCCL_COMM_ID=h:1", NULL), -1);
+    printf("  %s\n", why);
+    assert_why("RANK is set but not WORLD_SIZE, while srun (Slurm)'s SLURM_PROCID");
+    assert_why("unset the stray RANK");
     assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL), -1);
     assert_why("NCCL_COMM_ID is not set");
     assert_why("the 2 ranks");
-    assert_why("$MASTER_ADDR");
+    assert_why("before the launcher starts");
+    assert_why("127.0.0.1:29600 on one host");
     assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "NCCL_COMM_ID=",
                               NULL), -1);
     assert_why("NCCL_COMM_ID is not set");
@@ -152,6 +164,13 @@ static void test_out_of_range(void **state)
                               "NCCL_COMM_ID=:29600", NULL), -1);
     assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
                               "NCCL_COMM_ID=[fe80::1]29600", NULL), -1);
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                              "NCCL_COMM_ID=[]:29600", NULL), -1);
+    assert_why("is not host:port");
+    /* NCCL cuts an unbracketed IPv6 address at its first colon. */
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                              "NCCL_COMM_ID=fe80::1:29600", NULL), -1);
+    assert_why("an IPv6 address goes in brackets, as NCCL_COMM_ID=[fe80::1]:29600");
 }
 
 static void test_inconsistent(void **state)
@@ -177,17 +196,31 @@ static void test_pick_gpu(void **state)
 {
     (void)state;
     ft_dist_env d = {.local_rank = 1, .local_var = "LOCAL_RANK"};
-    assert_int_equal(ft_dist_pick_gpu(&d, 0, 8, why, sizeof why), 1);
-    assert_int_equal(ft_dist_pick_gpu(&d, 2, 8, why, sizeof why), 3);
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 8, NULL, why, sizeof why), 1);
+    assert_int_equal(ft_dist_pick_gpu(&d, 2, 8, "0,1,2,3,4,5,6,7", why, sizeof why), 3);
     /* The launcher bound one GPU per process: it is device 0 here. */
-    assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, why, sizeof why), 0);
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, "3", why, sizeof why), 0);
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, " GPU-5a1b", why, sizeof why), 0);
+    /* One device for every rank (a one-GPU host, or one device exported
+     * for all): two ranks would share it, which NCCL refuses. */
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, NULL, why, sizeof why), -1);
+    printf("  %s\n", why);
+    assert_why("LOCAL_RANK=1, but this process sees one CUDA device");
+    assert_why("CUDA_VISIBLE_DEVICES=(unset)");
+    assert_why("one rank per GPU");
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, "", why, sizeof why), -1);
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, "0,1", why, sizeof why), -1);
+    assert_why("CUDA_VISIBLE_DEVICES=0,1 does not bind it");
     d.local_rank = 2;
-    assert_int_equal(ft_dist_pick_gpu(&d, 0, 2, why, sizeof why), -1);
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 2, NULL, why, sizeof why), -1);
     printf("  %s\n", why);
     assert_why("LOCAL_RANK=2 picks CUDA device 2");
     assert_why("sees 2 devices");
     assert_why("at most 2 processes per host");
-    assert_int_equal(ft_dist_pick_gpu(&d, 1, 1, why, sizeof why), -1);
+    assert_int_equal(ft_dist_pick_gpu(&d, 1, 1, "0", why, sizeof why), -1);
+    /* Local rank 0 takes the first device whatever the variable says. */
+    d.local_rank = 0;
+    assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, NULL, why, sizeof why), 0);
 }
 
 static void test_child_argv(void **state)
@@ -287,6 +320,148 @@ static void test_cli(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- --dist-local's processes ------------------------------------------------ */
+
+/* The processes whose parent is `parent` (from /proc), at most max. */
+static int children_of(pid_t parent, pid_t *out, int max)
+{
+    DIR *d = opendir("/proc");
+    int n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) && n < max;) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        /* pid (comm) state ppid ...: comm may hold spaces and parentheses */
+        const char *close = strrchr(buf, ')');
+        char state;
+        int ppid;
+        if (close && sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent &&
+            state != 'Z')
+            out[n++] = (pid_t)atoi(e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Whether process p's environment holds the string `var` (NAME=value). */
+static int environ_has(pid_t p, const char *var)
+{
+    char path[64], buf[16384];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)p);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+        buf[n] = '\0';
+        if (!strcmp(buf + i, var))
+            return 1;
+    }
+    return 0;
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* A launcher's two ranks kept waiting: NCCL's library is a FIFO nobody
+ * writes, so each blocks opening it. Returns the launcher's pid and its
+ * ranks' in kids once both have started with the long NCCL_COMM_ID. */
+static pid_t start_blocked_launcher(const char *fifo, const char *comm_id, pid_t kids[2])
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("FOXJIT_NCCL_LIBRARY", fifo, 1);
+        setenv("NCCL_COMM_ID", comm_id, 1);
+        execl(fox_train, "fox-train", "--dist-local", "2", "--steps", "1", "--quiet",
+              (char *)NULL);
+        _exit(127);
+    }
+    char want[256];
+    snprintf(want, sizeof want, "NCCL_COMM_ID=%s", comm_id);
+    for (int waited = 0; waited < 20000; waited += 20) {
+        if (children_of(pid, kids, 2) == 2 && environ_has(kids[0], want) &&
+            environ_has(kids[1], want))
+            return pid;
+        nap_ms(20);
+    }
+    for (int i = children_of(pid, kids, 2); i > 0; i--)
+        kill(kids[i - 1], SIGKILL);
+    kill(pid, SIGKILL);
+    fail_msg("--dist-local did not start 2 ranks with NCCL_COMM_ID=%s within 20 s", comm_id);
+    return -1;
+}
+
+static int gone(pid_t p)
+{
+    for (int waited = 0; waited < 10000; waited += 20) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return 1;
+        char buf[512];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *close = strrchr(buf, ')');
+        if (close && close[1] == ' ' && close[2] == 'Z')
+            return 1;   /* dead, waiting for init to reap it */
+        nap_ms(20);
+    }
+    return 0;
+}
+
+/* The launcher stopped by a signal stops its ranks and ends by that
+ * signal; killed outright, its ranks end with it (they ask the kernel to
+ * be told). A long NCCL_COMM_ID reaches them whole. */
+static void test_dist_local_ranks_end_with_it(void **state)
+{
+    (void)state;
+    if (!fox_train) {
+        printf("  (no fox-train binary given: not run)\n");
+        return;
+    }
+    char dir[] = "/tmp/fox-train-dist-XXXXXX", fifo[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/libnccl.fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *comm_id = "gpu-node-017.compute.research-cluster.example-university.edu:29600";
+    const int sigs[2] = {SIGTERM, SIGKILL};
+    for (int i = 0; i < 2; i++) {
+        pid_t kids[2];
+        pid_t pid = start_blocked_launcher(fifo, comm_id, kids);
+        kill(pid, sigs[i]);
+        int ws = 0;
+        for (int waited = 0; waited < 15000 && waitpid(pid, &ws, WNOHANG) == 0; waited += 20)
+            nap_ms(20);
+        int ok = gone(kids[0]) && gone(kids[1]);
+        if (!ok)
+            kill(kids[0], SIGKILL), kill(kids[1], SIGKILL);
+        printf("  launcher %s: %s; ranks %d and %d %s\n", strsignal(sigs[i]),
+               WIFSIGNALED(ws) ? strsignal(WTERMSIG(ws)) : "not ended by a signal",
+               (int)kids[0], (int)kids[1], ok ? "ended too" : "still running");
+        assert_true(WIFSIGNALED(ws));
+        assert_int_equal(WTERMSIG(ws), sigs[i]);
+        assert_true(ok);
+    }
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     fox_train = argc > 1 ? argv[1] : NULL;
@@ -295,7 +470,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_out_of_range), cmocka_unit_test(test_inconsistent),
         cmocka_unit_test(test_pick_gpu),     cmocka_unit_test(test_child_argv),
         cmocka_unit_test(test_options),      cmocka_unit_test(test_watchdog),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli),          cmocka_unit_test(test_dist_local_ranks_end_with_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,13 +55,39 @@ static ft_nccl_result n_allgather(const void *send, void *recv, size_t count, in
     return w_barrier(w) ? 2 : FT_NCCL_SUCCESS;
 }
 
-static ft_nccl dist_nccl;
-static int dog_fired;
+/* One rank that stops taking part without failing (a hung peer): its
+ * stall_at-th all-reduce waits until the world is aborted. */
+static int stall_rank = -1, stall_at = -1, stall_count[MAX_RANKS];
 
+static ft_nccl_result n_allreduce_stalling(const void *send, void *recv, size_t count, int type,
+                                           int op, ft_nccl_comm_t c, CUstream s)
+{
+    world *w = c->w;
+    if (c->rank == stall_rank && ++stall_count[c->rank] == stall_at) {
+        pthread_mutex_lock(&w->mu);
+        while (!w->aborted)
+            pthread_cond_wait(&w->cv, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+        return 2;
+    }
+    return n_allreduce(send, recv, count, type, op, c, s);
+}
+
+static ft_nccl dist_nccl;
+static int dog_fired, dog_expected;
+static char dog_what[1024];
+
+/* The watchdog's end of the process, emulated: the message, and the world
+ * aborted, which is what the launcher's ending of the other ranks does. */
 static void on_fire(const char *what)
 {
     dog_fired++;
     printf("  WATCHDOG: %s\n", what);
+    snprintf(dog_what, sizeof dog_what, "%s", what);
+    pthread_mutex_lock(&the_world.mu);
+    the_world.aborted = 1;
+    pthread_cond_broadcast(&the_world.cv);
+    pthread_mutex_unlock(&the_world.mu);
 }
 
 typedef struct rank_job {
@@ -119,7 +145,8 @@ static int run_dist(int world, int *rcs, const char *first, ...)
     for (int k = 0; k < world; k++)
         if (rcs)
             rcs[k] = jobs[k].rc;
-    assert_int_equal(dog_fired, 0);
+    if (!dog_expected)
+        assert_int_equal(dog_fired, 0);
     return jobs[0].rc;
 }
 
@@ -214,9 +241,29 @@ static void test_resume_any_world(void **state)
                 fail_msg("world %s, step %d: resumed %.9g, 2 ranks %.9g", worlds[w], 4 + i,
                          (double)lb[i], (double)la[3 + i]);
     }
+    /* Refused by every rank, saying which world sizes would do. */
+    char log[] = "/tmp/fox-train-dist-XXXXXX", out[4096];
+    int fd = mkstemp(log), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
     int rcs[3];
-    assert_int_equal(run_dist(3, rcs, "--resume", in_mdir("first.ckpt"), "--quiet", NULL),
-                     FT_EXIT_USAGE);
+    int rc = run_dist(3, rcs, "--resume", in_mdir("first.ckpt"), "--quiet", NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, out, sizeof out - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(log);
+    assert_int_equal(rc, FT_EXIT_USAGE);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(rcs[k], FT_EXIT_USAGE);
+    printf("  %s", out);
+    assert_non_null(strstr(out, "was trained at batch 8, which does not split over the 3 "
+                                "ranks of this job"));
+    assert_non_null(strstr(out, "a world size that divides 8: 1, 2, 4, 8\n"));
+    assert_null(strstr(out, "--gpus"));
     printf("  a 2-rank checkpoint resumed by 2 ranks: bitwise; by 1 and 4: within float "
            "rounding; by 3: refused\n");
 }
@@ -238,6 +285,18 @@ static void test_failures_end_every_rank(void **state)
              "/nonexistent-dir/x.ckpt", "--checkpoint-every", "2", NULL);
     assert_int_equal(rcs[0], FT_EXIT_FAILED);
     assert_int_equal(rcs[1], FT_EXIT_FAILED);
+    /* Rank 1 hangs in step 2's all-reduce, between reporting points: rank
+     * 0 blocks queuing that step, and the watchdog armed across the
+     * stretch ends the wait. */
+    stall_rank = 1, stall_at = 3, dog_expected = 1, dog_fired = 0;
+    memset(stall_count, 0, sizeof stall_count);
+    run_dist(2, rcs, COMMON, "--steps", "7", "--dist-timeout", "1", NULL);
+    stall_rank = -1, stall_at = -1, dog_expected = 0;
+    assert_true(dog_fired >= 1);
+    assert_non_null(strstr(dog_what, "could not be queued within 1 s"));
+    assert_int_equal(rcs[0], FT_EXIT_FAILED);
+    assert_int_equal(rcs[1], FT_EXIT_FAILED);
+    dog_fired = 0;
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", mdir);
     assert_int_equal(system(cmd), 0);
@@ -249,6 +308,7 @@ static int dist_setup(void **state)
     dist_nccl = nccl;
     dist_nccl.GetUniqueId = n_unique_id_shared;
     dist_nccl.AllGather = n_allgather;
+    dist_nccl.AllReduce = n_allreduce_stalling;
     return 0;
 }
 

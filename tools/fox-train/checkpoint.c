@@ -1,6 +1,7 @@
 #include "checkpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,27 @@ static uint64_t checksum(const ft_ckpt_header *h, const float *const arr[3], siz
     uint64_t d = XXH64_digest(s);
     XXH64_freeState(s);
     return d;
+}
+
+/* The rename itself survives a crash only once the directory is on disk.
+ * Best effort: some file systems cannot sync a directory, and the file is
+ * complete either way (a crash before this leaves the previous
+ * checkpoint, never a torn one). */
+static void sync_dir_of(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
 }
 
 int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *params,
@@ -78,6 +100,7 @@ int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *param
         snprintf(why, why_len, "cannot write %s: %s", path, strerror(err));
         return -1;
     }
+    sync_dir_of(path);
     return 0;
 }
 

@@ -76,8 +76,28 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
         /* The checkpoint's batch is the global one: data parallel needs it
          * to split evenly over the GPUs. */
         if (given.dims.batch % o->gpus) {
-            fprintf(stderr, "fox-train: %s was trained at batch %d, which does not split over "
-                    "--gpus %d\n", o->resume, given.dims.batch, o->gpus);
+            /* The world sizes that would do, the first dozen. */
+            char fit[160] = "";
+            int shown = 0;
+            for (int w = 1; w <= given.dims.batch; w++) {
+                if (given.dims.batch % w)
+                    continue;
+                if (shown == 12) {
+                    snprintf(fit + strlen(fit), sizeof fit - strlen(fit), ", ...");
+                    break;
+                }
+                snprintf(fit + strlen(fit), sizeof fit - strlen(fit), "%s%d", shown++ ? ", " : "",
+                         w);
+            }
+            if (o->dist)
+                fprintf(stderr, "fox-train: %s was trained at batch %d, which does not split "
+                        "over the %d ranks of this job (the launcher's world size, or "
+                        "--dist-local); resume it with a world size that divides %d: %s\n",
+                        o->resume, given.dims.batch, o->gpus, given.dims.batch, fit);
+            else
+                fprintf(stderr, "fox-train: %s was trained at batch %d, which does not split "
+                        "over --gpus %d; resume it with a --gpus that divides %d: %s\n",
+                        o->resume, given.dims.batch, o->gpus, given.dims.batch, fit);
             return FT_EXIT_USAGE;
         }
         rc->start = (int64_t)given.step;

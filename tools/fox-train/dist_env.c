@@ -61,10 +61,16 @@ static int check_comm_id(const char *id, char *why, size_t len)
     const char *colon = strrchr(id, ':');
     const char *host_end = colon;
     if (id[0] == '[') {
+        /* [ipv6]:port, the brackets around a non-empty address */
         const char *close = strchr(id, ']');
-        if (!close || close[1] != ':')
+        if (!close || close[1] != ':' || close == id + 1)
             colon = NULL;
         host_end = close;
+    } else if (colon && memchr(id, ':', (size_t)(colon - id))) {
+        /* An IPv6 address without brackets: NCCL would cut it at its first
+         * colon. */
+        return fail(why, len, "NCCL_COMM_ID='%s': an IPv6 address goes in brackets, as "
+                    "NCCL_COMM_ID=[fe80::1]:29600", id);
     }
     long port = 0;
     if (colon) {
@@ -96,17 +102,32 @@ int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, siz
                     "(srun), and none is set; start fox-train --dist under one of them, or use "
                     "fox-train --dist-local N to start N processes on this host");
     const char *names[3] = {f->rank, f->world, f->local};
-    for (int i = 0; i < 3; i++)
-        if (!set(get, ctx, names[i])) {
-            char have[160] = "";
-            for (int j = 0; j < 3; j++)
-                if (set(get, ctx, names[j]))
-                    snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
-                             *have ? " and " : "", names[j]);
-            return fail(why, why_len, "%s sets %s but not %s: --dist needs all of %s, %s and "
-                        "%s (a job script that exports some of them by hand must export all)",
-                        f->launcher, have, names[i], f->rank, f->world, f->local);
-        }
+    for (int i = 0; i < 3; i++) {
+        if (set(get, ctx, names[i]))
+            continue;
+        char have[160] = "";
+        for (int j = 0; j < 3; j++)
+            if (set(get, ctx, names[j]))
+                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+                         *have ? " and " : "", names[j]);
+        /* A stale export of this family's variables beside the launcher
+         * that really started the process (a later family, complete) is
+         * the likelier cause. */
+        const family *other = NULL;
+        for (size_t k = 0; k < sizeof families / sizeof families[0] && !other; k++)
+            if (&families[k] != f && set(get, ctx, families[k].rank) &&
+                set(get, ctx, families[k].world) && set(get, ctx, families[k].local))
+                other = &families[k];
+        if (other)
+            return fail(why, why_len, "%s is set but not %s, while %s's %s, %s and %s are all "
+                        "set: if %s started this process, unset the stray %s in the job "
+                        "script (%s's variables are read first)", have, names[i],
+                        other->launcher, other->rank, other->world, other->local,
+                        other->launcher, have, f->launcher);
+        return fail(why, why_len, "%s sets %s but not %s: --dist needs all of %s, %s and %s "
+                    "(a job script that exports some of them by hand must export all)",
+                    f->launcher, have, names[i], f->rank, f->world, f->local);
+    }
     d->launcher = f->launcher;
     d->rank_var = f->rank, d->world_var = f->world, d->local_var = f->local;
     if (read_int(get, ctx, f->world, 1, FT_DIST_MAX_WORLD, &d->world, why, why_len) ||
@@ -137,21 +158,44 @@ int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, siz
     if (!id && d->world > 1)
         return fail(why, why_len, "NCCL_COMM_ID is not set: the %d ranks meet through NCCL's "
                     "bootstrap at NCCL_COMM_ID=host:port, where rank 0 listens; export it the "
-                    "same in every rank, with rank 0's host and a free port (under torchrun, "
-                    "NCCL_COMM_ID=$MASTER_ADDR:29600; see docs/trainer.md)", d->world);
+                    "same in every rank, with rank 0's host and a free port, before the "
+                    "launcher starts (export NCCL_COMM_ID=node0:29600, or 127.0.0.1:29600 on "
+                    "one host; see docs/trainer.md)", d->world);
     if (id && check_comm_id(id, why, why_len))
         return -1;
     d->comm_id = id;
     return 0;
 }
 
-int ft_dist_pick_gpu(const ft_dist_env *d, int device, int device_count, char *why,
-                     size_t why_len)
+/* CUDA_VISIBLE_DEVICES names exactly one device: one entry, no comma. */
+static int names_one_device(const char *visible)
+{
+    if (!visible)
+        return 0;
+    while (*visible == ' ')
+        visible++;
+    return *visible && !strchr(visible, ',');
+}
+
+int ft_dist_pick_gpu(const ft_dist_env *d, int device, int device_count, const char *visible,
+                     char *why, size_t why_len)
 {
     if (device + d->local_rank < device_count)
         return device + d->local_rank;
-    if (device_count == 1 && device == 0)
+    /* One device, and the launcher bound it to this process alone
+     * (srun --gpus-per-task=1 and the like set CUDA_VISIBLE_DEVICES per
+     * task). The same one device exported for every rank would put two
+     * ranks on one GPU, which NCCL refuses with a message that does not
+     * say why. */
+    if (device_count == 1 && device == 0 && names_one_device(visible))
         return 0;
+    if (device_count == 1 && device == 0)
+        return fail(why, why_len, "%s=%d, but this process sees one CUDA device, and "
+                    "CUDA_VISIBLE_DEVICES=%s does not bind it to this rank alone: NCCL runs "
+                    "one rank per GPU; start one process on this host, or let the launcher "
+                    "give each process its own GPU (srun --gpus-per-task=1, or "
+                    "CUDA_VISIBLE_DEVICES=<that GPU> in each rank's environment)", d->local_var,
+                    d->local_rank, visible ? visible : "(unset)");
     return fail(why, why_len, "%s=%d picks CUDA device %d (--device %d + the local rank), but "
                 "this process sees %d device%s; start at most %d process%s per host, or let "
                 "the launcher give each process one GPU (CUDA_VISIBLE_DEVICES)", d->local_var,

@@ -35,10 +35,11 @@ typedef const char *(*ft_getenv_fn)(const char *name, void *ctx);
 int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, size_t why_len);
 
 /* The CUDA device of this process: device + local_rank when the driver
- * reports that many devices; a process that sees exactly one device (the
- * launcher bound one GPU per task through CUDA_VISIBLE_DEVICES) takes it.
- * Returns the ordinal, or -1 with why. */
-int ft_dist_pick_gpu(const ft_dist_env *d, int device, int device_count, char *why,
-                     size_t why_len);
+ * reports that many devices; a process that sees exactly one device
+ * takes it when `visible` (CUDA_VISIBLE_DEVICES, NULL when unset) names
+ * one device: the launcher bound one GPU per task. Returns the ordinal,
+ * or -1 with why. */
+int ft_dist_pick_gpu(const ft_dist_env *d, int device, int device_count, const char *visible,
+                     char *why, size_t why_len);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -71,12 +72,41 @@ static void describe(int rank, int ws, char *buf, size_t len)
         snprintf(buf, len, "rank %d ended (wait status %d)", rank, ws);
 }
 
+/* The signal that asked this launcher to stop (SIGINT, SIGTERM, SIGHUP),
+ * 0 while none has. A launcher killed alone would leave its ranks running
+ * on their GPUs, so it passes the signal on to them, stops them as after a
+ * failure, and then ends by the same signal. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static void catch_stop_signals(struct sigaction *old)
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, &old[i]);
+}
+
+static void restore_stop_signals(const struct sigaction *old)
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &old[i], NULL);
+}
+
 /* Waits up to `seconds` for any child; returns its index, or -1 at the
- * deadline (or when none is left). */
-static int wait_any(pid_t *pids, int n, int *ws, double seconds)
+ * deadline, when none is left, or when a stop signal has arrived (unless
+ * `through_signal`: the last wait for the ranks to stop). */
+static int wait_any(pid_t *pids, int n, int *ws, double seconds, int through_signal)
 {
     struct timespec nap = {0, 20 * 1000 * 1000};
     for (double waited = 0;; waited += 0.02) {
+        if (stop_signal && !through_signal)
+            return -1;
         int left = 0;
         for (int i = 0; i < n; i++) {
             if (!pids[i])
@@ -107,11 +137,9 @@ int ft_dist_local_main(const ft_options *o, int argc, char **argv)
     ft_dist_local_argv(argc, argv, child_argv);
     /* This very binary, wherever argv[0] points. */
     const char *self = "/proc/self/exe";
-    char comm_id[64];
-    const char *given = getenv("NCCL_COMM_ID");
-    if (given && *given) {
-        snprintf(comm_id, sizeof comm_id, "%s", given);
-    } else {
+    char port_id[32];
+    const char *comm_id = getenv("NCCL_COMM_ID");   /* the user's, passed on as it is */
+    if (!comm_id || !*comm_id) {
         int port = free_port();
         if (port < 0) {
             fprintf(stderr, "fox-train: --dist-local found no free TCP port on 127.0.0.1 for "
@@ -120,15 +148,19 @@ int ft_dist_local_main(const ft_options *o, int argc, char **argv)
             free(child_argv), free(pids);
             return FT_EXIT_FAILED;
         }
-        snprintf(comm_id, sizeof comm_id, "127.0.0.1:%d", port);
+        snprintf(port_id, sizeof port_id, "127.0.0.1:%d", port);
+        comm_id = port_id;
     }
     if (!o->quiet)
         fprintf(stderr, "fox-train: --dist-local: starting %d processes (GPUs %d to %d), "
                 "NCCL_COMM_ID=%s\n", n, o->device, o->device + n - 1, comm_id);
     fflush(stdout);
     fflush(stderr);
+    struct sigaction old_actions[3];
+    catch_stop_signals(old_actions);
+    const pid_t launcher = getpid();
     int started = 0, rc = FT_EXIT_OK;
-    for (; started < n; started++) {
+    for (; started < n && !stop_signal; started++) {
         pid_t p = fork();
         if (p < 0) {
             fprintf(stderr, "fox-train: --dist-local could not start rank %d: %s\n", started,
@@ -137,6 +169,11 @@ int ft_dist_local_main(const ft_options *o, int argc, char **argv)
             break;
         }
         if (p == 0) {
+            /* A rank ends with its launcher, however the launcher ends
+             * (even SIGKILL, which cannot be passed on). */
+            restore_stop_signals(old_actions);
+            if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != launcher)
+                _exit(FT_EXIT_FAILED);
             char v[16];
             snprintf(v, sizeof v, "%d", started);
             setenv("RANK", v, 1);
@@ -156,7 +193,7 @@ int ft_dist_local_main(const ft_options *o, int argc, char **argv)
     char what[160];
     for (int ws = 0;;) {
         /* After a failure the others get 10 s to stop on their own. */
-        int i = wait_any(pids, started, &ws, failed == -1 ? -1.0 : 10.0);
+        int i = wait_any(pids, started, &ws, failed == -1 ? -1.0 : 10.0, 0);
         if (i < 0)
             break;
         if (status_of(ws) != FT_EXIT_OK && failed == -1) {
@@ -166,24 +203,36 @@ int ft_dist_local_main(const ft_options *o, int argc, char **argv)
             fprintf(stderr, "fox-train: --dist-local: %s; stopping the other ranks\n", what);
         }
     }
+    const int sig = stop_signal;
+    if (sig)
+        fprintf(stderr, "fox-train: --dist-local: stopped by signal %d (%s); stopping the "
+                "ranks\n", sig, strsignal(sig));
     int term = 0;
     for (int i = 0; i < started; i++)
         if (pids[i]) {
-            kill(pids[i], SIGTERM);
+            kill(pids[i], sig ? sig : SIGTERM);
             term++;
         }
     if (term) {
         int ws;
-        while (wait_any(pids, started, &ws, 5.0) >= 0)
+        while (wait_any(pids, started, &ws, 5.0, 1) >= 0)
             ;
         for (int i = 0; i < started; i++)
             if (pids[i]) {
                 kill(pids[i], SIGKILL);
                 waitpid(pids[i], &ws, 0);
             }
-        fprintf(stderr, "fox-train: --dist-local: terminated %d rank%s that did not stop on "
-                "their own\n", term, term == 1 ? "" : "s");
+        if (!sig)
+            fprintf(stderr, "fox-train: --dist-local: terminated %d rank%s that did not stop "
+                    "on their own\n", term, term == 1 ? "" : "s");
     }
     free(child_argv), free(pids);
+    restore_stop_signals(old_actions);
+    if (sig) {
+        /* End as the signal asked, so whoever sent it sees it did. */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return 128 + sig;
+    }
     return rc;
 }

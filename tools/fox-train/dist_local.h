@@ -6,7 +6,10 @@
  * takes GPU --device + its rank; then waits for them. When one fails, the
  * others are given a moment to stop on their own (the status exchange
  * stops them at their next reporting point), then terminated, as torchrun
- * does. */
+ * does. SIGINT, SIGTERM and SIGHUP are passed on to the processes, which
+ * are stopped the same way before the launcher ends by that signal; and
+ * each process gets SIGTERM from the kernel when the launcher dies, so
+ * none outlives it on its GPU. */
 #ifndef FT_DIST_LOCAL_H
 #define FT_DIST_LOCAL_H
 

@@ -197,13 +197,30 @@ static void report(dist_run *d, int64_t done, int ckpt, int show)
         ft_losslog_status(&d->log, done, d->t0);
 }
 
-static int loop(dist_run *d)
+/* Between reporting points a rank only queues steps, but queuing can block
+ * too: the feed's upload of a new epoch waits for the steps before it, and
+ * a full launch queue for the kernels ahead of it, which wait on a peer's
+ * all-reduce. So the watchdog is armed across those stretches as well, its
+ * deadline moved at every step, and wait_for_ranks arms it with its own
+ * message at each reporting point. */
+static int enqueue_steps(dist_run *d)
 {
     const ft_options *o = d->o;
     ft_rank *r = &d->r;
     const int64_t start = d->rc.start, todo = d->rc.end - start;
+    int armed = 0;
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
+        if (!armed)
+            ft_watchdog_arm(d->dog, o->dist_timeout, "rank %d of %d (%s, GPU %d): a step from "
+                            "step %lld on could not be queued within %d s (it waits for the "
+                            "all-reduces queued before it): another rank has stopped (see its "
+                            "output) or is stuck; giving up (--dist-timeout sets the wait)",
+                            r->index, r->count, d->host, r->ordinal, (long long)g + 1,
+                            o->dist_timeout);
+        else
+            ft_watchdog_extend(d->dog, o->dist_timeout);
+        armed = 1;
         if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g, d->ring + i))
             return -1;
         /* dp_train.c's reporting points, but never depending on what only
@@ -218,12 +235,20 @@ static int loop(dist_run *d)
             continue;
         char what[96];
         snprintf(what, sizeof what, "step %lld's all-reduce", (long long)g + 1);
+        armed = 0;   /* wait_for_ranks re-arms with its own message, then disarms */
         if (wait_for_ranks(d, what) || gather_losses(d, done))
             return -1;
         if (r->index == 0)
             report(d, done, ckpt, show);
     }
     return 0;
+}
+
+static int loop(dist_run *d)
+{
+    int rc = enqueue_steps(d);
+    ft_watchdog_disarm(d->dog);   /* a failed step leaves it armed */
+    return rc;
 }
 
 /* ---- the end ------------------------------------------------------------------- */
@@ -346,7 +371,8 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
     ft_rank *r = &d->r;
     r->index = de->rank, r->count = de->world, r->team = &d->team, r->nccl = nccl;
     char why[600];
-    r->ordinal = ft_dist_pick_gpu(de, o.device, base->device_count, why, sizeof why);
+    r->ordinal = ft_dist_pick_gpu(de, o.device, base->device_count,
+                                  getenv("CUDA_VISIBLE_DEVICES"), why, sizeof why);
     if (r->ordinal < 0) {
         fprintf(stderr, "fox-train: rank %d of %d (%s): %s\n", de->rank, de->world, d->host, why);
         rc = FT_EXIT_NO_GPU;

@@ -79,6 +79,15 @@ void ft_watchdog_arm(ft_watchdog *w, double seconds, const char *fmt, ...)
     pthread_mutex_unlock(&w->mu);
 }
 
+void ft_watchdog_extend(ft_watchdog *w, double seconds)
+{
+    if (!w->running)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->deadline = ft_now_s() + seconds;
+    pthread_mutex_unlock(&w->mu);
+}
+
 void ft_watchdog_disarm(ft_watchdog *w)
 {
     if (!w->running)

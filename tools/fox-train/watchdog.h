@@ -29,6 +29,9 @@ int ft_watchdog_start(ft_watchdog *w);
  * `what` says what it was waiting for and what to do. */
 void ft_watchdog_arm(ft_watchdog *w, double seconds, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Moves an armed watchdog's deadline to `seconds` from now, keeping its
+ * message: a lock and a clock read, cheap enough for every step. */
+void ft_watchdog_extend(ft_watchdog *w, double seconds);
 void ft_watchdog_disarm(ft_watchdog *w);
 void ft_watchdog_stop(ft_watchdog *w);
 
