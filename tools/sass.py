@@ -18,8 +18,9 @@ Commands:
   sass DIR                     SASS with control bits of the selected entry
   loops DIR                    a summary of each loop of the selected entry
 
-Select an entry with --program NAME and --dim NAME=VALUE (repeatable);
-functions with --function NAME. Stdlib only; cuobjdump comes from
+Select an entry with --program NAME, --arch TARGET (sm_90, compute_89: a
+cache warmed for several archs holds an entry per arch) and --dim
+NAME=VALUE (repeatable); functions with --function NAME. Stdlib only; cuobjdump comes from
 --cuobjdump, $CUOBJDUMP, PATH, $CUDA_HOME/bin or /usr/local/cuda/bin (or
 `pip install nvidia-cuda-cuobjdump`).
 
@@ -100,10 +101,12 @@ def read_cache(directory):
     return entries
 
 
-def select(entries, program, dims):
+def select(entries, program, dims, arch=None):
     out = []
     for e in entries:
         if program and e.program != program:
+            continue
+        if arch and e.target != arch:
             continue
         if any(e.dims.get(k) != v for k, v in dims.items()):
             continue
@@ -215,10 +218,11 @@ def summarize_loop(instrs, start, end):
 # ---- commands ----------------------------------------------------------------
 
 def one_entry(args, entries):
-    chosen = [e for e in select(entries, args.program, args.dims) if e.kind == KIND_CUBIN]
+    chosen = [e for e in select(entries, args.program, args.dims, args.arch)
+              if e.kind == KIND_CUBIN]
     if len(chosen) != 1:
         print(f"sass.py: the selection names {len(chosen)} cubin entries; narrow it with "
-              f"--program and --dim:", file=sys.stderr)
+              f"--program, --arch and --dim:", file=sys.stderr)
         for e in chosen:
             print(f"  {e.name()}  {e.program}  {e.target}  {e.dims_text()}", file=sys.stderr)
         sys.exit(2)
@@ -245,7 +249,7 @@ def disassemble(args, entry):
 
 
 def cmd_list(args, entries):
-    shown = select(entries, args.program, args.dims)
+    shown = select(entries, args.program, args.dims, args.arch)
     for e in shown:
         kind = "cubin" if e.kind == KIND_CUBIN else "ptx" if e.kind == KIND_PTX else f"kind {e.kind}"
         print(f"{e.name():40} {e.program:16} {e.target:12} {kind:6} {e.dims_text()}")
@@ -254,7 +258,7 @@ def cmd_list(args, entries):
 
 def cmd_extract(args, entries):
     os.makedirs(args.out, exist_ok=True)
-    shown = select(entries, args.program, args.dims)
+    shown = select(entries, args.program, args.dims, args.arch)
     for e in shown:
         base = f"{e.program}-{e.target}-{e.name()[:8]}"
         ext = ".cubin" if e.kind == KIND_CUBIN else ".ptx"
@@ -317,6 +321,8 @@ def main(argv):
     p.add_argument("cache_dir")
     p.add_argument("out", nargs="?", help="extract: the directory to write to")
     p.add_argument("--program", help="the program (fox-jit list's second column)")
+    p.add_argument("--arch", help="the entry's target, e.g. sm_90 (fox-jit list's third "
+                   "column)")
     p.add_argument("--dim", action="append", type=parse_dim, default=[],
                    help="NAME=VALUE of the entry's -D options, e.g. N_HID=128")
     p.add_argument("--function", help="one kernel of the program")

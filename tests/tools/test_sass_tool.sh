@@ -59,6 +59,26 @@ python3 "$sass" sass "$tmp/c" --program colsum_tiles --cuobjdump /bin/true > "$t
 rc=$?
 [ $rc = 2 ] || fail "an ambiguous selection exited $rc, not 2"
 grep -q "names $n cubin entries" "$tmp/sel" || fail "ambiguous selection message: $(head -1 "$tmp/sel")"
+# A cache warmed for two archs holds an entry per arch, with the same dims
+# (the CfC step's); --arch picks one.
+printf 'cfc n_in=40 n_hid=128\n' |
+    "$foxjit" warm --arch sm_89,sm_90 --manifest - --cache-dir "$tmp/c2" --quiet > /dev/null 2>&1 ||
+    fail "fox-jit warm for two archs failed"
+python3 "$sass" sass "$tmp/c2" --program cfc --cuobjdump /bin/true > "$tmp/sel2" 2>&1
+[ $? = 2 ] || fail "two archs' entries of one program were not refused"
+grep -q "names 2 cubin entries; narrow it with --program, --arch and --dim" "$tmp/sel2" ||
+    fail "two archs' entries refused without the --arch hint: $(head -1 "$tmp/sel2")"
+python3 "$sass" list "$tmp/c2" --arch sm_89 > "$tmp/list89" 2>&1 || fail "list --arch exited $?"
+grep -q "^1 of 2 entries" "$tmp/list89" || fail "list --arch sm_89: $(tail -1 "$tmp/list89")"
+grep -q ' cfc  *sm_89 ' "$tmp/list89" || fail "list --arch sm_89 lacks the sm_89 entry"
+python3 - "$sass" "$tmp/c2" <<'PY' || fail "--arch does not narrow two archs' entries to one"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("sass", sys.argv[1])
+sass = importlib.util.module_from_spec(spec); spec.loader.exec_module(sass)
+entries = sass.read_cache(sys.argv[2])
+got = [e for e in sass.select(entries, "cfc", {}, "sm_90") if e.kind == sass.KIND_CUBIN]
+assert len(got) == 1 and got[0].target == "sm_90", [(e.target, e.dims) for e in got]
+PY
 python3 "$sass" list "$tmp/c" --dim BAD > /dev/null 2>&1
 [ $? = 2 ] || fail "--dim without = accepted"
 python3 "$sass" list "$tmp/nowhere" > "$tmp/nodir" 2>&1

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 static const char *fox_train, *library;
+static const char *env_library;   /* FOXJIT_LIBRARY for the next runs, NULL: unset */
 
 typedef struct result {
     int status;       /* exit status, or -1 when it did not exit normally */
@@ -40,7 +41,10 @@ static void run(result *r, const char *cuda_lib, ...)
     if (pid == 0) {
         if (cuda_lib)
             setenv("FOXJIT_CUDA_LIBRARY", cuda_lib, 1);
-        unsetenv("FOXJIT_LIBRARY");
+        if (env_library)
+            setenv("FOXJIT_LIBRARY", env_library, 1);
+        else
+            unsetenv("FOXJIT_LIBRARY");
         dup2(fd, 1);
         dup2(fd, 2);
         execv(fox_train, argv);
@@ -85,6 +89,16 @@ static void test_no_library(void **state)
     /* A library that is not fox-jit. */
     run(&r, "/nonexistent/libcuda.so.1", "--library", "libm.so.6", NULL);
     expect(&r, 4, "not a fox-jit library");
+    /* The same through FOXJIT_LIBRARY: no fallback to the build tree's. */
+    env_library = "/nonexistent/libfoxjit.so";
+    run(&r, "/nonexistent/libcuda.so.1", "--steps", "1", NULL);
+    env_library = NULL;
+    expect(&r, 4, "/nonexistent/libfoxjit.so");
+    expect(&r, 4, "from FOXJIT_LIBRARY; unset it");
+    env_library = library;
+    run(&r, "/nonexistent/libcuda.so.1", "--steps", "1", NULL);
+    env_library = NULL;
+    expect(&r, 3, "no CUDA driver");
 }
 
 static void test_usage(void **state)

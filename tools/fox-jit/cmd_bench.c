@@ -84,7 +84,8 @@ static int bench_groups(void)
 void bench_print_usage(FILE *f)
 {
     fputs("usage: fox-jit bench [GROUP...] [--json FILE] [--samples N] [--quick] "
-          "[--cache-dir DIR]\n\n"
+          "[--target ARCH]\n"
+          "                     [--cache-dir DIR]\n\n"
           "Times fox-jit's kernels on GPU 0 with CUDA events: warm-up, then the median of N "
           "samples\n"
           "(default 51), each a batch of back-to-back calls over rotating input buffers larger "
@@ -100,7 +101,9 @@ void bench_print_usage(FILE *f)
           "  --samples N   timed samples per figure (median reported)\n"
           "  --quick       fewer samples and shapes (smoke test)\n"
           "  --target ARCH plan and compile as for an older arch, e.g. compute_89 (sets\n"
-          "                FOXJIT_TARGET, a testing aid); rows say \"sm_89 plan on <GPU>\"\n", f);
+          "                FOXJIT_TARGET, a testing aid); rows say \"sm_89 plan on <GPU>\"\n"
+          "  --cache-dir DIR  kernel cache (default $FOXJIT_CACHE_DIR, $XDG_CACHE_HOME/foxjit,\n"
+          "                ~/.cache/foxjit)\n", f);
 }
 
 int cmd_bench(int argc, char **argv)
@@ -121,7 +124,17 @@ int cmd_bench(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json_path = optarg; break;
-        case 's': b.samples = atoi(optarg); break;
+        case 's': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 1 || v > 100000) {
+                fprintf(stderr, "fox-jit bench: --samples wants a whole number from 1 to "
+                        "100000, not '%s'\n", optarg);
+                return 2;
+            }
+            b.samples = (int)v;
+            break;
+        }
         case 'q': b.quick = 1; break;
         case 'c':
             cache_dir = optarg;

@@ -14,7 +14,14 @@ const char info_usage[] =
     "Prints the library, NVRTC, CCCL and driver versions, the GPUs, the cache directories with\n"
     "their size, and, when a GPU is present, a probe: a runtime is created and the default\n"
     "column-sum kernels are prepared, with the time it took and the runtime's counters\n"
-    "(disk hits and misses, compiles, compile ms, bytes read and written).\n";
+    "(disk hits and misses, compiles, compile ms, bytes read and written).\n"
+    "\n"
+    "  --cache-dir DIR  the cache to report (default $FOXJIT_CACHE_DIR, $XDG_CACHE_HOME/foxjit,\n"
+    "                   ~/.cache/foxjit)\n"
+    "  --no-probe       skip the probe\n"
+    "\n"
+    "Exit status: 0, or 1 when the cache directory cannot be used or FOXJIT_TARGET is not a\n"
+    "target (everything else is still printed), 2 on bad usage.\n";
 
 static double now_ms(void)
 {
@@ -50,16 +57,24 @@ static void print_counters(const foxjit_counters *k)
 }
 
 /* The target override is a testing aid: say so wherever it is set, so a
- * slow trainer with a forgotten FOXJIT_TARGET is explained here. */
-static void print_target_override(void)
+ * slow trainer with a forgotten FOXJIT_TARGET is explained here. Returns
+ * -1 when its value is not a target (runtimes refuse to start then). */
+static int print_target_override(void)
 {
     const char *env = fj_tk_target_env(), *t = getenv(env);
-    if (!t || !t[0] || !strcmp(t, "native"))
+    fj_tk_target tt;
+    if (!t || !t[0] || !strcmp(t, "native")) {
         printf("target override: none (runtimes build for the GPU present)\n");
-    else
+    } else if (fj_tk_target_for_name(t, &tt) != FOXJIT_OK) {
+        printf("target override: %s=%s is not valid: %s; runtimes refuse to start until it is "
+               "fixed or unset\n", env, t, foxjit_last_error());
+        return -1;
+    } else {
         printf("target override: %s=%s (a testing aid): runtimes plan, compile and cache as "
                "for that arch, as PTX the driver compiles for the GPU present\n",
                env, t);
+    }
+    return 0;
 }
 
 /* Creates a runtime on device 0 and prepares the default column sums. */
@@ -182,8 +197,12 @@ int cmd_info(int argc, char **argv)
     } else {
         printf("CUDA driver: %s\n", foxjit_last_error());
     }
-    print_target_override();
+    /* Everything is printed; what the user configured and cannot work
+     * (the override, the cache directory) makes the exit status 1. */
+    int rc = print_target_override() ? 1 : 0;
     fj_tk_cache *cache = cli_open_cache(cache_dir, FJ_TK_CACHE_INSPECT);
+    if (!cache)
+        rc = 1;
     if (cache) {
         sizes s = {0};
         fj_tk_cache_walk(cache, 0, add_size, &s);
@@ -193,7 +212,7 @@ int cmd_info(int argc, char **argv)
             printf("read-only layer: %s\n", fj_tk_cache_layer(cache, i));
         fj_tk_cache_close(cache);
     }
-    if (gpus > 0 && !no_probe)
+    if (gpus > 0 && !no_probe && !rc)
         probe(cu, cache_dir);
-    return 0;
+    return rc;
 }

@@ -20,9 +20,10 @@ const char warm_usage[] =
     "into the disk cache, so a trainer starts without compiling. Needs NVRTC; needs no GPU.\n"
     "Entries already in the cache are checked and kept; a second run compiles nothing.\n"
     "\n"
-    "  --arch LIST      comma-separated archs, e.g. sm_89,sm_90 (default: the local GPU's,\n"
-    "                   or FOXJIT_TARGET's, or sm_89,sm_90 when there is none); compute_89\n"
-    "                   builds PTX, what a runtime under FOXJIT_TARGET=compute_89 loads\n"
+    "  --arch LIST      comma-separated archs, e.g. sm_89,sm_90 (default: FOXJIT_TARGET's\n"
+    "                   when set, else the local GPU's, or sm_89,sm_90 without one);\n"
+    "                   compute_89 builds PTX, what a runtime under\n"
+    "                   FOXJIT_TARGET=compute_89 loads\n"
     "  --manifest FILE  shapes to build, one op per line, e.g. 'column_sum rows=8192 cols=42'\n"
     "                   ('-' reads stdin; default: the trainer shapes of kernels.md, shown by\n"
     "                   `fox-jit warm --print-manifest`)\n"
@@ -116,7 +117,14 @@ int cmd_warm(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "j:q", opts, NULL)) != -1) {
         switch (c) {
-        case 'a': arch_list = optarg; break;
+        case 'a':
+            if (arch_list) {
+                fprintf(stderr, "fox-jit warm: --arch given twice ('%s', then '%s'); give one "
+                        "comma-separated list, e.g. --arch sm_89,sm_90\n", arch_list, optarg);
+                return 2;
+            }
+            arch_list = optarg;
+            break;
         case 'm': manifest_path = optarg; break;
         case 'c':
             cache_dir = optarg;
@@ -153,15 +161,29 @@ int cmd_warm(int argc, char **argv)
         return 1;
     }
     char archs[512];
+    const char *override = getenv(fj_tk_target_env());
+    if (override && (!*override || !strcmp(override, "native")))
+        override = NULL;   /* the GPU's own arch: no override */
     if (arch_list) {
         snprintf(archs, sizeof archs, "%s", arch_list);
     } else {
+        /* What a runtime here would build, the override included; an
+         * override a runtime would refuse is refused here too rather than
+         * built around. */
         char why[512];
         int cc = cli_local_gpu_cc(why, sizeof why);
         fj_tk_target t;
-        /* What a runtime here would build: FOXJIT_TARGET included. */
-        if (cc > 0 && fj_tk_target_for_gpu(cc, &t) == FOXJIT_OK) {
+        foxjit_status st = cc > 0 ? fj_tk_target_for_gpu(cc, &t)
+                           : override ? fj_tk_target_for_name(override, &t)
+                                      : FOXJIT_ERROR_UNSUPPORTED;  /* no GPU, no override */
+        if (st == FOXJIT_OK) {
             snprintf(archs, sizeof archs, "%s", t.name);
+            if (override && !quiet)
+                printf("building for %s (%s)\n", archs, fj_tk_target_env());
+        } else if (override) {
+            fprintf(stderr, "fox-jit warm: %s=%s: %s; unset it, or give --arch\n",
+                    fj_tk_target_env(), override, foxjit_last_error());
+            return 2;
         } else {
             snprintf(archs, sizeof archs, "sm_89,sm_90");
             if (!quiet)

@@ -45,7 +45,12 @@ static void usage(FILE *f)
             "  FOXJIT_LOG                  off, error, warn (default), info, debug\n"
             "  FOXJIT_CUDA_LIBRARY         path of libcuda.so.1\n"
             "  FOXJIT_NVRTC_LIBRARY        path of libnvrtc.so\n"
-            "  FOXJIT_CCCL_INCLUDE         CCCL headers (<cuda>/include/cccl)\n");
+            "  FOXJIT_CCCL_INCLUDE         CCCL headers (default <cuda>/include/cccl, the first\n"
+            "                              of $CUDA_HOME, $CUDA_PATH, the build's toolkit and\n"
+            "                              /usr/local/cuda that has them)\n"
+            "  FOXJIT_TARGET               plan and compile as for an older arch, e.g.\n"
+            "                              compute_89 (a testing aid; fox-jit info says so)\n"
+            "  FOXJIT_PDL                  0: no programmatic dependent launch on sm_90+\n");
 }
 
 int cli_wants_help(int argc, char **argv)

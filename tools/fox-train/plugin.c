@@ -56,9 +56,17 @@ int ft_plugin_load(ft_plugin *p, const char *explicit_path, char *why, size_t wh
     snprintf(why, why_len, "libfoxjit could not be loaded; tried:");
     if (explicit_path)
         return try_one(p, explicit_path, why, why_len);
+    /* A library the user named, by option or variable, is the one to use:
+     * falling back to another would run code they did not ask for. */
     const char *env = getenv("FOXJIT_LIBRARY");
-    if (env && *env && try_one(p, env, why, why_len) == 0)
-        return 0;
+    if (env && *env) {
+        if (try_one(p, env, why, why_len) == 0)
+            return 0;
+        snprintf(why + strlen(why), why_len - strlen(why),
+                 " (from FOXJIT_LIBRARY; unset it to search the build tree, the install "
+                 "prefix and the loader's path)");
+        return -1;
+    }
     char dir[1024], path[1200];
     exe_dir(dir, sizeof dir);
     if (dir[0]) {

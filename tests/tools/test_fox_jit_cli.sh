@@ -1,0 +1,57 @@
+#!/bin/bash
+# scripts (no GPU needed): what the fox-jit command says and returns for the
+# settings a user gets wrong. FOXJIT_TARGET steers `warm` without --arch
+# (GPU or not) and a value that is not a target is refused (warm: 2, info:
+# 1, everything else still printed); --arch twice is refused rather than
+# the last one kept; `info` on a cache path that is a file exits 1; bench's
+# --samples wants a number.
+#   test_fox_jit_cli.sh build/tools/fox-jit
+set -u
+foxjit=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+# expect STATUS PATTERN CMD...: the exit status, and the pattern in the output.
+expect() {
+    local want=$1 pat=$2; shift 2
+    "$@" > "$tmp/out" 2>&1
+    local rc=$?
+    [ "$rc" = "$want" ] || fail "$* exited $rc, want $want: $(head -c 400 "$tmp/out")"
+    [ -z "$pat" ] || grep -q -- "$pat" "$tmp/out" || fail "$*: no '$pat' in: $(head -c 400 "$tmp/out")"
+    echo "  $* -> $rc"
+}
+unset FOXJIT_TARGET
+manifest="$tmp/m"
+printf 'column_sum rows=8192 cols=42\n' > "$manifest"
+
+expect 2 "FOXJIT_TARGET=bogus: 'bogus' is not an arch name" \
+    env FOXJIT_TARGET=bogus "$foxjit" warm --manifest "$manifest" --cache-dir "$tmp/c"
+[ ! -d "$tmp/c" ] || [ -z "$(ls "$tmp/c"/*.fjc 2>/dev/null)" ] || fail "a refused warm built entries"
+expect 2 "--arch given twice ('sm_89', then 'sm_90')" \
+    "$foxjit" warm --arch sm_89 --arch sm_90 --manifest "$manifest" --cache-dir "$tmp/c"
+# An explicit --arch wins over the variable, even a bad one.
+expect 0 "for sm_90" env FOXJIT_TARGET=bogus "$foxjit" warm --arch sm_90 --manifest "$manifest" \
+    --cache-dir "$tmp/c" --quiet
+if [ -e /dev/nvidiactl ]; then
+    echo "  (a GPU driver is here: warm's choice without --arch follows the GPU; not checked)"
+else
+    expect 0 "for compute_89" env FOXJIT_TARGET=compute_89 "$foxjit" warm \
+        --manifest "$manifest" --cache-dir "$tmp/c" --quiet
+    expect 0 "for sm_89,sm_90" env FOXJIT_TARGET=native "$foxjit" warm \
+        --manifest "$manifest" --cache-dir "$tmp/c" --quiet
+fi
+
+expect 1 "FOXJIT_TARGET=bogus is not valid" env FOXJIT_TARGET=bogus "$foxjit" info --no-probe \
+    --cache-dir "$tmp/c"
+grep -q "^cache: $tmp/c" "$tmp/out" || fail "info stopped printing at the bad override"
+expect 0 "target override: FOXJIT_TARGET=compute_89" env FOXJIT_TARGET=compute_89 "$foxjit" \
+    info --no-probe --cache-dir "$tmp/c"
+touch "$tmp/file"
+expect 1 "exists and is not a directory" "$foxjit" info --no-probe --cache-dir "$tmp/file"
+
+expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
+    "$foxjit" bench --samples abc
+expect 2 "not '0'" "$foxjit" bench --samples 0
+
+if [ "$failed" = 0 ]; then echo "fox-jit CLI: all checks passed"; else exit 1; fi
