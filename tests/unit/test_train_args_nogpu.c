@@ -111,6 +111,20 @@ static void test_usage(void **state)
     expect(&r, 2, "unknown option");
     run(&r, NULL, "--help", NULL);
     expect(&r, 0, "usage: fox-train");
+    /* Files written only at the end are checked at the start, before the
+     * driver is looked for (a run would otherwise be lost at its end). */
+    run(&r, "/nonexistent/libcuda.so.1", "--library", library, "--checkpoint",
+        "/nonexistent-dir/x.ckpt", NULL);
+    expect(&r, 2, "the directory '/nonexistent-dir' does not exist; create it first");
+    run(&r, "/nonexistent/libcuda.so.1", "--library", library, "--bench", "--json", "/tmp",
+        NULL);
+    expect(&r, 2, "--json '/tmp' is a directory");
+    run(&r, "/nonexistent/libcuda.so.1", "--library", library, "--dump-step",
+        "/nonexistent-dir/", NULL);
+    expect(&r, 2, "is a directory");
+    run(&r, "/nonexistent/libcuda.so.1", "--library", library, "--dist-local", "2",
+        "--checkpoint", "/nonexistent-dir/x.ckpt", NULL);
+    expect(&r, 2, "'/nonexistent-dir' does not exist");
 }
 
 int main(int argc, char **argv)

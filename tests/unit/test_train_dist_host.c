@@ -16,6 +16,8 @@
 #define TRAIN_MULTI_HOST_NO_MAIN
 #include "test_train_multi_host.c"
 
+#include <sys/stat.h>
+
 #include "dist_env.h"
 #include "dist_train.h"
 #include "watchdog.h"
@@ -279,10 +281,22 @@ static void test_failures_end_every_rank(void **state)
     fail_rank = -1, fail_at = -1;
     assert_int_equal(rcs[0], FT_EXIT_FAILED);
     assert_int_equal(rcs[1], FT_EXIT_FAILED);
-    /* Rank 0 cannot write its checkpoint at step 2: its status stops rank
-     * 1 at the next exchange. */
+    /* A checkpoint in a directory that does not exist: rank 0 says so at
+     * the start (bad usage), and its status stops rank 1 at the first
+     * exchange rather than after the run. */
     run_dist(2, rcs, COMMON, "--steps", "7", "--progress", "1", "--checkpoint",
              "/nonexistent-dir/x.ckpt", "--checkpoint-every", "2", NULL);
+    assert_int_equal(rcs[0], FT_EXIT_USAGE);
+    assert_int_equal(rcs[1], FT_EXIT_USAGE);   /* the status of the rank that stopped it */
+    /* Rank 0 cannot write its checkpoint at step 2 (a directory sits where
+     * its temporary file goes: the ranks are this process's threads): its
+     * status stops rank 1 at the next exchange. */
+    char blocker[600];
+    snprintf(blocker, sizeof blocker, "%s.tmp.%ld", in_mdir("x.ckpt"), (long)getpid());
+    assert_int_equal(mkdir(blocker, 0700), 0);
+    run_dist(2, rcs, COMMON, "--steps", "7", "--progress", "1", "--checkpoint",
+             in_mdir("x.ckpt"), "--checkpoint-every", "2", NULL);
+    rmdir(blocker);
     assert_int_equal(rcs[0], FT_EXIT_FAILED);
     assert_int_equal(rcs[1], FT_EXIT_FAILED);
     /* Rank 1 hangs in step 2's all-reduce, between reporting points: rank

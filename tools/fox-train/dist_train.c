@@ -17,6 +17,7 @@
 #include "state.h"
 #include "stepper.h"
 #include "dist_xchg.h"
+#include "outpath.h"
 
 typedef struct dist_run {
     const ft_options *o;       /* with gpus = the world, quiet on ranks > 0 */
@@ -383,6 +384,14 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
         if (!d->mean) {
             fprintf(stderr, "fox-train: out of memory for the loss curve\n");
             goto team_out;
+        }
+        /* A checkpoint rank 0 cannot write is found now, not after the
+         * run; the others learn it at the first exchange (stopping here
+         * would leave them waiting for rank 0 until --dist-timeout). */
+        if (ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why)) {
+            fprintf(stderr, "fox-train: rank 0 (%s): %s; stopping the run at the first "
+                    "exchange\n", d->host, why);
+            d->pending = FT_EXIT_USAGE;
         }
         if (ft_losslog_open(&d->log, o.csv, d->mean, d->rc.start, d->rc.end))
             goto team_out;

@@ -13,6 +13,7 @@
 #include "dump.h"
 #include "env.h"
 #include "multi_gpu.h"
+#include "outpath.h"
 #include "train.h"
 
 int main(int argc, char **argv)
@@ -28,6 +29,15 @@ int main(int argc, char **argv)
         return FT_EXIT_USAGE;
     case FT_PARSE_OK:
         break;
+    }
+    /* What is written only at the end must be writable now. Under --dist
+     * rank 0 checks its own (the other ranks write nothing). */
+    if (!ft_options_dist(&o) &&
+        (ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why) ||
+         ft_check_output_path(o.json, "--json", why, sizeof why) ||
+         ft_check_output_path(o.dump_step, "--dump-step", why, sizeof why))) {
+        fprintf(stderr, "fox-train: %s\n", why);
+        return FT_EXIT_USAGE;
     }
     /* Progress goes to stderr, results to stdout, in order. */
     setvbuf(stdout, NULL, _IOLBF, 0);
