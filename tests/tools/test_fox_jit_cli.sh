@@ -3,8 +3,8 @@
 # settings a user gets wrong. FOXJIT_TARGET steers `warm` without --arch
 # (GPU or not) and a value that is not a target is refused (warm: 2, info:
 # 1, everything else still printed); --arch twice is refused rather than
-# the last one kept; `info` on a cache path that is a file exits 1; bench's
-# --samples wants a number.
+# the last one kept; an empty manifest is refused; `info` on a cache path
+# that is a file exits 1; bench's --samples wants a number.
 #   test_fox_jit_cli.sh build/tools/fox-jit
 set -u
 foxjit=$1
@@ -41,6 +41,10 @@ else
     expect 0 "for sm_89,sm_90" env FOXJIT_TARGET=native "$foxjit" warm \
         --manifest "$manifest" --cache-dir "$tmp/c" --quiet
 fi
+
+: > "$tmp/empty"
+expect 2 "lists no op shapes" "$foxjit" warm --arch sm_90 --manifest "$tmp/empty" \
+    --cache-dir "$tmp/c"
 
 expect 1 "FOXJIT_TARGET=bogus is not valid" env FOXJIT_TARGET=bogus "$foxjit" info --no-probe \
     --cache-dir "$tmp/c"

@@ -111,6 +111,8 @@ static void test_usage(void **state)
     expect(&r, 2, "unknown option");
     run(&r, NULL, "--help", NULL);
     expect(&r, 0, "usage: fox-train");
+    run(&r, NULL, "--version", NULL);
+    expect(&r, 0, "fox-train 0.");
     /* Files written only at the end are checked at the start, before the
      * driver is looked for (a run would otherwise be lost at its end). */
     run(&r, "/nonexistent/libcuda.so.1", "--library", library, "--checkpoint",

@@ -202,6 +202,14 @@ int cmd_warm(int argc, char **argv)
         return 2;
     }
     free(text);
+    if (fj_tk_manifest_count(m) == 0) {
+        /* An empty file (or stdin) is a mistake more often than a wish. */
+        fprintf(stderr, "fox-jit warm: %s lists no op shapes (lines like 'column_sum rows=8192 "
+                "cols=42'; `fox-jit warm --print-manifest` shows the default)\n",
+                manifest_path ? manifest_path : "the manifest");
+        fj_tk_manifest_free(m);
+        return 2;
+    }
 
     warm_state w;
     memset(&w, 0, sizeof w);

@@ -76,6 +76,7 @@ const char ft_usage[] =
     "                       the loader's search path)\n"
     "  --cache-dir DIR      fox-jit kernel cache (default: fox-jit's)\n"
     "  --device N           CUDA device (default 0)\n"
+    "  --help, --version    this text; fox-train's version\n"
     "\n"
     "Exit status: 0 done, 1 failed while running, 2 bad usage, 3 no CUDA driver or GPU\n"
     "(or fewer than --gpus), 4 libfoxjit.so not loadable, 5 NCCL not loadable (--gpus > 1,\n"
@@ -233,6 +234,8 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h"))
             return FT_PARSE_HELP;
+        if (!strcmp(arg, "--version"))
+            return FT_PARSE_VERSION;
         if (strncmp(arg, "--", 2))
             return bad(why, why_len, "unexpected argument '%s'; options start with --", arg);
         const char *name = arg + 2, *eq = strchr(name, '=');

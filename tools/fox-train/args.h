@@ -55,6 +55,7 @@ typedef enum ft_parse_result {
     FT_PARSE_OK = 0,
     FT_PARSE_HELP = 1,    /* --help: print ft_usage, exit 0 */
     FT_PARSE_ERROR = 2,   /* message in why; exit 2 */
+    FT_PARSE_VERSION = 3, /* --version: print the version, exit 0 */
 } ft_parse_result;
 
 extern const char ft_usage[];

@@ -6,6 +6,8 @@
  * docs/trainer.md. */
 #include <stdio.h>
 
+#include "foxjit/foxjit.h"
+
 #include "args.h"
 #include "bench.h"
 #include "dist_local.h"
@@ -23,6 +25,12 @@ int main(int argc, char **argv)
     switch (ft_parse_args(argc, argv, &o, why, sizeof why)) {
     case FT_PARSE_HELP:
         fputs(ft_usage, stdout);
+        return FT_EXIT_OK;
+    case FT_PARSE_VERSION:
+        /* fox-train's own; the library it loads prints its version and
+         * ABI in the run's first line. */
+        printf("fox-train %d.%d.%d (built against fox-jit's ABI %d)\n", FOXJIT_VERSION_MAJOR,
+               FOXJIT_VERSION_MINOR, FOXJIT_VERSION_PATCH, FOXJIT_ABI_MAJOR);
         return FT_EXIT_OK;
     case FT_PARSE_ERROR:
         fprintf(stderr, "fox-train: %s\n", why);
