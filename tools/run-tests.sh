@@ -44,10 +44,16 @@ if [ "$extra" = 1 ]; then
             meson setup build-asan -Dtoolkit="$cuda" -Db_sanitize=address,undefined \
                 -Db_lundef=false >/dev/null
         rm -f build-asan/meson-logs/testlog.json
-        if ninja -C build-asan >/dev/null; then
+        # Ninja's progress goes to a log (a line per file would drown the
+        # test output); its last lines are shown, all of them on failure.
+        echo "building build-asan (about a minute on 2 cores; log: build-asan/ninja.log)"
+        asan_t0=$(date +%s)
+        if ninja -C build-asan > build-asan/ninja.log 2>&1; then
+            echo "built build-asan in $(( $(date +%s) - asan_t0 )) s: $(tail -n 1 build-asan/ninja.log)"
             meson test -C build-asan --print-errorlogs --suite unit --suite compile || rc=1
             logs="$logs build-asan/meson-logs/testlog.json"
         else
+            tail -n 40 build-asan/ninja.log
             notes="$notes asan-build:failed:the ASan+UBSan build failed (ninja -C build-asan)"
             rc=1
         fi
