@@ -157,7 +157,12 @@ static foxjit_status load_variant(foxjit_runtime *rt, const fj_variant *v, fj_lo
     st = fj_jit_image(rt->tc, rt->cache, &rt->counters, v, &rt->target, 1, &img, &source);
     if (st != FOXJIT_OK)
         return st;
-    return load_module(rt, v, &img, out, &load_error);
+    st = load_module(rt, v, &img, out, &load_error);
+    /* Recovered: the failed load's message (warned above) is not this
+     * call's error; the header promises "" when nothing failed. */
+    if (st == FOXJIT_OK)
+        fj_clear_error();
+    return st;
 }
 
 foxjit_status fj_module_get(foxjit_runtime *rt, const fj_variant *v, CUstream stream,
@@ -166,7 +171,12 @@ foxjit_status fj_module_get(foxjit_runtime *rt, const fj_variant *v, CUstream st
     fj_module_table *t = &rt->modules;
     uint64_t h = fj_variant_hash(v);
     fj_module_slot *s = probe(t, v, h);
-    if (s && atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_READY) {
+    /* probe may have returned an empty slot that another thread has since
+     * claimed and loaded for another variant (with no lock held, nothing
+     * stops it): a ready slot is ours only if it holds v. Its hash and
+     * variant were written before its state turned ready (acquire). */
+    if (s && atomic_load_explicit(&s->state, memory_order_acquire) == SLOT_READY &&
+        s->hash == h && fj_variant_equal(&s->variant, v)) {
         *out = &s->loaded;
         return FOXJIT_OK;
     }

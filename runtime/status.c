@@ -11,12 +11,22 @@
 #define FJ_ERROR_CAPACITY 16384
 
 static _Thread_local char error_text[FJ_ERROR_CAPACITY];
+/* Where a message is formatted before it replaces error_text: a caller may
+ * pass foxjit_last_error() itself as an argument (adding context to an
+ * inner failure), and vsnprintf from a buffer into itself is undefined. */
+static _Thread_local char format_text[FJ_ERROR_CAPACITY];
+
+static void set_message(const char *fmt, va_list ap)
+{
+    vsnprintf(format_text, sizeof format_text, fmt, ap);
+    memcpy(error_text, format_text, strlen(format_text) + 1);
+}
 
 foxjit_status fj_fail(foxjit_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_text, sizeof error_text, fmt, ap);
+    set_message(fmt, ap);
     va_end(ap);
     return st;
 }
@@ -25,7 +35,7 @@ int fj_fail_message(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_text, sizeof error_text, fmt, ap);
+    set_message(fmt, ap);
     va_end(ap);
     return -1;
 }

@@ -21,7 +21,11 @@
  *    created; ops must be called with that context current.
  *  - Results are bitwise reproducible for the same inputs, shape, GPU arch
  *    and pointer alignment class (address mod 16): kernels pick vector widths
- *    by alignment, which changes the order of float additions.
+ *    by alignment, which changes the order of float additions. The column
+ *    sums (bias_grad_reduce, reduce_axis0) also split rows by the GPU's SM
+ *    count (and whether it takes clusters of 16), so their bits are those of
+ *    one GPU model: an H100 PCIe (114 SMs) or a MIG slice may differ from an
+ *    H100 SXM (132) in the last bits, within float32 rounding.
  *  - A workspace belongs to one call at a time: two calls in flight at once
  *    (e.g. on two streams) need two workspaces.
  *  - Kernels compile on first use (NVRTC) and are cached on disk. Call the

@@ -87,10 +87,11 @@ foxjit_status fj_attn_pool_check_backward(const char *op, const foxjit_runtime *
     if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a)) ||
         (st = fj_check_ptr(op, "dpooled", a->dpooled)) ||
         (st = fj_check_ptr(op, "dhs", a->dhs)) || (st = fj_check_ptr(op, "dq", a->dq)) ||
-        (st = fj_perc_distinct(op, "dhs", a->dhs, "hs", a->hs)) ||
-        (st = fj_perc_distinct(op, "dhs", a->dhs, "dpooled", a->dpooled)))
+        (st = fj_perc_distinct(op, "dhs", a->dhs, "hs", a->hs)))
         return st;
-    return FOXJIT_OK;
+    const fj_perc_named outs[] = {{"dhs", a->dhs}, {"dq", a->dq}};
+    const fj_perc_named ins[] = {{"q", a->q}, {"hs", a->hs}, {"dpooled", a->dpooled}};
+    return fj_perc_distinct_all(op, outs, 2, ins, 3);
 }
 
 FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,

@@ -95,13 +95,17 @@ foxjit_status fj_cfc_check_backward(const char *op, const foxjit_runtime *rt,
         (st = fj_perc_stride(op, "dh_out_stride", a->dh_out_stride, a->n_hid, &s->dh_out)) ||
         (st = fj_perc_stride(op, "dh_stride", a->dh_stride, a->n_hid, &s->dh)) ||
         (st = fj_perc_stride(op, "dx_stride", a->dx_stride, a->n_in, &s->dx)) ||
-        (st = fj_perc_distinct(op, "dh", a->dh, "dh_out", a->dh_out)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "dh_out", a->dh_out)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "dh", a->dh)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)) ||
-        (st = fj_perc_distinct(op, "dh", a->dh, "h", a->h)))
+        (st = fj_perc_distinct(op, "dh", a->dh, "dh_out", a->dh_out)))
         return st;
-    return FOXJIT_OK;
+    /* Every output against every input and every other output: blocks of
+     * a row write their part of dh and dx while others still read the
+     * row's u, x and h, and the gradient scratch is added into. */
+    const fj_perc_named outs[] = {{"dh", a->dh},       {"dx", a->dx},       {"dw_in", a->dw_in},
+                                  {"dw_rec", a->dw_rec}, {"dbias", a->dbias}, {"dtau", a->dtau}};
+    const fj_perc_named ins[] = {{"w_in", a->w_in}, {"w_rec", a->w_rec}, {"bias", a->bias},
+                                 {"tau", a->tau},   {"x", a->x},         {"h", a->h},
+                                 {"dt", a->dt},     {"u", a->u},         {"dh_out", a->dh_out}};
+    return fj_perc_distinct_all(op, outs, 6, ins, 9);
 }
 
 static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,

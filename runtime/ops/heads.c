@@ -224,10 +224,16 @@ foxjit_status fj_heads_check_backward(const char *op, const foxjit_runtime *rt,
                           s->dlogits, a->h, 0, &s->dlogits_step)) ||
         (st = step_stride(op, "dx_step_stride", a->dx_step_stride, s->steps, a->batch, s->dx,
                           a->d, a->dx != 0, &s->dx_step)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "dlogits", a->dlogits)))
+        (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)))
         return st;
-    return FOXJIT_OK;
+    fj_perc_named outs[11] = {{"dx", a->dx}};
+    for (int i = 0; i < 10; i++)
+        outs[1 + i] = (fj_perc_named){names[i], g[i]};
+    const fj_perc_named ins[] = {{"w1", a->w1},         {"b1", a->b1},         {"w2", a->w2},
+                                 {"b2", a->b2},         {"w_gate", a->w_gate}, {"b_gate", a->b_gate},
+                                 {"w_main", a->w_main}, {"b_main", a->b_main}, {"w_skip", a->w_skip},
+                                 {"b_skip", a->b_skip}, {"x", a->x},           {"dlogits", a->dlogits}};
+    return fj_perc_distinct_all(op, outs, 11, ins, 12);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,

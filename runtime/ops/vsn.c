@@ -127,10 +127,11 @@ foxjit_status fj_vsn_check_backward(const char *op, const foxjit_runtime *rt,
     if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a)) ||
         (st = fj_check_ptr(op, "dy", a->dy)) || (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
         (st = fj_check_ptr(op, "dw", a->dw)) || (st = fj_check_ptr(op, "dbias", a->dbias)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "dy", a->dy)) ||
-        (st = fj_perc_distinct(op, "dx", a->dx, "x", a->x)))
+        (st = fj_perc_distinct(op, "dx", a->dx, "dy", a->dy)))
         return st;
-    return FOXJIT_OK;
+    const fj_perc_named outs[] = {{"dx", a->dx}, {"dw", a->dw}, {"dbias", a->dbias}};
+    const fj_perc_named ins[] = {{"w", a->w}, {"bias", a->bias}, {"x", a->x}, {"dy", a->dy}};
+    return fj_perc_distinct_all(op, outs, 3, ins, 4);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *a,

@@ -68,6 +68,26 @@ static void test_cfc_args(void **state)
     expect(foxjit_cfc_forward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "bias is NULL");
     a = good_cfc(), a.dh = a.dh_out;
     expect(foxjit_cfc_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "same buffer");
+    /* Every output against every input and output: a row's blocks write
+     * dh and dx while others still read its u, x and h. */
+    a = good_cfc(), a.dh = a.u;
+    expect(foxjit_cfc_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dh and u are the same buffer");
+    a = good_cfc(), a.dh = a.x;
+    expect(foxjit_cfc_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dh and x are the same buffer");
+    a = good_cfc(), a.dx = a.h;
+    expect(foxjit_cfc_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dx and h are the same buffer");
+    a = good_cfc(), a.dx = a.u;
+    expect(fj_cfc_backward_legacy(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dx and u are the same buffer");
+    a = good_cfc(), a.dw_in = a.x;
+    expect(foxjit_cfc_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dw_in and x are the same buffer");
+    a = good_cfc(), a.dtau = a.dbias;
+    expect(foxjit_cfc_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dtau and dbias are the same buffer");
     a = good_cfc(), a.dtau = 0;
     expect(foxjit_cfc_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "dtau is NULL");
     a = good_cfc(), a.dx_stride = 7;
@@ -113,6 +133,15 @@ static void test_heads_args(void **state)
     expect(foxjit_heads_forward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "overlap");
     a = good_heads(), a.dx = a.x;
     expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "same buffer");
+    a = good_heads(), a.dw1 = a.x;
+    expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dw1 and x are the same buffer");
+    a = good_heads(), a.db_skip = a.w2;
+    expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "db_skip and w2 are the same buffer");
+    a = good_heads(), a.dx = a.dw_main;
+    expect(foxjit_heads_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "same buffer");
     a = good_heads(), a.dw2 += 1;
     expect(fj_heads_backward_legacy(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "aligned");
     /* Several steps per call. */
@@ -175,6 +204,12 @@ static void test_vsn_and_attn_args(void **state)
     expect(foxjit_vsn_forward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "same buffer");
     a = v, a.dx = a.dy;
     expect(foxjit_vsn_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "same buffer");
+    a = v, a.dw = a.x;
+    expect(foxjit_vsn_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dw and x are the same buffer");
+    a = v, a.dbias = a.dx;
+    expect(foxjit_vsn_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dbias and dx are the same buffer");
     a = v, a.dbias = 0;
     expect(fj_vsn_backward_legacy(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT, "dbias");
     expect(foxjit_vsn_prepare(fake_rt, 257), FOXJIT_ERROR_UNSUPPORTED, "f");
@@ -193,6 +228,15 @@ static void test_vsn_and_attn_args(void **state)
     b = p, b.dhs = b.hs;
     expect(fj_attn_pool_backward_legacy(fake_rt, &b, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
            "same buffer");
+    b = p, b.dq = b.hs;
+    expect(foxjit_attn_pool_backward(fake_rt, &b, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dq and hs are the same buffer");
+    b = p, b.dhs = b.q;
+    expect(foxjit_attn_pool_backward(fake_rt, &b, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dhs and q are the same buffer");
+    b = p, b.dq = b.dhs;
+    expect(foxjit_attn_pool_backward(fake_rt, &b, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "dq and dhs are the same buffer");
     expect(foxjit_attn_pool_prepare(fake_rt, 0), FOXJIT_ERROR_INVALID_ARGUMENT, "d");
     expect(fj_perception_legacy_prepare(fake_rt, 40, 128, 128, 64, 9, 40),
            FOXJIT_ERROR_UNSUPPORTED, "h = 9");
