@@ -1,9 +1,12 @@
 /* The toolkit's disk cache (toolkit.h): the runtime's disk cache with the
  * counters it fills, for `fox-jit warm`, `info`, `list`, `verify`, `clear`
  * and `prune`. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "cache_dir.h"
 #include "cache_key.h"
 #include "cache_size.h"
 #include "counters.h"
@@ -34,6 +37,18 @@ int fj_tk_cache_open(const char *dir, int flags, fj_tk_cache **out)
     }
     *out = c;
     return 0;
+}
+
+int fj_tk_cache_not_created(const char *dir)
+{
+    char path[4096], why[256];
+    if (!dir) {
+        if (fj_cache_dir_default(path, sizeof path, why, sizeof why) != 0)
+            return 0;
+        dir = path;
+    }
+    struct stat st;
+    return stat(dir, &st) != 0 && errno == ENOENT;
 }
 
 void fj_tk_cache_close(fj_tk_cache *c)

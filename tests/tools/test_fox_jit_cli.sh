@@ -53,6 +53,9 @@ expect 0 "target override: FOXJIT_TARGET=compute_89" env FOXJIT_TARGET=compute_8
     info --no-probe --cache-dir "$tmp/c"
 touch "$tmp/file"
 expect 1 "exists and is not a directory" "$foxjit" info --no-probe --cache-dir "$tmp/file"
+# A cache not created yet is not a failure: the first compile creates it.
+expect 0 "does not exist yet" "$foxjit" info --no-probe --cache-dir "$tmp/not-yet"
+expect 0 "does not exist yet" env FOXJIT_CACHE_DIR="$tmp/not-yet-either" "$foxjit" info --no-probe
 
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
     "$foxjit" bench --samples abc

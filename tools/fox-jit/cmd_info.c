@@ -20,8 +20,8 @@ const char info_usage[] =
     "                   ~/.cache/foxjit)\n"
     "  --no-probe       skip the probe\n"
     "\n"
-    "Exit status: 0, or 1 when the cache directory cannot be used or FOXJIT_TARGET is not a\n"
-    "target (everything else is still printed), 2 on bad usage.\n";
+    "Exit status: 0, or 1 when the cache directory exists but cannot be used or\n"
+    "FOXJIT_TARGET is not a target (everything else is still printed), 2 on bad usage.\n";
 
 static double now_ms(void)
 {
@@ -200,8 +200,11 @@ int cmd_info(int argc, char **argv)
     /* Everything is printed; what the user configured and cannot work
      * (the override, the cache directory) makes the exit status 1. */
     int rc = print_target_override() ? 1 : 0;
-    fj_tk_cache *cache = cli_open_cache(cache_dir, FJ_TK_CACHE_INSPECT);
-    if (!cache)
+    fj_tk_cache *cache = NULL;
+    if (fj_tk_cache_not_created(cache_dir))
+        printf("cache: %s does not exist yet (the first compile or `fox-jit warm` creates "
+               "it)\n", cache_dir ? cache_dir : "the default directory");
+    else if (!(cache = cli_open_cache(cache_dir, FJ_TK_CACHE_INSPECT)))
         rc = 1;
     if (cache) {
         sizes s = {0};
