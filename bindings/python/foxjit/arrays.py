@@ -1,6 +1,8 @@
 """What the array-level ops accept: a CUDA torch.Tensor, or any object with
 __cuda_array_interface__ (CuPy, Numba, ...). Each argument is checked for
-dtype, contiguity, device and shape before anything reaches the library."""
+dtype, contiguity, device and shape before anything reaches the library
+(an interface array's device is not in the interface: unknown, unchecked;
+a masked one is refused)."""
 
 import ctypes
 import sys
@@ -60,15 +62,25 @@ def arg(obj, name, kind="f4", shape=None, writable=False):
         typestr = cai.get("typestr")
         if typestr not in _CAI_TYPES[kind]:
             raise TypeError("%s: typestr %r; fox-jit needs %s" % (name, typestr, _NAMES[kind]))
+        if cai.get("mask") is not None:
+            # A masked array's invalid elements hold anything: the kernels
+            # would read them as values.
+            raise ValueError("%s: a masked array (a mask in __cuda_array_interface__); "
+                             "fox-jit needs every element valid" % name)
         shp = tuple(int(s) for s in cai["shape"])
         strides = cai.get("strides")
-        if strides is not None:
-            want, step = [], 4
-            for s in reversed(shp):
-                want.append(step)
-                step *= s
-            if tuple(reversed(want)) != tuple(strides) and _numel(shp) > 1:
-                raise ValueError("%s: strides %s are not C-contiguous" % (name, strides))
+        if strides is not None and _numel(shp) > 1:
+            # C-contiguous in bytes of the typestr's item size ('|u1': 1);
+            # the stride of a dim of extent 1 is never stepped over.
+            if len(strides) != len(shp):
+                raise ValueError("%s: strides %s for shape %s" % (name, tuple(strides), shp))
+            want = _itemsize(typestr)
+            for s, st in zip(reversed(shp), reversed(tuple(strides))):
+                if s != 1 and st != want:
+                    raise ValueError("%s: strides %s are not C-contiguous (typestr %r: "
+                                     "%d-byte items)" % (name, tuple(strides), typestr,
+                                                         _itemsize(typestr)))
+                want *= s
         ptr, readonly = cai["data"]
         if writable and readonly:
             raise ValueError("%s: the array is read-only but fox-jit writes it" % name)
@@ -79,6 +91,11 @@ def arg(obj, name, kind="f4", shape=None, writable=False):
     if a.ptr % 4:
         raise ValueError("%s: address 0x%x is not 4-byte aligned" % (name, a.ptr))
     return a
+
+
+def _itemsize(typestr):
+    """Bytes of one element of a typestr ('<f4': 4, '|u1': 1)."""
+    return int(typestr[2:])
 
 
 def _numel(shape):

@@ -1,20 +1,25 @@
 """Every op on arrays: CUDA torch.Tensors or __cuda_array_interface__ objects.
 
 With torch tensors, the op runs on the tensors' GPU, on torch's current
-stream, with the runtime of that GPU (foxjit.ops.runtime_for), and
-outputs and workspaces come from torch's caching allocator when not given.
-With other arrays, outputs and workspaces must be passed (out=...,
-workspace=...), the runtime is foxjit.ops.default_runtime() (made on the
-context current at first use) and the stream is the `stream` argument, else
-the producer's stream from __cuda_array_interface__, else the legacy
-default stream. Shapes and dtypes are checked here, everything else by the
-library (foxjit.Error with its message)."""
+stream unless `stream` names another, with the runtime of that GPU
+(foxjit.ops.runtime_for), whose context is made current for the call and
+the caller's made current again after it. Outputs and workspaces come from
+torch's caching allocator when not given (on another `stream`, the op
+waits for their allocation and they are recorded as used by it); given
+ones must be on the inputs' GPU. A runtime passed as rt= is used in the
+calling thread's current context, as it is. With other arrays, outputs
+and workspaces must be passed (out=..., workspace=...), the runtime is
+foxjit.ops.default_runtime() (made on the context current at first use)
+and the stream is the `stream` argument, else the producer's stream from
+__cuda_array_interface__, else the legacy default stream. Shapes and dtypes
+are checked here, everything else by the library (foxjit.Error with its
+message)."""
 
 import ctypes
 import threading
 
 from . import _lib
-from .arrays import arg, same_device, ptr, _torch
+from .arrays import arg, is_torch, same_device, ptr, _torch
 from .runtime import (AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, HeadsArgs, HeadsSeqArgs,
                       Runtime, VsnArgs, VsnSeqArgs)
 
@@ -33,51 +38,107 @@ def _cuda():
     global _driver
     if _driver is None:
         d = ctypes.CDLL("libcuda.so.1")
+        # The versioned names cuda.h maps these to (the unversioned push and
+        # pop are the CUDA 3 ones).
         d.cuCtxGetCurrent.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        d.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+        d.cuCtxPushCurrent_v2.argtypes = [ctypes.c_void_p]
+        d.cuCtxPopCurrent_v2.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        d.cuDeviceGet.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
         d.cuDevicePrimaryCtxRetain.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+        d.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
         _driver = d
     return _driver
 
 
+def _cu_check(what, rc):
+    """Raises foxjit.Error (FOXJIT_ERROR_CUDA) naming the driver call and
+    its error when rc is not CUDA_SUCCESS."""
+    if rc == 0:
+        return
+    name = ctypes.c_char_p()
+    try:
+        known = _cuda().cuGetErrorName(rc, ctypes.byref(name)) == 0 and name.value
+    except Exception:
+        known = False
+    err = name.value.decode() if known else "CUDA error %d" % rc
+    raise _lib.Error(_lib.Status.CUDA, "foxjit.ops: %s failed: %s" % (what, err))
+
+
 def _current_ctx():
     c = ctypes.c_void_p()
-    _cuda().cuCtxGetCurrent(ctypes.byref(c))
+    _cu_check("cuCtxGetCurrent", _cuda().cuCtxGetCurrent(ctypes.byref(c)))
     return c.value or 0
 
 
-def runtime_for(device=None):
-    """The runtime of a torch CUDA device (index, torch.device or None for
-    the current one), made on first use in that device's primary context
-    (the one torch uses). Each later call makes that context current on the
-    calling thread if it is not (autograd's backward threads)."""
+def _primary_ctx(device):
+    """The primary context of a device (the one torch uses), retained for
+    good: the runtime made in it lives as long as the process."""
+    dev, c = ctypes.c_int(), ctypes.c_void_p()
+    _cu_check("cuDeviceGet(%d)" % device, _cuda().cuDeviceGet(ctypes.byref(dev), device))
+    _cu_check("cuDevicePrimaryCtxRetain(device %d)" % device,
+              _cuda().cuDevicePrimaryCtxRetain(ctypes.byref(c), dev.value))
+    if not c.value:
+        raise _lib.Error(_lib.Status.CUDA, "foxjit.ops: cuDevicePrimaryCtxRetain(device %d) "
+                         "returned no context" % device)
+    return c.value
+
+
+def _in_context(ctx, fn, *args):
+    """fn(*args) with ctx current on the calling thread, and the context
+    that was current before (or none) current again afterwards, also when fn
+    raises: an op on another GPU's tensors must not move the caller's (and
+    torch's) current device. ctx None or already current: fn(*args) alone."""
+    if not ctx or _current_ctx() == ctx:
+        return fn(*args)
+    _cu_check("cuCtxPushCurrent (of the tensors' GPU's primary context)",
+              _cuda().cuCtxPushCurrent_v2(ctx))
+    try:
+        r = fn(*args)
+    except BaseException:
+        _cuda().cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))  # fn's error wins
+        raise
+    _cu_check("cuCtxPopCurrent", _cuda().cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p())))
+    return r
+
+
+def _device_index(device):
     torch = _torch()
     if device is None:
-        device = torch.cuda.current_device()
-    elif not isinstance(device, int):
+        return torch.cuda.current_device()
+    if not isinstance(device, int):
         device = torch.device(device).index
         if device is None:
             device = torch.cuda.current_device()
+    return device
+
+
+def _runtime_entry(device):
+    """(Runtime, its context) of a torch device index, made on first use."""
     entry = _runtimes.get(device)
     if entry is None:
         with _lock:
             entry = _runtimes.get(device)
             if entry is None:
+                torch = _torch()
                 torch.cuda.init()
                 with torch.cuda.device(device):
-                    torch.empty(1, device="cuda")       # the primary context, current
+                    torch.empty(1, device="cuda")       # torch's primary context, active
                     torch.cuda.synchronize()
-                    ctx = _current_ctx()
-                    if not ctx:
-                        c = ctypes.c_void_p()
-                        _cuda().cuDevicePrimaryCtxRetain(ctypes.byref(c), device)
-                        _cuda().cuCtxSetCurrent(c)
-                        ctx = c.value
-                    entry = (Runtime(), ctx)
+                ctx = _primary_ctx(device)
+                entry = (_in_context(ctx, Runtime), ctx)
                 _runtimes[device] = entry
-    if _current_ctx() != entry[1]:
-        _cuda().cuCtxSetCurrent(entry[1])
-    return entry[0]
+    return entry
+
+
+def runtime_for(device=None):
+    """The runtime of a torch CUDA device (index, torch.device or None for
+    the current one), made on first use in that device's primary context
+    (the one torch uses). The ops make that context current around each
+    call and restore the caller's afterwards; this function leaves the
+    calling thread's context as it is. To call the Runtime's methods
+    yourself, have that device current (torch.cuda.device(i), or torch
+    work on it on this thread)."""
+    return _runtime_entry(_device_index(device))[0]
 
 
 def default_runtime():
@@ -91,15 +152,20 @@ def default_runtime():
 
 
 class _Call:
-    """The runtime, stream and allocator of one op call."""
-    __slots__ = ("rt", "stream", "device", "torch")
+    """The runtime, stream, context and allocator of one op call."""
+    __slots__ = ("rt", "stream", "device", "torch", "ctx", "_made")
 
     def __init__(self, args, rt, stream, what):
         self.device = same_device(args, what)
         self.torch = any(a is not None and a.torch is not None for a in args)
+        self.ctx = None     # None: the caller's current context is the op's
+        self._made = []     # the tensors allocated here
         if self.torch:
             torch = _torch()
-            self.rt = rt if rt is not None else runtime_for(self.device)
+            if rt is not None:
+                self.rt = rt    # the caller's runtime, in the caller's context
+            else:
+                self.rt, self.ctx = _runtime_entry(self.device)
             self.stream = (stream if stream is not None
                            else torch.cuda.current_stream(self.device).cuda_stream)
         else:
@@ -108,10 +174,22 @@ class _Call:
                 stream = next((a.stream for a in args if a is not None and a.stream), 0)
             self.stream = stream
 
+    def _on_device(self, a, name):
+        """A caller-given array must be on the GPU of the op's inputs: the
+        library cannot tell a pointer of another device's memory."""
+        if a.device is not None and self.device is not None and a.device != self.device:
+            raise ValueError("%s: the tensor is on cuda:%d, the op's inputs on cuda:%d; pass "
+                             "one on cuda:%d" % (name, a.device, self.device, self.device))
+        return a
+
+    def given(self, obj, name, kind="f4", shape=None):
+        """A checked output given by the caller, on the op's device."""
+        return self._on_device(arg(obj, name, kind, shape, writable=True), name)
+
     def out(self, given, name, shape, kind="f4", zero=False):
         """A checked output: the given array, or a new torch tensor."""
         if given is not None:
-            return given, arg(given, name, kind, shape, writable=True)
+            return given, self.given(given, name, kind, shape)
         if not self.torch:
             raise TypeError("%s: pass it (%s=...) when the inputs are not torch tensors"
                             % (name, name))
@@ -120,11 +198,12 @@ class _Call:
                  "u4": getattr(torch, "uint32", torch.int32)}[kind]
         make = torch.zeros if zero else torch.empty
         t = make(shape, dtype=dtype, device="cuda:%d" % self.device)
+        self._made.append(t)
         return t, arg(t, name, kind)
 
     def workspace(self, given, nbytes):
         if given is not None:
-            a = arg(given, "workspace", _ws_kind(given))
+            a = self._on_device(arg(given, "workspace", _ws_kind(given)), "workspace")
             have = a.numel() * 4 if _ws_kind(given) != "u1" else a.numel()
             return given, a.ptr, have
         if not self.torch:
@@ -132,17 +211,38 @@ class _Call:
                             "the inputs are not torch tensors" % nbytes)
         torch = _torch()
         t = torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda:%d" % self.device)
-        # The caching allocator hands a freed block to the next allocation
-        # on the stream it was allocated on (the current one). When the op
-        # runs on another stream, the caller drops this tensor as soon as
-        # the call returns, so tell the allocator the op's stream uses it:
-        # the block waits for that stream's work before it is reused.
-        if self.stream != torch.cuda.current_stream(self.device).cuda_stream:
-            t.record_stream(torch.cuda.ExternalStream(self.stream, device=self.device))
+        self._made.append(t)
         return t, t.data_ptr(), nbytes
+
+    def run(self, fn, *args):
+        """fn(*args): the op's launch (a Runtime method), with the op's
+        context current, after the work that made its new tensors."""
+        if self._made:
+            torch = _torch()
+            cur = torch.cuda.current_stream(self.device)
+            if self.stream != cur.cuda_stream:
+                # The outputs and workspace made here come from the caching
+                # allocator on torch's current stream, and torch.zeros fills
+                # them there. The op runs on another stream: it waits for
+                # that work (the fill, and the block's last use before it was
+                # freed). And since the allocator reuses a freed block for
+                # the next allocation on its own stream, each is recorded as
+                # in use by the op's stream: when the caller drops it (the
+                # workspace as soon as this returns), the block waits for the
+                # op before it is handed out again.
+                op = torch.cuda.ExternalStream(self.stream, device=self.device)
+                op.wait_stream(cur)
+                for t in self._made:
+                    t.record_stream(op)
+        return _in_context(self.ctx, fn, *args)
 
 
 def _ws_kind(obj):
+    if is_torch(obj):
+        # By dtype: a tensor's __cuda_array_interface__ is built on each
+        # access (and refused for one that requires grad).
+        _torch_u1()
+        return "u1" if obj.dtype in _arrays._TORCH_DTYPES["u1"] else "f4"
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None and cai.get("typestr") in ("|u1", "<u1", "|i1"):
         return "u1"
@@ -175,7 +275,7 @@ def column_sum(x, out=None, accumulate=False, rt=None, stream=None):
     rows, cols = _dims2(xa, "x")
     c = _Call([xa], rt, stream, "column_sum")
     out, oa = c.out(out, "out", (cols,), zero=accumulate)
-    c.rt.column_sum(xa.ptr, rows, cols, oa.ptr, accumulate, c.stream)
+    c.run(c.rt.column_sum, xa.ptr, rows, cols, oa.ptr, accumulate, c.stream)
     return out
 
 
@@ -185,7 +285,7 @@ def bias_grad_reduce(dy, db, rt=None, stream=None):
     batch, out_dim = _dims2(ya, "dy")
     da = arg(db, "db", shape=(out_dim,), writable=True)
     c = _Call([ya, da], rt, stream, "bias_grad_reduce")
-    c.rt.bias_grad_reduce(ya.ptr, batch, out_dim, da.ptr, c.stream)
+    c.run(c.rt.bias_grad_reduce, ya.ptr, batch, out_dim, da.ptr, c.stream)
     return db
 
 
@@ -195,7 +295,7 @@ def curiosity_bias_grad_reduce(dy, out=None, rt=None, stream=None):
     rows, out_dim = _dims2(ya, "dy")
     c = _Call([ya], rt, stream, "curiosity_bias_grad_reduce")
     out, oa = c.out(out, "out", (out_dim,))
-    c.rt.curiosity_bias_grad_reduce(ya.ptr, rows, out_dim, oa.ptr, c.stream)
+    c.run(c.rt.curiosity_bias_grad_reduce, ya.ptr, rows, out_dim, oa.ptr, c.stream)
     return out
 
 
@@ -210,10 +310,10 @@ def reduce_axis0(x, out=None, rt=None, stream=None):
     if out is None:
         out, oa = c.out(None, "out", tail)
     else:
-        oa = arg(out, "out", writable=True)
+        oa = c.given(out, "out")
         if oa.numel() != n_tail:
             raise ValueError("out: %d elements, expected %d" % (oa.numel(), n_tail))
-    c.rt.reduce_axis0(xa.ptr, xa.shape[0], n_tail, oa.ptr, c.stream)
+    c.run(c.rt.reduce_axis0, xa.ptr, xa.shape[0], n_tail, oa.ptr, c.stream)
     return out
 
 
@@ -234,8 +334,8 @@ def radix_sort_pairs(keys, values, begin_bit=0, end_bit=32, keys_out=None, value
     values_out, voa = c.out(values_out, "values_out", (n,), "u4")
     need = c.rt.radix_sort_pairs_workspace_size(n, begin_bit, end_bit)
     _keep, wp, wb = c.workspace(workspace, need)
-    c.rt.radix_sort_pairs(ka.ptr, va.ptr, koa.ptr, voa.ptr, n, begin_bit, end_bit, wp, wb,
-                          c.stream)
+    c.run(c.rt.radix_sort_pairs, ka.ptr, va.ptr, koa.ptr, voa.ptr, n, begin_bit, end_bit, wp,
+          wb, c.stream)
     return keys_out, values_out
 
 
@@ -252,8 +352,8 @@ def rank_normalize(rewards, std_ema, mean_ema, ties="max", out=None, workspace=N
     out, oa = c.out(out, "out", (n,))
     need = c.rt.rank_normalize_workspace_size(n, ties)
     _keep, wp, wb = c.workspace(workspace, need)
-    c.rt.rank_normalize(ra.ptr, n, float(std_ema), float(mean_ema), ties, oa.ptr, wp, wb,
-                        c.stream)
+    c.run(c.rt.rank_normalize, ra.ptr, n, float(std_ema), float(mean_ema), ties, oa.ptr, wp,
+          wb, c.stream)
     return out
 
 
@@ -288,7 +388,7 @@ def cfc_forward(x, h, dt, w_in, w_rec, bias, tau, h_out=None, u=None, rt=None, s
     u, ua = c.out(u, "u", (batch, n_hid))
     a = CfcArgs(batch=batch, n_in=n_in, n_hid=n_hid, w_in=wa.ptr, w_rec=ra.ptr, bias=ba.ptr,
                 tau=ta.ptr, x=xa.ptr, h=ptr(ha), dt=da.ptr, u=ua.ptr, h_out=hoa.ptr)
-    c.rt.cfc_forward(a, c.stream)
+    c.run(c.rt.cfc_forward, a, c.stream)
     return h_out, u
 
 
@@ -312,7 +412,7 @@ def cfc_backward(x, h, dt, w_in, w_rec, bias, tau, u, dh_out, dh=None, dx=None, 
     a = CfcArgs(batch=batch, n_in=n_in, n_hid=n_hid, w_in=wa.ptr, w_rec=ra.ptr, bias=ba.ptr,
                 tau=ta.ptr, x=xa.ptr, h=ptr(ha), dt=da.ptr, u=ua.ptr, dh_out=ga.ptr,
                 dh=dha.ptr, dx=dxa.ptr, dw_in=g1.ptr, dw_rec=g2.ptr, dbias=g3.ptr, dtau=g4.ptr)
-    c.rt.cfc_backward(a, c.stream)
+    c.run(c.rt.cfc_backward, a, c.stream)
     return r
 
 
@@ -332,18 +432,25 @@ def _heads_params(params):
     return {n: arg(params[n], n, shape=shapes[n]) for n in HEADS_PARAMS}, (d, e, h)
 
 
+def _heads_x(x, d):
+    """x [batch, D] of the one-step heads, D the parameters' (w1 [H, E, D]):
+    the kernels read D floats of every row."""
+    xa = arg(x, "x")
+    batch, dd = _dims(xa, "x", 2)
+    if dd != d:
+        raise ValueError("x: shape %s, expected (batch, %d)" % (xa.shape, d))
+    return xa, batch
+
+
 def heads_forward(x, params, logits=None, rt=None, stream=None):
     """GRN heads on x [B, D] (one step): returns logits [B, H]."""
     pa, (d, e, h) = _heads_params(params)
-    xa = arg(x, "x")
-    batch = _dims(xa, "x", 2)[0]
-    if xa.shape[1] != d:
-        raise ValueError("x: shape %s, expected (batch, %d)" % (xa.shape, d))
+    xa, batch = _heads_x(x, d)
     c = _Call([xa] + list(pa.values()), rt, stream, "heads_forward")
     logits, la = c.out(logits, "logits", (batch, h))
     a = HeadsArgs(batch=batch, d=d, e=e, h=h, x=xa.ptr, logits=la.ptr,
                   **{n: v.ptr for n, v in pa.items()})
-    c.rt.heads_forward(a, c.stream)
+    c.run(c.rt.heads_forward, a, c.stream)
     return logits
 
 
@@ -351,8 +458,7 @@ def heads_backward(x, params, dlogits, dx=None, scratch=None, rt=None, stream=No
     """GRN heads backward (one step): returns dict dx [B, D] and the
     per-batch scratch d<param> [B, *param.shape] (added to; new ones zeros)."""
     pa, (d, e, h) = _heads_params(params)
-    xa = arg(x, "x")
-    batch = _dims(xa, "x", 2)[0]
+    xa, batch = _heads_x(x, d)
     ga = arg(dlogits, "dlogits", shape=(batch, h))
     c = _Call([xa, ga] + list(pa.values()), rt, stream, "heads_backward")
     r = {}
@@ -364,7 +470,7 @@ def heads_backward(x, params, dlogits, dx=None, scratch=None, rt=None, stream=No
                                         (batch,) + pa[n].shape, zero=True)
     a = HeadsArgs(batch=batch, d=d, e=e, h=h, x=xa.ptr, dlogits=ga.ptr, dx=dxa.ptr,
                   **{n: v.ptr for n, v in pa.items()}, **{n: v.ptr for n, v in sa.items()})
-    c.rt.heads_backward(a, c.stream)
+    c.run(c.rt.heads_backward, a, c.stream)
     return r
 
 
@@ -379,8 +485,8 @@ def vsn_forward(x, w, bias, y=None, rt=None, stream=None):
     xa, wa, ba, batch, t, f = _vsn_common(x, w, bias)
     c = _Call([xa, wa, ba], rt, stream, "vsn_forward")
     y, ya = c.out(y, "y", (batch, t, f))
-    c.rt.vsn_forward(VsnArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr, y=ya.ptr),
-                     c.stream)
+    a = VsnArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr, y=ya.ptr)
+    c.run(c.rt.vsn_forward, a, c.stream)
     return y
 
 
@@ -394,8 +500,9 @@ def vsn_backward(x, w, bias, dy, dx=None, dw=None, dbias=None, rt=None, stream=N
     r["dx"], dxa = c.out(dx, "dx", (batch, t, f))
     r["dw"], dwa = c.out(dw, "dw", (batch, f, f), zero=True)
     r["dbias"], dba = c.out(dbias, "dbias", (batch, f), zero=True)
-    c.rt.vsn_backward(VsnArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr, dy=ga.ptr,
-                              dx=dxa.ptr, dw=dwa.ptr, dbias=dba.ptr), c.stream)
+    a = VsnArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr, dy=ga.ptr, dx=dxa.ptr,
+                dw=dwa.ptr, dbias=dba.ptr)
+    c.run(c.rt.vsn_backward, a, c.stream)
     return r
 
 
@@ -406,8 +513,8 @@ def attn_pool_forward(hs, q, pooled=None, rt=None, stream=None):
     qa = arg(q, "q", shape=(d,))
     c = _Call([ha, qa], rt, stream, "attn_pool_forward")
     pooled, pa = c.out(pooled, "pooled", (batch, d))
-    c.rt.attn_pool_forward(AttnPoolArgs(batch=batch, t=t, d=d, q=qa.ptr, hs=ha.ptr,
-                                        pooled=pa.ptr), c.stream)
+    a = AttnPoolArgs(batch=batch, t=t, d=d, q=qa.ptr, hs=ha.ptr, pooled=pa.ptr)
+    c.run(c.rt.attn_pool_forward, a, c.stream)
     return pooled
 
 
@@ -422,8 +529,9 @@ def attn_pool_backward(hs, q, dpooled, dhs=None, dq=None, rt=None, stream=None):
     r = {}
     r["dhs"], dha = c.out(dhs, "dhs", (batch, t, d))
     r["dq"], dqa = c.out(dq, "dq", (batch, d), zero=True)
-    c.rt.attn_pool_backward(AttnPoolArgs(batch=batch, t=t, d=d, q=qa.ptr, hs=ha.ptr,
-                                         dpooled=ga.ptr, dhs=dha.ptr, dq=dqa.ptr), c.stream)
+    a = AttnPoolArgs(batch=batch, t=t, d=d, q=qa.ptr, hs=ha.ptr, dpooled=ga.ptr, dhs=dha.ptr,
+                     dq=dqa.ptr)
+    c.run(c.rt.attn_pool_backward, a, c.stream)
     return r
 
 
@@ -450,9 +558,10 @@ def cfc_seq_forward(x, dt, w_in, w_rec, bias, tau, h_init=None, h=None, u=None, 
     c = _Call([xa, da, wa, ra, ba, ta, hi], rt, stream, "cfc_seq_forward")
     h, ha = c.out(h, "h", (batch, k, n_hid))
     u, ua = c.out(u, "u", (batch, k, n_hid))
-    c.rt.cfc_seq_forward(CfcSeqArgs(batch=batch, k=k, n_in=n_in, n_hid=n_hid, w_in=wa.ptr,
-                                    w_rec=ra.ptr, bias=ba.ptr, tau=ta.ptr, x=xa.ptr, dt=da.ptr,
-                                    h_init=ptr(hi), h=ha.ptr, u=ua.ptr), c.stream)
+    a = CfcSeqArgs(batch=batch, k=k, n_in=n_in, n_hid=n_hid, w_in=wa.ptr, w_rec=ra.ptr,
+                   bias=ba.ptr, tau=ta.ptr, x=xa.ptr, dt=da.ptr, h_init=ptr(hi), h=ha.ptr,
+                   u=ua.ptr)
+    c.run(c.rt.cfc_seq_forward, a, c.stream)
     return h, u
 
 
@@ -482,12 +591,13 @@ def cfc_seq_backward(x, dt, w_in, w_rec, bias, tau, h, u, dh, h_init=None, dx=No
         r[n], g[n] = c.out(grads.get(n), n, shape)
     need = c.rt.cfc_seq_workspace_size(batch, k, n_in, n_hid)
     _keep, wp, wb = c.workspace(workspace, need)
-    c.rt.cfc_seq_backward(CfcSeqArgs(
+    a = CfcSeqArgs(
         batch=batch, k=k, n_in=n_in, n_hid=n_hid, w_in=wa.ptr, w_rec=ra.ptr, bias=ba.ptr,
         tau=ta.ptr, x=xa.ptr, dt=da.ptr, h_init=ptr(hi), h=ha.ptr, u=ua.ptr, dh=ga.ptr,
         dx=dxa.ptr, dh_init=ptr(dhia), dw_in=g["dw_in"].ptr, dw_rec=g["dw_rec"].ptr,
         dbias=g["dbias"].ptr, dtau=g["dtau"].ptr, grad_accumulate=int(bool(grad_accumulate)),
-        work=wp, work_bytes=wb), c.stream)
+        work=wp, work_bytes=wb)
+    c.run(c.rt.cfc_seq_backward, a, c.stream)
     return r
 
 
@@ -499,15 +609,31 @@ def _heads_seq_x(x, d):
     return xa, batch, steps
 
 
+def _row_blocks(n, max_batch, max_t):
+    """Splits n rows into the [batch, steps] blocks the heads' sequence ops
+    take (batch <= max_batch, steps <= max_t: the perception limits, 1024
+    and 4096 in docs/dims.md): (first row, batch, steps) of each, in order,
+    covering rows 0 to n - 1 once with no padding; full blocks of max_t
+    steps, then one [1, n % max_t] block. Each row's outputs depend on that
+    row alone, so any split gives them."""
+    start = 0
+    while n - start >= max_t:
+        batch = min(max_batch, (n - start) // max_t)
+        yield start, batch, max_t
+        start += batch * max_t
+    if start < n:
+        yield start, 1, n - start
+
+
 def heads_seq_forward(x, params, logits=None, rt=None, stream=None):
     """GRN heads on every row of x [B, S, D]: returns logits [B, S, H]."""
     pa, (d, e, h) = _heads_params(params)
     xa, batch, steps = _heads_seq_x(x, d)
     c = _Call([xa] + list(pa.values()), rt, stream, "heads_seq_forward")
     logits, la = c.out(logits, "logits", (batch, steps, h))
-    c.rt.heads_seq_forward(HeadsSeqArgs(batch=batch, steps=steps, d=d, e=e, h=h, x=xa.ptr,
-                                        logits=la.ptr, **{n: v.ptr for n, v in pa.items()}),
-                           c.stream)
+    a = HeadsSeqArgs(batch=batch, steps=steps, d=d, e=e, h=h, x=xa.ptr, logits=la.ptr,
+                     **{n: v.ptr for n, v in pa.items()})
+    c.run(c.rt.heads_seq_forward, a, c.stream)
     return logits
 
 
@@ -527,10 +653,11 @@ def heads_seq_backward(x, params, dlogits, dx=None, grads=None, grad_accumulate=
         r["d" + n], g["d" + n] = c.out(grads.get("d" + n), "d" + n, pa[n].shape)
     need = c.rt.heads_seq_workspace_size(batch, steps, d, e, h)
     _keep, wp, wb = c.workspace(workspace, need)
-    c.rt.heads_seq_backward(HeadsSeqArgs(
+    a = HeadsSeqArgs(
         batch=batch, steps=steps, d=d, e=e, h=h, x=xa.ptr, dlogits=ga.ptr, dx=dxa.ptr,
         grad_accumulate=int(bool(grad_accumulate)), work=wp, work_bytes=wb,
-        **{n: v.ptr for n, v in pa.items()}, **{n: v.ptr for n, v in g.items()}), c.stream)
+        **{n: v.ptr for n, v in pa.items()}, **{n: v.ptr for n, v in g.items()})
+    c.run(c.rt.heads_seq_backward, a, c.stream)
     return r
 
 
@@ -548,10 +675,10 @@ def vsn_seq_backward(x, w, bias, dy, dx=None, dw=None, dbias=None, grad_accumula
     r["dbias"], dba = c.out(dbias, "dbias", (f,))
     need = c.rt.vsn_seq_workspace_size(batch, t, f)
     _keep, wp, wb = c.workspace(workspace, need)
-    c.rt.vsn_seq_backward(VsnSeqArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr,
-                                     dy=ga.ptr, dx=dxa.ptr, dw=dwa.ptr, dbias=dba.ptr,
-                                     grad_accumulate=int(bool(grad_accumulate)), work=wp,
-                                     work_bytes=wb), c.stream)
+    a = VsnSeqArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr, dy=ga.ptr,
+                   dx=dxa.ptr, dw=dwa.ptr, dbias=dba.ptr,
+                   grad_accumulate=int(bool(grad_accumulate)), work=wp, work_bytes=wb)
+    c.run(c.rt.vsn_seq_backward, a, c.stream)
     return r
 
 
@@ -591,10 +718,10 @@ def bce_with_logits(z, y, loss=None, accumulate=False, dz=None, want_dz=True, wi
     if wide:
         need = c.rt.bce_with_logits_workspace_size(n)
         _keep, wp, wb = c.workspace(workspace, need)
-        c.rt.bce_with_logits_wide(za.ptr, ya.ptr, n, la.ptr, accumulate, ptr(dza), wp, wb,
-                                  c.stream)
+        c.run(c.rt.bce_with_logits_wide, za.ptr, ya.ptr, n, la.ptr, accumulate, ptr(dza), wp,
+              wb, c.stream)
     else:
-        c.rt.bce_with_logits(za.ptr, ya.ptr, n, la.ptr, accumulate, ptr(dza), c.stream)
+        c.run(c.rt.bce_with_logits, za.ptr, ya.ptr, n, la.ptr, accumulate, ptr(dza), c.stream)
     return loss, dz
 
 
@@ -610,9 +737,9 @@ def adamw(param, grad, m, v, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight
     if sa.numel() != 1:
         raise ValueError("step: one int32 expected, got shape %s" % (sa.shape,))
     c = _Call([pa, ga, ma, va, sa], rt, stream, "adamw")
-    c.rt.adamw(AdamwArgs(n=pa.numel(), param=pa.ptr, grad=ga.ptr, m=ma.ptr, v=va.ptr,
-                         step=sa.ptr, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps,
-                         weight_decay=weight_decay), c.stream)
+    a = AdamwArgs(n=pa.numel(), param=pa.ptr, grad=ga.ptr, m=ma.ptr, v=va.ptr, step=sa.ptr,
+                  lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay)
+    c.run(c.rt.adamw, a, c.stream)
     return param
 
 
@@ -622,7 +749,7 @@ def increment_step(step, rt=None, stream=None):
     if sa.numel() != 1:
         raise ValueError("step: one int32 expected, got shape %s" % (sa.shape,))
     c = _Call([sa], rt, stream, "increment_step")
-    c.rt.increment_step(sa.ptr, c.stream)
+    c.run(c.rt.increment_step, sa.ptr, c.stream)
     return step
 
 

@@ -25,6 +25,9 @@ class Runtime:
 
     close() (or the end of a with block, or garbage collection) destroys it;
     the context must still exist then. Ops need that context current.
+    target (a testing aid: plan and compile as for an older arch, e.g.
+    "compute_89") needs a library of ABI 2.2 or newer: foxjit.AbiError on
+    an older one, which would ignore it.
     """
 
     def __init__(self, lib=None, cache_dir=None, readonly_cache_dirs=None, cache_max_bytes=0,
@@ -35,6 +38,14 @@ class Runtime:
         if _raw is not None:
             self._rt = ctypes.c_void_p(_raw)
             return
+        if target is not None and self.lib.abi[2] < 2:
+            # foxjit_runtime_params.target is ABI 2.2's: an older library
+            # reads the struct_size its own params have, which ends before
+            # it, and would plan for the GPU's arch without a word.
+            raise _lib.AbiError("%s: target needs fox-jit ABI 2.2 (foxjit_runtime_params."
+                                "target); this library is ABI %d.%d, which would ignore it: "
+                                "install a newer fox-jit, or leave target unset"
+                                % (self.lib.path, self.lib.abi[1], self.lib.abi[2]))
         self._rt = ctypes.c_void_p()
         params = RuntimeParams()
         self._api.runtime_default_params(ctypes.byref(params))
@@ -47,7 +58,7 @@ class Runtime:
         if disable_disk_cache:
             params.disable_disk_cache = 1
         if target is not None:  # a testing aid: e.g. "compute_89" (kernels.md, dims.md)
-            params.target = str(target).encode()
+            params.target = str(target).encode()     # ABI 2.2, checked above
         self.lib.check(self._api.runtime_create(ctypes.byref(params), ctypes.byref(self._rt)))
 
     @classmethod

@@ -141,17 +141,40 @@ def cfc_seq(x, dt, w_in, w_rec, bias, tau, h_init=None):
 
 # ---- GRN heads -----------------------------------------------------------------------
 
+_limits = {}    # Library -> (max_batch, max_t) of the heads' sequence ops
+
+
+def _heads_blocks(t, width):
+    """t [..., width] (contiguous) as [batch, steps, width] views that the
+    heads' sequence ops take, covering its rows in order: t itself when it
+    is 3-D within the limits (batch <= 1024, steps <= 4096), else its rows
+    in blocks of ops._row_blocks (no copies: views of one tensor)."""
+    lib = ops.runtime_for(t.device).lib
+    lim = _limits.get(lib)
+    if lim is None:
+        p = lib.perception_limits()
+        lim = _limits[lib] = (p["max_batch"], p["max_t"])
+    if t.dim() == 3 and 0 < t.shape[0] <= lim[0] and 0 < t.shape[1] <= lim[1]:
+        return [t]
+    rows = t.reshape(-1, width)
+    return [rows[start:start + b * s].view(b, s, width)
+            for start, b, s in ops._row_blocks(rows.shape[0], lim[0], lim[1])]
+
+
 @_lib.custom_op("foxjit::heads", mutates_args=(), device_types="cuda")
 def _heads(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor, w_gate: Tensor,
            b_gate: Tensor, w_main: Tensor, b_main: Tensor, w_skip: Tensor,
            b_skip: Tensor) -> Tensor:
-    return ops.heads_seq_forward(x, (w1, b1, w2, b2, w_gate, b_gate, w_main, b_main, w_skip,
-                                     b_skip))
+    params = (w1, b1, w2, b2, w_gate, b_gate, w_main, b_main, w_skip, b_skip)
+    logits = x.new_empty((*x.shape[:-1], w1.shape[0]))
+    for xb, lb in zip(_heads_blocks(x, x.shape[-1]), _heads_blocks(logits, w1.shape[0])):
+        ops.heads_seq_forward(xb, params, logits=lb)
+    return logits
 
 
 @_heads.register_fake
 def _(x, w1, b1, w2, b2, w_gate, b_gate, w_main, b_main, w_skip, b_skip):
-    return x.new_empty((x.shape[0], x.shape[1], w1.shape[0]))
+    return x.new_empty((*x.shape[:-1], w1.shape[0]))
 
 
 @_lib.custom_op("foxjit::heads_backward", mutates_args=(), device_types="cuda")
@@ -161,8 +184,16 @@ def _heads_backward(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor, w
                                                               Tensor, Tensor, Tensor, Tensor,
                                                               Tensor, Tensor, Tensor]:
     params = (w1, b1, w2, b2, w_gate, b_gate, w_main, b_main, w_skip, b_skip)
-    r = ops.heads_seq_backward(x, params, dlogits)
-    return (r["dx"],) + tuple(r["d" + n] for n in ops.HEADS_PARAMS)
+    dx = torch.empty_like(x)
+    blocks = list(zip(_heads_blocks(x, x.shape[-1]), _heads_blocks(dlogits, w1.shape[0]),
+                      _heads_blocks(dx, x.shape[-1])))
+    # The first block overwrites the parameter gradients and the others add
+    # to them; with no rows at all they are zeros.
+    make = torch.empty_like if blocks else torch.zeros_like
+    grads = {"d" + n: make(p) for n, p in zip(ops.HEADS_PARAMS, params)}
+    for i, (xb, gb, dxb) in enumerate(blocks):
+        ops.heads_seq_backward(xb, params, gb, dx=dxb, grads=grads, grad_accumulate=i > 0)
+    return (dx,) + tuple(grads["d" + n] for n in ops.HEADS_PARAMS)
 
 
 @_heads_backward.register_fake
@@ -184,12 +215,13 @@ _heads.register_autograd(_heads_bwd, setup_context=_heads_setup)
 
 def heads(x, w1, b1, w2, b2, w_gate, b_gate, w_main, b_main, w_skip, b_skip):
     """Multi-horizon GRN heads (kernels.md 4) on every row of x [..., D]
-    -> logits [..., H]. Differentiable in x and the ten parameters."""
-    lead = x.shape[:-1]
-    x3 = _c(x).reshape(1, -1, x.shape[-1]) if x.dim() != 3 else _c(x)
-    out = _heads(x3, *(_c(p) for p in (w1, b1, w2, b2, w_gate, b_gate, w_main, b_main,
-                                       w_skip, b_skip)))
-    return out.reshape(*lead, w1.shape[0])
+    -> logits [..., H], any number of rows: past the sequence ops' limits
+    (batch 1024, steps 4096 a call; docs/dims.md) the rows go through in
+    several calls (views, no copies), each row's logits and dx computed from
+    that row alone as in one call, the parameter gradients summed over the
+    calls. Differentiable in x and the ten parameters."""
+    return _heads(_c(x), *(_c(p) for p in (w1, b1, w2, b2, w_gate, b_gate, w_main, b_main,
+                                           w_skip, b_skip)))
 
 
 # ---- variable selection ---------------------------------------------------------------

@@ -5,7 +5,9 @@ gradient instead of finite differences), torch.compile and CUDA graph
 capture of the custom ops, and a short training loop of the reference
 model. Runs under pytest or `python3 -m unittest tests.test_gpu`."""
 
+import ctypes
 import math
+import threading
 import unittest
 
 try:
@@ -190,6 +192,85 @@ class Ops(unittest.TestCase):
             ops.column_sum(torch.zeros(4, 4, device="cuda", dtype=torch.float64))
         with self.assertRaisesRegex(ValueError, "contiguous"):
             ops.column_sum(torch.zeros(4, 8, device="cuda")[:, ::2])
+        # The heads' backward checks x's width as the forward does.
+        p = heads_params(8, 4, 2)
+        with self.assertRaisesRegex(ValueError, r"x: shape \(3, 6\), expected \(batch, 8\)"):
+            ops.heads_backward(rnd(3, 6), p, rnd(3, 2))
+
+    def test_context_restored_after_an_op(self):
+        """An op makes its GPU's primary context current for the call only:
+        a thread's own context is current again after it (before, the op
+        left the primary one current)."""
+        x, out = rnd(4096, 42), torch.empty(42, device="cuda")
+        ops.column_sum(x, out=out)          # the runtime exists
+        torch.cuda.synchronize()
+        cu = ops._cuda()
+        create = getattr(cu, "cuCtxCreate_v2", None)
+        if create is None:
+            self.skipTest("the driver has no cuCtxCreate_v2")
+        create.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint, ctypes.c_int]
+        cu.cuCtxDestroy_v2.argtypes = [ctypes.c_void_p]
+        found, errors = [], []
+
+        def work():
+            try:
+                torch.cuda.current_stream(x.device)     # torch's per-thread setup, first
+                dev = ctypes.c_int()
+                self.assertEqual(cu.cuDeviceGet(ctypes.byref(dev), x.device.index), 0)
+                own = ctypes.c_void_p()
+                self.assertEqual(create(ctypes.byref(own), 0, dev.value), 0)  # now current
+                try:
+                    ops.column_sum(x, out=out)
+                    found.append((ops._current_ctx(), own.value))
+                finally:
+                    cu.cuCtxDestroy_v2(own)
+            except BaseException as e:          # noqa: B902 (reported below)
+                errors.append(e)
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        if errors:
+            raise errors[0]
+        torch.cuda.synchronize()
+        self.assertEqual(found[0][0], found[0][1], "the thread's own context is not current")
+        close(self, "column_sum (another thread)", out, x.double().sum(0), 1e-2)
+
+    @unittest.skipUnless(HAVE_GPU and torch.cuda.device_count() >= 2, "needs two GPUs")
+    def test_two_gpus(self):
+        """Outputs given on another GPU than the inputs are refused; an op on
+        another GPU's tensors leaves torch's current device as it was."""
+        x1 = rnd(1000, 42).to("cuda:1")
+        with self.assertRaisesRegex(ValueError, "out: the tensor is on cuda:0, the op's "
+                                    "inputs on cuda:1"):
+            ops.column_sum(x1, out=torch.empty(42, device="cuda:0"))
+        r1 = rnd(5000).to("cuda:1")
+        with self.assertRaisesRegex(ValueError, "workspace: the tensor is on cuda:0"):
+            ops.rank_normalize(r1, 1.0, 0.0, workspace=torch.empty(1 << 20, dtype=torch.uint8,
+                                                                   device="cuda:0"))
+        with torch.cuda.device(0):
+            before = ops._current_ctx()
+            got = ops.column_sum(x1)
+            self.assertEqual(torch.cuda.current_device(), 0)
+            self.assertEqual(ops._current_ctx(), before)
+        torch.cuda.synchronize(1)
+        self.assertEqual(got.device, x1.device)
+        close(self, "column_sum on cuda:1", got, x1.double().sum(0), 1e-2)
+
+    def test_zeroed_output_on_another_stream(self):
+        """An output the helper makes with zeros (accumulate=True) is filled
+        on torch's current stream; an op on another stream waits for the
+        fill. The current stream is kept busy so that the fill comes late:
+        without the wait, the op's sums would be overwritten with zeros."""
+        if not hasattr(torch.cuda, "_sleep"):
+            self.skipTest("torch.cuda._sleep is missing")
+        x = rnd(4096, 42)
+        want = x.double().sum(0)
+        side = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        torch.cuda._sleep(200_000_000)          # about 0.1 s of the current stream
+        out = ops.column_sum(x, accumulate=True, stream=side.cuda_stream)
+        torch.cuda.synchronize()
+        close(self, "column_sum accumulate=True on a side stream", out, want, 1e-2)
 
     def test_cfc_step(self):
         b, n_in, n_hid = 6, 12, 20
@@ -290,10 +371,11 @@ class Ops(unittest.TestCase):
         self.assertEqual(step.item(), 4)
         close(self, "adamw", prm, ref.detach(), 1e-6, 1e-5)
 
-    def test_workspace_on_another_stream(self):
-        """A workspace the helpers allocate for torch inputs is recorded on
-        the op's stream when that is not torch's current one (so the caching
-        allocator does not reuse it while the op runs), and not otherwise."""
+    def test_allocations_on_another_stream(self):
+        """What the helpers allocate for torch inputs (outputs and workspace)
+        is recorded on the op's stream when that is not torch's current one
+        (so the caching allocator does not reuse it while the op runs), and
+        not otherwise."""
         rt = ops.runtime_for(0)
         if not rt.lib.has("bce_with_logits_wide"):
             self.skipTest("the library predates ABI 2.4 (no foxjit_bce_with_logits_wide)")
@@ -305,17 +387,27 @@ class Ops(unittest.TestCase):
         original = torch.Tensor.record_stream
 
         def spy(tensor, stream):
-            recorded.append((tensor.dtype, stream.cuda_stream))
+            recorded.append((tensor.dtype, tensor.data_ptr(), stream.cuda_stream))
             return original(tensor, stream)
         torch.Tensor.record_stream = spy
         try:
             torch.cuda.synchronize()
             loss, dz = ops.bce_with_logits(z, y, wide=True, stream=side.cuda_stream)
             side.synchronize()
-            self.assertEqual(recorded, [(torch.uint8, side.cuda_stream)])
+            # loss and dz, then the workspace
+            self.assertEqual([(d, s) for d, _, s in recorded],
+                             [(torch.float32, side.cuda_stream), (torch.float32, side.cuda_stream),
+                              (torch.uint8, side.cuda_stream)])
+            self.assertEqual([p for _, p, _ in recorded[:2]], [loss.data_ptr(), dz.data_ptr()])
             self.assertTrue(torch.equal(loss, want) and torch.equal(dz, want_dz))
             del recorded[:]
             ops.bce_with_logits(z, y, wide=True)  # torch's current stream
+            self.assertEqual(recorded, [])
+            # Given outputs and workspace are the caller's to order and keep.
+            ws = torch.empty(rt.bce_with_logits_workspace_size(n), dtype=torch.uint8,
+                             device="cuda")
+            ops.bce_with_logits(z, y, loss=loss, dz=dz, workspace=ws, wide=True,
+                                stream=side.cuda_stream)
             self.assertEqual(recorded, [])
         finally:
             torch.Tensor.record_stream = original
@@ -429,6 +521,24 @@ class Autograd(unittest.TestCase):
         p = heads_params(16, 8, 3)
         self.grads_match("heads", self.ft.heads, ref_heads, [rnd(5, 6, 16)] + p, 1e-3)
         self.grads_match("heads 2-D", self.ft.heads, ref_heads, [rnd(7, 16)] + p, 1e-3)
+
+    def test_heads_many_rows(self):
+        """Rows past the sequence ops' limits (steps <= 4096, batch <= 1024 a
+        call) go through in several calls: before, 2-D x of more than 4096
+        rows was refused by the library. The parameter gradients sum
+        thousands of rows: a looser atol."""
+        p = heads_params(16, 8, 3)
+        for what, x in (("2-D, 2 x 4096 + 300 rows", rnd(2 * 4096 + 300, 16)),
+                        ("3-D, 4500 steps", rnd(2, 4500, 16)),
+                        ("3-D, 1100 batch rows", rnd(1100, 5, 16)),
+                        ("1-D, one row", rnd(16))):
+            self.grads_match("heads " + what, self.ft.heads, ref_heads, [x] + p, 1e-2)
+        # No rows: empty logits, zero gradients.
+        xs = [t.detach().clone().requires_grad_(True) for t in [rnd(0, 16)] + p]
+        out = self.ft.heads(*xs)
+        self.assertEqual(tuple(out.shape), (0, 3))
+        for g in torch.autograd.grad(out.sum(), xs):
+            self.assertEqual(g.abs().sum().item() if g.numel() else 0.0, 0.0)
 
     def test_vsn(self):
         self.grads_match("vsn", self.ft.vsn, ref_vsn,

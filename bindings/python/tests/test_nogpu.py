@@ -1,11 +1,16 @@
 """No GPU needed: loading, the ABI checks, the version, errors with their
 status and message, the package's own argument checks and every op's
 argument checks in the library (a placeholder runtime pointer that the
-library rejects arguments before looking at). Runs under pytest or
-`python3 -m unittest`."""
+library rejects arguments before looking at), and what the ops do with
+torch tensors (device checks, the context around a launch, the ordering of
+their allocations with another stream) against stand-ins of torch, the
+driver and the runtime. Runs under pytest or `python3 -m unittest`."""
 
+import contextlib
 import ctypes
 import os
+import sys
+import types
 import unittest
 
 import foxjit
@@ -115,9 +120,14 @@ class Loading(unittest.TestCase):
         self.abi_err("bce_with_logits_wide", 4, "2.3", rt.bce_with_logits_wide, G, G * 2, 100,
                      G * 3, False, 0, G * 4, 8, 0)
         # The array-level helper: wide=True refuses; by default it takes the
-        # one-block form, which the fake answers with its own message.
-        z, y, loss = FakeArray(G, (64, 5)), FakeArray(G * 2, (64, 5)), FakeArray(G * 3, (1,))
-        ws = FakeArray(G * 4, (64,), "|u1")
+        # one-block form, which the fake answers with its own message. Past
+        # 8192 values (up to them the default is the one-block form whatever
+        # the library), with a workspace: where the library has the wide
+        # form, the default would take it.
+        n = ops._BCE_WIDE_ONE_BLOCK + 2048
+        self.assertGreater(n, 8192)
+        z, y = FakeArray(G, (n // 8, 8)), FakeArray(G * 2, (n // 8, 8))
+        loss, ws = FakeArray(G * 3, (1,)), FakeArray(G * 4, (8192,), "|u1")
         self.abi_err("bce_with_logits_workspace_size", 4, "2.3", ops.bce_with_logits, z, y,
                      loss=loss, want_dz=False, wide=True, workspace=ws, rt=rt)
         for kw in ({}, {"workspace": ws}):
@@ -208,6 +218,93 @@ class PackageChecks(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "heads parameters: missing"):
             ops.heads_forward(FakeArray(G, (2, 3)), {"w1": FakeArray(G, (2, 3, 3))}, rt=self.rt)
 
+    def test_heads_x_width(self):
+        """x's width must be the parameters' D in the backward as in the
+        forward: the kernels read D floats of every row of x."""
+        h, e, d = 2, 4, 5
+        shapes = {"w1": (h, e, d), "b1": (h, e), "w2": (h, e, e), "b2": (h, e),
+                  "w_gate": (h, e), "b_gate": (h,), "w_main": (h, e), "b_main": (h,),
+                  "w_skip": (h, d), "b_skip": (h,)}
+        p = {n: FakeArray(G * (i + 1), shapes[n]) for i, n in enumerate(ops.HEADS_PARAMS)}
+        x, dlogits = FakeArray(G * 20, (3, d - 2)), FakeArray(G * 21, (3, h))
+        scratch = {"d" + n: FakeArray(G * (30 + i), (3,) + shapes[n])
+                   for i, n in enumerate(ops.HEADS_PARAMS)}
+        with self.assertRaisesRegex(ValueError, r"x: shape \(3, 3\), expected \(batch, 5\)"):
+            ops.heads_forward(x, p, logits=FakeArray(G * 22, (3, h)), rt=self.rt)
+        # dx over x: were x's width not checked, the library would refuse
+        # the overlap (the placeholder runtime must not be reached).
+        with self.assertRaisesRegex(ValueError, r"x: shape \(3, 3\), expected \(batch, 5\)"):
+            ops.heads_backward(x, p, dlogits, dx=FakeArray(G * 20, (3, d)), scratch=scratch,
+                               rt=self.rt)
+        with self.assertRaisesRegex(ValueError, r"x: shape \(2, 3, 3\), expected"):
+            ops.heads_seq_backward(FakeArray(G * 20, (2, 3, d - 2)), p,
+                                   FakeArray(G * 21, (2, 3, h)), rt=self.rt)
+
+    def test_byte_strides(self):
+        """Contiguity in the typestr's item size: a dense byte workspace with
+        strides (1,) passes (the library's own check answers), one with
+        strides (4,) is refused; so is a masked array."""
+        ws = self.rt.rank_normalize_workspace_size(1000, "max")
+        r, out = FakeArray(G, (1000,)), FakeArray(G * 2, (1000,))
+        with self.assertRaises(foxjit.Error) as cm:
+            ops.rank_normalize(r, float("nan"), 0.0, out=out, rt=self.rt,
+                               workspace=FakeArray(G * 100, (ws,), "|u1", strides=(1,)))
+        self.assertIn("std_ema", cm.exception.message)
+        with self.assertRaisesRegex(ValueError, r"workspace: strides \(4,\) are not "
+                                    r"C-contiguous \(typestr '\|u1': 1-byte items\)"):
+            ops.rank_normalize(r, 1.0, 0.0, out=out, rt=self.rt,
+                               workspace=FakeArray(G * 100, (ws,), "|u1", strides=(4,)))
+        # float32: strides in 4-byte steps; a dim of extent 1 is never stepped
+        x = FakeArray(G, (1, 4), strides=(64, 4))
+        with self.assertRaises(foxjit.Error) as cm:
+            ops.column_sum(x, out=FakeArray(G, (4,)), rt=self.rt)
+        self.assertIn("overlaps", cm.exception.message)
+        with self.assertRaisesRegex(ValueError, "not C-contiguous"):
+            ops.column_sum(FakeArray(G, (4, 4), strides=(4, 1)), out=FakeArray(G * 2, (4,)),
+                           rt=self.rt)
+        with self.assertRaisesRegex(ValueError, r"strides \(16,\) for shape \(4, 4\)"):
+            ops.column_sum(FakeArray(G, (4, 4), strides=(16,)), out=FakeArray(G * 2, (4,)),
+                           rt=self.rt)
+        masked = FakeArray(G, (4, 4))
+        masked.__cuda_array_interface__["mask"] = FakeArray(G * 3, (4, 4), "|b1")
+        with self.assertRaisesRegex(ValueError, "x: a masked array"):
+            ops.column_sum(masked, out=FakeArray(G * 2, (4,)), rt=self.rt)
+        masked.__cuda_array_interface__["mask"] = None      # "mask": None is no mask
+        with self.assertRaises(foxjit.Error):
+            ops.column_sum(masked, out=FakeArray(G, (4,)), rt=self.rt)
+
+    def test_target_needs_abi_2_2(self):
+        """A target for an ABI 2.1 library (which reads params without the
+        field) is refused before anything is called."""
+        lib = foxjit.Library(library_path())
+        self.assertGreaterEqual(lib.abi[2], 2)
+        lib.abi = (lib.abi[0], 2, 1)        # as an ABI 2.1 library's table says
+        with self.assertRaises(foxjit.AbiError) as cm:
+            foxjit.Runtime(lib=lib, target="compute_89")
+        self.assertIn("target needs fox-jit ABI 2.2", str(cm.exception))
+        self.assertIn("ABI 2.1", str(cm.exception))
+        # Without a target it goes on to the library (no GPU here: its error).
+        with self.assertRaises(foxjit.Error):
+            foxjit.Runtime(lib=lib)
+
+    def test_row_blocks(self):
+        """The heads' rows in [batch, steps] blocks within the limits: every
+        row once, in order, no padding."""
+        for mb, mt in ((1024, 4096), (3, 5), (1, 1), (2, 7)):
+            for n in (0, 1, mt - 1, mt, mt + 1, 2 * mt + 3, mb * mt, mb * mt + 1,
+                      3 * mb * mt + 2 * mt + 1, 10_000):
+                blocks = list(ops._row_blocks(n, mb, mt))
+                at = 0
+                for start, b, st in blocks:
+                    self.assertEqual(start, at, (n, mb, mt, blocks))
+                    self.assertTrue(1 <= b <= mb and 1 <= st <= mt, (n, mb, mt, blocks))
+                    at += b * st
+                self.assertEqual(at, n, (n, mb, mt, blocks))
+                # full blocks, then at most one partial one
+                self.assertLessEqual(len(blocks), -(-n // (mb * mt)) + 1, (n, blocks))
+        self.assertEqual(list(ops._row_blocks(4096 * 2 + 300, 1024, 4096)),
+                         [(0, 2, 4096), (8192, 1, 300)])
+
     def test_outputs_and_workspaces_must_be_given_without_torch(self):
         with self.assertRaisesRegex(TypeError, r"out: pass it \(out=...\)"):
             ops.column_sum(FakeArray(G, (4, 4)), rt=self.rt)
@@ -224,6 +321,321 @@ class PackageChecks(unittest.TestCase):
     def test_ties(self):
         with self.assertRaisesRegex(ValueError, "ties must be"):
             self.rt.rank_normalize_workspace_size(10, "min")
+
+
+# ---- the torch path without torch or a GPU ---------------------------------------------
+#
+# foxjit.ops finds torch in sys.modules and the driver in ops._driver; these
+# stand-ins take their places to show what the ops do with torch tensors:
+# the device checks of what the caller gives, the context made current
+# around the launch and restored after, and the ordering of what the ops
+# allocate when the op runs on another stream. Nothing reaches the library:
+# the runtime is a recorder.
+
+CUR, SIDE = 0x5000, 0x6000      # torch's current stream, another stream
+CTX, OTHER = 0xC0, 0xAA         # the device's primary context, a foreign one
+
+
+class _Dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+class _Stream:
+    def __init__(self, log, handle):
+        self.log, self.cuda_stream = log, handle
+
+    def wait_stream(self, other):
+        self.log.append(("wait_stream", self.cuda_stream, other.cuda_stream))
+
+
+class FakeTorch(types.ModuleType):
+    """torch as far as foxjit.ops and foxjit.arrays use it: CUDA tensors at
+    made-up addresses, streams and allocations that only log."""
+
+    def __init__(self, log):
+        super().__init__("torch")
+        self.log = log
+        for n in ("float32", "int32", "uint32", "uint8", "int8"):
+            setattr(self, n, _Dtype(n))
+        self._next = 0x100000
+        torch = self
+
+        class Tensor:
+            def __init__(self, shape, dtype=None, device=0, ptr=None):
+                self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+                self.dtype = dtype or torch.float32
+                self.device = types.SimpleNamespace(type="cuda", index=device)
+                self._ptr = ptr if ptr is not None else torch._alloc()
+
+            def data_ptr(self):
+                return self._ptr
+
+            def is_contiguous(self):
+                return True
+
+            def record_stream(self, stream):
+                torch.log.append(("record_stream", self._ptr, stream.cuda_stream))
+
+        self.Tensor = Tensor
+
+        @contextlib.contextmanager
+        def device(index):
+            yield
+        self.cuda = types.SimpleNamespace(
+            current_stream=lambda device=None: _Stream(log, CUR),
+            ExternalStream=lambda handle, device=None: _Stream(log, handle),
+            current_device=lambda: 0, init=lambda: None, synchronize=lambda: None,
+            device=device)
+
+    def _alloc(self):
+        self._next += 0x10000
+        return self._next
+
+    def _make(self, what, shape, dtype, device):
+        t = self.Tensor(shape, dtype, int(device.split(":")[1]) if ":" in device else 0)
+        self.log.append((what, t.data_ptr()))
+        return t
+
+    def empty(self, shape, dtype=None, device="cuda:0"):
+        return self._make("empty", shape, dtype, device)
+
+    def zeros(self, shape, dtype=None, device="cuda:0"):
+        return self._make("zeros", shape, dtype, device)
+
+
+class FakeDriver:
+    """libcuda's context calls on one thread's stack of contexts; fail maps a
+    call's name to the CUresult it returns instead of succeeding."""
+
+    def __init__(self, log, current=0):
+        self.log, self.stack, self.fail = log, [current], {}
+
+    def current(self):
+        return self.stack[-1]
+
+    def cuCtxGetCurrent(self, ref):
+        ref._obj.value = self.stack[-1] or None
+        return 0
+
+    def cuCtxSetCurrent(self, ctx):     # not for the ops: they push and pop
+        self.log.append(("set", ctx))
+        self.stack[-1] = ctx
+        return 0
+
+    def cuCtxPushCurrent_v2(self, ctx):
+        if "push" in self.fail:
+            return self.fail["push"]
+        self.log.append(("push", ctx))
+        self.stack.append(ctx)
+        return 0
+
+    def cuCtxPopCurrent_v2(self, ref):
+        if "pop" in self.fail:
+            return self.fail["pop"]
+        ref._obj.value = self.stack.pop()
+        self.log.append(("pop", ref._obj.value))
+        return 0
+
+    def cuDeviceGet(self, ref, ordinal):
+        ref._obj.value = ordinal
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, ref, dev):
+        if "retain" in self.fail:
+            return self.fail["retain"]
+        ref._obj.value = CTX
+        return 0
+
+    def cuGetErrorName(self, rc, ref):
+        ref._obj.value = {201: b"CUDA_ERROR_INVALID_CONTEXT",
+                          101: b"CUDA_ERROR_INVALID_DEVICE"}.get(rc, b"CUDA_ERROR_UNKNOWN")
+        return 0
+
+
+class RecordingRuntime:
+    """A Runtime that logs each launch with the context current at it (and
+    raises foxjit.Error for the names in fail)."""
+
+    def __init__(self, log, driver, fail=()):
+        self.log, self.driver, self.fail = log, driver, fail
+        self.lib = types.SimpleNamespace(has=lambda entry: True)
+
+    def __getattr__(self, name):
+        if name.endswith("_workspace_size"):
+            return lambda *args: 256
+
+        def launch(*args):
+            self.log.append(("launch", name, self.driver.current(), args[-1]))
+            if name in self.fail:
+                raise foxjit.Error(foxjit.Status.INVALID_ARGUMENT, "recorded failure")
+        return launch
+
+
+class TorchPath(unittest.TestCase):
+    def setUp(self):
+        from foxjit import arrays
+        self.log = []
+        self.torch = FakeTorch(self.log)
+        self.driver = FakeDriver(self.log, current=CTX)
+        self.rt = RecordingRuntime(self.log, self.driver)
+        saved_dtypes = dict(arrays._TORCH_DTYPES)
+        saved = (sys.modules.get("torch"), ops._driver, dict(ops._runtimes), ops.Runtime)
+
+        def restore():
+            if saved[0] is None:
+                sys.modules.pop("torch", None)
+            else:
+                sys.modules["torch"] = saved[0]
+            ops._driver = saved[1]
+            ops._runtimes.clear()
+            ops._runtimes.update(saved[2])
+            ops.Runtime = saved[3]
+            arrays._TORCH_DTYPES.clear()
+            arrays._TORCH_DTYPES.update(saved_dtypes)
+        self.addCleanup(restore)
+        arrays._TORCH_DTYPES.clear()
+        sys.modules["torch"] = self.torch
+        ops._driver = self.driver
+        ops._runtimes.clear()
+        ops._runtimes[0] = (self.rt, CTX)
+        ops._runtimes[1] = (self.rt, CTX + 1)
+
+    def t(self, *shape, device=0, dtype=None):
+        return self.torch.Tensor(shape, dtype, device)
+
+    def launches(self):
+        return [e for e in self.log if e[0] == "launch"]
+
+    def test_given_outputs_on_another_gpu(self):
+        """Outputs and workspaces given by the caller must be on the GPU of
+        the inputs: the library would be handed another device's memory."""
+        x = self.t(8, 4)
+        with self.assertRaisesRegex(ValueError, "out: the tensor is on cuda:1, the op's inputs "
+                                    "on cuda:0"):
+            ops.column_sum(x, out=self.t(4, device=1))
+        with self.assertRaisesRegex(ValueError, "out: the tensor is on cuda:1"):
+            ops.reduce_axis0(self.t(2, 3, 4), out=self.t(12, device=1))
+        r = self.t(100)
+        with self.assertRaisesRegex(ValueError, "workspace: the tensor is on cuda:1"):
+            ops.rank_normalize(r, 1.0, 0.0, out=self.t(100),
+                               workspace=self.t(256, device=1, dtype=self.torch.uint8))
+        with self.assertRaisesRegex(ValueError, "dz: the tensor is on cuda:1"):
+            ops.bce_with_logits(self.t(64), self.t(64), dz=self.t(64, device=1))
+        with self.assertRaisesRegex(ValueError, "tensors are on different GPUs"):
+            ops.bias_grad_reduce(x, self.t(4, device=1))
+        self.assertEqual(self.launches(), [])
+        # On the inputs' GPU (the second one here): launched, in its context.
+        x1 = self.t(8, 4, device=1)
+        ops.column_sum(x1, out=self.t(4, device=1))
+        self.assertEqual(self.launches(), [("launch", "column_sum", CTX + 1, CUR)])
+
+    def test_context_around_the_launch(self):
+        """The op's context is made current for the launch and the caller's
+        (here a foreign one, then none) current again after it."""
+        for before in (OTHER, 0):
+            del self.log[:]
+            self.driver.stack = [before]
+            x, out = self.t(8, 4), self.t(4)
+            ops.column_sum(x, out=out)
+            self.assertEqual(self.log, [("push", CTX), ("launch", "column_sum", CTX, CUR),
+                                        ("pop", CTX)])
+            self.assertEqual(self.driver.stack, [before])
+        # Already current: nothing to switch.
+        del self.log[:]
+        self.driver.stack = [CTX]
+        ops.column_sum(self.t(8, 4), out=self.t(4))
+        self.assertEqual(self.log, [("launch", "column_sum", CTX, CUR)])
+        # A failing launch still gives the caller's context back.
+        self.driver.stack = [OTHER]
+        self.rt.fail = ("column_sum",)
+        with self.assertRaisesRegex(foxjit.Error, "recorded failure"):
+            ops.column_sum(self.t(8, 4), out=self.t(4))
+        self.assertEqual(self.driver.stack, [OTHER])
+
+    def test_driver_errors_are_raised(self):
+        self.driver.stack = [OTHER]
+        self.driver.fail["push"] = 201
+        with self.assertRaises(foxjit.Error) as cm:
+            ops.column_sum(self.t(8, 4), out=self.t(4))
+        self.assertEqual(cm.exception.status, foxjit.Status.CUDA)
+        self.assertIn("cuCtxPushCurrent (of the tensors' GPU's primary context) failed: "
+                      "CUDA_ERROR_INVALID_CONTEXT", str(cm.exception))
+        self.assertEqual(self.launches(), [])
+        self.assertEqual(self.driver.stack, [OTHER])
+        del self.driver.fail["push"]
+        self.driver.fail["pop"] = 201
+        with self.assertRaisesRegex(foxjit.Error, "cuCtxPopCurrent failed"):
+            ops.column_sum(self.t(8, 4), out=self.t(4))
+
+    def test_runtime_made_in_the_primary_context(self):
+        """runtime_for makes the runtime with the device's primary context
+        current and leaves the caller's current; a driver failure on the
+        way is an error that names the call."""
+        made = []
+        ops.Runtime = lambda: made.append(self.driver.current()) or self.rt
+        ops._runtimes.clear()
+        self.driver.stack = [0]
+        self.driver.fail["retain"] = 101
+        with self.assertRaises(foxjit.Error) as cm:
+            ops.runtime_for(0)
+        self.assertIn("cuDevicePrimaryCtxRetain(device 0) failed: CUDA_ERROR_INVALID_DEVICE",
+                      str(cm.exception))
+        self.assertEqual((made, ops._runtimes), ([], {}))
+        del self.driver.fail["retain"]
+        self.assertIs(ops.runtime_for(0), self.rt)
+        self.assertEqual(made, [CTX])
+        self.assertEqual(ops._runtimes, {0: (self.rt, CTX)})
+        self.assertEqual(self.driver.stack, [0])
+        self.assertIs(ops.runtime_for(self.torch.Tensor((1,)).device.index), self.rt)
+        self.assertEqual(made, [CTX])       # made once
+
+    def test_allocations_ordered_before_the_op_on_another_stream(self):
+        """With stream= another stream than torch's current one, the op waits
+        for the current stream after the outputs and workspace it allocates
+        there (torch.zeros fills on it) and records each as used by the op's
+        stream; on the current stream neither is needed."""
+        x = self.t(8, 4)
+        out = ops.column_sum(x, accumulate=True, stream=SIDE)
+        p = out.data_ptr()
+        self.assertEqual(self.log, [("zeros", p), ("wait_stream", SIDE, CUR),
+                                    ("record_stream", p, SIDE),
+                                    ("launch", "column_sum", CTX, SIDE)])
+        del self.log[:]
+        o = ops.rank_normalize(self.t(100), 1.0, 0.0, stream=SIDE)
+        ws = [e[1] for e in self.log if e[0] == "empty"][1]
+        self.assertEqual(self.log, [("empty", o.data_ptr()), ("empty", ws),
+                                    ("wait_stream", SIDE, CUR),
+                                    ("record_stream", o.data_ptr(), SIDE),
+                                    ("record_stream", ws, SIDE),
+                                    ("launch", "rank_normalize", CTX, SIDE)])
+        # Every output of a backward (zeros for the per-batch scratch).
+        del self.log[:]
+        b, n_in, n_hid = 2, 3, 4
+        r = ops.cfc_backward(self.t(b, n_in), self.t(b, n_hid), self.t(b),
+                             self.t(n_hid, n_in), self.t(n_hid, n_hid), self.t(n_hid),
+                             self.t(n_hid), self.t(b, n_hid), self.t(b, n_hid), stream=SIDE)
+        made = [e[1] for e in self.log if e[0] in ("empty", "zeros")]
+        self.assertEqual(sorted(made), sorted(t.data_ptr() for t in r.values()))
+        waits = [i for i, e in enumerate(self.log) if e[0] == "wait_stream"]
+        self.assertEqual(len(waits), 1)
+        self.assertGreater(waits[0], max(i for i, e in enumerate(self.log)
+                                          if e[0] in ("empty", "zeros")))
+        self.assertEqual(sorted(e[1] for e in self.log if e[0] == "record_stream"),
+                         sorted(made))
+        self.assertEqual(self.log[-1], ("launch", "cfc_backward", CTX, SIDE))
+        # The current stream, named or not, or nothing allocated: no ordering.
+        for kw in ({}, {"stream": CUR}):
+            del self.log[:]
+            out = ops.column_sum(x, accumulate=True, **kw)
+            self.assertEqual(self.log, [("zeros", out.data_ptr()),
+                                        ("launch", "column_sum", CTX, CUR)])
+        del self.log[:]
+        ops.column_sum(x, out=self.t(4), stream=SIDE)
+        self.assertEqual(self.log, [("launch", "column_sum", CTX, SIDE)])
 
 
 class LibraryChecks(unittest.TestCase):

@@ -383,7 +383,7 @@ pub(crate) struct Api {
 pub(crate) type GetApiFn = unsafe extern "C" fn(u32) -> *const Api;
 
 /// The offset of field `$f` of the table (address arithmetic on an
-/// uninitialized value: nothing is read; rust-version 1.63 has no offset_of!).
+/// uninitialized value: nothing is read; rust-version 1.65 has no offset_of!).
 macro_rules! api_offset {
     ($f:ident) => {{
         let u = std::mem::MaybeUninit::<Api>::uninit();

@@ -329,6 +329,8 @@ pub struct RuntimeParams {
     pub disable_disk_cache: bool,
     /// A testing aid: plan and compile as for an older arch, e.g.
     /// "compute_89" on an H200 (None: $FOXJIT_TARGET; "native": the GPU's own).
+    /// ABI 2.2: [`Runtime::with_params`] returns `Error::Abi` for a target
+    /// on an ABI 2.1 library.
     pub target: Option<String>,
 }
 
@@ -368,6 +370,26 @@ fn opt_cstring(s: &Option<String>, what: &str) -> Result<Option<CString>> {
     }
 }
 
+/// `foxjit_runtime_params.target` is ABI 2.2's: a 2.1 library reads the
+/// struct_size its own params have, which ends before it, and would plan
+/// for the GPU's arch without a word. So a target for such a library is
+/// refused before anything is called.
+fn check_target_abi(path: &str, abi: (usize, u32, u32), params: &RuntimeParams) -> Result<()> {
+    let (_, major, minor) = abi;
+    if params.target.is_none() || minor >= 2 {
+        return Ok(());
+    }
+    Err(Error::Abi {
+        path: path.to_string(),
+        message: format!(
+            "RuntimeParams::target needs fox-jit ABI 2.2 (foxjit_runtime_params.target); this \
+             library is ABI {}.{}, which would ignore it: install a newer fox-jit, or leave \
+             target unset",
+            major, minor
+        ),
+    })
+}
+
 macro_rules! call {
     ($self:ident, $f:ident ( $($a:expr),* )) => {{
         let api = $self.lib.api();
@@ -383,7 +405,10 @@ impl Runtime {
     }
 
     /// Creates a runtime on the calling thread's current CUDA context.
+    /// [`RuntimeParams::target`] needs a library of ABI 2.2 or newer:
+    /// `Error::Abi` on an older one, which would ignore it.
     pub fn with_params(lib: &Library, params: &RuntimeParams) -> Result<Runtime> {
+        check_target_abi(lib.path(), lib.abi(), params)?;
         let api = lib.api();
         let mut raw = RawRuntimeParams {
             struct_size: 0,
@@ -806,5 +831,30 @@ impl Runtime {
     /// Compiles and loads the training-step kernels.
     pub fn training_prepare(&self) -> Result<()> {
         call!(self, training_prepare())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // No ABI 2.1 library is at hand (the tests' fake one starts at 2.2), so
+    // the check runs on the table's (size, major, minor) alone.
+    #[test]
+    fn target_needs_abi_2_2() {
+        let with = RuntimeParams { target: Some("compute_89".into()), ..Default::default() };
+        let without = RuntimeParams::default();
+        match check_target_abi("libfoxjit.so.1", (400, 2, 1), &with) {
+            Err(Error::Abi { path, message }) => {
+                assert_eq!(path, "libfoxjit.so.1");
+                assert!(message.contains("needs fox-jit ABI 2.2"), "{}", message);
+                assert!(message.contains("ABI 2.1"), "{}", message);
+            }
+            other => panic!("expected an ABI error, got {:?}", other),
+        }
+        assert_eq!(check_target_abi("libfoxjit.so.1", (400, 2, 1), &without), Ok(()));
+        for minor in [2, 3, 4, 9] {
+            assert_eq!(check_target_abi("libfoxjit.so.1", (400, 2, minor), &with), Ok(()));
+        }
     }
 }
