@@ -124,7 +124,10 @@ static void test_malformed(void **state)
     expect_error(parse(&o, "--steps", "0", NULL), "[1, 10^8]");
     expect_error(parse(&o, "--batch", "1025", NULL), "--batch: '1025'");
     expect_error(parse(&o, "--k=0", NULL), "--k: '0'");
-    expect_error(parse(&o, "--lr", "fast", NULL), "--lr: 'fast' is not a finite number");
+    expect_error(parse(&o, "--lr", "fast", NULL), "--lr: 'fast' is not a finite float32 number");
+    /* Finite as a double, infinite as the float32 it becomes. */
+    expect_error(parse(&o, "--lr", "1e39", NULL), "--lr: '1e39' is not a finite float32 number");
+    expect_error(parse(&o, "--weight-decay", "-1e40", NULL), "is not a finite float32 number");
     expect_error(parse(&o, "--lr", "nan", NULL), "--lr: 'nan'");
     expect_error(parse(&o, "--eps", "inf", NULL), "--eps: 'inf'");
     expect_error(parse(&o, "--seed", "-1", NULL), "--seed: '-1'");

@@ -11,7 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "checkpoint.h"
+#include "config.h"
+#include "env.h"
 #include "data.h"
 #include "metrics.h"
 #include "params.h"
@@ -129,6 +132,62 @@ static void test_checkpoint_damage(void **state)
     assert_int_equal(ft_ckpt_write("/nonexistent/dir/x.ckpt", &meta, &one, &one, &one, 1, why,
                                    sizeof why), -1);
     assert_non_null(strstr(why, "cannot create"));
+}
+
+/* A header that claims more floats than the file holds is refused before
+ * anything that big is allocated. */
+static void huge_count(unsigned char **b, size_t *len)
+{
+    uint64_t n = 1ull << 32;
+    memcpy(*b + 96, &n, sizeof n);   /* param_floats */
+    *len = 112;
+}
+
+/* Settings a checkpoint's checksum cannot vouch for: each is refused by the
+ * resume (ft_run_config_make), with what is wrong. */
+static void test_checkpoint_settings_checked(void **state)
+{
+    (void)state;
+    expect_damaged(huge_count, "truncated");
+    char path[256], why[512];
+    snprintf(path, sizeof path, "%s/s.ckpt", dir);
+    const ft_ckpt_meta good = sample_meta();
+    const size_t n = ft_param_total(&good.dims);
+    float *p, *m, *v;
+    make_arrays(n, &p, &m, &v);
+    struct {
+        ft_ckpt_meta meta;
+        const char *needle;
+    } bad[6];
+    for (int i = 0; i < 6; i++)
+        bad[i].meta = good;
+    bad[0].meta.step = (1ull << 32) + 2, bad[0].needle = "step count 4294967298";
+    bad[1].meta.signal = 7, bad[1].needle = "signal 7";
+    bad[2].meta.n_heldout = 3, bad[2].needle = "held-out size 3";
+    bad[3].meta.lr = NAN, bad[3].needle = "AdamW settings";
+    bad[4].meta.n_train = -5, bad[4].needle = "train size -5";
+    bad[5].meta.dims.k = 0, bad[5].needle = "K 0";
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(ft_ckpt_write(path, &bad[i].meta, p, m, v, n, why, sizeof why), 0);
+        char *argv[] = {"fox-train", "--resume", path, "--quiet", NULL};
+        ft_options o;
+        assert_int_equal(ft_parse_args(4, argv, &o, why, sizeof why), FT_PARSE_OK);
+        ft_run_config rc;
+        /* The message goes to stderr; the status says it was refused. */
+        assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_FAILED);
+        ft_run_config_free(&rc);
+    }
+    /* The good one passes. */
+    assert_int_equal(ft_ckpt_write(path, &good, p, m, v, n, why, sizeof why), 0);
+    char *argv[] = {"fox-train", "--resume", path, "--quiet", "--steps", "2000", NULL};
+    ft_options o;
+    assert_int_equal(ft_parse_args(6, argv, &o, why, sizeof why), FT_PARSE_OK);
+    ft_run_config rc;
+    assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_OK);
+    assert_int_equal(rc.start, 1234);
+    ft_run_config_free(&rc);
+    free(p), free(m), free(v);
+    unlink(path);
 }
 
 /* ---- metrics ----------------------------------------------------------------- */
@@ -299,6 +358,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoint_round_trip),
         cmocka_unit_test(test_checkpoint_damage),
+        cmocka_unit_test(test_checkpoint_settings_checked),
         cmocka_unit_test(test_auc),
         cmocka_unit_test(test_bce_mean),
         cmocka_unit_test(test_data_is_seeded),

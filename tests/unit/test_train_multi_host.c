@@ -399,6 +399,108 @@ static void test_resume_is_exact(void **state)
            "run's\n");
 }
 
+/* Resumed with the same --csv, the file holds the whole run: the rows up to
+ * the checkpoint are kept, rows written after it (a run that went on past
+ * its last checkpoint, a torn last line) dropped, the rest appended; a file
+ * that is not a loss curve is refused, not overwritten. */
+static void test_resume_appends_to_the_curve(void **state)
+{
+    (void)state;
+    assert_int_equal(run(COMMON, "--steps", "7", "--csv", in_mdir("whole.csv"), NULL), 0);
+    assert_int_equal(run(COMMON, "--steps", "3", "--csv", in_mdir("cont.csv"), "--checkpoint",
+                         in_mdir("c3.ckpt"), NULL), 0);
+    /* As if the first run had gone on to step 5 and died mid-line. */
+    FILE *f = fopen(in_mdir("cont.csv"), "a");
+    assert_non_null(f);
+    fputs("4,0.5,0x3f000000\n5,0.5,0x3f000000\n6,0.5", f);
+    fclose(f);
+    assert_int_equal(run("--resume", in_mdir("c3.ckpt"), "--steps", "7", "--quiet", "--csv",
+                         in_mdir("cont.csv"), NULL), 0);
+    unsigned a[64], b[64];
+    float la[64], lb[64];
+    assert_int_equal(curve(in_mdir("whole.csv"), a, la), 7);
+    assert_int_equal(curve(in_mdir("cont.csv"), b, lb), 7);
+    for (int i = 0; i < 7; i++)
+        if (a[i] != b[i])
+            fail_msg("step %d: resumed file %.9g, uninterrupted %.9g", i + 1, (double)lb[i],
+                     (double)la[i]);
+    assert_true(same_file(in_mdir("whole.csv"), in_mdir("cont.csv")));
+    /* Not a loss curve: refused, and left as it was. */
+    f = fopen(in_mdir("notes.csv"), "w");
+    assert_non_null(f);
+    fputs("my notes\n", f);
+    fclose(f);
+    assert_int_not_equal(run("--resume", in_mdir("c3.ckpt"), "--steps", "4", "--quiet",
+                             "--csv", in_mdir("notes.csv"), NULL), 0);
+    char text[64] = "";
+    f = fopen(in_mdir("notes.csv"), "r");
+    assert_non_null(f);
+    assert_non_null(fgets(text, sizeof text, f));
+    fclose(f);
+    assert_string_equal(text, "my notes\n");
+    printf("  resumed into the same --csv: rows 1-7 bitwise the uninterrupted run's, the "
+           "rows past the checkpoint dropped; a foreign file refused and kept\n");
+}
+
+/* run() with its stdout in out (the summary lines). */
+static int run_captured(char *out, size_t len, const char *first, ...)
+{
+    char *argv[48] = {"fox-train", (char *)first};
+    int argc = 2;
+    va_list ap;
+    va_start(ap, first);
+    for (char *a; (a = va_arg(ap, char *)) && argc < 47;)
+        argv[argc++] = a;
+    va_end(ap);
+    ft_options o;
+    char why[512];
+    if (ft_parse_args(argc, argv, &o, why, sizeof why) != FT_PARSE_OK)
+        fail_msg("%s", why);
+    ft_env e;
+    memset(&e, 0, sizeof e);
+    e.api = &api;
+    e.cu = cu;
+    e.device_count = MAX_RANKS;
+    char log[] = "/tmp/fox-train-out-XXXXXX";
+    int fd = mkstemp(log), saved = dup(1);
+    assert_true(fd >= 0 && saved >= 0);
+    fflush(stdout);
+    dup2(fd, 1);
+    int rc;
+    if (!ft_options_data_parallel(&o)) {
+        e.rt = (foxjit_runtime *)(uintptr_t)0x1000;
+        snprintf(e.device_name, sizeof e.device_name, "host emulation");
+        rc = ft_train(&e, &o);
+    } else {
+        rc = ft_train_data_parallel(&e, &o, &nccl);
+    }
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(log);
+    return rc;
+}
+
+/* The held-out set is scored in whole global batches on any number of GPUs
+ * (rank 0's smaller batch used to fit more of an uneven set). */
+static void test_heldout_is_the_same_sequences(void **state)
+{
+    (void)state;
+    char one[4096], two[4096];
+    assert_int_equal(run_captured(one, sizeof one, "--batch", "8", "--k", "3", "--train-size",
+                                  "24", "--heldout-size", "12", "--steps", "2", "--quiet", NULL),
+                     0);
+    assert_int_equal(run_captured(two, sizeof two, "--batch", "8", "--k", "3", "--train-size",
+                                  "24", "--heldout-size", "12", "--steps", "2", "--quiet",
+                                  "--gpus", "2", NULL), 0);
+    printf("%s%s", one, two);
+    assert_non_null(strstr(one, "held-out after training (8 sequences)"));
+    assert_non_null(strstr(two, "held-out after training (8 sequences)"));
+}
+
 static void test_failed_all_reduce_ends_the_run(void **state)
 {
     (void)state;
@@ -426,6 +528,8 @@ int main(void)
         cmocka_unit_test(test_four_ranks_follow_one_gpu),
         cmocka_unit_test(test_gradient_is_the_global_average),
         cmocka_unit_test(test_resume_is_exact),
+        cmocka_unit_test(test_resume_appends_to_the_curve),
+        cmocka_unit_test(test_heldout_is_the_same_sequences),
         cmocka_unit_test(test_failed_all_reduce_ends_the_run),
     };
     return cmocka_run_group_tests_name("train_multi_host", tests, multi_setup, NULL);

@@ -144,7 +144,8 @@ static int parse_float(const char *s, float *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v))
+    /* Finite as the float it becomes, too: 1e39 is inf in float32. */
+    if (errno || end == s || *end || !isfinite(v) || !isfinite((float)v))
         return -1;
     *out = (float)v;
     return 0;
@@ -269,7 +270,8 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
             break;
         case FLOAT:
             if (parse_float(value, (float *)s->field))
-                return bad(why, why_len, "--%s: '%s' is not a finite number", s->name, value);
+                return bad(why, why_len, "--%s: '%s' is not a finite float32 number", s->name,
+                           value);
             break;
         case U64: {
             char *end;
@@ -363,10 +365,12 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
                    "the global batch: each GPU takes batch/gpus rows)", o->batch, o->gpus);
     if (o->json)
         return bad(why, why_len, "--json is for --bench rows; use --csv for the loss curve");
-    if (o->n_train < o->batch)
+    /* A resumed run's batch is its checkpoint's, checked there (config.c),
+     * unless --batch is given too. */
+    if ((!o->resume || (o->set & FT_SET_BATCH)) && o->n_train < o->batch)
         return bad(why, why_len, "--train-size %d is smaller than one batch (--batch %d)",
                    o->n_train, o->batch);
-    if (o->n_heldout && o->n_heldout < o->batch)
+    if ((!o->resume || (o->set & FT_SET_BATCH)) && o->n_heldout && o->n_heldout < o->batch)
         return bad(why, why_len, "--heldout-size %d is smaller than one batch (--batch %d); "
                    "use 0 to skip evaluation", o->n_heldout, o->batch);
     if (o->checkpoint_every && !o->checkpoint)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -133,6 +134,20 @@ int ft_ckpt_read(const char *path, ft_ckpt_meta *meta, float **params, float **m
         return -1;
     }
     size_t count = (size_t)h.param_floats;
+    /* The file's size must be what the header says before anything that
+     * big is allocated. */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+        (unsigned long long)st.st_size != sizeof h + 3ull * count * sizeof(float)) {
+        fclose(f);
+        snprintf(why, why_len, "%s is %s than its header says (%lld bytes, the header's %llu "
+                 "floats need %llu); it cannot be resumed", path,
+                 (unsigned long long)st.st_size < sizeof h + 3ull * count * sizeof(float)
+                     ? "shorter (truncated)" : "longer",
+                 (long long)st.st_size, (unsigned long long)count,
+                 (unsigned long long)(sizeof h + 3ull * count * sizeof(float)));
+        return -1;
+    }
     float *arr[3];
     int ok = 1;
     for (int i = 0; i < 3; i++) {

@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,36 @@ static int check_resume_conflicts(const ft_options *o, const ft_ckpt_meta *c)
     return 0;
 }
 
+/* What is wrong with a checkpoint's settings, or NULL. */
+static const char *check_saved_settings(const ft_ckpt_meta *c)
+{
+    static _Thread_local char why[200];
+    const ft_dims *d = &c->dims;
+    if (d->batch < 1 || d->batch > 1024 || d->k < 1 || d->k > 4096)
+        snprintf(why, sizeof why, "batch %d or K %d is outside [1, 1024] / [1, 4096]", d->batch,
+                 d->k);
+    else if (c->n_train < d->batch || c->n_train > (1 << 24))
+        snprintf(why, sizeof why, "train size %d is below its batch %d or past 2^24",
+                 c->n_train, d->batch);
+    else if (c->n_heldout != 0 && (c->n_heldout < d->batch || c->n_heldout > (1 << 24)))
+        snprintf(why, sizeof why, "held-out size %d is neither 0 nor in [batch %d, 2^24]",
+                 c->n_heldout, d->batch);
+    else if (c->signal != FT_SIGNAL_RULE && c->signal != FT_SIGNAL_CONSTANT)
+        snprintf(why, sizeof why, "signal %d is not one of fox-train's", c->signal);
+    else if (!isfinite(c->lr) || c->lr < 0 || !isfinite(c->weight_decay) ||
+             c->weight_decay < 0 || !(c->beta1 >= 0 && c->beta1 < 1) ||
+             !(c->beta2 >= 0 && c->beta2 < 1) || !isfinite(c->eps) || !(c->eps > 0))
+        snprintf(why, sizeof why, "AdamW settings (lr %g, weight decay %g, betas %g %g, eps %g) "
+                 "are out of range", (double)c->lr, (double)c->weight_decay,
+                 (double)c->beta1, (double)c->beta2, (double)c->eps);
+    else if (c->step > INT32_MAX)
+        snprintf(why, sizeof why, "step count %llu is past the trainer's limit of 2^31 - 1",
+                 (unsigned long long)c->step);
+    else
+        return NULL;
+    return why;
+}
+
 int ft_run_config_make(ft_run_config *rc, const ft_options *o)
 {
     memset(rc, 0, sizeof *rc);
@@ -66,11 +98,20 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
         ft_dims want = given.dims;
         want.f = FT_DEFAULT_F, want.d = FT_DEFAULT_D, want.e = FT_DEFAULT_E;
         want.h = FT_DEFAULT_H;
-        if (memcmp(&want, &given.dims, sizeof want) || n != ft_param_total(&given.dims) ||
-            given.dims.batch < 1 || given.dims.k < 1 || given.n_train < given.dims.batch) {
+        if (memcmp(&want, &given.dims, sizeof want) || n != ft_param_total(&given.dims)) {
             fprintf(stderr, "fox-train: %s holds a model of other dims (F %d, D %d, E %d, H %d,"
                     " %zu parameters) than this fox-train trains\n", o->resume, given.dims.f,
                     given.dims.d, given.dims.e, given.dims.h, n);
+            return FT_EXIT_FAILED;
+        }
+        /* The checksum says the file is as written, not that what was
+         * written is a run fox-train can continue: the same ranges as the
+         * options (args.c), the step within the device's int counter. */
+        const char *bad = check_saved_settings(&given);
+        if (bad) {
+            fprintf(stderr, "fox-train: %s cannot be resumed: its %s; it was not written by "
+                    "this fox-train's options (a file from another tool, or edited)\n",
+                    o->resume, bad);
             return FT_EXIT_FAILED;
         }
         /* The checkpoint's batch is the global one: data parallel needs it
@@ -101,7 +142,11 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
             return FT_EXIT_USAGE;
         }
         rc->start = (int64_t)given.step;
-        if (!o->quiet)
+        if (rc->start >= o->steps && !o->quiet)
+            fprintf(stderr, "fox-train: %s is at step %lld, at or past --steps %d: nothing to "
+                    "train (give a larger --steps to continue it)\n", o->resume,
+                    (long long)rc->start, o->steps);
+        else if (!o->quiet)
             fprintf(stderr, "fox-train: resuming %s at step %lld\n", o->resume,
                     (long long)rc->start);
     }

@@ -320,7 +320,7 @@ static int finish(dist_run *d, double seconds)
     }
     if (d->rc.cfg.n_heldout > 0) {
         ft_eval_result after;
-        if (ft_evaluate(&d->model, &d->heldout, d->r.env.stream, &after))
+        if (ft_evaluate(&d->model, &d->heldout, d->rc.cfg.dims.batch, d->r.env.stream, &after))
             return -1;
         ft_print_eval("after training", &after);
     }
@@ -427,7 +427,8 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
             banner(d);
         if (d->rc.cfg.n_heldout > 0 && !o.resume) {
             ft_eval_result before;
-            if (ft_evaluate(&d->model, &d->heldout, r->env.stream, &before))
+            if (ft_evaluate(&d->model, &d->heldout, d->rc.cfg.dims.batch, r->env.stream,
+                            &before))
                 goto rank_out;
             ft_print_eval("before training", &before);
         }

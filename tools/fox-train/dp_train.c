@@ -228,7 +228,8 @@ static int finish(dp_shared *sh, double seconds)
     }
     if (sh->rc.cfg.n_heldout > 0) {
         ft_eval_result after;
-        if (ft_evaluate(&r0->model, &sh->heldout, r0->r.env.stream, &after))
+        if (ft_evaluate(&r0->model, &sh->heldout, sh->rc.cfg.dims.batch, r0->r.env.stream,
+                        &after))
             return -1;
         ft_print_eval("after training", &after);
     }
@@ -263,7 +264,8 @@ static void *rank_main(void *arg)
             banner(sh);
         if (sh->rc.cfg.n_heldout > 0 && !o->resume) {
             ft_eval_result before;
-            if (ft_evaluate(&d->model, &sh->heldout, r->env.stream, &before))
+            if (ft_evaluate(&d->model, &sh->heldout, sh->rc.cfg.dims.batch, r->env.stream,
+                            &before))
                 ft_team_break(&sh->team, FT_EXIT_FAILED);
             else
                 ft_print_eval("before training", &before);

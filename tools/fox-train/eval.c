@@ -6,11 +6,11 @@
 
 #include "metrics.h"
 
-int ft_evaluate(ft_model *m, const ft_dataset *data, CUstream s, ft_eval_result *r)
+int ft_evaluate(ft_model *m, const ft_dataset *data, int per, CUstream s, ft_eval_result *r)
 {
     const ft_cuda *cu = m->cu;
     const ft_dims *d = &m->dims;
-    const int B = d->batch, batches = data->n / B;
+    const int B = d->batch, batches = data->n / per * per / B;
     const size_t bars = (size_t)d->k * B * d->h, seq = (size_t)B * d->h;
     const ft_batch_layout *l = &m->in_layout;
     memset(r, 0, sizeof *r);

@@ -15,8 +15,11 @@ typedef struct ft_eval_result {
     double auc_seq;          /* sequence logits, all horizons pooled */
 } ft_eval_result;
 
-/* Returns 0, or -1 after printing why. */
-int ft_evaluate(ft_model *m, const ft_dataset *data, CUstream s, ft_eval_result *r);
+/* Scores the first sequences of data, as many whole batches of `per` (the
+ * run's global batch: the one-GPU run's, whatever the model's own batch)
+ * as fit, in batches of the model's; so every number of GPUs scores the
+ * same sequences. Returns 0, or -1 after printing why. */
+int ft_evaluate(ft_model *m, const ft_dataset *data, int per, CUstream s, ft_eval_result *r);
 
 /* "held-out <when> (N sequences): loss ..., AUC ..." on stdout. */
 void ft_print_eval(const char *when, const ft_eval_result *v);

@@ -1,6 +1,8 @@
 #include "losslog.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,19 +14,79 @@ double ft_now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static const char csv_header[] = "step,loss,loss_bits\n";
+
+/* A resumed run's curve continues the file it names: the rows up to the
+ * checkpoint's step are kept, later ones (a run that went on past its last
+ * checkpoint, or a torn last line) dropped, and the new rows appended. A
+ * file that is not a loss curve is refused rather than overwritten. */
+static FILE *open_resumed(const char *path, int64_t start)
+{
+    FILE *f = fopen(path, "r+");
+    int existed = f != NULL;
+    if (!f && errno == ENOENT)
+        f = fopen(path, "w+");
+    if (!f) {
+        fprintf(stderr, "fox-train: --csv %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char line[256];
+    long keep = 0;
+    long long last = 0, dropped = 0;
+    if (fgets(line, sizeof line, f)) {
+        if (strcmp(line, csv_header)) {
+            fprintf(stderr, "fox-train: --csv %s exists and is not a fox-train loss curve (its "
+                    "first line is not '%.*s'); a resumed run appends to its curve: give "
+                    "that file, a new one, or move this one away\n", path,
+                    (int)sizeof csv_header - 2, csv_header);
+            fclose(f);
+            return NULL;
+        }
+        keep = ftell(f);
+        while (fgets(line, sizeof line, f)) {
+            long long step;
+            if (strchr(line, '\n') && sscanf(line, "%lld,", &step) == 1 && step <= start &&
+                step > last) {
+                keep = ftell(f);
+                last = step;
+            } else {
+                dropped++;
+            }
+        }
+    }
+    if (fflush(f) || ftruncate(fileno(f), keep) || fseek(f, keep, SEEK_SET)) {
+        fprintf(stderr, "fox-train: --csv %s: %s\n", path, strerror(errno));
+        fclose(f);
+        return NULL;
+    }
+    if (keep == 0)
+        fputs(csv_header, f);
+    if (dropped)
+        fprintf(stderr, "fox-train: --csv %s: kept its rows up to step %lld, dropped %lld "
+                "after the checkpoint's step %lld\n", path, last, dropped, (long long)start);
+    if (existed && last < start)
+        fprintf(stderr, "fox-train: --csv %s: its rows end at step %lld, before the "
+                "checkpoint's step %lld: steps %lld to %lld are not in it\n", path, last,
+                (long long)start, last + 1, (long long)start);
+    return f;
+}
+
 int ft_losslog_open(ft_losslog *l, const char *csv_path, const float *ring, int64_t start,
                     int64_t end)
 {
     memset(l, 0, sizeof *l);
     l->ring = ring, l->start = start, l->end = end;
     l->tty = isatty(2);
-    if (csv_path) {
+    if (csv_path && start > 0) {
+        if (!(l->csv = open_resumed(csv_path, start)))
+            return -1;
+    } else if (csv_path) {
         l->csv = fopen(csv_path, "w");
         if (!l->csv) {
-            perror(csv_path);
+            fprintf(stderr, "fox-train: --csv %s: %s\n", csv_path, strerror(errno));
             return -1;
         }
-        fprintf(l->csv, "step,loss,loss_bits\n");
+        fputs(csv_header, l->csv);
     }
     return 0;
 }

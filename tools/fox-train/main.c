@@ -9,6 +9,7 @@
 #include "foxjit/foxjit.h"
 
 #include "args.h"
+#include "config.h"
 #include "bench.h"
 #include "dist_local.h"
 #include "dist_train.h"
@@ -41,11 +42,23 @@ int main(int argc, char **argv)
     /* What is written only at the end must be writable now. Under --dist
      * rank 0 checks its own (the other ranks write nothing). */
     if (!ft_options_dist(&o) &&
-        (ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why) ||
+        (ft_check_output_path(o.csv, "--csv", why, sizeof why) ||
+         ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why) ||
          ft_check_output_path(o.json, "--json", why, sizeof why) ||
          ft_check_output_path(o.dump_step, "--dump-step", why, sizeof why))) {
         fprintf(stderr, "fox-train: %s\n", why);
         return FT_EXIT_USAGE;
+    }
+    /* A checkpoint to resume is read and checked now, before the driver,
+     * the library or NCCL are set up (and read again by the run). */
+    if (o.resume && !o.dist_local && !ft_options_dist(&o)) {
+        ft_options quiet = o;
+        quiet.quiet = 1;
+        ft_run_config rc;
+        int st = ft_run_config_make(&rc, &quiet);
+        ft_run_config_free(&rc);
+        if (st != FT_EXIT_OK)
+            return st;
     }
     /* Progress goes to stderr, results to stdout, in order. */
     setvbuf(stdout, NULL, _IOLBF, 0);

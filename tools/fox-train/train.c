@@ -141,7 +141,7 @@ int ft_train(ft_env *e, const ft_options *o)
     ft_eval_result before, after;
     int eval = r.rc.cfg.n_heldout > 0;
     if (eval && !o->resume) {
-        if (ft_evaluate(&r.model, &r.heldout, e->stream, &before))
+        if (ft_evaluate(&r.model, &r.heldout, r.rc.cfg.dims.batch, e->stream, &before))
             goto done;
         ft_print_eval("before training", &before);
     }
@@ -153,7 +153,7 @@ int ft_train(ft_env *e, const ft_options *o)
         printf("checkpoint: %s (step %lld)\n", o->checkpoint, (long long)r.rc.end);
     }
     if (eval) {
-        if (ft_evaluate(&r.model, &r.heldout, e->stream, &after))
+        if (ft_evaluate(&r.model, &r.heldout, r.rc.cfg.dims.batch, e->stream, &after))
             goto done;
         ft_print_eval("after training", &after);
     }
