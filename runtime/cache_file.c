@@ -89,7 +89,15 @@ uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int tou
         ssize_t n = read(fd, buf + got, size - got);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n < 0) {
+            /* An I/O error says nothing about the entry: it is not a short
+             * (corrupt) file to delete, only one that could not be read now. */
+            *status = FJ_FILE_IOERR;
+            snprintf(why, why_len, "could not be read (%s)", strerror(errno));
+            free(buf);
+            goto fail;
+        }
+        if (n == 0)
             break;
         got += (size_t)n;
     }

@@ -6,12 +6,14 @@
  *                  rename:EROFS | create:EROFS | create:EACCES |
  *                  stat:vanish (fstatat of a temp file answers ENOENT: the
  *                  file was renamed or removed by another process since
- *                  the directory was read)
+ *                  the directory was read) | read:EIO (every read of a
+ *                  cache entry, *.fjc, fails: a dying disk under a full
+ *                  cache)
  *   FJ_SHIM_COUNT  file to which the number of injected faults is written
  *                  at exit
  *
- * Only cache temp files (".tmp." in the name) are affected, so stdout,
- * stderr and NVRTC keep working. Each failing call counts as one injected
+ * Only cache temp files (".tmp." in the name) are affected, and entries
+ * (".fjc") for read:EIO, so stdout, stderr and NVRTC keep working. Each failing call counts as one injected
  * fault. */
 /* Both open() and open64() are defined here, so neither may be renamed. */
 #undef _FILE_OFFSET_BITS
@@ -61,6 +63,17 @@ static int temp_fd(int fd)
     return temp_path(target);
 }
 
+static int entry_fd(int fd)
+{
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n < 4)
+        return 0;
+    target[n] = '\0';
+    return !strcmp(target + n - 4, ".fjc");
+}
+
 static int inject(int err)
 {
     atomic_fetch_add(&injected, 1);
@@ -99,6 +112,14 @@ FJ_SHIM_API ssize_t write(int fd, const void *buf, size_t len)
         }
     }
     return real_write(fd, buf, len);
+}
+
+FJ_SHIM_API ssize_t read(int fd, void *buf, size_t len)
+{
+    REAL(ssize_t, read, (int, void *, size_t));
+    if (fd > 2 && fault_is("read:EIO") && entry_fd(fd))
+        return inject(EIO);
+    return real_read(fd, buf, len);
 }
 
 FJ_SHIM_API int fsync(int fd)

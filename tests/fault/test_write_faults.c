@@ -287,6 +287,51 @@ static void test_vanishing_temp_file(void **state)
     printf("write faults: a temp file gone between readdir and stat is not a foreign file\n");
 }
 
+/* Reads that fail under a full cache (a dying disk): an entry that cannot
+ * be read now is not a corrupt one. Nothing is deleted; the kernels are
+ * compiled again; the entries are all still there afterwards, and load. */
+static void test_read_errors_delete_nothing(void **state)
+{
+    (void)state;
+    if (!ft.shim)
+        fail_msg("the I/O fault shim path was not passed");
+    char dir[400], preload[600], count[500];
+    ft_path(dir, sizeof dir, "readfault");
+    ft_run r;
+    ft_warm(&r, dir, NULL);
+    ft_scan before;
+    ft_scan_dir(dir, &before);
+    if (r.status != 0 || before.valid == 0)
+        fail_msg("the first warm did not fill %s (status %d):\n%s%s", dir, r.status, r.out,
+                 r.err);
+    ft_path(count, sizeof count, "readfault.count");
+    char count_env[600];
+    snprintf(count_env, sizeof count_env, "FJ_SHIM_COUNT=%s", count);
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", ft.shim);
+    const char *env[] = {preload, "FJ_SHIM_FAULT=read:EIO", count_env, NULL};
+    ft_warm(&r, dir, env);
+    if (strstr(r.err, "removed") || strstr(r.out, "removed"))
+        fail_msg("an unreadable entry was removed:\n%s%s", r.out, r.err);
+    ft_scan after;
+    ft_scan_dir(dir, &after);
+    if (after.valid != before.valid || after.bad || after.temps)
+        fail_msg("after read errors %s holds %d valid entries (%d before), %d bad, %d temp files",
+                 dir, after.valid, before.valid, after.bad, after.temps);
+    size_t n = 0;
+    uint8_t *c = ft_read_file(count, &n);
+    long faults = c ? strtol((const char *)c, NULL, 10) : 0;
+    free(c);
+    if (faults < 1)
+        fail_msg("no read fault was injected (the shim's read path did not run)");
+    uint64_t corrupt = 0;
+    if (ft_load_all(dir, &corrupt) != before.valid || corrupt)
+        fail_msg("the entries do not all load after the read errors (%llu corrupt)",
+                 (unsigned long long)corrupt);
+    injected_total += faults;
+    printf("write faults: %ld read errors under a full cache removed nothing (%d entries "
+           "kept)\n", faults, after.valid);
+}
+
 static void test_report(void **state)
 {
     (void)state;
@@ -300,6 +345,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_injected_write_faults),
         cmocka_unit_test(test_real_filesystems),
         cmocka_unit_test(test_vanishing_temp_file),
+        cmocka_unit_test(test_read_errors_delete_nothing),
         cmocka_unit_test(test_report),
     };
     return ft_main("fault/write_faults", tests, sizeof tests / sizeof tests[0], argc, argv);
