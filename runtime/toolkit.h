@@ -100,8 +100,9 @@ int fj_tk_cache_open(const char *dir, int flags, fj_tk_cache **out);
 void fj_tk_cache_close(fj_tk_cache *c);
 /* 1 when the writable directory (dir NULL: the default above) does not
  * exist yet: the first compile or `fox-jit warm` creates it, so it is not
- * an error to report; else 0. */
-int fj_tk_cache_not_created(const char *dir);
+ * an error to report; else 0. The directory's path goes to where (len
+ * bytes) when where is not NULL. */
+int fj_tk_cache_not_created(const char *dir, char *where, size_t len);
 
 const char *fj_tk_cache_dir(const fj_tk_cache *c);
 int fj_tk_cache_layer_count(const fj_tk_cache *c);

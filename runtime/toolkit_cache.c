@@ -2,6 +2,7 @@
  * counters it fills, for `fox-jit warm`, `info`, `list`, `verify`, `clear`
  * and `prune`. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,7 +40,7 @@ int fj_tk_cache_open(const char *dir, int flags, fj_tk_cache **out)
     return 0;
 }
 
-int fj_tk_cache_not_created(const char *dir)
+int fj_tk_cache_not_created(const char *dir, char *where, size_t len)
 {
     char path[4096], why[256];
     if (!dir) {
@@ -47,6 +48,8 @@ int fj_tk_cache_not_created(const char *dir)
             return 0;
         dir = path;
     }
+    if (where && len)
+        snprintf(where, len, "%s", dir);
     struct stat st;
     return stat(dir, &st) != 0 && errno == ENOENT;
 }

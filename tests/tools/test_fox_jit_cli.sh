@@ -57,6 +57,13 @@ expect 1 "exists and is not a directory" "$foxjit" info --no-probe --cache-dir "
 expect 0 "does not exist yet" "$foxjit" info --no-probe --cache-dir "$tmp/not-yet"
 expect 0 "does not exist yet" env FOXJIT_CACHE_DIR="$tmp/not-yet-either" "$foxjit" info --no-probe
 
+# The commands that look after a cache do not make one where none is.
+for cmd in clear "prune --max-bytes 1M" "verify --remove"; do
+    expect 1 "there is no cache at $tmp/typo/cahce (nothing was changed)" \
+        "$foxjit" $cmd --cache-dir "$tmp/typo/cahce"
+    [ ! -e "$tmp/typo" ] || fail "fox-jit $cmd created $tmp/typo"
+done
+
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
     "$foxjit" bench --samples abc
 expect 2 "not '0'" "$foxjit" bench --samples 0

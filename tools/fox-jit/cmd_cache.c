@@ -138,6 +138,19 @@ static int verify_entry(const fj_tk_entry *e, void *ud)
     return 0;
 }
 
+/* The commands that look after a cache must not make one: a mistyped
+ * --cache-dir would otherwise be created, tagged and reported clean while
+ * the real cache stays as it was. */
+static int no_cache(const char *cmd, const char *dir)
+{
+    char where[4096];
+    if (!fj_tk_cache_not_created(dir, where, sizeof where))
+        return 0;
+    fprintf(stderr, "fox-jit %s: there is no cache at %s (nothing was changed); check "
+            "--cache-dir or FOXJIT_CACHE_DIR\n", cmd, where);
+    return 1;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     const char *dir = NULL;
@@ -145,6 +158,8 @@ int cmd_verify(int argc, char **argv)
     int rc = parse_common("verify", argc, argv, &dir, &t.remove, NULL, NULL, verify_usage);
     if (rc)
         return rc;
+    if (no_cache("verify", dir))
+        return 1;
     /* Only --remove writes; plain verify works on a root-owned layer. */
     fj_tk_cache *c = cli_open_cache(dir, t.remove ? 0 : FJ_TK_CACHE_INSPECT);
     if (!c)
@@ -153,7 +168,8 @@ int cmd_verify(int argc, char **argv)
     long n = fj_tk_cache_walk(c, 1, verify_entry, &t);
     fj_tk_cache_close(c);
     if (n < 0) {
-        fprintf(stderr, "fox-jit verify: cannot read the cache directory\n");
+        fprintf(stderr, "fox-jit verify: cannot read the cache directory (%s); check its "
+                "permissions\n", foxjit_last_error());
         return 1;
     }
     char removed[128] = "";
@@ -171,6 +187,8 @@ int cmd_clear(int argc, char **argv)
     int rc = parse_common("clear", argc, argv, &dir, NULL, NULL, NULL, clear_usage);
     if (rc)
         return rc;
+    if (no_cache("clear", dir))
+        return 1;
     fj_tk_cache *c = cli_open_cache(dir, 0);
     if (!c)
         return 1;
@@ -204,6 +222,8 @@ int cmd_prune(int argc, char **argv)
         fprintf(stderr, "fox-jit prune: --max-bytes is required\n%s", prune_usage);
         return 2;
     }
+    if (no_cache("prune", dir))
+        return 1;
     fj_tk_cache *c = cli_open_cache(dir, 0);
     if (!c)
         return 1;
@@ -211,7 +231,8 @@ int cmd_prune(int argc, char **argv)
     long removed = fj_tk_cache_prune(c, max_bytes, &s);
     fj_tk_cache_close(c);
     if (removed < 0) {
-        fprintf(stderr, "fox-jit prune: cannot read the cache directory\n");
+        fprintf(stderr, "fox-jit prune: cannot read the cache directory (%s); check its "
+                "permissions\n", foxjit_last_error());
         return 1;
     }
     printf("prune: evicted %ld entries (%llu bytes) and removed %ld stale temp files (%llu "

@@ -201,9 +201,10 @@ int cmd_info(int argc, char **argv)
      * (the override, the cache directory) makes the exit status 1. */
     int rc = print_target_override() ? 1 : 0;
     fj_tk_cache *cache = NULL;
-    if (fj_tk_cache_not_created(cache_dir))
+    char where[4096];
+    if (fj_tk_cache_not_created(cache_dir, where, sizeof where))
         printf("cache: %s does not exist yet (the first compile or `fox-jit warm` creates "
-               "it)\n", cache_dir ? cache_dir : "the default directory");
+               "it)\n", where);
     else if (!(cache = cli_open_cache(cache_dir, FJ_TK_CACHE_INSPECT)))
         rc = 1;
     if (cache) {
