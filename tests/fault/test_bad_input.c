@@ -15,6 +15,7 @@
  *  - warm --shared as root, read by nobody through
  *    FOXJIT_CACHE_READONLY_DIRS: 0 compiles; verify --cache-dir LAYER as
  *    nobody passes; a layer nobody can read gets one warning with the fix. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,24 @@ static void expect(const ft_run *r, int status, const char *needle, const char *
     refusals++;
 }
 
+/* Removes one entry of dir, so that the next warm stores one and so runs
+ * the eviction its size cap drives. */
+static void drop_one_entry(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n > 4 && !strcmp(e->d_name + n - 4, ".fjc")) {
+            char path[700];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            assert_int_equal(unlink(path), 0);
+            break;
+        }
+    }
+    closedir(d);
+}
+
 static void test_sizes(void **state)
 {
     (void)state;
@@ -56,6 +75,9 @@ static void test_sizes(void **state)
         char env_max[100];
         snprintf(env_max, sizeof env_max, "FOXJIT_CACHE_MAX_BYTES=%s", bad_env[i]);
         const char *env[] = {env_max, NULL};
+        /* A store (and its eviction) must happen, or a refused value that
+         * fell back to a tiny cap instead of the default would go unseen. */
+        drop_one_entry(dir);
         ft_warm(&r, dir, env);
         char named[120];
         snprintf(named, sizeof named, "FOXJIT_CACHE_MAX_BYTES=%s is refused", bad_env[i]);
