@@ -189,6 +189,7 @@ restart:;
             goto fail;
         }
         struct stat st;
+        int made = 0;   /* this call created the component */
         if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno != ENOENT || use != FJ_DIR_WRITABLE) {
                 int err = errno;
@@ -200,7 +201,9 @@ restart:;
                                          : "");
                 goto fail;
             }
-            if (mkdirat(fd, comp, mode) != 0 && errno != EEXIST) {
+            if (mkdirat(fd, comp, mode) == 0) {
+                made = 1;
+            } else if (errno != EEXIST) {
                 snprintf(why, why_len, "cannot create %s: %s; set FOXJIT_CACHE_DIR to a writable "
                          "directory", next, strerror(errno));
                 goto fail;
@@ -250,6 +253,11 @@ restart:;
                                          : "");
             goto fail;
         }
+        /* mkdirat's mode is cut by the umask: a layer for other users needs
+         * every directory it made readable by them, its parents included
+         * (only the cache directory itself is set again later). */
+        if (made && shared)
+            (void)fchmod(nfd, 0755);
         close(fd);
         fd = nfd;
         if (!strcmp(comp, "..")) {

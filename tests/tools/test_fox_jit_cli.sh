@@ -64,6 +64,16 @@ for cmd in clear "prune --max-bytes 1M" "verify --remove"; do
     [ ! -e "$tmp/typo" ] || fail "fox-jit $cmd created $tmp/typo"
 done
 
+# warm --shared under a strict umask: every directory it makes, parents
+# included, is readable by other users (a layer they could not open was
+# reported as "build it with warm --shared").
+(umask 077; "$foxjit" warm --shared --arch sm_90 --manifest "$manifest" \
+    --cache-dir "$tmp/sh/p1/p2/layer" --quiet > /dev/null 2>&1) || fail "warm --shared failed"
+for d in "$tmp/sh" "$tmp/sh/p1" "$tmp/sh/p1/p2" "$tmp/sh/p1/p2/layer"; do
+    [ "$(stat -c %a "$d")" = 755 ] || fail "warm --shared made $d $(stat -c %a "$d"), not 755"
+done
+echo "  warm --shared under umask 077: its directories are 755"
+
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
     "$foxjit" bench --samples abc
 expect 2 "not '0'" "$foxjit" bench --samples 0
