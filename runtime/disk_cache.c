@@ -541,6 +541,29 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
     }
     closedir(d);
     if (total > max_bytes && n > 0) {
+        /* Over the cap: only files that are ours can be evicted, so only
+         * they count (a foreign file with an entry's name would otherwise
+         * make every real entry go, on every store). Their headers are read
+         * only now, when something is to be evicted. */
+        size_t kept = 0;
+        uint64_t foreign = 0, foreign_bytes = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (fj_cache_file_is_ours(c->dirfd, items[i].name)) {
+                items[kept++] = items[i];
+            } else {
+                foreign++;
+                foreign_bytes += items[i].size;
+                total -= items[i].size;
+            }
+        }
+        n = kept;
+        if (foreign)
+            fj_warn("cache %s holds %llu file%s named like entries that are not fox-jit's "
+                    "(%llu bytes); they are not counted or removed: move them out", c->dir,
+                    (unsigned long long)foreign, foreign == 1 ? "" : "s",
+                    (unsigned long long)foreign_bytes);
+    }
+    if (total > max_bytes && n > 0) {
         qsort(items, n, sizeof *items, older_first);
         for (size_t i = 0; i < n && total > max_bytes; i++) {
             if (keep_name && !strcmp(items[i].name, keep_name))

@@ -74,6 +74,16 @@ for d in "$tmp/sh" "$tmp/sh/p1" "$tmp/sh/p1/p2" "$tmp/sh/p1/p2/layer"; do
 done
 echo "  warm --shared under umask 077: its directories are 755"
 
+# A foreign file named like an entry is neither evicted nor counted: a cap
+# it alone exceeds must not evict the real entries.
+"$foxjit" warm --arch sm_90 --manifest "$manifest" --cache-dir "$tmp/fc" --quiet > /dev/null 2>&1
+real=$(ls "$tmp/fc"/*.fjc | wc -l)
+head -c 100000 /dev/urandom > "$tmp/fc/0123456789abcdef0123456789abcdef.fjc"
+expect 0 "not fox-jit's (100000 bytes); they are not counted or removed" \
+    "$foxjit" prune --max-bytes 60K --cache-dir "$tmp/fc"
+grep -q "evicted 0 entries" "$tmp/out" || fail "prune evicted real entries for a foreign file"
+[ "$(ls "$tmp/fc"/*.fjc | wc -l)" = $((real + 1)) ] || fail "entries were removed"
+
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
     "$foxjit" bench --samples abc
 expect 2 "not '0'" "$foxjit" bench --samples 0
