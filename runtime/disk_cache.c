@@ -35,6 +35,10 @@ struct fj_disk_cache {
     atomic_int warned_dir;     /* a directory named like an entry was reported */
     atomic_int warned_denied;  /* an unreadable entry of a read-only layer was reported */
     atomic_int swept;          /* stale temp files were swept before the first store */
+    /* The stale temps the sweep at open removed, reported by the first
+     * prune or clear (the ones `fox-jit prune` and `clear` make). */
+    atomic_long opened_temps;
+    atomic_ullong opened_temp_bytes;
 };
 
 static ssize_t real_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
@@ -126,6 +130,15 @@ int fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters, fj_dis
                                                : getenv("FOXJIT_CACHE_READONLY_DIRS");
     if (ro && *ro)
         add_layers(c, ro);
+    /* Temp files of writers that died are otherwise removed only by a
+     * store (its eviction), prune or clear: a cache that is only read
+     * would keep them for ever. Only stale ones: a live writer's stay. */
+    if (!c->inspect) {
+        fj_prune_stats swept;
+        fj_disk_cache_prune(c, UINT64_MAX, NULL, &swept);
+        atomic_store(&c->opened_temps, swept.temps);
+        atomic_store(&c->opened_temp_bytes, swept.temp_bytes);
+    }
     *out = c;
     return 0;
 }
@@ -581,6 +594,8 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
     }
     free(items);
     s.bytes_left = total;
+    s.temps += atomic_exchange(&c->opened_temps, 0);
+    s.temp_bytes += atomic_exchange(&c->opened_temp_bytes, 0);
     if (stats)
         *stats = s;
     return s.entries;

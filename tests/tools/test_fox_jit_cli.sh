@@ -84,6 +84,17 @@ expect 0 "not fox-jit's (100000 bytes); they are not counted or removed" \
 grep -q "evicted 0 entries" "$tmp/out" || fail "prune evicted real entries for a foreign file"
 [ "$(ls "$tmp/fc"/*.fjc | wc -l)" = $((real + 1)) ] || fail "entries were removed"
 
+# A dead writer's temp file is swept when a writable cache is opened, even
+# by a run that stores nothing; a fresh one (a live writer's) stays.
+stale="$tmp/fc/.tmp.0123456789abcdef0123456789abcdef.host.0123456789abcdef"
+fresh="$tmp/fc/.tmp.fedcba9876543210fedcba9876543210.host.fedcba9876543210"
+echo x > "$stale"; touch -d '2 hours ago' "$stale"; echo x > "$fresh"
+rm -f "$tmp/fc/0123456789abcdef0123456789abcdef.fjc"
+expect 0 "0 compiled" "$foxjit" warm --arch sm_90 --manifest "$manifest" --cache-dir "$tmp/fc" \
+    --quiet
+[ ! -e "$stale" ] || fail "a 2-hour-old temp file survived a warm that stored nothing"
+[ -e "$fresh" ] || fail "a fresh temp file (a live writer's) was removed"
+
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
     "$foxjit" bench --samples abc
 expect 2 "not '0'" "$foxjit" bench --samples 0
