@@ -127,6 +127,8 @@ static void test_malformed(void **state)
     expect_error(parse(&o, "--lr", "fast", NULL), "--lr: 'fast' is not a finite float32 number");
     /* Finite as a double, infinite as the float32 it becomes. */
     expect_error(parse(&o, "--lr", "1e39", NULL), "--lr: '1e39' is not a finite float32 number");
+    expect_error(parse(&o, "--bench", "--csv", "x.csv", NULL), "--bench times steps and writes no");
+    expect_error(parse(&o, "--bench", "--checkpoint", "x.ckpt", NULL), "drop --csv, --checkpoint");
     expect_error(parse(&o, "--weight-decay", "-1e40", NULL), "is not a finite float32 number");
     expect_error(parse(&o, "--lr", "nan", NULL), "--lr: 'nan'");
     expect_error(parse(&o, "--eps", "inf", NULL), "--eps: 'inf'");

@@ -177,7 +177,25 @@ static void test_checkpoint_settings_checked(void **state)
         assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_FAILED);
         ft_run_config_free(&rc);
     }
-    /* The good one passes. */
+    /* The K-loop path the checkpoint was trained on must be this run's. */
+    ft_ckpt_meta per = good;
+    per.kloop = FT_KLOOP_PER_STEP;
+    assert_int_equal(ft_ckpt_write(path, &per, p, m, v, n, why, sizeof why), 0);
+    {
+        char *av[] = {"fox-train", "--resume", path, "--quiet", "--steps", "2000", NULL};
+        ft_options o;
+        assert_int_equal(ft_parse_args(6, av, &o, why, sizeof why), FT_PARSE_OK);
+        ft_run_config rc;
+        assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_USAGE);
+        ft_run_config_free(&rc);
+        char *av2[] = {"fox-train", "--resume", path, "--quiet", "--steps", "2000", "--per-step",
+                       NULL};
+        assert_int_equal(ft_parse_args(7, av2, &o, why, sizeof why), FT_PARSE_OK);
+        assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_OK);
+        assert_int_equal(rc.cfg.kloop, FT_KLOOP_PER_STEP);
+        ft_run_config_free(&rc);
+    }
+    /* The good one passes (sample_meta has no path: an older file). */
     assert_int_equal(ft_ckpt_write(path, &good, p, m, v, n, why, sizeof why), 0);
     char *argv[] = {"fox-train", "--resume", path, "--quiet", "--steps", "2000", NULL};
     ft_options o;

@@ -356,6 +356,10 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     if (o->bench) {
         if (o->resume)
             return bad(why, why_len, "--bench and --resume do not go together");
+        if (o->csv || o->checkpoint || o->checkpoint_every)
+            return bad(why, why_len, "--bench times steps and writes no loss curve or "
+                       "checkpoint: drop --csv, --checkpoint and --checkpoint-every (--json "
+                       "FILE writes the bench rows)");
         return FT_PARSE_OK;
     }
     /* --batch is the global batch; a resumed run checks its checkpoint's

@@ -16,7 +16,7 @@ typedef struct ft_ckpt_header {
     uint32_t version;
     uint32_t header_bytes;
     int32_t batch, k, f, d, e, h;
-    int32_t signal, n_train, n_heldout, reserved;
+    int32_t signal, n_train, n_heldout, kloop;   /* kloop: a reserved 0 in older files */
     uint64_t seed;
     float lr, beta1, beta2, eps, weight_decay, reserved_f;
     uint64_t step;
@@ -74,6 +74,7 @@ int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *param
     h.batch = meta->dims.batch, h.k = meta->dims.k, h.f = meta->dims.f;
     h.d = meta->dims.d, h.e = meta->dims.e, h.h = meta->dims.h;
     h.signal = meta->signal, h.n_train = meta->n_train, h.n_heldout = meta->n_heldout;
+    h.kloop = meta->kloop;
     h.seed = meta->seed;
     h.lr = meta->lr, h.beta1 = meta->beta1, h.beta2 = meta->beta2, h.eps = meta->eps;
     h.weight_decay = meta->weight_decay;
@@ -167,6 +168,7 @@ int ft_ckpt_read(const char *path, ft_ckpt_meta *meta, float **params, float **m
     }
     meta->dims = (ft_dims){h.batch, h.k, h.f, h.d, h.e, h.h};
     meta->signal = h.signal, meta->n_train = h.n_train, meta->n_heldout = h.n_heldout;
+    meta->kloop = h.kloop;
     meta->seed = h.seed;
     meta->lr = h.lr, meta->beta1 = h.beta1, meta->beta2 = h.beta2, meta->eps = h.eps;
     meta->weight_decay = h.weight_decay;

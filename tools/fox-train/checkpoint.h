@@ -27,7 +27,12 @@ typedef struct ft_ckpt_meta {
     uint64_t seed;
     float lr, beta1, beta2, eps, weight_decay;
     uint64_t step;          /* completed steps */
+    int kloop;              /* the K-loop path that made it: FT_KLOOP_* (0 in older files) */
 } ft_ckpt_meta;
+
+/* ft_ckpt_meta.kloop: the two K-loop paths give different bits, so a run
+ * continues exactly only on the path it was trained on. */
+enum { FT_KLOOP_UNKNOWN = 0, FT_KLOOP_SEQUENCE = 1, FT_KLOOP_PER_STEP = 2 };
 
 /* Returns 0, or -1 with the reason in why. */
 int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *params,

@@ -15,7 +15,8 @@ static void config_from_options(ft_ckpt_meta *c, const ft_options *o)
         .dims = {o->batch, o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H},
         .signal = (int)o->signal, .n_train = o->n_train, .n_heldout = o->n_heldout,
         .seed = o->seed, .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
-        .weight_decay = o->weight_decay, .step = 0};
+        .weight_decay = o->weight_decay, .step = 0,
+        .kloop = o->per_step ? FT_KLOOP_PER_STEP : FT_KLOOP_SEQUENCE};
 }
 
 /* A resumed run takes its configuration from the checkpoint; an option
@@ -40,6 +41,16 @@ static int check_resume_conflicts(const ft_options *o, const ft_ckpt_meta *c)
         {FT_SET_HELDOUT, "--heldout-size", o->n_heldout, c->n_heldout},
         {FT_SET_SIGNAL, "--signal", o->signal, c->signal},
     };
+    /* The path is an option of this run (a flag), not a setting the
+     * checkpoint hands on: it must match. Older files do not say. */
+    const int path = o->per_step ? FT_KLOOP_PER_STEP : FT_KLOOP_SEQUENCE;
+    if ((c->kloop == FT_KLOOP_SEQUENCE || c->kloop == FT_KLOOP_PER_STEP) && c->kloop != path) {
+        fprintf(stderr, "fox-train: the checkpoint was trained on the %s K-loop path; %s to "
+                "continue it exactly (the two paths agree only within float rounding)\n",
+                c->kloop == FT_KLOOP_PER_STEP ? "per-step" : "whole-sequence",
+                c->kloop == FT_KLOOP_PER_STEP ? "add --per-step" : "drop --per-step");
+        return -1;
+    }
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if ((o->set & f[i].bit) && f[i].given != f[i].saved) {
             fprintf(stderr, "fox-train: %s %g differs from the checkpoint's %g; a resumed run "
@@ -64,6 +75,8 @@ static const char *check_saved_settings(const ft_ckpt_meta *c)
     else if (c->n_heldout != 0 && (c->n_heldout < d->batch || c->n_heldout > (1 << 24)))
         snprintf(why, sizeof why, "held-out size %d is neither 0 nor in [batch %d, 2^24]",
                  c->n_heldout, d->batch);
+    else if (c->kloop < FT_KLOOP_UNKNOWN || c->kloop > FT_KLOOP_PER_STEP)
+        snprintf(why, sizeof why, "K-loop path %d is not one of fox-train's", c->kloop);
     else if (c->signal != FT_SIGNAL_RULE && c->signal != FT_SIGNAL_CONSTANT)
         snprintf(why, sizeof why, "signal %d is not one of fox-train's", c->signal);
     else if (!isfinite(c->lr) || c->lr < 0 || !isfinite(c->weight_decay) ||
@@ -141,6 +154,8 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
                         o->resume, given.dims.batch, o->gpus, given.dims.batch, fit);
             return FT_EXIT_USAGE;
         }
+        /* What this run trains on from here (an older file did not say). */
+        rc->cfg.kloop = o->per_step ? FT_KLOOP_PER_STEP : FT_KLOOP_SEQUENCE;
         rc->start = (int64_t)given.step;
         if (rc->start >= o->steps && !o->quiet)
             fprintf(stderr, "fox-train: %s is at step %lld, at or past --steps %d: nothing to "
