@@ -2,7 +2,8 @@
  *
  * File layout (host byte order: little-endian on every CUDA host):
  *   ft_ckpt_header (112 bytes; magic "FOXTRAIN", format version, the run's
- *   configuration, the step count, the float count per array, a checksum)
+ *   configuration and K-loop path, the step count, the float count per
+ *   array, a checksum)
  *   then three float32 arrays of param_floats each: the parameters, AdamW's
  *   first moments m and second moments v, every tensor back to back in
  *   reducer order (params.h).
