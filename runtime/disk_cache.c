@@ -622,9 +622,19 @@ long fj_disk_cache_make_shared(fj_disk_cache *c)
             fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0777) == 0644)
             continue;
-        if ((tag || fj_cache_file_is_ours(c->dirfd, de->d_name)) &&
-            fchmodat(c->dirfd, de->d_name, 0644, 0) == 0)
+        if (!tag && !fj_cache_file_is_ours(c->dirfd, de->d_name))
+            continue;
+        /* Through a descriptor opened without following links, checked
+         * again: the name checked above may have been replaced since (a
+         * link to a file elsewhere would otherwise be made 0644). */
+        int fd = openat(c->dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat now;
+        if (fstat(fd, &now) == 0 && S_ISREG(now.st_mode) && now.st_uid == geteuid() &&
+            now.st_nlink == 1 && fchmod(fd, 0644) == 0)
             changed++;
+        close(fd);
     }
     closedir(d);
     return changed;
