@@ -34,7 +34,6 @@ struct fj_disk_cache {
     atomic_int warned_write;   /* the one cache I/O warning (reads and writes) was given */
     atomic_int warned_dir;     /* a directory named like an entry was reported */
     atomic_int warned_denied;  /* an unreadable entry of a read-only layer was reported */
-    atomic_int swept;          /* stale temp files were swept before the first store */
     /* The stale temps the sweep at open removed, reported by the first
      * prune or clear (the ones `fox-jit prune` and `clear` make). */
     atomic_long opened_temps;
@@ -328,10 +327,9 @@ int fj_disk_cache_store(fj_disk_cache *c, const fj_key *key, uint32_t kind, cons
         warn_write_once(c, "encode", name, ENOMEM);
         return -1;
     }
-    /* Before the first store, not only after a successful one: old temp
-     * files filling the disk would otherwise fail every store for good. */
-    if (atomic_exchange(&c->swept, 1) == 0)
-        sweep_stale_temps(c);
+    /* Stale temp files were swept when the cache was opened (old ones
+     * filling the disk would otherwise fail every store for good); a full
+     * disk sweeps again below. */
     const char *what = "";
     int rc = store_once(c, name, buf, total, &what);
     int err = errno;

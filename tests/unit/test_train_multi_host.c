@@ -220,16 +220,9 @@ static char *in_mdir(const char *name)
 }
 
 /* ft_train (one GPU) or, with --gpus / --nccl among the arguments,
- * ft_train_data_parallel on the emulation; NULL-terminated arguments. */
-static int run(const char *first, ...)
+ * ft_train_data_parallel on the emulation. */
+static int run_argv(int argc, char **argv)
 {
-    char *argv[48] = {"fox-train", (char *)first};
-    int argc = 2;
-    va_list ap;
-    va_start(ap, first);
-    for (char *a; (a = va_arg(ap, char *)) && argc < 47;)
-        argv[argc++] = a;
-    va_end(ap);
     ft_options o;
     char why[512];
     if (ft_parse_args(argc, argv, &o, why, sizeof why) != FT_PARSE_OK)
@@ -245,6 +238,27 @@ static int run(const char *first, ...)
         return ft_train(&e, &o);
     }
     return ft_train_data_parallel(&e, &o, &nccl);
+}
+
+/* first and the NULL-terminated arguments after it, into argv after its
+ * "fox-train" (room for 48); returns argc. */
+static int collect_args(char **argv, const char *first, va_list ap)
+{
+    int argc = 1;
+    argv[argc++] = (char *)first;
+    for (char *a; (a = va_arg(ap, char *)) && argc < 47;)
+        argv[argc++] = a;
+    return argc;
+}
+
+static int run(const char *first, ...)
+{
+    char *argv[48] = {"fox-train"};
+    va_list ap;
+    va_start(ap, first);
+    int argc = collect_args(argv, first, ap);
+    va_end(ap);
+    return run_argv(argc, argv);
 }
 
 #define COMMON "--batch", "8", "--k", "3", "--train-size", "24", "--heldout-size", "8", \
@@ -445,35 +459,17 @@ static void test_resume_appends_to_the_curve(void **state)
 /* run() with its stdout in out (the summary lines). */
 static int run_captured(char *out, size_t len, const char *first, ...)
 {
-    char *argv[48] = {"fox-train", (char *)first};
-    int argc = 2;
+    char *argv[48] = {"fox-train"};
     va_list ap;
     va_start(ap, first);
-    for (char *a; (a = va_arg(ap, char *)) && argc < 47;)
-        argv[argc++] = a;
+    int argc = collect_args(argv, first, ap);
     va_end(ap);
-    ft_options o;
-    char why[512];
-    if (ft_parse_args(argc, argv, &o, why, sizeof why) != FT_PARSE_OK)
-        fail_msg("%s", why);
-    ft_env e;
-    memset(&e, 0, sizeof e);
-    e.api = &api;
-    e.cu = cu;
-    e.device_count = MAX_RANKS;
     char log[] = "/tmp/fox-train-out-XXXXXX";
     int fd = mkstemp(log), saved = dup(1);
     assert_true(fd >= 0 && saved >= 0);
     fflush(stdout);
     dup2(fd, 1);
-    int rc;
-    if (!ft_options_data_parallel(&o)) {
-        e.rt = (foxjit_runtime *)(uintptr_t)0x1000;
-        snprintf(e.device_name, sizeof e.device_name, "host emulation");
-        rc = ft_train(&e, &o);
-    } else {
-        rc = ft_train_data_parallel(&e, &o, &nccl);
-    }
+    int rc = run_argv(argc, argv);
     fflush(stdout);
     dup2(saved, 1);
     close(saved);

@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "outpath.h"
+
 static const char magic[8] = {'F', 'O', 'X', 'T', 'R', 'A', 'I', 'N'};
 
 typedef struct ft_ckpt_header {
@@ -49,13 +51,7 @@ static uint64_t checksum(const ft_ckpt_header *h, const float *const arr[3], siz
 static void sync_dir_of(const char *path)
 {
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    ft_dir_of(path, dir, sizeof dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {
         (void)fsync(fd);

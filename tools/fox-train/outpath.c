@@ -6,6 +6,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+void ft_dir_of(const char *path, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, len, ".");
+    else if (slash == path)
+        snprintf(out, len, "/");
+    else
+        snprintf(out, len, "%.*s", (int)(slash - path), path);
+}
+
 int ft_check_output_path(const char *path, const char *opt, char *why, size_t why_len)
 {
     if (!path)
@@ -19,13 +30,7 @@ int ft_check_output_path(const char *path, const char *opt, char *why, size_t wh
     /* The file goes in through a temporary beside it and a rename (or is
      * created there), so what matters is the directory. */
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    ft_dir_of(path, dir, sizeof dir);
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         snprintf(why, why_len, "%s '%s': the directory '%s' %s; create it first, or give "
                  "another path", opt, path, dir,

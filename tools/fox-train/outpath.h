@@ -13,4 +13,8 @@
  * why. NULL passes. */
 int ft_check_output_path(const char *path, const char *opt, char *why, size_t why_len);
 
+/* The directory a file path names its file in: "." for a bare name, "/"
+ * for a file in the root. */
+void ft_dir_of(const char *path, char *out, size_t len);
+
 #endif
