@@ -9,7 +9,9 @@
  * library): the acceptance gate (constant-direction signal, B = 32: the
  * loss falls from its start to under 0.1 within 200 steps), eager and
  * graph-replayed training giving bitwise identical loss curves and
- * parameters over 50 steps, and a resumed run continuing bit for bit.
+ * parameters over 50 steps, a resumed run continuing bit for bit, and a run
+ * longer than the loss ring (losslog.h) reported only when the ring fills
+ * writing the curve of a run that reports every 10 steps.
  *
  * Quick mode (FOXJIT_TEST_QUICK=1) keeps every run and check, at the same
  * batch and K (so the same kernels, reducer plans and cluster splits), with
@@ -29,6 +31,7 @@
 #include "data.h"
 #include "driver.h"
 #include "gpu_harness.h"
+#include "losslog.h"
 #include "model.h"
 #include "params.h"
 #include "perception_ref.h"
@@ -358,11 +361,12 @@ static char *path_in(const char *name)
     return p;
 }
 
+#define CURVE_MAX 8192
 typedef struct curve {
     int n;
-    int step[4096];
-    float loss[4096];
-    unsigned bits[4096];
+    int step[CURVE_MAX];
+    float loss[CURVE_MAX];
+    unsigned bits[CURVE_MAX];
 } curve;
 
 static void read_curve(const char *path, curve *c)
@@ -374,7 +378,7 @@ static void read_curve(const char *path, curve *c)
     c->n = 0;
     if (!fgets(line, sizeof line, f) || strncmp(line, "step,loss,loss_bits", 19))
         fail_msg("%s: no CSV header", path);
-    while (c->n < 4096 && fgets(line, sizeof line, f))
+    while (c->n < CURVE_MAX && fgets(line, sizeof line, f))
         if (sscanf(line, "%d,%g,%x", &c->step[c->n], &c->loss[c->n], &c->bits[c->n]) == 3)
             c->n++;
     fclose(f);
@@ -503,6 +507,46 @@ static void test_resume_bitwise(void **state)
                                  NULL), 2);
 }
 
+/* A run of more steps than the loss ring holds, at a small batch: the
+ * common arguments, and the curve every comparison is made against (a
+ * report every 10 steps, the ring never full), made once. */
+#define LONG_STEPS (FT_LOSS_RING + 300)
+static const char *long_args[] = {"--batch", "8", "--train-size", "512", "--heldout-size", "0",
+                                  "--graph", "--steps", NULL};
+
+static void long_reference(curve *ref)
+{
+    const char **a = long_args;
+    long_args[7] = arg_int(LONG_STEPS);
+    if (access(path_in("long.csv"), R_OK))
+        assert_int_equal(run_trainer("long", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                                     "--csv", path_in("long.csv"), NULL), 0);
+    read_curve(path_in("long.csv"), ref);
+    assert_int_equal(ref->n, LONG_STEPS);
+}
+
+static void test_long_run_rare_reports(void **state)
+{
+    (void)state;
+    if (gh_quick()) {  /* 4400 steps: minutes under a sanitizer */
+        printf("  NOT RUN in quick mode: it needs more steps than the loss ring holds (%d)\n",
+               FT_LOSS_RING);
+        skip();
+    }
+    static curve ref, rare;
+    long_reference(&ref);
+    /* --progress past the run: the loop reports only when the ring fills
+     * and at the end. */
+    const char **a = long_args;
+    assert_int_equal(run_trainer("long-rare", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                                 "--progress", "100000000", "--csv", path_in("long-rare.csv"),
+                                 NULL), 0);
+    read_curve(path_in("long-rare.csv"), &rare);
+    assert_int_equal(rare.n, LONG_STEPS);
+    assert_same_curve("reported when the loss ring fills vs every 10 steps", &ref, 0, &rare, 0,
+                      LONG_STEPS);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -518,6 +562,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_acceptance_gate),
         cmocka_unit_test(test_eager_and_graph_bitwise),
         cmocka_unit_test(test_resume_bitwise),
+        cmocka_unit_test(test_long_run_rare_reports),
     };
     int rc = gh_main("gpu/trainer", tests, sizeof tests / sizeof tests[0]);
     if (have_tmpdir && rc == 0) {  /* kept on failure: the logs and curves */

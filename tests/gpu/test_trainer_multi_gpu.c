@@ -9,7 +9,10 @@
  *  - --dist with a world of one (RANK=0 WORLD_SIZE=1 LOCAL_RANK=0, as
  *    torchrun sets them), eager and graph-replayed, and --dist-local 1
  *    (NCCL's bootstrap at NCCL_COMM_ID=127.0.0.1:port) give, bit for bit,
- *    the loss curve and the final state of the one-GPU trainer.
+ *    the loss curve and the final state of the one-GPU trainer;
+ *  - --gpus 1 --nccl and --dist-local 1 over more steps than the loss ring
+ *    holds, reported only when it fills, write the one-GPU curve (full
+ *    mode only).
  * Without a loadable libnccl.so.2 ($FOXJIT_NCCL_LIBRARY or the loader's
  * path) those are skipped with a message, after checking that fox-train
  * refuses --nccl with exit status 5.
@@ -205,6 +208,39 @@ static void test_dist_world_of_one(void **state)
     assert_int_equal(run_ranked("dist-bad-rank", "1", "1", "--dist", "--steps", "1", NULL), 2);
 }
 
+/* The data-parallel loop and the --dist loop past the loss ring, reported
+ * only when it fills: test_trainer.c's long run, one rank each. */
+static void test_one_rank_long_run_rare_reports(void **state)
+{
+    (void)state;
+    if (!nccl_ok) {
+        printf("  SKIP (part): no NCCL (%s)\n", nccl_why);
+        return;
+    }
+    if (gh_quick()) {
+        printf("  NOT RUN in quick mode: it needs more steps than the loss ring holds (%d)\n",
+               FT_LOSS_RING);
+        skip();
+    }
+    static curve ref, got;
+    long_reference(&ref);
+    const char **a = long_args;
+    assert_int_equal(run_trainer("long-nccl1", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                                 "--gpus", "1", "--nccl", "--progress", "100000000", "--csv",
+                                 path_in("long-nccl1.csv"), NULL), 0);
+    read_curve(path_in("long-nccl1.csv"), &got);
+    assert_int_equal(got.n, LONG_STEPS);
+    assert_same_curve("--gpus 1 --nccl, reported when the ring fills, vs one GPU", &ref, 0, &got,
+                      0, LONG_STEPS);
+    assert_int_equal(run_trainer("long-dl1", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                                 "--dist-local", "1", "--progress", "100000000", "--csv",
+                                 path_in("long-dl1.csv"), NULL), 0);
+    read_curve(path_in("long-dl1.csv"), &got);
+    assert_int_equal(got.n, LONG_STEPS);
+    assert_same_curve("--dist-local 1, reported when the ring fills, vs one GPU", &ref, 0, &got,
+                      0, LONG_STEPS);
+}
+
 /* ---- two GPUs ---------------------------------------------------------------- */
 
 static int gpus_here(void)
@@ -374,6 +410,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_one_rank_is_bitwise_one_gpu),
         cmocka_unit_test(test_bench_one_rank),
         cmocka_unit_test(test_dist_world_of_one),
+        cmocka_unit_test(test_one_rank_long_run_rare_reports),
         cmocka_unit_test(test_two_gpus_follow_one),
         cmocka_unit_test(test_two_processes_are_gpus_2),
     };

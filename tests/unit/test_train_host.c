@@ -16,6 +16,7 @@
 #include "config.h"
 #include "env.h"
 #include "data.h"
+#include "losslog.h"
 #include "metrics.h"
 #include "params.h"
 
@@ -371,6 +372,108 @@ static int teardown(void **state)
     return rmdir(dir);
 }
 
+/* ---- the loss curve's ring ------------------------------------------------------ */
+
+static float loss_of(int64_t i)
+{
+    return 1.0f + 0.25f * (float)(i % 100000);
+}
+
+/* A loop as the trainers run it: a loss per step into the ring, a report
+ * every `every` steps, at the end, and whenever the ring is full. Returns
+ * the number of reports. */
+static int run_ring(ft_losslog *l, float *ring, int64_t todo, int64_t every, int64_t nan_at)
+{
+    int reports = 0;
+    for (int64_t i = 0; i < todo; i++) {
+        ring[ft_ring_slot(i)] = i == nan_at ? NAN : loss_of(i);
+        int64_t done = i + 1;
+        if (done % every && done != todo && !ft_ring_full(done, l->written))
+            continue;
+        reports++;
+        if (ft_losslog_flush(l, done))
+            return -reports;
+    }
+    return reports;
+}
+
+/* Reads the CSV back: row j must be step start + j + 1 with loss_of(j). */
+static int64_t check_csv(const char *path, int64_t start)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[128];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "step,loss,loss_bits\n");
+    int64_t rows = 0;
+    long long step;
+    double loss;
+    unsigned bits;
+    while (fscanf(f, "%lld,%lf,0x%x\n", &step, &loss, &bits) == 3) {
+        float want = loss_of(rows), got;
+        memcpy(&got, &bits, 4);
+        assert_int_equal(step, start + rows + 1);
+        assert_true(got == want && (float)loss == want);
+        rows++;
+    }
+    fclose(f);
+    return rows;
+}
+
+static void test_loss_ring_wraps(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/fox-train-ring-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    /* A run of several rings, reported rarely (--progress past the ring):
+     * the ring must force reports, and every loss must reach the CSV. */
+    const int64_t todo = 3 * FT_LOSS_RING + 17, start = 40;
+    assert_int_equal(ft_ring_entries(todo), FT_LOSS_RING);
+    assert_int_equal(ft_ring_entries(5), 5);
+    assert_int_equal(ft_ring_entries(0), 1);
+    float *ring = malloc(FT_LOSS_RING * sizeof(float));
+    assert_non_null(ring);
+    ft_losslog l;
+    assert_int_equal(ft_losslog_open(&l, path, ring, start, start + todo), 0);
+    int reports = run_ring(&l, ring, todo, 100000000, -1);
+    assert_int_equal(reports, 4);   /* three full rings and the end */
+    assert_true(l.first == loss_of(0) && l.last == loss_of(todo - 1));
+    ft_losslog_close(&l);
+    assert_int_equal(check_csv(path, start), todo);
+
+    /* Frequent reports: the same curve, the ring never fills. */
+    assert_int_equal(ft_losslog_open(&l, path, ring, start, start + todo), 0);
+    assert_int_equal(run_ring(&l, ring, todo, 10, -1), (int)((todo + 9) / 10));
+    ft_losslog_close(&l);
+    assert_int_equal(check_csv(path, start), todo);
+
+    /* A loss that is not finite, past the first wrap: the run stops at the
+     * report that holds it, with the rows before it written. */
+    const int64_t bad = FT_LOSS_RING + 123;
+    assert_int_equal(ft_losslog_open(&l, path, ring, 0, todo), 0);
+    assert_int_equal(run_ring(&l, ring, todo, 100000000, bad), -2);
+    ft_losslog_close(&l);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int64_t lines = 0;
+    for (int c; (c = fgetc(f)) != EOF;)
+        lines += c == '\n';
+    fclose(f);
+    assert_int_equal(lines, 1 + bad + 1);   /* the header, the rows, the bad row */
+
+    /* A loop that did not report in time is an error, not a wrong curve. */
+    for (int64_t i = 0; i < FT_LOSS_RING; i++)
+        ring[i] = loss_of(i);
+    assert_int_equal(ft_losslog_open(&l, NULL, ring, 0, todo), 0);
+    assert_int_equal(ft_losslog_flush(&l, FT_LOSS_RING + 1), -1);
+    assert_int_equal(ft_losslog_flush(&l, FT_LOSS_RING), 0);
+    ft_losslog_close(&l);
+    free(ring);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_epoch_order),
         cmocka_unit_test(test_pack_layout),
         cmocka_unit_test(test_initial_parameters),
+        cmocka_unit_test(test_loss_ring_wraps),
     };
     return cmocka_run_group_tests_name("train_host", tests, setup, teardown);
 }

@@ -35,9 +35,9 @@ typedef struct dist_run {
     ft_feed feed;
     ft_stepper stepper;
     ft_xchg x;
-    float *ring;               /* pinned: this rank's loss of each step (its slice) */
-    float *mean;               /* rank 0: the loss of each step, the mean over the ranks */
-    int64_t gathered;          /* ring entries already exchanged */
+    float *ring;               /* pinned: this rank's loss of the last steps (its slice) */
+    float *mean;               /* rank 0: the loss of the last steps, the ranks' mean */
+    int64_t gathered;          /* steps whose losses were exchanged (losslog.h's rings) */
     ft_losslog log;            /* rank 0 */
     int64_t line_every;
     int pending;               /* a failure of rank 0's to tell the others (enum ft_exit) */
@@ -99,8 +99,7 @@ static int setup(dist_run *d)
     d->before = ps.before, d->after = ps.after, d->prepare_s = ps.seconds;
     if (rc || ft_xchg_open(&d->x, d->nccl, r->comm, &e->cu, e->stream, r->count))
         return -1;
-    int64_t todo = d->rc.end - d->rc.start;
-    size_t n = (size_t)(todo > 0 ? todo : 1);
+    size_t n = (size_t)ft_ring_entries(d->rc.end - d->rc.start);
     if (ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&d->ring, n * sizeof(float)),
                     "cuMemAllocHost of the loss ring")) {
         ft_rank_fail(r, "out of memory for the loss ring of %zu steps", n);
@@ -157,7 +156,7 @@ static int check_statuses(dist_run *d)
     return -1;
 }
 
-/* Collective: the losses of ring [gathered, done) of every rank, in
+/* Collective: the losses of steps [gathered, done) of every rank, in
  * messages of FT_XCHG_LOSSES; rank 0 keeps their means. The mean is
  * dp_train.c's: float64 sum in rank order, divided, rounded to float. */
 static int gather_losses(dist_run *d, int64_t done)
@@ -168,7 +167,8 @@ static int gather_losses(dist_run *d, int64_t done)
         int64_t n = done - d->gathered;
         n = n > FT_XCHG_LOSSES ? FT_XCHG_LOSSES : n;
         mine.status = d->pending, mine.n = (int32_t)n;
-        memcpy(mine.loss, d->ring + d->gathered, (size_t)n * sizeof(float));
+        for (int64_t j = 0; j < n; j++)   /* a message may span the ring's wrap */
+            mine.loss[j] = d->ring[ft_ring_slot(d->gathered + j)];
         if (ft_xchg_post(&d->x, &mine)) {
             ft_rank_fail(&d->r, "the exchange of the losses could not be enqueued");
             return -1;
@@ -180,7 +180,7 @@ static int gather_losses(dist_run *d, int64_t done)
                 double sum = 0;
                 for (int k = 0; k < d->r.count; k++)
                     sum += ft_xchg_got(&d->x, k)->loss[j];
-                d->mean[d->gathered + j] = (float)(sum / d->r.count);
+                d->mean[ft_ring_slot(d->gathered + j)] = (float)(sum / d->r.count);
             }
         d->gathered += n;
     } while (d->gathered < done);
@@ -222,7 +222,8 @@ static int enqueue_steps(dist_run *d)
         else
             ft_watchdog_extend(d->dog, o->dist_timeout);
         armed = 1;
-        if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g, d->ring + i))
+        if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g,
+                                    d->ring + ft_ring_slot(i)))
             return -1;
         /* dp_train.c's reporting points, but never depending on what only
          * one rank knows (--quiet is forced on ranks > 0, only rank 0's
@@ -232,7 +233,7 @@ static int enqueue_steps(dist_run *d)
         int ckpt = o->checkpoint_every && (g + 1) % o->checkpoint_every == 0 && done < todo;
         int line = done % d->line_every == 0 || done == todo;
         int show = !o->quiet && line;
-        if (!line && !ckpt && done % o->progress_every)
+        if (!line && !ckpt && done % o->progress_every && !ft_ring_full(done, d->gathered))
             continue;
         char what[96];
         snprintf(what, sizeof what, "step %lld's all-reduce", (long long)g + 1);
@@ -311,7 +312,7 @@ static int finish(dist_run *d, double seconds)
                (long long)start + 1, (long long)end, o->graph ? "graph-replayed" : "eager",
                d->rc.cfg.dims.batch, d->r.count, d->r.count == 1 ? "" : "es",
                d->batch_per_rank, d->rc.cfg.dims.k, seconds, 1e3 * seconds / (double)todo,
-               (double)d->mean[0], (long long)start + 1, (double)d->mean[todo - 1],
+               (double)d->log.first, (long long)start + 1, (double)d->log.last,
                (long long)end);
     if (o->checkpoint) {
         if (ft_state_save(&d->model, d->r.env.stream, &d->rc.cfg, o->checkpoint))
@@ -380,7 +381,7 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
         goto team_out;
     }
     if (de->rank == 0) {
-        d->mean = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(float));
+        d->mean = malloc((size_t)ft_ring_entries(todo) * sizeof(float));
         if (!d->mean) {
             fprintf(stderr, "fox-train: out of memory for the loss curve\n");
             goto team_out;

@@ -30,7 +30,7 @@ typedef struct dp_shared {
     ft_dataset train, heldout;  /* read by every rank */
     int nranks, batch_per_rank;
     dp_rank *ranks;
-    float *ring;            /* the loss of each step: the mean of the ranks' losses */
+    float *ring;            /* the loss of the last steps: the mean of the ranks' (losslog.h) */
     ft_losslog log;
     int64_t line_every;
     double t_data, t0;
@@ -42,7 +42,7 @@ struct dp_rank {
     ft_model model;
     ft_feed feed;
     ft_stepper stepper;
-    float *ring;            /* pinned: this rank's loss of each step (of its slice) */
+    float *ring;            /* pinned: this rank's loss of the last steps (of its slice) */
     float *params;          /* its parameters at the end (the replica check) */
     foxjit_counters before, after;  /* around ft_model_prepare */
     double prepare_s;
@@ -65,8 +65,7 @@ static int setup_rank(dp_rank *d)
         ft_team_break(&sh->team, FT_EXIT_FAILED);
         return -1;
     }
-    int64_t todo = sh->rc.end - sh->rc.start;
-    size_t n = (size_t)(todo > 0 ? todo : 1);
+    size_t n = (size_t)ft_ring_entries(sh->rc.end - sh->rc.start);
     d->params = malloc(ft_param_total(&d->model.dims) * sizeof(float));
     if (!d->params ||
         ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&d->ring, n * sizeof(float)),
@@ -135,8 +134,8 @@ static int report(dp_shared *sh, int64_t done, int ckpt, int show)
     for (int64_t i = sh->log.written; i < done; i++) {
         double sum = 0;
         for (int k = 0; k < sh->nranks; k++)
-            sum += sh->ranks[k].ring[i];
-        sh->ring[i] = (float)(sum / sh->nranks);
+            sum += sh->ranks[k].ring[ft_ring_slot(i)];
+        sh->ring[ft_ring_slot(i)] = (float)(sum / sh->nranks);
     }
     if (ft_losslog_flush(&sh->log, done))
         return -1;
@@ -154,17 +153,21 @@ static int loop(dp_rank *d)
     const ft_options *o = sh->o;
     ft_rank *r = &d->r;
     const int64_t start = sh->rc.start, todo = sh->rc.end - start;
+    int64_t reported = 0;
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
-        if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g, d->ring + i))
+        if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g,
+                                    d->ring + ft_ring_slot(i)))
             return -1;
         /* The same reporting points as one GPU; every rank computes them
          * alike, so all meet at each. */
         int64_t done = i + 1;
         int ckpt = o->checkpoint_every && (g + 1) % o->checkpoint_every == 0 && done < todo;
         int show = !o->quiet && (done % sh->line_every == 0 || done == todo);
-        if (!show && !ckpt && done % o->progress_every && done != todo)
+        if (!show && !ckpt && done % o->progress_every && done != todo &&
+            !ft_ring_full(done, reported))
             continue;
+        reported = done;
         if (ft_rank_wait(r) || ft_team_sync(&sh->team))
             return -1;
         if (r->index == 0 && report(sh, done, ckpt, show))
@@ -217,7 +220,7 @@ static int finish(dp_shared *sh, double seconds)
                (long long)start + 1, (long long)end, o->graph ? "graph-replayed" : "eager",
                sh->rc.cfg.dims.batch, sh->nranks, sh->nranks == 1 ? "" : "s",
                sh->batch_per_rank, sh->rc.cfg.dims.k, seconds, 1e3 * seconds / (double)todo,
-               (double)sh->ring[0], (long long)start + 1, (double)sh->ring[todo - 1],
+               (double)sh->log.first, (long long)start + 1, (double)sh->log.last,
                (long long)end);
     if (check_replicas(sh))
         return -1;
@@ -329,7 +332,7 @@ int ft_train_data_parallel(const ft_env *base, const ft_options *o, const ft_ncc
         goto done;
     sh.t_data = ft_now_s() - t0;
     sh.ranks = calloc((size_t)sh.nranks, sizeof *sh.ranks);
-    sh.ring = malloc((size_t)(todo > 0 ? todo : 1) * sizeof(float));
+    sh.ring = malloc((size_t)ft_ring_entries(todo) * sizeof(float));
     if (!sh.ranks || !sh.ring) {
         fprintf(stderr, "fox-train: out of memory for %d ranks\n", sh.nranks);
         goto done;

@@ -93,8 +93,18 @@ int ft_losslog_open(ft_losslog *l, const char *csv_path, const float *ring, int6
 
 int ft_losslog_flush(ft_losslog *l, int64_t upto)
 {
+    if (upto - l->written > FT_LOSS_RING) {
+        fprintf(stderr, "fox-train: internal error: steps %lld to %lld were not reported "
+                "before the loss ring of %d steps wrapped; please report this\n",
+                (long long)(l->start + l->written + 1), (long long)(l->start + upto),
+                FT_LOSS_RING);
+        return -1;
+    }
     for (int64_t i = l->written; i < upto; i++) {
-        float loss = l->ring[i];
+        float loss = l->ring[ft_ring_slot(i)];
+        if (i == 0)
+            l->first = loss;
+        l->last = loss;
         if (l->csv) {
             uint32_t bits;
             memcpy(&bits, &loss, 4);
@@ -121,16 +131,16 @@ void ft_losslog_status(const ft_losslog *l, int64_t done, double t0)
     int window = done < 10 ? (int)done : 10;
     double mean = 0;
     for (int64_t j = done - window; j < done; j++)
-        mean += l->ring[j];
+        mean += l->ring[ft_ring_slot(j)];
     mean /= window;
     double el = ft_now_s() - t0, rate = el > 0 ? (double)done / el : 0;
     long long total = (long long)l->end, step = (long long)(l->start + i + 1);
     if (l->tty)
         fprintf(stderr, "\r\033[Kstep %lld/%lld  loss %.5f  (mean of last %d %.5f)  %.0f steps/s",
-                step, total, (double)l->ring[i], window, mean, rate);
+                step, total, (double)l->ring[ft_ring_slot(i)], window, mean, rate);
     else
         fprintf(stderr, "step %lld/%lld  loss %.5f  (mean of last %d %.5f)  %.0f steps/s\n",
-                step, total, (double)l->ring[i], window, mean, rate);
+                step, total, (double)l->ring[ft_ring_slot(i)], window, mean, rate);
 }
 
 int64_t ft_status_period(int progress_every, int64_t todo, int tty)

@@ -23,7 +23,7 @@ typedef struct run {
     ft_model model;
     ft_feed feed;
     ft_stepper stepper;
-    float *ring;            /* pinned: the loss of every step this process runs */
+    float *ring;            /* pinned: the losses of the last steps (losslog.h) */
     ft_losslog log;
 } run;
 
@@ -77,8 +77,7 @@ static int setup(run *r)
     if (o->graph && !o->quiet)
         fprintf(stderr, "  captured one training step: a CUDA graph of %zu nodes\n",
                 r->stepper.nodes);
-    int64_t todo = r->rc.end - r->rc.start;
-    size_t n = (size_t)(todo > 0 ? todo : 1);
+    size_t n = (size_t)ft_ring_entries(r->rc.end - r->rc.start);
     if (ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&r->ring, n * sizeof(float)),
                     "cuMemAllocHost of the loss ring"))
         return -1;
@@ -97,13 +96,15 @@ static int loop(run *r)
         int64_t g = start + i;
         if (ft_feed_batch(&r->feed, g, r->model.batch_in, e->stream) ||
             ft_stepper_run(&r->stepper) ||
-            ft_cu_check(cu, cu->cuMemcpyDtoHAsync(r->ring + i, r->model.loss, 4, e->stream),
+            ft_cu_check(cu, cu->cuMemcpyDtoHAsync(r->ring + ft_ring_slot(i), r->model.loss, 4,
+                                                  e->stream),
                         "cuMemcpyDtoHAsync (loss)"))
             return -1;
         int64_t done = i + 1;
         int ckpt = o->checkpoint_every && (g + 1) % o->checkpoint_every == 0 && done < todo;
         int show = !o->quiet && (done % line_every == 0 || done == todo);
-        if (!show && !ckpt && done % o->progress_every && done != todo)
+        if (!show && !ckpt && done % o->progress_every && done != todo &&
+            !ft_ring_full(done, r->log.written))
             continue;
         /* Read the losses so far: the only host wait of the loop. */
         if (ft_cu_check(cu, cu->cuStreamSynchronize(e->stream), "cuStreamSynchronize") ||
@@ -122,7 +123,7 @@ static int loop(run *r)
                "%.5f at step %lld, %.5f at step %lld\n", (long long)start + 1,
                (long long)r->rc.end, o->graph ? "graph-replayed" : "eager",
                r->rc.cfg.dims.batch, r->rc.cfg.dims.k, el, 1e3 * el / (double)todo,
-               (double)r->ring[0], (long long)start + 1, (double)r->ring[todo - 1],
+               (double)r->log.first, (long long)start + 1, (double)r->log.last,
                (long long)r->rc.end);
     return 0;
 }
