@@ -122,7 +122,7 @@ static void test_malformed(void **state)
     expect_error(parse(&o, "--steps", "ten", NULL), "--steps: 'ten' is not an integer");
     expect_error(parse(&o, "--steps", "5x", NULL), "--steps: '5x'");
     expect_error(parse(&o, "--steps", "0", NULL), "[1, 10^8]");
-    expect_error(parse(&o, "--batch", "1025", NULL), "--batch: '1025'");
+    expect_error(parse(&o, "--batch", "1048577", "--gpus", "1024", NULL), "--batch: '1048577'");
     expect_error(parse(&o, "--k=0", NULL), "--k: '0'");
     expect_error(parse(&o, "--lr", "fast", NULL), "--lr: 'fast' is not a finite float32 number");
     /* Finite as a double, infinite as the float32 it becomes. */
@@ -155,6 +155,25 @@ static void test_inconsistent(void **state)
                  "--train-size 63 is smaller than one batch (--batch 64)");
     expect_error(parse(&o, "--batch", "64", "--heldout-size", "10", NULL), "use 0 to skip");
     expect_error(parse(&o, "--checkpoint-every", "10", NULL), "needs --checkpoint");
+    /* One GPU takes at most 1024 rows; --batch is global, so N GPUs take N
+     * times that. */
+    expect_error(parse(&o, "--batch", "1025", NULL),
+                 "--batch 1025 is more than one GPU takes (1024 rows)");
+    expect_error(parse(&o, "--batch", "1025", "--dump-step", "x.bin", NULL),
+                 "more than one GPU takes");
+    expect_error(parse(&o, "--batch", "4096", "--gpus", "2", "--heldout-size", "0", NULL),
+                 "--batch 4096 puts 2048 rows on each of the 2 GPUs (--gpus 2), more than one "
+                 "GPU takes (1024): use a smaller --batch or 4 GPUs or more");
+    expect_error(parse(&o, "--batch", "3000", "--dist-local", "2", "--heldout-size", "0", NULL),
+                 "1500 rows on each of the 2 GPUs (--dist-local 2)");
+    assert_int_equal(parse(&o, "--batch", "2048", "--gpus", "2", "--heldout-size", "0", NULL),
+                     FT_PARSE_OK);
+    assert_int_equal(o.batch, 2048);
+    assert_int_equal(parse(&o, "--batch", "2048", "--dist-local", "2", "--heldout-size", "0",
+                           NULL), FT_PARSE_OK);
+    /* A launcher's world is known only when the rank starts (dist_train.c). */
+    assert_int_equal(parse(&o, "--batch", "8192", "--dist", "--train-size", "8192",
+                           "--heldout-size", "0", NULL), FT_PARSE_OK);
     expect_error(parse(&o, "--json", "x.json", NULL), "--json is for --bench");
     expect_error(parse(&o, "--bench", "--resume", "c.bin", NULL), "do not go together");
     /* The training-data checks do not apply to --bench (it makes its own). */

@@ -270,6 +270,34 @@ static void test_resume_any_world(void **state)
            "rounding; by 3: refused\n");
 }
 
+/* The global batch is limited per rank (one GPU takes 1024 rows), and only
+ * the world tells: refused by every rank before any GPU work. */
+static void test_batch_per_rank(void **state)
+{
+    (void)state;
+    char log[] = "/tmp/fox-train-dist-XXXXXX", out[4096];
+    int fd = mkstemp(log), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    int rcs[2];
+    int rc = run_dist(2, rcs, "--batch", "4096", "--train-size", "4096", "--heldout-size", "0",
+                      "--quiet", NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, out, sizeof out - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(log);
+    printf("  %s", out);
+    assert_int_equal(rc, FT_EXIT_USAGE);
+    assert_int_equal(rcs[1], FT_EXIT_USAGE);
+    assert_non_null(strstr(out, "--batch 4096 puts 2048 rows on each of the 2 ranks "
+                                "(WORLD_SIZE=2), more than one GPU takes (1024): use a smaller "
+                                "--batch or 4 ranks or more"));
+}
+
 static void test_failures_end_every_rank(void **state)
 {
     (void)state;
@@ -334,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_two_ranks_are_gpus_2),
         cmocka_unit_test(test_four_ranks_are_gpus_4),
         cmocka_unit_test(test_resume_any_world),
+        cmocka_unit_test(test_batch_per_rank),
         cmocka_unit_test(test_failures_end_every_rank),
     };
     return cmocka_run_group_tests_name("train_dist_host", tests, dist_setup, NULL);

@@ -146,6 +146,25 @@ static void huge_count(unsigned char **b, size_t *len)
 
 /* Settings a checkpoint's checksum cannot vouch for: each is refused by the
  * resume (ft_run_config_make), with what is wrong. */
+/* ft_run_config_make with its stderr in out. */
+static int run_config_capturing(ft_run_config *rc, const ft_options *o, char *out, size_t len)
+{
+    char log[] = "/tmp/fox-train-cfg-XXXXXX";
+    int fd = mkstemp(log), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    int status = ft_run_config_make(rc, o);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, out, len - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(log);
+    return status;
+}
+
 static void test_checkpoint_settings_checked(void **state)
 {
     (void)state;
@@ -195,6 +214,43 @@ static void test_checkpoint_settings_checked(void **state)
         assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_OK);
         assert_int_equal(rc.cfg.kloop, FT_KLOOP_PER_STEP);
         ft_run_config_free(&rc);
+    }
+    /* A batch trained over several GPUs: more rows than one GPU takes
+     * unless the run has GPUs enough, and a world that divides it. */
+    ft_ckpt_meta wide = good;
+    wide.dims.batch = 3072, wide.n_train = 4096, wide.n_heldout = 0;
+    assert_int_equal(ft_ckpt_write(path, &wide, p, m, v, n, why, sizeof why), 0);
+    {
+        const char *gpus[] = {"1", "2", "3", "4", "5"};
+        const int want[] = {FT_EXIT_USAGE, FT_EXIT_USAGE, FT_EXIT_OK, FT_EXIT_OK, FT_EXIT_USAGE};
+        for (int i = 0; i < 5; i++) {
+            char *av[] = {"fox-train", "--resume", path, "--quiet", "--steps", "2000", "--gpus",
+                          (char *)gpus[i], NULL};
+            ft_options o;
+            assert_int_equal(ft_parse_args(8, av, &o, why, sizeof why), FT_PARSE_OK);
+            char out[1024];
+            ft_run_config rc;
+            int got = run_config_capturing(&rc, &o, out, sizeof out);
+            ft_run_config_free(&rc);
+            if (got != want[i])
+                fail_msg("--gpus %s: status %d, want %d (%s)", gpus[i], got, want[i], out);
+            if (i == 1 && !strstr(out, "trained at batch 3072: over 2 GPUs that is 1536 rows a "
+                                       "GPU, more than one GPU takes (1024); resume it over 3 "
+                                       "GPUs"))
+                fail_msg("--gpus 2: message '%s'", out);
+        }
+    }
+    wide.dims.batch = FT_MAX_BATCH + 1;
+    assert_int_equal(ft_ckpt_write(path, &wide, p, m, v, n, why, sizeof why), 0);
+    {
+        char *av[] = {"fox-train", "--resume", path, "--quiet", NULL};
+        ft_options o;
+        assert_int_equal(ft_parse_args(4, av, &o, why, sizeof why), FT_PARSE_OK);
+        ft_run_config rc;
+        char out[1024];
+        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_FAILED);
+        ft_run_config_free(&rc);
+        assert_non_null(strstr(out, "batch 1048577 or K 64 is outside [1, 2^20]"));
     }
     /* The good one passes (sample_meta has no path: an older file). */
     assert_int_equal(ft_ckpt_write(path, &good, p, m, v, n, why, sizeof why), 0);

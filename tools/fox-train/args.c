@@ -17,7 +17,8 @@ const char ft_usage[] =
     "\n"
     "training:\n"
     "  --steps N            total training steps (default 1000; with --resume, train up to N)\n"
-    "  --batch B            sequences per step, over all GPUs (default 32)\n"
+    "  --batch B            sequences per step, over all GPUs (default 32; at most 1024\n"
+    "                       a GPU, so up to 1024 x N with N GPUs)\n"
     "  --k K                bars per sequence (default 64)\n"
     "  --lr X               AdamW learning rate (default 0.001)\n"
     "  --weight-decay X     decoupled weight decay of the weight matrices (default 0.01)\n"
@@ -196,7 +197,7 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     bench_steps = o->bench_steps, gpus = o->gpus;
     const spec specs[] = {
         {"steps", INT, &steps, 1, 100000000, 0, "[1, 10^8]"},
-        {"batch", INT, &batch, 1, 1024, FT_SET_BATCH, "[1, 1024]"},
+        {"batch", INT, &batch, 1, FT_MAX_BATCH, FT_SET_BATCH, "[1, 2^20]"},
         {"k", INT, &k, 1, 4096, FT_SET_K, "[1, 4096]"},
         {"lr", FLOAT, &o->lr, 0, 0, FT_SET_LR, NULL},
         {"weight-decay", FLOAT, &o->weight_decay, 0, 0, FT_SET_WD, NULL},
@@ -343,6 +344,23 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
             return bad(why, why_len, "--batch %d does not split evenly over --dist-local %d "
                        "(--batch is the global batch: each process takes batch/N rows)",
                        o->batch, o->dist_local);
+    }
+    /* One GPU takes at most FT_MAX_RANK_BATCH rows; a launcher's world is
+     * known only at run time (dist_train.c), a resumed run's batch is its
+     * checkpoint's (config.c). */
+    const int ranks = o->dist_local ? o->dist_local : o->gpus;
+    if (!o->dist && (!o->resume || (o->set & FT_SET_BATCH)) &&
+        (o->batch + ranks - 1) / ranks > FT_MAX_RANK_BATCH) {
+        if (ranks == 1)
+            return bad(why, why_len, "--batch %d is more than one GPU takes (%d rows): use a "
+                       "smaller --batch, or split it over GPUs with --gpus N or --dist-local N "
+                       "(N >= %d)", o->batch, FT_MAX_RANK_BATCH,
+                       (o->batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH);
+        return bad(why, why_len, "--batch %d puts %d rows on each of the %d GPUs (%s %d), more "
+                   "than one GPU takes (%d): use a smaller --batch or %d GPUs or more",
+                   o->batch, (o->batch + ranks - 1) / ranks, ranks,
+                   o->dist_local ? "--dist-local" : "--gpus", ranks, FT_MAX_RANK_BATCH,
+                   (o->batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH);
     }
     if (o->dump_step) {
         if (o->bench || o->resume || o->gpus > 1 || o->nccl || o->graph)

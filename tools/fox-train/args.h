@@ -18,6 +18,12 @@ enum ft_opt_bit {
     FT_SET_TRAIN = 1 << 8, FT_SET_HELDOUT = 1 << 9, FT_SET_SIGNAL = 1 << 10,
 };
 
+/* Rows one GPU trains on at most: the library's batch limit (docs/dims.md).
+ * --batch is global, so with N GPUs (--gpus, --dist-local, a launcher's
+ * world) it may reach N times this. */
+#define FT_MAX_RANK_BATCH 1024
+#define FT_MAX_BATCH (FT_MAX_RANK_BATCH * 1024)
+
 typedef struct ft_options {
     int steps;             /* --steps: total steps (a resumed run continues up to it) */
     int batch;             /* --batch: the global batch (split over --gpus) */

@@ -66,8 +66,8 @@ static const char *check_saved_settings(const ft_ckpt_meta *c)
 {
     static _Thread_local char why[200];
     const ft_dims *d = &c->dims;
-    if (d->batch < 1 || d->batch > 1024 || d->k < 1 || d->k > 4096)
-        snprintf(why, sizeof why, "batch %d or K %d is outside [1, 1024] / [1, 4096]", d->batch,
+    if (d->batch < 1 || d->batch > FT_MAX_BATCH || d->k < 1 || d->k > 4096)
+        snprintf(why, sizeof why, "batch %d or K %d is outside [1, 2^20] / [1, 4096]", d->batch,
                  d->k);
     else if (c->n_train < d->batch || c->n_train > (1 << 24))
         snprintf(why, sizeof why, "train size %d is below its batch %d or past 2^24",
@@ -152,6 +152,18 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
                 fprintf(stderr, "fox-train: %s was trained at batch %d, which does not split "
                         "over --gpus %d; resume it with a --gpus that divides %d: %s\n",
                         o->resume, given.dims.batch, o->gpus, given.dims.batch, fit);
+            return FT_EXIT_USAGE;
+        }
+        /* A batch trained over several GPUs may be more than fewer take. */
+        if (given.dims.batch / o->gpus > FT_MAX_RANK_BATCH) {
+            int w = (given.dims.batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH;
+            while (given.dims.batch % w)
+                w++;
+            fprintf(stderr, "fox-train: %s was trained at batch %d: over %d %s that is %d "
+                    "rows a GPU, more than one GPU takes (%d); resume it over %d GPUs or "
+                    "another number that divides %d and is at least %d\n", o->resume,
+                    given.dims.batch, o->gpus, o->gpus == 1 ? "GPU" : "GPUs",
+                    given.dims.batch / o->gpus, FT_MAX_RANK_BATCH, w, given.dims.batch, w);
             return FT_EXIT_USAGE;
         }
         /* What this run trains on from here (an older file did not say). */

@@ -354,6 +354,14 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
                 de->rank, o.batch, de->world, de->world_var, de->world, de->world);
         goto out;
     }
+    if (!o.resume && o.batch / de->world > FT_MAX_RANK_BATCH) {
+        fprintf(stderr, "fox-train: rank %d: --batch %d puts %d rows on each of the %d ranks "
+                "(%s=%d), more than one GPU takes (%d): use a smaller --batch or %d ranks or "
+                "more\n", de->rank, o.batch, o.batch / de->world, de->world, de->world_var,
+                de->world, FT_MAX_RANK_BATCH,
+                (o.batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH);
+        goto out;
+    }
     rc = ft_run_config_make(&d->rc, &o);
     if (rc != FT_EXIT_OK)
         goto out;
