@@ -128,6 +128,19 @@ static CUresult m_stream_create(CUstream *s, unsigned flags)
     *s = (CUstream)(uintptr_t)0x20;
     return CUDA_SUCCESS;
 }
+/* The priority the second stream was made with (a GPU's range: 0 the
+ * least, -5 the greatest, as on an H200). */
+static int side_priority = 99;
+static CUresult m_priority_range(int *least, int *greatest)
+{
+    *least = 0, *greatest = -5;
+    return CUDA_SUCCESS;
+}
+static CUresult m_stream_create_priority(CUstream *s, unsigned flags, int priority)
+{
+    side_priority = priority;
+    return m_stream_create(s, flags);
+}
 static CUresult m_stream_destroy(CUstream s) { (void)s; return CUDA_SUCCESS; }
 static CUresult m_stream_wait_event(CUstream s, CUevent e, unsigned flags)
 {
@@ -832,6 +845,8 @@ static int setup(void **state)
     cu.cuEventSynchronize = h_event;
     cu.cuEventRecord = h_event_record;
     cu.cuStreamCreate = m_stream_create;
+    cu.cuStreamCreateWithPriority = m_stream_create_priority;
+    cu.cuCtxGetStreamPriorityRange = m_priority_range;
     cu.cuStreamDestroy = m_stream_destroy;
     cu.cuStreamWaitEvent = m_stream_wait_event;
     api.runtime_get_counters = e_counters;
@@ -1011,9 +1026,13 @@ static void test_sequence_step_streams(void **state)
     const ft_dims d = {3, 5, 6, 8, 4, 3};
     foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
     ft_model m;
+    side_priority = 99;
     assert_int_equal(ft_model_alloc(&m, &api, rt, &cu, &d, FT_PATH_SEQUENCE), 0);
     assert_non_null(m.side);
     assert_ptr_not_equal(m.fork, m.join);
+    /* The second stream's short kernels go before the main stream's
+     * pending blocks: the GPU's greatest priority. */
+    assert_int_equal(side_priority, -5);
     size_t total = ft_param_total(&d);
     float *p = malloc(total * 4);
     ft_params_init(&d, 11, p);

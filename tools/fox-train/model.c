@@ -242,9 +242,20 @@ int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const
         }
     }
     /* The sequence path's second stream: non-blocking (no implicit order
-     * with the legacy stream, which a capture would refuse). */
+     * with the legacy stream, which a capture would refuse), at the GPU's
+     * highest priority. Its kernels (the pooling and the pooled row's
+     * heads, forward and backward) are short, and the main stream joins
+     * them right after its long ones (the bars' heads); at the same
+     * priority their blocks queue behind the long grids' pending blocks and
+     * the join waits. A graph keeps the priority per node (stepper.c).
+     * Measured on an H200 (docs/results.md): 2-3.5% off the step at B = 128
+     * and 512, eager and graph-replayed. Scheduling only: the same bits. */
+    int least = 0, greatest = 0;
     if (path == FT_PATH_SEQUENCE &&
-        (drv(m, cu->cuStreamCreate(&m->side, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
+        (drv(m, cu->cuCtxGetStreamPriorityRange(&least, &greatest),
+             "cuCtxGetStreamPriorityRange") ||
+         drv(m, cu->cuStreamCreateWithPriority(&m->side, CU_STREAM_NON_BLOCKING, greatest),
+             "cuStreamCreateWithPriority") ||
          drv(m, cu->cuEventCreate(&m->fork, CU_EVENT_DISABLE_TIMING), "cuEventCreate") ||
          drv(m, cu->cuEventCreate(&m->join, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))) {
         ft_model_free(m);

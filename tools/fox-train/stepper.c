@@ -27,7 +27,11 @@ int ft_stepper_init(ft_stepper *st, ft_model *model, const ft_hparams *hp, int g
     }
     if (ft_cu_check(cu, r, "cuStreamEndCapture") ||
         ft_cu_check(cu, cu->cuGraphGetNodes(st->g, NULL, &st->nodes), "cuGraphGetNodes") ||
-        ft_cu_check(cu, cu->cuGraphInstantiateWithFlags(&st->exec, st->g, 0),
+        /* Each node at the priority of the stream it was captured from
+         * (model.c's side stream is the GPU's highest), not all at the
+         * priority of the stream the graph is launched into. */
+        ft_cu_check(cu, cu->cuGraphInstantiateWithFlags(
+                            &st->exec, st->g, CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY),
                     "cuGraphInstantiateWithFlags"))
         return -1;
     return 0;
