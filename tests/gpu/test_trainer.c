@@ -512,15 +512,15 @@ static void test_resume_bitwise(void **state)
  * report every 10 steps, the ring never full), made once. */
 #define LONG_STEPS (FT_LOSS_RING + 300)
 static const char *long_args[] = {"--batch", "8", "--train-size", "512", "--heldout-size", "0",
-                                  "--graph", "--steps", NULL};
+                                  "--graph", "--steps", NULL /* LONG_STEPS */};
 
 static void long_reference(curve *ref)
 {
     const char **a = long_args;
-    long_args[7] = arg_int(LONG_STEPS);
+    long_args[8] = arg_int(LONG_STEPS);
     if (access(path_in("long.csv"), R_OK))
         assert_int_equal(run_trainer("long", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-                                     "--csv", path_in("long.csv"), NULL), 0);
+                                     a[8], "--csv", path_in("long.csv"), NULL), 0);
     read_curve(path_in("long.csv"), ref);
     assert_int_equal(ref->n, LONG_STEPS);
 }
@@ -539,7 +539,7 @@ static void test_long_run_rare_reports(void **state)
      * and at the end. */
     const char **a = long_args;
     assert_int_equal(run_trainer("long-rare", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-                                 "--progress", "100000000", "--csv", path_in("long-rare.csv"),
+                                 a[8], "--progress", "100000000", "--csv", path_in("long-rare.csv"),
                                  NULL), 0);
     read_curve(path_in("long-rare.csv"), &rare);
     assert_int_equal(rare.n, LONG_STEPS);

@@ -225,14 +225,14 @@ static void test_one_rank_long_run_rare_reports(void **state)
     static curve ref, got;
     long_reference(&ref);
     const char **a = long_args;
-    assert_int_equal(run_trainer("long-nccl1", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+    assert_int_equal(run_trainer("long-nccl1", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
                                  "--gpus", "1", "--nccl", "--progress", "100000000", "--csv",
                                  path_in("long-nccl1.csv"), NULL), 0);
     read_curve(path_in("long-nccl1.csv"), &got);
     assert_int_equal(got.n, LONG_STEPS);
     assert_same_curve("--gpus 1 --nccl, reported when the ring fills, vs one GPU", &ref, 0, &got,
                       0, LONG_STEPS);
-    assert_int_equal(run_trainer("long-dl1", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+    assert_int_equal(run_trainer("long-dl1", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
                                  "--dist-local", "1", "--progress", "100000000", "--csv",
                                  path_in("long-dl1.csv"), NULL), 0);
     read_curve(path_in("long-dl1.csv"), &got);
