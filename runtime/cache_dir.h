@@ -40,8 +40,10 @@ typedef enum fj_dir_use {
 int fj_cache_dir_open(const char *dir, fj_dir_use use, int shared, char *why, size_t why_len);
 
 /* CACHEDIR.TAG (cache_tag.c): 0 when dirfd is a fox-jit cache directory
- * (tagged; or empty or holding only fox-jit entries and temp files, which
- * then gets the tag when may_write), -1 with why otherwise. */
+ * (carrying fox-jit's tag; or untagged and empty or holding only fox-jit
+ * entries and temp files, which then gets the tag when may_write), -1 with
+ * why otherwise: another program's tag (cargo's, ccache's) is refused,
+ * whether or not may_write, and never replaced. */
 int fj_cache_tag_check(int dirfd, const char *dir, int may_write, int shared, char *why,
                        size_t why_len);
 

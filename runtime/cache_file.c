@@ -10,83 +10,100 @@
 #include <unistd.h>
 
 #include "cache_entry.h"
+#include "entry_key.h"
 
-uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int touch,
-                            size_t max_len, size_t *len, fj_file_status *status, char *why,
-                            size_t why_len)
+/* The status and sentence for an entry that could not be opened. */
+static fj_file_status open_failure(int dirfd, const char *name, int err, char *why,
+                                   size_t why_len)
 {
-    *len = 0;
-    /* O_NONBLOCK: a FIFO or device named like an entry must not block the
-     * open; its type is checked on the fd right after. */
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        int err = errno;
-        struct stat lst;
-        if (err == ENOENT) {
-            *status = FJ_FILE_ABSENT;
-        } else if (err == ELOOP) {
-            *status = FJ_FILE_UNSAFE;
-            snprintf(why, why_len, "is a symbolic link; fox-jit never follows links in its "
-                     "cache (remove it, or run fox-jit verify)");
-        } else if (err == EISDIR ||
-                   (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(lst.st_mode))) {
-            *status = FJ_FILE_IS_DIR;
-            snprintf(why, why_len, "is a directory, not a cache entry; remove it (rm -r) so the "
-                     "entry can be stored");
-        } else if (err == EACCES) {
-            *status = FJ_FILE_DENIED;
-            snprintf(why, why_len, "is not readable by you (%s)", strerror(err));
-        } else {
-            *status = FJ_FILE_IOERR;
-            snprintf(why, why_len, "cannot be opened: %s", strerror(err));
-        }
-        return NULL;
+    struct stat lst;
+    if (err == ENOENT)
+        return FJ_FILE_ABSENT;
+    if (err == ELOOP) {
+        snprintf(why, why_len, "is a symbolic link; fox-jit never follows links in its "
+                 "cache (remove it, or run fox-jit verify)");
+        return FJ_FILE_UNSAFE;
     }
-    struct stat st;
-    *status = FJ_FILE_UNSAFE;
-    if (fstat(fd, &st) != 0) {
-        *status = FJ_FILE_IOERR;
-        snprintf(why, why_len, "cannot be examined: %s", strerror(errno));
-        goto fail;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        *status = FJ_FILE_IS_DIR;
+    if (err == EISDIR ||
+        (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(lst.st_mode))) {
         snprintf(why, why_len, "is a directory, not a cache entry; remove it (rm -r) so the "
                  "entry can be stored");
-        goto fail;
+        return FJ_FILE_IS_DIR;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (err == EACCES) {
+        snprintf(why, why_len, "is not readable by you (%s)", strerror(err));
+        return FJ_FILE_DENIED;
+    }
+    snprintf(why, why_len, "cannot be opened: %s", strerror(err));
+    return FJ_FILE_IOERR;
+}
+
+/* A link cannot be opened to be read, yet the caller removes it as a bad
+ * entry: the link itself is held (O_PATH) and must still be a link, so a
+ * fresh entry renamed onto the name since is never what gets removed. */
+static int hold_link(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISLNK(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Type, owner, mode and size of the opened file: FJ_FILE_OK, or why not. */
+static fj_file_status check_opened(int fd, int allow_root, size_t max_len, struct stat *st,
+                                   char *why, size_t why_len)
+{
+    if (fstat(fd, st) != 0) {
+        snprintf(why, why_len, "cannot be examined: %s", strerror(errno));
+        return FJ_FILE_IOERR;
+    }
+    if (S_ISDIR(st->st_mode)) {
+        snprintf(why, why_len, "is a directory, not a cache entry; remove it (rm -r) so the "
+                 "entry can be stored");
+        return FJ_FILE_IS_DIR;
+    }
+    if (!S_ISREG(st->st_mode)) {
         snprintf(why, why_len, "is not a regular file (%s)",
-                 S_ISFIFO(st.st_mode)   ? "a FIFO"
-                 : S_ISSOCK(st.st_mode) ? "a socket"
-                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                                                              : "a special file");
-        goto fail;
+                 S_ISFIFO(st->st_mode)   ? "a FIFO"
+                 : S_ISSOCK(st->st_mode) ? "a socket"
+                 : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device"
+                                                                : "a special file");
+        return FJ_FILE_UNSAFE;
     }
-    if (st.st_uid != geteuid() && !(allow_root && st.st_uid == 0)) {
+    if (st->st_uid != geteuid() && !(allow_root && st->st_uid == 0)) {
         snprintf(why, why_len, "is owned by uid %u, not by you; fox-jit loads only your own "
-                 "code", (unsigned)st.st_uid);
-        goto fail;
+                 "code", (unsigned)st->st_uid);
+        return FJ_FILE_UNSAFE;
     }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
         snprintf(why, why_len, "is writable by group or others (mode %03o)",
-                 (unsigned)(st.st_mode & 0777));
-        goto fail;
+                 (unsigned)(st->st_mode & 0777));
+        return FJ_FILE_UNSAFE;
     }
-    if ((uint64_t)st.st_size > max_len) {
-        snprintf(why, why_len, "is too large (%lld bytes)", (long long)st.st_size);
-        goto fail;
+    if ((uint64_t)st->st_size > max_len) {
+        snprintf(why, why_len, "is too large (%lld bytes)", (long long)st->st_size);
+        return FJ_FILE_UNSAFE;
     }
-    size_t size = (size_t)st.st_size;
+    return FJ_FILE_OK;
+}
+
+/* Up to size bytes of fd (fewer when it shrank: a short entry). NULL with
+ * FJ_FILE_IOERR when it cannot be read. */
+static uint8_t *read_all(int fd, size_t size, size_t *got, fj_file_status *status, char *why,
+                         size_t why_len)
+{
     uint8_t *buf = malloc(size ? size : 1);
     if (!buf) {
         *status = FJ_FILE_IOERR;
         snprintf(why, why_len, "out of memory reading it");
-        goto fail;
+        return NULL;
     }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t n = read(fd, buf + got, size - got);
+    *got = 0;
+    while (*got < size) {
+        ssize_t n = read(fd, buf + *got, size - *got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -95,21 +112,56 @@ uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int tou
             *status = FJ_FILE_IOERR;
             snprintf(why, why_len, "could not be read (%s)", strerror(errno));
             free(buf);
-            goto fail;
+            *got = 0;
+            return NULL;
         }
         if (n == 0)
             break;
-        got += (size_t)n;
+        *got += (size_t)n;
     }
-    if (touch && got == size)
-        futimens(fd, NULL); /* used now: the LRU order of eviction */
-    close(fd);
-    *status = FJ_FILE_OK;
-    *len = got;
     return buf;
-fail:
-    close(fd);
-    return NULL;
+}
+
+uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int touch,
+                            size_t max_len, size_t *len, fj_file_status *status, char *why,
+                            size_t why_len, int *held)
+{
+    *len = 0;
+    if (held)
+        *held = -1;
+    /* O_NONBLOCK: a FIFO or device named like an entry must not block the
+     * open; its type is checked on the fd right after. */
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        *status = open_failure(dirfd, name, err, why, why_len);
+        if (held && err == ELOOP)
+            *held = hold_link(dirfd, name);
+        return NULL;
+    }
+    struct stat st;
+    uint8_t *buf = NULL;
+    *status = check_opened(fd, allow_root, max_len, &st, why, why_len);
+    if (*status == FJ_FILE_OK)
+        buf = read_all(fd, (size_t)st.st_size, len, status, why, why_len);
+    if (buf && touch && *len == (size_t)st.st_size)
+        futimens(fd, NULL); /* used now: the LRU order of eviction */
+    /* Only a file the caller may go on to remove as bad is handed back. */
+    if (held && (*status == FJ_FILE_OK || *status == FJ_FILE_UNSAFE))
+        *held = fd;
+    else
+        close(fd);
+    return buf;
+}
+
+/* fd starts with the fox-jit entry magic and is a regular file. */
+static int fd_is_ours(int fd)
+{
+    struct stat st;
+    char magic[8];
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+           pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+           !memcmp(magic, FJ_ENTRY_MAGIC, sizeof magic);
 }
 
 int fj_cache_file_is_ours(int dirfd, const char *name)
@@ -117,11 +169,7 @@ int fj_cache_file_is_ours(int dirfd, const char *name)
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    struct stat st;
-    char magic[8];
-    int ours = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-               pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
-               !memcmp(magic, FJ_ENTRY_MAGIC, sizeof magic);
+    int ours = fd_is_ours(fd);
     close(fd);
     return ours;
 }
@@ -170,17 +218,93 @@ void fj_cache_temp_name(const char *hex, char out[FJ_TEMP_NAME_MAX])
              (unsigned long long)r);
 }
 
+/* A temp name for name, of the pattern every sweep of stale temps knows:
+ * a file left under it by a process that died mid-removal is collected
+ * like an unfinished write. An entry keeps its own hash in it. */
+static void grave_name(const char *name, char out[FJ_TEMP_NAME_MAX])
+{
+    char hex[33];
+    if (fj_cache_entry_name_ok(name))
+        snprintf(hex, sizeof hex, "%.32s", name);
+    else
+        fj_hash128_hex(name, strlen(name), hex);
+    fj_cache_temp_name(hex, out);
+}
+
+int fj_cache_file_rename_noreplace(int dirfd, const char *from, const char *to)
+{
+    if (linkat(dirfd, from, dirfd, to, 0) == 0) {
+        unlinkat(dirfd, from, 0);
+        return 0;
+    }
+    if (errno == EEXIST)
+        return -1;
+    /* No hard links on this file system (some FUSE and network ones). */
+    return renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE);
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+int fj_cache_file_unlink_same(int dirfd, const char *name, int fd)
+{
+    struct stat want, got;
+    if (fstat(fd, &want) != 0)
+        return -1;
+    /* Checking the name and then unlinking it would delete whatever another
+     * process renamed onto it in between (a fresh entry). A rename to a
+     * name of our own is atomic: what it moved is then ours alone to
+     * examine, and is deleted only when it is the file checked. */
+    char grave[FJ_TEMP_NAME_MAX];
+    grave_name(name, grave);
+    if (renameat(dirfd, name, dirfd, grave) != 0)
+        return -1;
+    int told = fstatat(dirfd, grave, &got, AT_SYMLINK_NOFOLLOW) == 0;
+    if (told && same_file(&want, &got))
+        return unlinkat(dirfd, grave, 0);
+    /* Another file, or one that cannot be told apart: it goes back, but
+     * never over an even newer one stored under the name meanwhile. When
+     * it cannot (that newer one is there, or the file system can neither
+     * link nor rename without replacing) it is dropped: under an entry's
+     * name it is one more entry of the same key, at worst a recompile. */
+    if (fj_cache_file_rename_noreplace(dirfd, grave, name) != 0)
+        unlinkat(dirfd, grave, 0);
+    return told ? 1 : -1;
+}
+
+int fj_cache_file_remove_ours(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = -1;
+    if (fd_is_ours(fd))
+        rc = fj_cache_file_unlink_same(dirfd, name, fd);
+    else
+        errno = EPERM;
+    int err = errno;
+    close(fd);
+    errno = err;
+    return rc;
+}
+
 int fj_cache_remove_stale_temp(int dirfd, const char *name, long max_age, uint64_t *size)
 {
+    if (!fj_cache_temp_name_ok(name))
+        return 0;
+    /* O_PATH: the file is examined and held (its inode cannot be reused
+     * while it is), never read; a link is held as itself. */
+    int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
     struct stat st;
-    if (!fj_cache_temp_name_ok(name) || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISREG(st.st_mode))
-        return 0;
-    if (max_age > 0 && time(NULL) - st.st_mtime <= max_age)
-        return 0;
-    if (unlinkat(dirfd, name, 0) != 0)
-        return 0;
-    if (size)
+    int removed = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                  (max_age <= 0 || time(NULL) - st.st_mtime > max_age) &&
+                  fj_cache_file_unlink_same(dirfd, name, fd) == 0;
+    close(fd);
+    if (removed && size)
         *size = (uint64_t)st.st_size;
-    return 1;
+    return removed;
 }

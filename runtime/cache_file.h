@@ -34,10 +34,13 @@ typedef enum fj_file_status {
 /* Reads a whole cache file relative to dirfd. allow_root: a file owned by
  * root is acceptable (read-only layers). touch: set its mtime to now (the
  * runtime's use, for LRU order). Returns a malloc'd buffer on FJ_FILE_OK,
- * else NULL with why filled. max_len bounds what is read. */
+ * else NULL with why filled. max_len bounds what is read. held (may be
+ * NULL): on FJ_FILE_OK and FJ_FILE_UNSAFE, the descriptor of the very file
+ * examined (an O_PATH one for a link), else -1; a caller that finds it bad
+ * removes exactly it with fj_cache_file_unlink_same, then closes it. */
 uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int touch,
                             size_t max_len, size_t *len, fj_file_status *status, char *why,
-                            size_t why_len);
+                            size_t why_len, int *held);
 
 /* 1 when name is a regular file (not a link) whose first bytes are the
  * fox-jit entry magic: only such files are ever deleted as entries. */
@@ -56,5 +59,29 @@ void fj_cache_temp_name(const char *hex, char out[FJ_TEMP_NAME_MAX]);
 /* Deletes a temp file of our pattern when older than the stale age (or any
  * age when max_age is 0). 1 when removed (*size set), 0 otherwise. */
 int fj_cache_remove_stale_temp(int dirfd, const char *name, long max_age, uint64_t *size);
+
+/* Removal by name, safe against other processes storing under that name:
+ * a name is never unlinked after a check, since another process may rename
+ * a fresh entry onto it in between. Instead the name is renamed to a temp
+ * name of our own (fj_cache_temp_name's pattern, so one left by a process
+ * that died half-way is swept as a stale temp), and what was moved is
+ * deleted only when it is the file checked; anything else is put back.
+ *
+ * fj_cache_file_unlink_same: fd is the file that was checked, held open
+ * (so its inode cannot be reused by a new file). 0 when it was removed;
+ * 1 when name had become another file, which was left (or, when an even
+ * newer one took the name meanwhile, dropped for that one); -1 with errno
+ * when nothing was removed. */
+int fj_cache_file_unlink_same(int dirfd, const char *name, int fd);
+
+/* Removes name when it is a regular file with the fox-jit header, checked
+ * on an open descriptor: 0, 1 or -1 as fj_cache_file_unlink_same (EPERM:
+ * not fox-jit's). */
+int fj_cache_file_remove_ours(int dirfd, const char *name);
+
+/* Gives the file at from the name to unless to exists: 0, or -1 (EEXIST
+ * when it does). A hard link where the file system has them, else
+ * renameat2(RENAME_NOREPLACE). */
+int fj_cache_file_rename_noreplace(int dirfd, const char *from, const char *to);
 
 #endif

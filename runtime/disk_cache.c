@@ -185,9 +185,11 @@ int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, s
         size_t size = 0;
         fj_file_status st;
         why[0] = '\0';
-        uint8_t *buf = fj_cache_file_read(dirfd, name, !writable || c->inspect,
-                                          writable && !c->inspect, FJ_ENTRY_MAX_FILE, &size,
-                                          &st, why, sizeof why);
+        const int may_remove = writable && !c->inspect;
+        int held = -1;
+        uint8_t *buf = fj_cache_file_read(dirfd, name, !writable || c->inspect, may_remove,
+                                          FJ_ENTRY_MAX_FILE, &size, &st, why, sizeof why,
+                                          may_remove ? &held : NULL);
         if (st == FJ_FILE_ABSENT)
             continue;
         if (st == FJ_FILE_IOERR || (st == FJ_FILE_DENIED && writable)) {
@@ -221,15 +223,21 @@ int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, s
             fj_count(c->counters, disk_hits, 1);
             fj_count(c->counters, bytes_read, size);
             fj_debug("cache hit %s/%s (%s)", dir, name, writable ? "writable" : "read-only layer");
+            if (held >= 0)
+                close(held);
             return 1;
         }
         free(buf);
         fj_count(c->counters, corrupt_entries, 1);
-        if (writable && !c->inspect) {
+        if (may_remove) {
             /* Named exactly like our entry in our tagged directory: the
-             * store would replace it anyway. */
+             * store would replace it anyway. The file read, not the name: a
+             * fresh entry another process stored since stays. */
             fj_warn("cache entry %s/%s %s; removed, it will be rebuilt", dir, name, why);
-            unlinkat(c->dirfd, name, 0);
+            if (held >= 0 && fj_cache_file_unlink_same(c->dirfd, name, held) == 1)
+                fj_debug("cache entry %s/%s was stored again meanwhile; kept", dir, name);
+            if (held >= 0)
+                close(held);
         } else {
             fj_warn("read-only cache entry %s/%s %s; skipped", dir, name, why);
         }
@@ -361,8 +369,8 @@ void fj_disk_cache_remove(fj_disk_cache *c, const fj_key *key)
 {
     char name[64];
     entry_name(name, key);
-    if (!c->inspect && fj_cache_file_is_ours(c->dirfd, name))
-        unlinkat(c->dirfd, name, 0);
+    if (!c->inspect)
+        fj_cache_file_remove_ours(c->dirfd, name);
 }
 
 int fj_disk_cache_contains(fj_disk_cache *c, const fj_key *key)
@@ -384,9 +392,11 @@ int fj_disk_cache_contains(fj_disk_cache *c, const fj_key *key)
 
 int fj_disk_cache_remove_file(fj_disk_cache *c, const char *name)
 {
-    if (c->inspect || strchr(name, '/') || !fj_cache_file_is_ours(c->dirfd, name))
+    if (c->inspect || strchr(name, '/'))
         return -1;
-    return unlinkat(c->dirfd, name, 0);
+    /* 1: the bad file is gone all the same, replaced by a fresh entry that
+     * another process stored meanwhile (and that stays). */
+    return fj_cache_file_remove_ours(c->dirfd, name) >= 0 ? 0 : -1;
 }
 
 static int has_suffix(const char *name, const char *suffix)
@@ -413,7 +423,7 @@ static void check_entry(int dirfd, int trust_root, fj_entry_info *e)
     size_t size = 0;
     fj_file_status st;
     uint8_t *buf = fj_cache_file_read(dirfd, e->name, trust_root, 0, FJ_ENTRY_MAX_FILE, &size,
-                                      &st, e->why, sizeof e->why);
+                                      &st, e->why, sizeof e->why, NULL);
     fj_entry_view v;
     if (buf && fj_entry_parse(buf, size, NULL, &v, e->why, sizeof e->why) == 0) {
         /* The name must be the hash of the key inside. */
@@ -579,8 +589,9 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
         for (size_t i = 0; i < n && total > max_bytes; i++) {
             if (keep_name && !strcmp(items[i].name, keep_name))
                 continue;
-            if (!fj_cache_file_is_ours(c->dirfd, items[i].name) ||
-                unlinkat(c->dirfd, items[i].name, 0) != 0)
+            /* Not removed (1: a fresh entry took the name since, and stays):
+             * its bytes still count. */
+            if (fj_cache_file_remove_ours(c->dirfd, items[i].name) != 0)
                 continue;
             total -= items[i].size;
             s.entries++;

@@ -11,7 +11,9 @@
  *
  * Every directory is opened once (cache_dir.h) and used only through its
  * fd. Only files that carry the fox-jit header, and temp files of our
- * pattern, are ever deleted. */
+ * pattern, are ever deleted, and never by a name checked earlier: another
+ * process may have stored a fresh entry under it since (cache_file.h,
+ * fj_cache_file_unlink_same). */
 #ifndef FJ_DISK_CACHE_H
 #define FJ_DISK_CACHE_H
 
@@ -63,7 +65,7 @@ int fj_disk_cache_store(fj_disk_cache *c, const fj_key *key, uint32_t kind, cons
                         size_t len);
 
 /* Removes the writable directory's entry for key (after it failed to load
- * as a module). */
+ * as a module); one another process stored since it was checked stays. */
 void fj_disk_cache_remove(fj_disk_cache *c, const fj_key *key);
 
 /* 1 when some directory (a layer or the writable one) holds a regular file
@@ -97,7 +99,9 @@ typedef int (*fj_entry_visitor)(const fj_entry_info *e, void *ud);
 long fj_disk_cache_walk(fj_disk_cache *c, int check, fj_entry_visitor visit, void *ud);
 
 /* Deletes name from the writable directory if it starts with the fox-jit
- * header (fox-jit verify --remove). 0 when removed. */
+ * header (fox-jit verify --remove). 0 when the file checked is gone (also
+ * when a fresh entry that another process stored took the name meanwhile:
+ * that one stays); -1 when it is still there. */
 int fj_disk_cache_remove_file(fj_disk_cache *c, const char *name);
 
 typedef struct fj_prune_stats {
@@ -111,7 +115,9 @@ typedef struct fj_prune_stats {
 
 /* Removes entries of the writable directory (oldest first) until its total
  * is at most max_bytes, and temp files older than the stale age. Only files
- * with the fox-jit header are evicted. Returns entries removed (-1 when
+ * with the fox-jit header are evicted; an entry stored again by another
+ * process while it was being evicted stays, and the next oldest goes in its
+ * place. Returns entries removed (-1 when
  * the directory cannot be read). keep_name (may be NULL) is never removed;
  * stats may be NULL. */
 long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_name,
