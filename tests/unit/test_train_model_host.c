@@ -24,6 +24,7 @@
 #include "data.h"
 #include "dump.h"
 #include "env.h"
+#include "feed.h"
 #include "model.h"
 #include "params.h"
 #include "perception_ref.h"
@@ -1354,6 +1355,51 @@ static void dump_matches_reference(const char *path_flag)
     free(x), free(dt), free(lab), free(dz), free(v), free(init);
 }
 
+/* The feed (feed.c) over several epochs, as a run and a resumed run call
+ * it: the batch of every step is the one ft_epoch_order and ft_data_pack
+ * give, whole or as a rank's slice, with the next epoch packed by the
+ * packer thread while one trains. (The emulated copies happen at once, so
+ * this checks the data and the epoch bookkeeping; the stream order of the
+ * uploads is checked on a GPU by gpu/trainer's bitwise curves.) */
+static void check_feed(int global_batch, int rank, int ranks, int64_t first, int64_t steps)
+{
+    ft_dataset data;
+    assert_int_equal(ft_data_generate(&data, 40, 3, 4, 2, FT_SIGNAL_RULE, 5, FT_STREAM_TRAIN),
+                     0);
+    ft_feed f;
+    assert_int_equal(ft_feed_open_slice(&f, &cu, &data, global_batch, rank, ranks, 5), 0);
+    const int per = global_batch / ranks, bpe = data.n / global_batch;
+    ft_batch_layout l;
+    ft_batch_layout_for(per, data.k, data.f, data.h, &l);
+    float *want = malloc(l.floats * sizeof(float));
+    int *perm = malloc((size_t)data.n * sizeof(int));
+    CUdeviceptr dst;
+    assert_int_equal(h_alloc(&dst, l.floats * sizeof(float)), CUDA_SUCCESS);
+    const CUstream s = (CUstream)(uintptr_t)0x77;
+    for (int64_t i = first; i < first + steps; i++) {
+        assert_int_equal(ft_feed_batch(&f, i, dst, s), 0);
+        ft_epoch_order(data.n, 5, (uint64_t)(i / bpe), perm);
+        ft_data_pack(&data, perm + (i % bpe) * global_batch + rank * per, per, &l, want);
+        if (memcmp(HP(dst), want, l.floats * sizeof(float)))
+            fail_msg("step %lld (epoch %lld, batch %lld), rank %d of %d: not the epoch's batch",
+                     (long long)i, (long long)(i / bpe), (long long)(i % bpe), rank, ranks);
+    }
+    ft_feed_close(&f);
+    h_free(dst);
+    free(want), free(perm);
+    ft_data_free(&data);
+}
+
+static void test_feed_follows_epoch_order(void **state)
+{
+    (void)state;
+    check_feed(8, 0, 1, 0, 27);     /* 5 batches an epoch (40 sequences), 5+ epochs */
+    check_feed(8, 0, 1, 13, 9);     /* resumed in the middle of epoch 2 */
+    check_feed(8, 1, 2, 0, 17);     /* rank 1's half of each global batch */
+    check_feed(40, 0, 1, 0, 4);     /* one batch an epoch: a new epoch every step */
+    check_feed(20, 2, 4, 3, 6);     /* rank 2 of 4, resumed at an epoch's start */
+}
+
 static void test_dump_step(void **state)
 {
     (void)state;
@@ -1370,6 +1416,7 @@ int main(void)
         cmocka_unit_test(test_older_library_uses_narrow_bce),
         cmocka_unit_test(test_loop_resume_is_exact),
         cmocka_unit_test(test_loop_learns_constant_signal),
+        cmocka_unit_test(test_feed_follows_epoch_order),
         cmocka_unit_test(test_dump_step),
     };
     return cmocka_run_group_tests_name("train_model_host", tests, setup, NULL);

@@ -3,6 +3,186 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* ---- packing an epoch (the packer thread and its helpers) ---------------------- */
+
+enum { FT_PACK_MAX_THREADS = 8 };
+
+typedef struct pack_part {
+    const ft_feed *f;
+    const ft_feed_slot *s;
+    int first, end;   /* batches [first, end) of the epoch */
+} pack_part;
+
+static void *pack_batches(void *arg)
+{
+    const pack_part *p = arg;
+    const ft_feed *f = p->f;
+    for (int b = p->first; b < p->end; b++)
+        ft_data_pack(f->data, p->s->perm + (size_t)b * f->global_batch + f->first_row, f->batch,
+                     &f->layout, p->s->host + (size_t)b * f->layout.floats);
+    return NULL;
+}
+
+/* Epoch e into its slot's staging buffer: the order, then the batches, in
+ * contiguous runs over the threads (every batch is packed alike whoever
+ * packs it, so the bits do not depend on the split). A helper that cannot
+ * be started leaves its run to this thread. */
+static void pack_epoch(ft_feed *f, int64_t e)
+{
+    ft_feed_slot *s = &f->slot[e % 2];
+    ft_epoch_order(f->data->n, f->seed, (uint64_t)e, s->perm);
+    const int n = f->batches_per_epoch, t = f->pack_threads;
+    pack_part parts[FT_PACK_MAX_THREADS];
+    pthread_t helper[FT_PACK_MAX_THREADS];
+    int started[FT_PACK_MAX_THREADS] = {0};
+    for (int i = 0; i < t; i++)
+        parts[i] = (pack_part){f, s, (int)((int64_t)n * i / t), (int)((int64_t)n * (i + 1) / t)};
+    for (int i = 1; i < t; i++)
+        started[i] = pthread_create(&helper[i], NULL, pack_batches, &parts[i]) == 0;
+    pack_batches(&parts[0]);
+    for (int i = 1; i < t; i++) {
+        if (started[i])
+            pthread_join(helper[i], NULL);
+        else
+            pack_batches(&parts[i]);
+    }
+}
+
+static void *packer_main(void *arg)
+{
+    ft_feed *f = arg;
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        while (!f->stop && f->want == f->packed)
+            pthread_cond_wait(&f->cv, &f->mu);
+        if (f->stop)
+            break;
+        int64_t e = f->want;
+        pthread_mutex_unlock(&f->mu);
+        pack_epoch(f, e);
+        pthread_mutex_lock(&f->mu);
+        f->packed = e;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* ---- the training thread's side ------------------------------------------------- */
+
+/* Asks for epoch e (the packer is idle: every earlier request was waited
+ * for). Its staging buffer must not be read by an upload any more: the
+ * last one from it (epoch e - 2's) is waited for, which the training
+ * stream needed before epoch e - 2 began, long done in practice. Without a
+ * packer thread, packs it here and now. */
+static int request(ft_feed *f, int64_t e)
+{
+    ft_feed_slot *s = &f->slot[e % 2];
+    if (s->upload_recorded &&
+        ft_cu_check(f->cu, f->cu->cuEventSynchronize(s->uploaded),
+                    "cuEventSynchronize (an epoch upload)"))
+        return -1;
+    f->requested = e;
+    if (!f->packer_running) {
+        pack_epoch(f, e);
+        f->packed = e;
+        return 0;
+    }
+    pthread_mutex_lock(&f->mu);
+    f->want = e;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+}
+
+static int is_packed(ft_feed *f, int64_t e, int wait)
+{
+    if (!f->packer_running)
+        return f->packed == e;
+    pthread_mutex_lock(&f->mu);
+    while (wait && f->packed != e)
+        pthread_cond_wait(&f->cv, &f->mu);
+    int done = f->packed == e;
+    pthread_mutex_unlock(&f->mu);
+    return done;
+}
+
+/* Enqueues epoch e's upload on the copy stream, after the training
+ * stream's last copy out of the device buffer it overwrites. */
+static int upload(ft_feed *f, int64_t e)
+{
+    const ft_cuda *cu = f->cu;
+    ft_feed_slot *s = &f->slot[e % 2];
+    if ((s->release_recorded &&
+         ft_cu_check(cu, cu->cuStreamWaitEvent(f->copy, s->released, 0), "cuStreamWaitEvent")) ||
+        ft_cu_check(cu, cu->cuMemcpyHtoDAsync(s->dev, s->host, f->epoch_bytes, f->copy),
+                    "cuMemcpyHtoDAsync (epoch upload)") ||
+        ft_cu_check(cu, cu->cuEventRecord(s->uploaded, f->copy), "cuEventRecord"))
+        return -1;
+    s->upload_recorded = 1;
+    s->epoch = e;
+    return 0;
+}
+
+/* The training stream moves to epoch e: it lets go of the buffer it read,
+ * waits for e's upload (asking for and waiting on its packing first when
+ * it was not prefetched: the first epoch, a resumed run), and the packer
+ * starts on e + 1. */
+static int enter_epoch(ft_feed *f, int64_t e, CUstream st)
+{
+    const ft_cuda *cu = f->cu;
+    if (f->current >= 0) {
+        ft_feed_slot *old = &f->slot[f->current % 2];
+        if (ft_cu_check(cu, cu->cuEventRecord(old->released, st), "cuEventRecord"))
+            return -1;
+        old->release_recorded = 1;
+    }
+    /* The packer is idle from here on: it was asked for e (the usual case:
+     * waited for here, as the epoch needs it now) or, after a jump, for
+     * another epoch, whose buffers it must be done with before any new
+     * request. */
+    if (f->requested >= 0)
+        is_packed(f, f->requested, 1);
+    ft_feed_slot *s = &f->slot[e % 2];
+    if (s->epoch != e &&
+        ((f->requested != e && (request(f, e) || !is_packed(f, e, 1))) || upload(f, e)))
+        return -1;
+    if (ft_cu_check(cu, cu->cuStreamWaitEvent(st, s->uploaded, 0), "cuStreamWaitEvent"))
+        return -1;
+    f->current = e;
+    return request(f, e + 1);
+}
+
+int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
+{
+    int64_t epoch = index / f->batches_per_epoch, pos = index % f->batches_per_epoch;
+    if (epoch != f->current) {
+        if (enter_epoch(f, epoch, s))
+            return -1;
+    } else if (f->requested == epoch + 1 && f->slot[(epoch + 1) % 2].epoch != epoch + 1 &&
+               is_packed(f, epoch + 1, 0) && upload(f, epoch + 1)) {
+        return -1;   /* the next epoch is packed: its upload overlaps this one */
+    }
+    const ft_feed_slot *cur = &f->slot[epoch % 2];
+    size_t bytes = f->layout.floats * sizeof(float);
+    return ft_cu_check(f->cu, f->cu->cuMemcpyDtoDAsync(dst, cur->dev + (size_t)pos * bytes,
+                                                       bytes, s),
+                       "cuMemcpyDtoDAsync (batch)");
+}
+
+/* ---- open and close --------------------------------------------------------------- */
+
+/* Threads for one epoch's packing: the cores a rank may take (the other
+ * ranks pack too), at most one per batch and FT_PACK_MAX_THREADS. */
+static int pack_threads(int batches, int ranks)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long t = cores > 0 ? cores / ranks : 1;
+    t = t > FT_PACK_MAX_THREADS ? FT_PACK_MAX_THREADS : t < 1 ? 1 : t;
+    return (int)(t < batches ? t : batches);
+}
 
 int ft_feed_open(ft_feed *f, const ft_cuda *cu, const ft_dataset *data, int batch,
                  uint64_t seed)
@@ -19,67 +199,70 @@ int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
     f->global_batch = global_batch, f->first_row = rank * batch;
     /* The last partial global batch is dropped. */
     f->batches_per_epoch = data->n / global_batch;
-    f->loaded_epoch = -1;
+    f->pack_threads = pack_threads(f->batches_per_epoch, ranks);
+    f->current = f->requested = f->want = f->packed = -1;
     ft_batch_layout_for(batch, data->k, data->f, data->h, &f->layout);
-    size_t bytes = (size_t)f->batches_per_epoch * f->layout.floats * sizeof(float);
-    f->perm = malloc((size_t)data->n * sizeof *f->perm);
-    if (!f->perm) {
-        fprintf(stderr, "fox-train: out of memory for the epoch order\n");
-        return -1;
+    f->epoch_bytes = (size_t)f->batches_per_epoch * f->layout.floats * sizeof(float);
+    for (int i = 0; i < 2; i++) {
+        ft_feed_slot *s = &f->slot[i];
+        s->epoch = -1;
+        s->perm = malloc((size_t)data->n * sizeof *s->perm);
+        if (!s->perm) {
+            fprintf(stderr, "fox-train: out of memory for the epoch order\n");
+            return -1;
+        }
+        if (ft_cu_check(cu, cu->cuMemAlloc(&s->dev, f->epoch_bytes),
+                        "cuMemAlloc of an epoch buffer") ||
+            ft_cu_check(cu, cu->cuMemAllocHost((void **)&s->host, f->epoch_bytes),
+                        "cuMemAllocHost of an epoch staging buffer") ||
+            ft_cu_check(cu, cu->cuEventCreate(&s->uploaded, CU_EVENT_DISABLE_TIMING),
+                        "cuEventCreate") ||
+            ft_cu_check(cu, cu->cuEventCreate(&s->released, CU_EVENT_DISABLE_TIMING),
+                        "cuEventCreate"))
+            return -1;
     }
-    if (ft_cu_check(cu, cu->cuMemAlloc(&f->epoch_dev, bytes), "cuMemAlloc of the epoch buffer") ||
-        ft_cu_check(cu, cu->cuMemAllocHost((void **)&f->epoch_host, bytes),
-                    "cuMemAllocHost of the epoch staging buffer") ||
-        ft_cu_check(cu, cu->cuEventCreate(&f->uploaded, CU_EVENT_DISABLE_TIMING),
-                    "cuEventCreate"))
+    if (ft_cu_check(cu, cu->cuStreamCreate(&f->copy, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
         return -1;
+    if (pthread_mutex_init(&f->mu, NULL) == 0) {
+        if (pthread_cond_init(&f->cv, NULL) == 0)
+            f->sync_ready = 1;
+        else
+            pthread_mutex_destroy(&f->mu);
+    }
+    /* Without the thread the epochs are packed on this one, as before. */
+    f->packer_running = f->sync_ready && pthread_create(&f->packer, NULL, packer_main, f) == 0;
     return 0;
-}
-
-static int load_epoch(ft_feed *f, int64_t epoch, CUstream s)
-{
-    const ft_cuda *cu = f->cu;
-    /* The staging buffer is still being read by the last upload until
-     * this event; in practice that finished an epoch ago. */
-    if (f->upload_pending && ft_cu_check(cu, cu->cuEventSynchronize(f->uploaded),
-                                         "cuEventSynchronize (epoch upload)"))
-        return -1;
-    ft_epoch_order(f->data->n, f->seed, (uint64_t)epoch, f->perm);
-    for (int b = 0; b < f->batches_per_epoch; b++)
-        ft_data_pack(f->data, f->perm + (size_t)b * f->global_batch + f->first_row, f->batch,
-                     &f->layout, f->epoch_host + (size_t)b * f->layout.floats);
-    size_t bytes = (size_t)f->batches_per_epoch * f->layout.floats * sizeof(float);
-    /* Stream order puts this after every copy out of the previous epoch. */
-    if (ft_cu_check(cu, cu->cuMemcpyHtoDAsync(f->epoch_dev, f->epoch_host, bytes, s),
-                    "cuMemcpyHtoDAsync (epoch upload)") ||
-        ft_cu_check(cu, cu->cuEventRecord(f->uploaded, s), "cuEventRecord"))
-        return -1;
-    f->upload_pending = 1;
-    f->loaded_epoch = epoch;
-    return 0;
-}
-
-int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
-{
-    int64_t epoch = index / f->batches_per_epoch, pos = index % f->batches_per_epoch;
-    if (epoch != f->loaded_epoch && load_epoch(f, epoch, s))
-        return -1;
-    size_t bytes = f->layout.floats * sizeof(float);
-    return ft_cu_check(f->cu, f->cu->cuMemcpyDtoDAsync(dst, f->epoch_dev + (size_t)pos * bytes,
-                                                       bytes, s),
-                       "cuMemcpyDtoDAsync (batch)");
 }
 
 void ft_feed_close(ft_feed *f)
 {
-    if (f->upload_pending)
-        f->cu->cuEventSynchronize(f->uploaded);
-    if (f->uploaded)
-        f->cu->cuEventDestroy(f->uploaded);
-    if (f->epoch_dev)
-        f->cu->cuMemFree(f->epoch_dev);
-    if (f->epoch_host)
-        f->cu->cuMemFreeHost(f->epoch_host);
-    free(f->perm);
+    if (f->packer_running) {
+        pthread_mutex_lock(&f->mu);
+        f->stop = 1;
+        pthread_cond_broadcast(&f->cv);
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->packer, NULL);
+    }
+    if (f->sync_ready) {
+        pthread_cond_destroy(&f->cv);
+        pthread_mutex_destroy(&f->mu);
+    }
+    const ft_cuda *cu = f->cu;
+    for (int i = 0; i < 2 && cu; i++) {
+        ft_feed_slot *s = &f->slot[i];
+        if (s->upload_recorded)
+            cu->cuEventSynchronize(s->uploaded);
+        if (s->uploaded)
+            cu->cuEventDestroy(s->uploaded);
+        if (s->released)
+            cu->cuEventDestroy(s->released);
+        if (s->dev)
+            cu->cuMemFree(s->dev);
+        if (s->host)
+            cu->cuMemFreeHost(s->host);
+        free(s->perm);
+    }
+    if (cu && f->copy)
+        cu->cuStreamDestroy(f->copy);
     memset(f, 0, sizeof *f);
 }
