@@ -113,28 +113,28 @@ static int other_files(const char *dir, const char *keep)
     return n;
 }
 
-static void expect_says(const char *dir, const char *const *needles, const char *what)
+static void expect_says(const char *dir, const char *needle, const char *what)
 {
     const char *msg = foxjit_last_error();
-    for (int i = 0; needles[i]; i++)
-        if (!strstr(msg, needles[i]))
-            fail_msg("%s: the refusal of %s does not say '%s':\n%s", what, dir, needles[i], msg);
+    if (!msg || !strstr(msg, needle))
+        fail_msg("%s: the refusal of %s does not say '%s':\n%s", what, dir, needle,
+                 msg ? msg : "(no message)");
 }
 
 /* Refused for writing and for reading, saying so; tag and files untouched. */
 static void expect_refused(const char *dir, const char *tag, const char *owner_says,
                            const char *keep)
 {
-    const char *const common[] = {"not a fox-jit cache directory", "CACHEDIR.TAG",
-                                  "FOXJIT_CACHE_DIR", "--cache-dir", "foxjit-cache", NULL};
+    static const char *const common[] = {"not a fox-jit cache directory", "CACHEDIR.TAG",
+                                         "FOXJIT_CACHE_DIR", "--cache-dir", "foxjit-cache"};
     for (int inspect = 0; inspect < 2; inspect++) {
         const char *what = inspect ? "inspecting (list, info, verify)" : "a writable cache";
         if (open_cache(dir, inspect) == 0)
             fail_msg("%s: %s, tagged by another program, was taken as fox-jit's cache", what,
                      dir);
-        expect_says(dir, common, what);
-        const char *const owner[] = {owner_says, NULL};
-        expect_says(dir, owner, what);
+        for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+            expect_says(dir, common[i], what);
+        expect_says(dir, owner_says, what);
         if (strcmp(read_tag(dir), tag) != 0)
             fail_msg("%s: the other program's CACHEDIR.TAG was changed:\n%s", what,
                      read_tag(dir));
