@@ -9,11 +9,13 @@
 #include <stdio.h>
 
 /* A loss ring holds the last FT_LOSS_RING steps: the loss of this
- * process's step i (0-based) is in slot ft_ring_slot(i). The loops stop to
- * report (wait for the GPU, write the CSV) at least every FT_LOSS_RING
- * steps (ft_ring_full), so no loss is overwritten before it is written
- * out, and the host memory a run pins does not grow with --steps (a ring
- * per step of a 10^8-step run was 400 MB of pinned memory per rank). */
+ * process's step i (0-based) is in slot ft_ring_slot(i). The loops wait
+ * for the GPU and write out every loss at the latest when half the ring
+ * is waiting (ft_ring_full; between two such waits a loop may write out
+ * the losses up to its previous reporting point only), so no loss is
+ * overwritten before it is written out, and the host memory a run pins
+ * does not grow with --steps (a ring per step of a 10^8-step run was
+ * 400 MB of pinned memory per rank). */
 #define FT_LOSS_RING 4096
 
 static inline int64_t ft_ring_slot(int64_t i)
@@ -27,11 +29,11 @@ static inline int64_t ft_ring_entries(int64_t todo)
     return todo < 1 ? 1 : todo < FT_LOSS_RING ? todo : FT_LOSS_RING;
 }
 
-/* After `done` steps, the last report after `reported`: one more step
- * would overwrite a loss not yet reported, so report now. */
-static inline int ft_ring_full(int64_t done, int64_t reported)
+/* After `done` steps, the losses up to `written` written out: half the
+ * ring is waiting, so wait for everything and write it out now. */
+static inline int ft_ring_full(int64_t done, int64_t written)
 {
-    return done - reported >= FT_LOSS_RING;
+    return done - written >= FT_LOSS_RING / 2;
 }
 
 typedef struct ft_losslog {
