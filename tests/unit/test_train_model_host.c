@@ -1251,6 +1251,13 @@ static void test_loop_resume_is_exact(void **state)
     assert_int_equal(train("--resume", in_dir("first.ckpt"), "--batch", "4", "--steps", "5",
                            "--quiet", NULL), 0);
     assert_int_equal(train("--resume", in_dir("nothing.ckpt"), NULL), FT_EXIT_FAILED);
+    /* Reporting every 3 steps (each point writes the losses up to the
+     * previous one, the end all of them) writes the curve of a run that
+     * reports only at its end. */
+    assert_int_equal(train(common[0], common[1], common[2], common[3], common[4], common[5],
+                           common[6], common[7], common[8], "--steps", "8", "--progress", "3",
+                           "--csv", in_dir("p3.csv"), NULL), 0);
+    assert_true(same_file(in_dir("whole.csv"), in_dir("p3.csv")));
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);

@@ -431,6 +431,11 @@ static void test_resume_is_exact(void **state)
             fail_msg("step %d: resumed %.9g, uninterrupted %.9g", 4 + i, (double)lb[i],
                      (double)la[3 + i]);
     assert_true(same_file(in_mdir("dp2.ckpt"), in_mdir("resumed.ckpt")));
+    /* Reporting every 2 steps (each point writes the losses up to the
+     * previous one) writes the same curve. */
+    assert_int_equal(run(COMMON, "--steps", "7", "--gpus", "2", "--progress", "2", "--csv",
+                         in_mdir("dp2p.csv"), NULL), 0);
+    assert_true(same_file(in_mdir("dp2.csv"), in_mdir("dp2p.csv")));
     /* A checkpoint whose batch does not split over the GPUs is refused. */
     assert_int_equal(run("--resume", in_mdir("first.ckpt"), "--gpus", "3", "--quiet", NULL),
                      FT_EXIT_USAGE);

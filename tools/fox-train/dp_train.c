@@ -43,6 +43,7 @@ struct dp_rank {
     ft_feed feed;
     ft_stepper stepper;
     float *ring;            /* pinned: this rank's loss of the last steps (of its slice) */
+    CUevent mark;           /* recorded at the last reporting point (loop) */
     float *params;          /* its parameters at the end (the replica check) */
     foxjit_counters before, after;  /* around ft_model_prepare */
     double prepare_s;
@@ -71,6 +72,11 @@ static int setup_rank(dp_rank *d)
         ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&d->ring, n * sizeof(float)),
                     "cuMemAllocHost of the loss ring")) {
         ft_rank_fail(r, "out of memory for the loss ring or the parameters");
+        return -1;
+    }
+    if (ft_cu_check(&e->cu, e->cu.cuEventCreate(&d->mark, CU_EVENT_DISABLE_TIMING),
+                    "cuEventCreate")) {
+        ft_rank_fail(r, "could not create the reporting event");
         return -1;
     }
     return 0;
@@ -153,7 +159,7 @@ static int loop(dp_rank *d)
     const ft_options *o = sh->o;
     ft_rank *r = &d->r;
     const int64_t start = sh->rc.start, todo = sh->rc.end - start;
-    int64_t reported = 0;
+    int64_t reported = 0, marked = 0;   /* marked: steps done at d->mark (0: none) */
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
         if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g,
@@ -164,13 +170,32 @@ static int loop(dp_rank *d)
         int64_t done = i + 1;
         int ckpt = o->checkpoint_every && (g + 1) % o->checkpoint_every == 0 && done < todo;
         int show = !o->quiet && (done % sh->line_every == 0 || done == todo);
-        if (!show && !ckpt && done % o->progress_every && done != todo &&
-            !ft_ring_full(done, reported))
+        int full = ckpt || done == todo || ft_ring_full(done, reported);
+        if (!show && !full && done % o->progress_every)
             continue;
-        reported = done;
-        if (ft_rank_wait(r) || ft_team_sync(&sh->team))
+        /* train.c's waits: up to the previous point only, so a period of
+         * steps stays queued; everything at a checkpoint, the end and a
+         * half-full ring. Every rank takes the same branch. */
+        int64_t upto = done;
+        if (full) {
+            if (ft_rank_wait(r))
+                return -1;
+            marked = 0;
+        } else {
+            upto = marked;
+            if (marked && ft_rank_wait_event(r, d->mark))
+                return -1;
+            if (ft_cu_check(&r->env.cu, r->env.cu.cuEventRecord(d->mark, r->env.stream),
+                            "cuEventRecord")) {
+                ft_team_break(&sh->team, FT_EXIT_FAILED);
+                return -1;
+            }
+            marked = done;
+        }
+        reported = upto;
+        if (ft_team_sync(&sh->team))
             return -1;
-        if (r->index == 0 && report(sh, done, ckpt, show))
+        if (r->index == 0 && report(sh, upto, ckpt, show && upto > 0))
             ft_team_break(&sh->team, FT_EXIT_FAILED);
         if (ft_team_sync(&sh->team))
             return -1;
@@ -304,6 +329,9 @@ out:
     if (d->ring)
         r->env.cu.cuMemFreeHost(d->ring);
     d->ring = NULL;
+    if (d->mark)
+        r->env.cu.cuEventDestroy(d->mark);
+    d->mark = NULL;
     ft_model_free(&d->model);
     ft_rank_release(r);
     return NULL;

@@ -95,16 +95,22 @@ int ft_rank_attach(ft_rank *r, ft_model *m, int all_reduce)
 int ft_rank_wait(ft_rank *r)
 {
     const ft_cuda *cu = &r->env.cu;
-    char buf[300];
     if (ft_cu_check(cu, cu->cuEventRecord(r->marker, r->env.stream), "cuEventRecord")) {
         ft_team_break(r->team, FT_EXIT_FAILED);
         return -1;
     }
+    return ft_rank_wait_event(r, r->marker);
+}
+
+int ft_rank_wait_event(ft_rank *r, CUevent ev)
+{
+    const ft_cuda *cu = &r->env.cu;
+    char buf[300];
     /* Short sleeps: this runs at the loop's reporting points only, and
      * the GPU is usually done, or nearly. */
     const struct timespec nap = {0, 50 * 1000};
     for (;;) {
-        CUresult q = cu->cuEventQuery(r->marker);
+        CUresult q = cu->cuEventQuery(ev);
         if (q == CUDA_SUCCESS)
             return 0;
         if (q != CUDA_ERROR_NOT_READY) {

@@ -54,6 +54,9 @@ int ft_rank_attach(ft_rank *r, ft_model *m, int all_reduce);
  * complete) or NCCL reports an asynchronous error. Returns 0, or -1 (after
  * printing why, unless the team was already broken). */
 int ft_rank_wait(ft_rank *r);
+/* The same wait for an event already recorded on the rank's stream (the
+ * work before it, not everything queued). */
+int ft_rank_wait_event(ft_rank *r, CUevent ev);
 
 /* Ends the communicator: destroyed after a good run, aborted when the
  * team is broken (that also cancels an all-reduce stuck waiting for a
