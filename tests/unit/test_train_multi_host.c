@@ -436,6 +436,12 @@ static void test_resume_is_exact(void **state)
     assert_int_equal(run(COMMON, "--steps", "7", "--gpus", "2", "--progress", "2", "--csv",
                          in_mdir("dp2p.csv"), NULL), 0);
     assert_true(same_file(in_mdir("dp2.csv"), in_mdir("dp2p.csv")));
+    /* A lagged point right after a checkpoint's full wait writes no row
+     * twice (it rewound the curve to step 0). */
+    assert_int_equal(run(COMMON, "--steps", "7", "--gpus", "2", "--progress", "2",
+                         "--checkpoint-every", "3", "--checkpoint", in_mdir("dp2c.ckpt"), "--csv",
+                         in_mdir("dp2c.csv"), NULL), 0);
+    assert_true(same_file(in_mdir("dp2.csv"), in_mdir("dp2c.csv")));
     /* A checkpoint whose batch does not split over the GPUs is refused. */
     assert_int_equal(run("--resume", in_mdir("first.ckpt"), "--gpus", "3", "--quiet", NULL),
                      FT_EXIT_USAGE);

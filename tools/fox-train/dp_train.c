@@ -159,7 +159,10 @@ static int loop(dp_rank *d)
     const ft_options *o = sh->o;
     ft_rank *r = &d->r;
     const int64_t start = sh->rc.start, todo = sh->rc.end - start;
-    int64_t reported = 0, marked = 0;   /* marked: steps done at d->mark (0: none) */
+    /* train.c's bookkeeping: marked, the steps done at the last point;
+     * pending, d->mark recorded there and not yet waited for. */
+    int64_t reported = 0, marked = 0;
+    int pending = 0;
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
         if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g,
@@ -180,18 +183,19 @@ static int loop(dp_rank *d)
         if (full) {
             if (ft_rank_wait(r))
                 return -1;
-            marked = 0;
+            pending = 0;
         } else {
             upto = marked;
-            if (marked && ft_rank_wait_event(r, d->mark))
+            if (pending && ft_rank_wait_event(r, d->mark))
                 return -1;
             if (ft_cu_check(&r->env.cu, r->env.cu.cuEventRecord(d->mark, r->env.stream),
                             "cuEventRecord")) {
                 ft_team_break(&sh->team, FT_EXIT_FAILED);
                 return -1;
             }
-            marked = done;
+            pending = 1;
         }
+        marked = done;
         reported = upto;
         if (ft_team_sync(&sh->team))
             return -1;

@@ -93,6 +93,8 @@ int ft_losslog_open(ft_losslog *l, const char *csv_path, const float *ring, int6
 
 int ft_losslog_flush(ft_losslog *l, int64_t upto)
 {
+    if (upto <= l->written)
+        return 0;   /* nothing new (a point lagging behind a full wait) */
     if (upto - l->written > FT_LOSS_RING) {
         fprintf(stderr, "fox-train: internal error: steps %lld to %lld were not reported "
                 "before the loss ring of %d steps wrapped; please report this\n",
@@ -125,8 +127,11 @@ int ft_losslog_flush(ft_losslog *l, int64_t upto)
     return 0;
 }
 
-void ft_losslog_status(const ft_losslog *l, int64_t done, double t0)
+void ft_losslog_status(ft_losslog *l, int64_t done, double t0)
 {
+    if (done <= l->shown)
+        return;
+    l->shown = done;
     int64_t i = done - 1;
     int window = done < 10 ? (int)done : 10;
     double mean = 0;

@@ -41,6 +41,7 @@ typedef struct ft_losslog {
     int64_t start, end;     /* steps done before this process, steps done at the end */
     int64_t written;        /* steps already written and checked */
     float first, last;      /* the losses of the first and the last step written */
+    int64_t shown;          /* steps of the last status line */
     FILE *csv;
     int tty;                /* stderr is a terminal: the status line rewrites itself */
 } ft_losslog;
@@ -54,8 +55,9 @@ int ft_losslog_open(ft_losslog *l, const char *csv_path, const float *ring, int6
  * over losses not yet written (a loop that did not report in time). */
 int ft_losslog_flush(ft_losslog *l, int64_t upto);
 /* The status line after `done` steps of this process, t0 its start time
- * (ft_now_s). */
-void ft_losslog_status(const ft_losslog *l, int64_t done, double t0);
+ * (ft_now_s); nothing when the last line showed as many (a lagged
+ * reporting point can come back to the step of the point before). */
+void ft_losslog_status(ft_losslog *l, int64_t done, double t0);
 void ft_losslog_close(ft_losslog *l);
 
 /* Steps between status lines: every `progress_every` on a terminal;

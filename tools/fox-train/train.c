@@ -95,7 +95,10 @@ static int loop(run *r)
     const int64_t start = r->rc.start, todo = r->rc.end - start;
     const int64_t line_every = ft_status_period(o->progress_every, todo, r->log.tty);
     double t0 = ft_now_s();
-    int64_t marked = 0;   /* steps done when r->mark was recorded (0: not pending) */
+    /* Steps done at the last reporting point; pending: r->mark was
+     * recorded there and not yet waited for (a lagged point). */
+    int64_t marked = 0;
+    int pending = 0;
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
         if (ft_feed_batch(&r->feed, g, r->model.batch_in, e->stream) ||
@@ -119,16 +122,17 @@ static int loop(run *r)
         if (ckpt || full || done == todo) {
             if (ft_cu_check(cu, cu->cuStreamSynchronize(e->stream), "cuStreamSynchronize"))
                 return -1;
-            marked = 0;
+            pending = 0;
         } else {
             upto = marked;
-            if ((marked && ft_cu_check(cu, cu->cuEventSynchronize(r->mark),
-                                       "cuEventSynchronize (a reporting point)")) ||
+            if ((pending && ft_cu_check(cu, cu->cuEventSynchronize(r->mark),
+                                        "cuEventSynchronize (a reporting point)")) ||
                 ft_cu_check(cu, cu->cuEventRecord(r->mark, e->stream), "cuEventRecord"))
                 return -1;
-            marked = done;
+            pending = 1;
         }
-        if (upto > r->log.written && ft_losslog_flush(&r->log, upto))
+        marked = done;
+        if (ft_losslog_flush(&r->log, upto))
             return -1;
         if (show && upto > 0)
             ft_losslog_status(&r->log, upto, t0);
@@ -180,6 +184,10 @@ int ft_train(ft_env *e, const ft_options *o)
     }
     rc = FT_EXIT_OK;
 done:
+    /* A failure can leave steps queued (a lagged reporting point): they
+     * copy out of the feed's buffers and into the ring freed below. */
+    if (rc != FT_EXIT_OK && e->stream)
+        e->cu.cuStreamSynchronize(e->stream);
     ft_losslog_close(&r.log);
     ft_stepper_free(&r.stepper);
     ft_feed_close(&r.feed);
