@@ -1423,9 +1423,53 @@ static void check_feed(int global_batch, int rank, int ranks, int64_t first, int
     ft_data_free(&data);
 }
 
+/* An upload that never completes (it queued behind an all-reduce a
+ * stopped peer never joins): with give_up set, the feed stops waiting
+ * when it says so, instead of hanging. */
+static CUresult never_ready(CUevent e)
+{
+    (void)e;
+    return CUDA_ERROR_NOT_READY;
+}
+static int polls;
+static int give_up_after_3(void *arg)
+{
+    (void)arg;
+    return ++polls > 3;
+}
+
+static void check_feed_gives_up(void)
+{
+    ft_dataset data;
+    assert_int_equal(ft_data_generate(&data, 40, 3, 4, 2, FT_SIGNAL_RULE, 5, FT_STREAM_TRAIN),
+                     0);
+    ft_feed f;
+    assert_int_equal(ft_feed_open(&f, &cu, &data, 8, 5), 0);
+    f.give_up = give_up_after_3;
+    CUdeviceptr dst;
+    assert_int_equal(h_alloc(&dst, f.layout.floats * sizeof(float)), CUDA_SUCCESS);
+    const ft_cuda saved = cu;
+    cu.cuEventQuery = never_ready;
+    polls = 0;
+    /* Epoch 0 packs 1 ahead; entering epoch 1 asks for 2, whose staging
+     * buffer epoch 0's upload (never done) last read. */
+    int rc = 0;
+    int64_t i = 0;
+    for (; i < 10 && rc == 0; i++)
+        rc = ft_feed_batch(&f, i, dst, (CUstream)(uintptr_t)0x77);
+    cu = saved;
+    assert_int_equal(rc, -1);
+    assert_int_equal(i, 6);     /* the first step of epoch 1 */
+    assert_int_equal(polls, 4);
+    ft_feed_close(&f);
+    h_free(dst);
+    ft_data_free(&data);
+}
+
 static void test_feed_follows_epoch_order(void **state)
 {
     (void)state;
+    check_feed_gives_up();
     check_feed(8, 0, 1, 0, 27);     /* 5 batches an epoch (40 sequences), 5+ epochs */
     check_feed(8, 0, 1, 13, 9);     /* resumed in the middle of epoch 2 */
     check_feed(8, 1, 2, 0, 17);     /* rank 1's half of each global batch */

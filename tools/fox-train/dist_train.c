@@ -97,6 +97,8 @@ static int setup(dist_run *d)
     int rc = ft_replica_open(r, &d->model, &d->feed, &d->rc, &d->train, d->batch_per_rank,
                              d->o->per_step, &ps);
     d->before = ps.before, d->after = ps.after, d->prepare_s = ps.seconds;
+    if (rc == 0)   /* the epochs are packed by every rank on this host */
+        ft_feed_share_cores(&d->feed, d->de->local_world > 0 ? d->de->local_world : 1);
     if (rc || ft_xchg_open(&d->x, d->nccl, r->comm, &e->cu, e->stream, r->count))
         return -1;
     size_t n = (size_t)ft_ring_entries(d->rc.end - d->rc.start);
@@ -199,9 +201,10 @@ static void report(dist_run *d, int64_t done, int ckpt, int show)
 }
 
 /* Between reporting points a rank only queues steps, but queuing can block
- * too: the feed's upload of a new epoch waits for the steps before it, and
- * a full launch queue for the kernels ahead of it, which wait on a peer's
- * all-reduce. So the watchdog is armed across those stretches as well, its
+ * too: the feed waits for the upload two epochs back before it packs into
+ * that staging buffer again (the upload waits for the steps that read the
+ * buffer it overwrites), and a full launch queue for the kernels ahead of
+ * it; both can wait on a peer's all-reduce. So the watchdog is armed across those stretches as well, its
  * deadline moved at every step, and wait_for_ranks arms it with its own
  * message at each reporting point. */
 static int enqueue_steps(dist_run *d)

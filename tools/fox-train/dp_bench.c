@@ -132,6 +132,7 @@ static int run_setup(brank *b, const bench_config *c, bench_run *x)
         ft_team_break(r->team, FT_EXIT_FAILED);
         return -1;
     }
+    x->feed.prefetch = 0;   /* the timed steps stay in epoch 0 */
     if (ft_rank_attach(r, &x->model, c->nccl))
         return -1;
     if (ft_stepper_init(&x->graph, &x->model, &hp, 1, e->stream)) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- packing an epoch (the packer thread and its helpers) ---------------------- */
@@ -10,7 +11,7 @@
 enum { FT_PACK_MAX_THREADS = 8 };
 
 typedef struct pack_part {
-    const ft_feed *f;
+    ft_feed *f;
     const ft_feed_slot *s;
     int first, end;   /* batches [first, end) of the epoch */
 } pack_part;
@@ -18,8 +19,9 @@ typedef struct pack_part {
 static void *pack_batches(void *arg)
 {
     const pack_part *p = arg;
-    const ft_feed *f = p->f;
-    for (int b = p->first; b < p->end; b++)
+    ft_feed *f = p->f;
+    for (int b = p->first; b < p->end && !atomic_load_explicit(&f->cancel, memory_order_relaxed);
+         b++)
         ft_data_pack(f->data, p->s->perm + (size_t)b * f->global_batch + f->first_row, f->batch,
                      &f->layout, p->s->host + (size_t)b * f->layout.floats);
     return NULL;
@@ -77,12 +79,31 @@ static void *packer_main(void *arg)
  * last one from it (epoch e - 2's) is waited for, which the training
  * stream needed before epoch e - 2 began, long done in practice. Without a
  * packer thread, packs it here and now. */
+/* Waits for the last upload out of s's staging buffer: blocking, or
+ * polling f->give_up. */
+static int wait_upload(ft_feed *f, ft_feed_slot *s)
+{
+    const ft_cuda *cu = f->cu;
+    if (!f->give_up)
+        return ft_cu_check(cu, cu->cuEventSynchronize(s->uploaded),
+                           "cuEventSynchronize (an epoch upload)");
+    const struct timespec nap = {0, 50 * 1000};
+    for (;;) {
+        CUresult q = cu->cuEventQuery(s->uploaded);
+        if (q == CUDA_SUCCESS)
+            return 0;
+        if (q != CUDA_ERROR_NOT_READY)
+            return ft_cu_check(cu, q, "cuEventQuery (an epoch upload)");
+        if (f->give_up(f->give_up_arg))
+            return -1;
+        nanosleep(&nap, NULL);
+    }
+}
+
 static int request(ft_feed *f, int64_t e)
 {
     ft_feed_slot *s = &f->slot[e % 2];
-    if (s->upload_recorded &&
-        ft_cu_check(f->cu, f->cu->cuEventSynchronize(s->uploaded),
-                    "cuEventSynchronize (an epoch upload)"))
+    if (s->upload_recorded && wait_upload(f, s))
         return -1;
     f->requested = e;
     if (!f->packer_running) {
@@ -152,7 +173,7 @@ static int enter_epoch(ft_feed *f, int64_t e, CUstream st)
     if (ft_cu_check(cu, cu->cuStreamWaitEvent(st, s->uploaded, 0), "cuStreamWaitEvent"))
         return -1;
     f->current = e;
-    return request(f, e + 1);
+    return f->prefetch ? request(f, e + 1) : 0;
 }
 
 int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
@@ -201,6 +222,8 @@ int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
     f->batches_per_epoch = data->n / global_batch;
     f->pack_threads = pack_threads(f->batches_per_epoch, ranks);
     f->current = f->requested = f->want = f->packed = -1;
+    f->prefetch = 1;
+    atomic_init(&f->cancel, 0);
     ft_batch_layout_for(batch, data->k, data->f, data->h, &f->layout);
     f->epoch_bytes = (size_t)f->batches_per_epoch * f->layout.floats * sizeof(float);
     for (int i = 0; i < 2; i++) {
@@ -234,8 +257,14 @@ int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
     return 0;
 }
 
+void ft_feed_share_cores(ft_feed *f, int ranks)
+{
+    f->pack_threads = pack_threads(f->batches_per_epoch, ranks > 0 ? ranks : 1);
+}
+
 void ft_feed_close(ft_feed *f)
 {
+    atomic_store(&f->cancel, 1);
     if (f->packer_running) {
         pthread_mutex_lock(&f->mu);
         f->stop = 1;

@@ -13,11 +13,13 @@
  * where its epoch starts; an upload waits for the training stream's last
  * copy out of the buffer it overwrites. Packing the default 4096 sequences
  * takes some 12 ms on one core, longer than 8 steps at B = 512, so it used
- * to stall the GPU at every epoch. */
+ * to stall the GPU at every epoch. (An epoch of one batch still waits for
+ * its packing at every step.) */
 #ifndef FT_FEED_H
 #define FT_FEED_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "data.h"
@@ -47,13 +49,21 @@ typedef struct ft_feed {
     CUstream copy;                /* the uploads */
     int64_t current;              /* the epoch the training stream reads (-1: none yet) */
     int64_t requested;            /* the last epoch asked of the packer (-1: none) */
-    /* The packer thread; packed and stop are guarded by mu. */
+    /* The packer thread; want, packed and stop are guarded by mu. */
     pthread_t packer;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int packer_running, sync_ready;
     int64_t want, packed;
     int stop;
+    atomic_int cancel;            /* closing: a pack under way stops early */
+    /* Set by the caller after opening: */
+    int prefetch;                 /* pack the next epoch ahead (1; 0 for a caller that
+                                     stays in epoch 0, the benches) */
+    int (*give_up)(void *arg);    /* polled while waiting for an upload (NULL: block): a
+                                     data-parallel rank whose peer stopped, the upload
+                                     queued behind an all-reduce that never completes */
+    void *give_up_arg;
 } ft_feed;
 
 /* Returns 0, or -1 after printing why. Needs data->n >= batch. */
@@ -71,6 +81,9 @@ int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
  * for its packing if that is not done yet), and then asks for the next
  * epoch's packing. Every call must give the same stream s. */
 int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s);
+/* The packing threads when `ranks` processes or threads share this
+ * host's cores (ft_feed_open_slice assumes its `ranks` do). */
+void ft_feed_share_cores(ft_feed *f, int ranks);
 /* Waits for the packer and the uploads, and frees everything. */
 void ft_feed_close(ft_feed *f);
 

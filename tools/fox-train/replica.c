@@ -3,6 +3,11 @@
 #include "losslog.h"
 #include "state.h"
 
+static int team_gave_up(void *team)
+{
+    return ft_team_broken(team);
+}
+
 int ft_replica_open(ft_rank *r, ft_model *model, ft_feed *feed, const ft_run_config *rc,
                     const ft_dataset *train, int batch_per_rank, int per_step,
                     ft_prepare_stats *stats)
@@ -27,6 +32,10 @@ int ft_replica_open(ft_rank *r, ft_model *model, ft_feed *feed, const ft_run_con
     if (ft_state_load(model, e->stream, cfg->seed, rc->start, rc->params, rc->m, rc->v) ||
         ft_feed_open_slice(feed, &e->cu, train, cfg->dims.batch, r->index, r->count, cfg->seed))
         return -2;
+    /* An epoch's upload can queue behind an all-reduce that a stopped peer
+     * never joins: its wait gives up when the team does. */
+    feed->give_up = team_gave_up;
+    feed->give_up_arg = r->team;
     return 0;
 }
 
@@ -38,7 +47,8 @@ int ft_replica_enqueue_step(ft_rank *r, ft_model *model, ft_feed *feed, ft_stepp
     if (ft_feed_batch(feed, g, model->batch_in, s) || ft_stepper_run(stepper) ||
         ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_slot, model->loss, 4, s),
                     "cuMemcpyDtoHAsync (loss)")) {
-        ft_rank_fail(r, "the training step could not be enqueued");
+        if (!ft_team_broken(r->team))   /* else another rank's failure stopped it */
+            ft_rank_fail(r, "the training step could not be enqueued");
         return -1;
     }
     return 0;
