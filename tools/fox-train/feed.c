@@ -35,8 +35,8 @@ static void pack_epoch(ft_feed *f, int64_t e)
 {
     ft_feed_slot *s = &f->slot[e % 2];
     ft_epoch_order(f->data->n, f->seed, (uint64_t)e, s->perm);
-    const int n = f->batches_per_epoch, t = f->pack_threads;
-    pack_part parts[FT_PACK_MAX_THREADS];
+    const int n = f->batches_per_epoch, t = f->pack_threads > 1 ? f->pack_threads : 1;
+    pack_part parts[FT_PACK_MAX_THREADS] = {{0}};
     pthread_t helper[FT_PACK_MAX_THREADS];
     int started[FT_PACK_MAX_THREADS] = {0};
     for (int i = 0; i < t; i++)
