@@ -26,6 +26,7 @@
 #include "env.h"
 #include "feed.h"
 #include "model.h"
+#include "pacer.h"
 #include "params.h"
 #include "perception_ref.h"
 #include "train.h"
@@ -1466,6 +1467,42 @@ static void check_feed_gives_up(void)
     ft_data_free(&data);
 }
 
+/* The reporting points' waits (pacer.c): a point knows the steps up to
+ * the previous point done, never fewer than the last point knew, and
+ * waits only for an event it recorded and has not waited for. */
+static int pacer_waits;
+static int count_wait(void *arg, CUevent ev)
+{
+    (void)arg, (void)ev;
+    pacer_waits++;
+    return 0;
+}
+
+static void test_pacer(void **state)
+{
+    (void)state;
+    ft_pacer p;
+    assert_int_equal(ft_pacer_open(&p, &cu, (CUstream)(uintptr_t)0x77), 0);
+    p.wait = count_wait;
+    pacer_waits = 0;
+    static const struct {
+        int64_t done;
+        int all;
+        int64_t upto;
+        int waits;   /* so far */
+    } pts[] = {{2, 0, 0, 0}, {3, 1, 3, 1}, {4, 0, 3, 1}, {6, 0, 4, 2},
+               {8, 1, 8, 3}, {10, 0, 8, 3}, {12, 0, 10, 4}};
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        int64_t upto = -1;
+        assert_int_equal(ft_pacer_point(&p, pts[i].done, pts[i].all, &upto), 0);
+        if (upto != pts[i].upto || pacer_waits != pts[i].waits)
+            fail_msg("point %zu (step %lld, %s): upto %lld after %d waits; want %lld after %d",
+                     i, (long long)pts[i].done, pts[i].all ? "all" : "lagged", (long long)upto,
+                     pacer_waits, (long long)pts[i].upto, pts[i].waits);
+    }
+    ft_pacer_close(&p);
+}
+
 static void test_feed_follows_epoch_order(void **state)
 {
     (void)state;
@@ -1494,6 +1531,7 @@ int main(void)
         cmocka_unit_test(test_loop_resume_is_exact),
         cmocka_unit_test(test_loop_learns_constant_signal),
         cmocka_unit_test(test_feed_follows_epoch_order),
+        cmocka_unit_test(test_pacer),
         cmocka_unit_test(test_dump_step),
     };
     return cmocka_run_group_tests_name("train_model_host", tests, setup, NULL);

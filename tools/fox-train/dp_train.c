@@ -9,6 +9,7 @@
 #include "feed.h"
 #include "losslog.h"
 #include "model.h"
+#include "pacer.h"
 #include "params.h"
 #include "rank.h"
 #include "replica.h"
@@ -43,13 +44,18 @@ struct dp_rank {
     ft_feed feed;
     ft_stepper stepper;
     float *ring;            /* pinned: this rank's loss of the last steps (of its slice) */
-    CUevent mark;           /* recorded at the last reporting point (loop) */
+    ft_pacer pacer;         /* the reporting points' waits (train.c's) */
     float *params;          /* its parameters at the end (the replica check) */
     foxjit_counters before, after;  /* around ft_model_prepare */
     double prepare_s;
 };
 
 /* ---- set-up ------------------------------------------------------------------- */
+
+static int rank_wait_event(void *rank, CUevent ev)
+{
+    return ft_rank_wait_event(rank, ev);
+}
 
 static int setup_rank(dp_rank *d)
 {
@@ -74,11 +80,13 @@ static int setup_rank(dp_rank *d)
         ft_rank_fail(r, "out of memory for the loss ring or the parameters");
         return -1;
     }
-    if (ft_cu_check(&e->cu, e->cu.cuEventCreate(&d->mark, CU_EVENT_DISABLE_TIMING),
-                    "cuEventCreate")) {
+    if (ft_pacer_open(&d->pacer, &e->cu, e->stream)) {
         ft_rank_fail(r, "could not create the reporting event");
         return -1;
     }
+    /* Polling, so a rank gives up when another stopped (ft_rank_wait). */
+    d->pacer.wait = rank_wait_event;
+    d->pacer.wait_arg = r;
     return 0;
 }
 
@@ -159,10 +167,7 @@ static int loop(dp_rank *d)
     const ft_options *o = sh->o;
     ft_rank *r = &d->r;
     const int64_t start = sh->rc.start, todo = sh->rc.end - start;
-    /* train.c's bookkeeping: marked, the steps done at the last point;
-     * pending, d->mark recorded there and not yet waited for. */
-    int64_t reported = 0, marked = 0;
-    int pending = 0;
+    int64_t reported = 0;
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
         if (ft_replica_enqueue_step(r, &d->model, &d->feed, &d->stepper, g,
@@ -176,26 +181,14 @@ static int loop(dp_rank *d)
         int full = ckpt || done == todo || ft_ring_full(done, reported);
         if (!show && !full && done % o->progress_every)
             continue;
-        /* train.c's waits: up to the previous point only, so a period of
-         * steps stays queued; everything at a checkpoint, the end and a
-         * half-full ring. Every rank takes the same branch. */
-        int64_t upto = done;
-        if (full) {
-            if (ft_rank_wait(r))
-                return -1;
-            pending = 0;
-        } else {
-            upto = marked;
-            if (pending && ft_rank_wait_event(r, d->mark))
-                return -1;
-            if (ft_cu_check(&r->env.cu, r->env.cu.cuEventRecord(d->mark, r->env.stream),
-                            "cuEventRecord")) {
-                ft_team_break(&sh->team, FT_EXIT_FAILED);
-                return -1;
-            }
-            pending = 1;
+        /* train.c's waits (pacer.h): up to the previous point only,
+         * everything at a checkpoint, the end and a half-full ring. Every
+         * rank takes the same branch. */
+        int64_t upto;
+        if (ft_pacer_point(&d->pacer, done, full, &upto)) {
+            ft_team_break(&sh->team, FT_EXIT_FAILED);
+            return -1;
         }
-        marked = done;
         reported = upto;
         if (ft_team_sync(&sh->team))
             return -1;
@@ -333,9 +326,7 @@ out:
     if (d->ring)
         r->env.cu.cuMemFreeHost(d->ring);
     d->ring = NULL;
-    if (d->mark)
-        r->env.cu.cuEventDestroy(d->mark);
-    d->mark = NULL;
+    ft_pacer_close(&d->pacer);
     ft_model_free(&d->model);
     ft_rank_release(r);
     return NULL;

@@ -9,6 +9,7 @@
 #include "feed.h"
 #include "losslog.h"
 #include "model.h"
+#include "pacer.h"
 #include "params.h"
 #include "state.h"
 #include "stepper.h"
@@ -24,7 +25,7 @@ typedef struct run {
     ft_feed feed;
     ft_stepper stepper;
     float *ring;            /* pinned: the losses of the last steps (losslog.h) */
-    CUevent mark;           /* recorded at the last reporting point (loop) */
+    ft_pacer pacer;         /* the reporting points' waits */
     ft_losslog log;
 } run;
 
@@ -81,8 +82,7 @@ static int setup(run *r)
     size_t n = (size_t)ft_ring_entries(r->rc.end - r->rc.start);
     if (ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&r->ring, n * sizeof(float)),
                     "cuMemAllocHost of the loss ring") ||
-        ft_cu_check(&e->cu, e->cu.cuEventCreate(&r->mark, CU_EVENT_DISABLE_TIMING),
-                    "cuEventCreate"))
+        ft_pacer_open(&r->pacer, &e->cu, e->stream))
         return -1;
     return ft_losslog_open(&r->log, o->csv, r->ring, r->rc.start, r->rc.end);
 }
@@ -95,10 +95,6 @@ static int loop(run *r)
     const int64_t start = r->rc.start, todo = r->rc.end - start;
     const int64_t line_every = ft_status_period(o->progress_every, todo, r->log.tty);
     double t0 = ft_now_s();
-    /* Steps done at the last reporting point; pending: r->mark was
-     * recorded there and not yet waited for (a lagged point). */
-    int64_t marked = 0;
-    int pending = 0;
     for (int64_t i = 0; i < todo; i++) {
         int64_t g = start + i;
         if (ft_feed_batch(&r->feed, g, r->model.batch_in, e->stream) ||
@@ -113,26 +109,11 @@ static int loop(run *r)
         int full = ft_ring_full(done, r->log.written);
         if (!show && !ckpt && done % o->progress_every && done != todo && !full)
             continue;
-        /* The loop's only host waits. A reporting point reads the losses
-         * up to the previous point and leaves the steps since queued, so
-         * the GPU does not run dry while the host writes the curve (a wait
-         * for everything at every point cost 4% of the step at B = 512).
-         * A checkpoint, the end and a ring half full wait for everything. */
-        int64_t upto = done;
-        if (ckpt || full || done == todo) {
-            if (ft_cu_check(cu, cu->cuStreamSynchronize(e->stream), "cuStreamSynchronize"))
-                return -1;
-            pending = 0;
-        } else {
-            upto = marked;
-            if ((pending && ft_cu_check(cu, cu->cuEventSynchronize(r->mark),
-                                        "cuEventSynchronize (a reporting point)")) ||
-                ft_cu_check(cu, cu->cuEventRecord(r->mark, e->stream), "cuEventRecord"))
-                return -1;
-            pending = 1;
-        }
-        marked = done;
-        if (ft_losslog_flush(&r->log, upto))
+        /* The loop's only host waits (pacer.h): up to the previous point,
+         * everything at a checkpoint, the end and a half-full ring. */
+        int64_t upto;
+        if (ft_pacer_point(&r->pacer, done, ckpt || full || done == todo, &upto) ||
+            ft_losslog_flush(&r->log, upto))
             return -1;
         if (show && upto > 0)
             ft_losslog_status(&r->log, upto, t0);
@@ -193,8 +174,7 @@ done:
     ft_feed_close(&r.feed);
     if (r.ring)
         e->cu.cuMemFreeHost(r.ring);
-    if (r.mark)
-        e->cu.cuEventDestroy(r.mark);
+    ft_pacer_close(&r.pacer);
     ft_model_free(&r.model);
     ft_data_free(&r.train);
     ft_data_free(&r.heldout);
