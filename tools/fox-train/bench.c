@@ -6,15 +6,16 @@
 
 #include "feed.h"
 #include "model.h"
+#include "pacer.h"
 #include "stepper.h"
 
 #define WARMUP 5
 #define SAMPLES 5
 
 typedef struct bench_row {
-    int batch, k, launches;
+    int batch, k, launches, sequences;
     size_t nodes;
-    double eager_ms, graph_ms;
+    double eager_ms, graph_ms, loop_ms;
 } bench_row;
 
 static int cmp_double(const void *a, const void *b)
@@ -64,6 +65,57 @@ done:
     return result;
 }
 
+/* Median ms per step of the graph-replayed step as a run takes it
+ * (train.c's loop): through the epochs, each packed ahead by the feed,
+ * with a reporting point every --progress steps (pacer.h). One epoch of
+ * warm-up (the first, packed cold), then samples of at least two epochs.
+ * Continues from *index, which must be at an epoch's start. */
+static double time_loop(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_host,
+                        const ft_options *o, int64_t *index)
+{
+    const ft_cuda *cu = &e->cu;
+    ft_model *m = st->model;
+    const int bpe = feed->batches_per_epoch;
+    const int steps = o->bench_steps > 2 * bpe ? o->bench_steps : 2 * bpe;
+    CUevent start, stop;
+    ft_pacer pacer;
+    double t[SAMPLES];
+    if (ft_cu_check(cu, cu->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate") ||
+        ft_cu_check(cu, cu->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate") ||
+        ft_pacer_open(&pacer, cu, e->stream))
+        return -1;
+    double result = -1;
+    feed->prefetch = 1;
+    for (int s = -1; s < SAMPLES; s++) {
+        int n = s < 0 ? bpe : steps;
+        if (ft_cu_check(cu, cu->cuEventRecord(start, e->stream), "cuEventRecord"))
+            goto done;
+        for (int i = 1; i <= n; i++, (*index)++) {
+            int64_t upto;
+            if (ft_feed_batch(feed, *index, m->batch_in, e->stream) || ft_stepper_run(st) ||
+                ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_host, m->loss, 4, e->stream),
+                            "cuMemcpyDtoHAsync (loss)") ||
+                (i % o->progress_every == 0 && i < n && ft_pacer_point(&pacer, i, 0, &upto)))
+                goto done;
+        }
+        float ms = 0;
+        if (ft_cu_check(cu, cu->cuEventRecord(stop, e->stream), "cuEventRecord") ||
+            ft_cu_check(cu, cu->cuEventSynchronize(stop), "the timed steps") ||
+            ft_cu_check(cu, cu->cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime"))
+            goto done;
+        ft_pacer_restart(&pacer);   /* all done: the next sample starts afresh */
+        if (s >= 0)
+            t[s] = ms / n;
+    }
+    qsort(t, SAMPLES, sizeof t[0], cmp_double);
+    result = t[SAMPLES / 2];
+done:
+    ft_pacer_close(&pacer);
+    cu->cuEventDestroy(start);
+    cu->cuEventDestroy(stop);
+    return result;
+}
+
 static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row)
 {
     ft_dims d = {batch, o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H};
@@ -77,8 +129,11 @@ static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row
     float *loss_host = NULL, *init = NULL;
     int rc = -1;
     int64_t index = 0;
-    /* Two batches of data: the copies rotate as in training. */
-    if (ft_data_generate(&data, 2 * batch, d.k, d.f, d.h, FT_SIGNAL_RULE, o->seed,
+    /* --train-size sequences (at least two batches), as a run has: the
+     * step figures copy the first epoch's batches, the loop figure goes
+     * through the epochs. */
+    const int sequences = o->n_train > 2 * batch ? o->n_train : 2 * batch;
+    if (ft_data_generate(&data, sequences, d.k, d.f, d.h, FT_SIGNAL_RULE, o->seed,
                          FT_STREAM_TRAIN)) {
         fprintf(stderr, "fox-train: out of memory for the bench data\n");
         return -1;
@@ -103,9 +158,12 @@ static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row
     row->batch = batch, row->k = d.k, row->launches = ft_model_launches_per_step(
         &d, o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE);
     row->nodes = graph.nodes;
+    row->sequences = sequences;
     row->eager_ms = time_steps(e, &eager, &feed, loss_host, o->bench_steps, &index);
     row->graph_ms = time_steps(e, &graph, &feed, loss_host, o->bench_steps, &index);
-    rc = row->eager_ms > 0 && row->graph_ms > 0 ? 0 : -1;
+    index = feed.batches_per_epoch;   /* the loop starts at epoch 1 */
+    row->loop_ms = time_loop(e, &graph, &feed, loss_host, o, &index);
+    rc = row->eager_ms > 0 && row->graph_ms > 0 && row->loop_ms > 0 ? 0 : -1;
 done:
     ft_stepper_free(&graph);
     ft_stepper_free(&eager);
@@ -125,11 +183,14 @@ int ft_bench(ft_env *e, const ft_options *o)
     const ft_path path = o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE;
     printf("fox-train bench: one training step (batch copy, forward, BCE, backward, reducers, "
            "AdamW, loss copy), %s path\n%s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; "
-           "median of %d x %d steps\n\n", ft_path_name(path), e->device_name,
+           "median of %d x %d steps\n"
+           "loop ms: graph-replayed steps as a run takes them, through epochs of %d sequences "
+           "(--train-size) packed ahead, a reporting point every %d (--progress); median of %d "
+           "samples of at least 2 epochs\n\n", ft_path_name(path), e->device_name,
            e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E,
-           FT_DEFAULT_H, SAMPLES, o->bench_steps);
-    printf("%6s %5s %9s %12s %12s %9s %12s\n", "batch", "K", "calls", "eager ms", "graph ms",
-           "speed-up", "graph nodes");
+           FT_DEFAULT_H, SAMPLES, o->bench_steps, o->n_train, o->progress_every, SAMPLES);
+    printf("%6s %5s %9s %12s %12s %9s %12s %12s\n", "batch", "K", "calls", "eager ms",
+           "graph ms", "speed-up", "graph nodes", "loop ms");
     for (int i = 0; i < o->n_bench_batches; i++) {
         bench_row r;
         memset(&r, 0, sizeof r);
@@ -138,8 +199,8 @@ int ft_bench(ft_env *e, const ft_options *o)
             failed = 1;
             continue;
         }
-        printf("%6d %5d %9d %12.3f %12.3f %8.2fx %12zu\n", r.batch, r.k, r.launches,
-               r.eager_ms, r.graph_ms, r.eager_ms / r.graph_ms, r.nodes);
+        printf("%6d %5d %9d %12.3f %12.3f %8.2fx %12zu %12.3f\n", r.batch, r.k, r.launches,
+               r.eager_ms, r.graph_ms, r.eager_ms / r.graph_ms, r.nodes, r.loop_ms);
         fflush(stdout);
         rows[n++] = r;
     }
@@ -154,9 +215,10 @@ int ft_bench(ft_env *e, const ft_options *o)
         for (int i = 0; i < n; i++)
             fprintf(f, "%s\n  {\"group\": \"train_step\", \"path\": \"%s\", \"batch\": %d, "
                     "\"k\": %d, \"launches\": %d, \"graph_nodes\": %zu, \"eager_ms\": %.4f, "
-                    "\"graph_ms\": %.4f}", i ? "," : "", ft_path_name(path), rows[i].batch,
+                    "\"graph_ms\": %.4f, \"loop_ms\": %.4f, \"loop_sequences\": %d, "
+                    "\"loop_progress\": %d}", i ? "," : "", ft_path_name(path), rows[i].batch,
                     rows[i].k, rows[i].launches, rows[i].nodes, rows[i].eager_ms,
-                    rows[i].graph_ms);
+                    rows[i].graph_ms, rows[i].loop_ms, rows[i].sequences, o->progress_every);
         fprintf(f, "\n]}\n");
         fclose(f);
     }

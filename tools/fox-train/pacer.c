@@ -39,6 +39,11 @@ int ft_pacer_point(ft_pacer *p, int64_t done, int all, int64_t *upto)
     return 0;
 }
 
+void ft_pacer_restart(ft_pacer *p)
+{
+    p->marked = 0, p->pending = 0;
+}
+
 void ft_pacer_close(ft_pacer *p)
 {
     if (p->mark)

@@ -32,6 +32,9 @@ int ft_pacer_open(ft_pacer *p, const ft_cuda *cu, CUstream stream);
  * the steps known done (never fewer than at the last point). Returns 0,
  * or -1 after the wait said why. */
 int ft_pacer_point(ft_pacer *p, int64_t done, int all, int64_t *upto);
+/* The caller waited for everything queued: the next point counts steps
+ * from 0 again and has nothing to wait for. */
+void ft_pacer_restart(ft_pacer *p);
 void ft_pacer_close(ft_pacer *p);
 
 #endif
