@@ -11,7 +11,8 @@
  * graph-replayed training giving bitwise identical loss curves and
  * parameters over 50 steps, a resumed run continuing bit for bit, and a run
  * longer than the loss ring (losslog.h) reported only when the ring fills
- * writing the curve of a run that reports every 10 steps.
+ * writing the curve of a run that reports every 10 steps, and --bench's
+ * step and loop figures.
  *
  * Quick mode (FOXJIT_TEST_QUICK=1) keeps every run and check, at the same
  * batch and K (so the same kernels, reducer plans and cluster splits), with
@@ -547,6 +548,47 @@ static void test_long_run_rare_reports(void **state)
                       LONG_STEPS);
 }
 
+/* fox-train --bench on one GPU: the step figures and the loop figure (the
+ * graph-replayed step through epochs packed ahead, reporting points every
+ * --progress steps) are there and positive, at the epoch length asked. */
+static void expect_bench_row(const char *json, int sequences)
+{
+    FILE *f = fopen(json, "r");
+    if (!f)
+        fail_msg("no bench JSON at %s", json);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    const char *keys[] = {"\"eager_ms\": ", "\"graph_ms\": ", "\"loop_ms\": "};
+    for (int i = 0; i < 3; i++) {
+        const char *p = strstr(buf, keys[i]);
+        double v = p ? atof(p + strlen(keys[i])) : 0;
+        if (!(v > 0))
+            fail_msg("%s: %s missing or not positive:\n%s", json, keys[i], buf);
+    }
+    char want[64];
+    snprintf(want, sizeof want, "\"loop_sequences\": %d,", sequences);
+    if (!strstr(buf, want))
+        fail_msg("%s: no %s:\n%s", json, want, buf);
+    printf("  %s: eager, graph and loop figures present (%s)\n", json, want);
+}
+
+static void test_bench_loop(void **state)
+{
+    (void)state;
+    /* Two batches of 4 (the least it uses), then 10-batch epochs with a
+     * reporting point every 3 steps. */
+    assert_int_equal(run_trainer("bench-small", "--bench", "--bench-batches", "4", "--train-size",
+                                 "8", "--bench-steps", "3", "--progress", "1", "--json",
+                                 path_in("bench-small.json"), NULL), 0);
+    expect_bench_row(path_in("bench-small.json"), 8);
+    assert_int_equal(run_trainer("bench-epochs", "--bench", "--bench-batches", "4",
+                                 "--train-size", "40", "--bench-steps", "3", "--progress", "3",
+                                 "--json", path_in("bench-epochs.json"), NULL), 0);
+    expect_bench_row(path_in("bench-epochs.json"), 40);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -563,6 +605,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_eager_and_graph_bitwise),
         cmocka_unit_test(test_resume_bitwise),
         cmocka_unit_test(test_long_run_rare_reports),
+        cmocka_unit_test(test_bench_loop),
     };
     int rc = gh_main("gpu/trainer", tests, sizeof tests / sizeof tests[0]);
     if (have_tmpdir && rc == 0) {  /* kept on failure: the logs and curves */

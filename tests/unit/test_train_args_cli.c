@@ -176,7 +176,8 @@ static void test_inconsistent(void **state)
                            "--heldout-size", "0", NULL), FT_PARSE_OK);
     expect_error(parse(&o, "--json", "x.json", NULL), "--json is for --bench");
     expect_error(parse(&o, "--bench", "--resume", "c.bin", NULL), "do not go together");
-    /* The training-data checks do not apply to --bench (it makes its own). */
+    /* The training-data checks do not apply to --bench: it makes data of its own (at
+     * least two batches of --train-size sequences). */
     assert_int_equal(parse(&o, "--bench", "--batch", "64", "--train-size", "8", NULL),
                      FT_PARSE_OK);
 }

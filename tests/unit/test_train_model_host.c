@@ -1500,6 +1500,16 @@ static void test_pacer(void **state)
                      i, (long long)pts[i].done, pts[i].all ? "all" : "lagged", (long long)upto,
                      pacer_waits, (long long)pts[i].upto, pts[i].waits);
     }
+    /* After the caller waited for everything: steps count from 0 again,
+     * nothing to wait for. */
+    ft_pacer_restart(&p);
+    int64_t upto = -1;
+    assert_int_equal(ft_pacer_point(&p, 3, 0, &upto), 0);
+    assert_int_equal(upto, 0);
+    assert_int_equal(pacer_waits, 4);
+    assert_int_equal(ft_pacer_point(&p, 6, 0, &upto), 0);
+    assert_int_equal(upto, 3);
+    assert_int_equal(pacer_waits, 5);
     ft_pacer_close(&p);
 }
 

@@ -5,12 +5,16 @@
 #include <string.h>
 
 #include "feed.h"
+#include "losslog.h"
 #include "model.h"
 #include "pacer.h"
 #include "stepper.h"
 
 #define WARMUP 5
 #define SAMPLES 5
+/* The longest epoch the loop figure goes through, in batches: at B = 1
+ * that is 4096 + 5 x 8192 steps, some 6 s on an H200. */
+#define FT_BENCH_LOOP_BATCHES 4096
 
 typedef struct bench_row {
     int batch, k, launches, sequences;
@@ -30,12 +34,12 @@ static double time_steps(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_h
 {
     const ft_cuda *cu = &e->cu;
     ft_model *m = st->model;
-    CUevent start, stop;
+    CUevent start = NULL, stop = NULL;
     double t[SAMPLES];
+    double result = -1;
     if (ft_cu_check(cu, cu->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate") ||
         ft_cu_check(cu, cu->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate"))
-        return -1;
-    double result = -1;
+        goto done;
     for (int s = -1; s < SAMPLES; s++) {
         int n = s < 0 ? WARMUP : steps;
         if (ft_cu_check(cu, cu->cuEventRecord(start, e->stream), "cuEventRecord"))
@@ -60,16 +64,19 @@ static double time_steps(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_h
     qsort(t, SAMPLES, sizeof t[0], cmp_double);
     result = t[SAMPLES / 2];
 done:
-    cu->cuEventDestroy(start);
-    cu->cuEventDestroy(stop);
+    if (start)
+        cu->cuEventDestroy(start);
+    if (stop)
+        cu->cuEventDestroy(stop);
     return result;
 }
 
 /* Median ms per step of the graph-replayed step as a run takes it
  * (train.c's loop): through the epochs, each packed ahead by the feed,
- * with a reporting point every --progress steps (pacer.h). One epoch of
- * warm-up (the first, packed cold), then samples of at least two epochs.
- * Continues from *index, which must be at an epoch's start. */
+ * with a reporting point every --progress steps and a wait for everything
+ * whenever half a loss ring would be unwritten (pacer.h, losslog.h). One
+ * epoch of warm-up (the first, packed cold), then samples of at least two
+ * epochs. Continues from *index, which must be at an epoch's start. */
 static double time_loop(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_host,
                         const ft_options *o, int64_t *index)
 {
@@ -77,25 +84,29 @@ static double time_loop(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_ho
     ft_model *m = st->model;
     const int bpe = feed->batches_per_epoch;
     const int steps = o->bench_steps > 2 * bpe ? o->bench_steps : 2 * bpe;
-    CUevent start, stop;
+    CUevent start = NULL, stop = NULL;
     ft_pacer pacer;
+    memset(&pacer, 0, sizeof pacer);
     double t[SAMPLES];
+    double result = -1;
     if (ft_cu_check(cu, cu->cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate") ||
         ft_cu_check(cu, cu->cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate") ||
         ft_pacer_open(&pacer, cu, e->stream))
-        return -1;
-    double result = -1;
+        goto done;
     feed->prefetch = 1;
     for (int s = -1; s < SAMPLES; s++) {
         int n = s < 0 ? bpe : steps;
+        int64_t upto = 0;
         if (ft_cu_check(cu, cu->cuEventRecord(start, e->stream), "cuEventRecord"))
             goto done;
         for (int i = 1; i <= n; i++, (*index)++) {
-            int64_t upto;
             if (ft_feed_batch(feed, *index, m->batch_in, e->stream) || ft_stepper_run(st) ||
                 ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_host, m->loss, 4, e->stream),
-                            "cuMemcpyDtoHAsync (loss)") ||
-                (i % o->progress_every == 0 && i < n && ft_pacer_point(&pacer, i, 0, &upto)))
+                            "cuMemcpyDtoHAsync (loss)"))
+                goto done;
+            int all = ft_ring_full(i, upto);
+            if (i < n && (all || i % o->progress_every == 0) &&
+                ft_pacer_point(&pacer, i, all, &upto))
                 goto done;
         }
         float ms = 0;
@@ -111,8 +122,10 @@ static double time_loop(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_ho
     result = t[SAMPLES / 2];
 done:
     ft_pacer_close(&pacer);
-    cu->cuEventDestroy(start);
-    cu->cuEventDestroy(stop);
+    if (start)
+        cu->cuEventDestroy(start);
+    if (stop)
+        cu->cuEventDestroy(stop);
     return result;
 }
 
@@ -129,10 +142,14 @@ static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row
     float *loss_host = NULL, *init = NULL;
     int rc = -1;
     int64_t index = 0;
-    /* --train-size sequences (at least two batches), as a run has: the
-     * step figures copy the first epoch's batches, the loop figure goes
-     * through the epochs. */
-    const int sequences = o->n_train > 2 * batch ? o->n_train : 2 * batch;
+    /* --train-size sequences, as a run has, but at least 2 batches and at
+     * most FT_BENCH_LOOP_BATCHES: the step figures copy the first epoch's
+     * batches, the loop figure goes through the epochs (3 to 11 of them),
+     * so its time grows with the epoch's length. */
+    const int64_t most = (int64_t)FT_BENCH_LOOP_BATCHES * batch;
+    const int sequences = o->n_train < 2 * batch ? 2 * batch
+                          : o->n_train > most   ? (int)most
+                                                : o->n_train;
     if (ft_data_generate(&data, sequences, d.k, d.f, d.h, FT_SIGNAL_RULE, o->seed,
                          FT_STREAM_TRAIN)) {
         fprintf(stderr, "fox-train: out of memory for the bench data\n");
@@ -160,11 +177,15 @@ static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row
     row->nodes = graph.nodes;
     row->sequences = sequences;
     row->eager_ms = time_steps(e, &eager, &feed, loss_host, o->bench_steps, &index);
-    row->graph_ms = time_steps(e, &graph, &feed, loss_host, o->bench_steps, &index);
+    row->graph_ms = row->eager_ms > 0
+                        ? time_steps(e, &graph, &feed, loss_host, o->bench_steps, &index) : -1;
     index = feed.batches_per_epoch;   /* the loop starts at epoch 1 */
-    row->loop_ms = time_loop(e, &graph, &feed, loss_host, o, &index);
+    row->loop_ms = row->graph_ms > 0 ? time_loop(e, &graph, &feed, loss_host, o, &index) : -1;
     rc = row->eager_ms > 0 && row->graph_ms > 0 && row->loop_ms > 0 ? 0 : -1;
 done:
+    /* A failure can leave steps queued that read the buffers freed here. */
+    if (rc)
+        e->cu.cuStreamSynchronize(e->stream);
     ft_stepper_free(&graph);
     ft_stepper_free(&eager);
     ft_feed_close(&feed);
@@ -184,11 +205,12 @@ int ft_bench(ft_env *e, const ft_options *o)
     printf("fox-train bench: one training step (batch copy, forward, BCE, backward, reducers, "
            "AdamW, loss copy), %s path\n%s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; "
            "median of %d x %d steps\n"
-           "loop ms: graph-replayed steps as a run takes them, through epochs of %d sequences "
-           "(--train-size) packed ahead, a reporting point every %d (--progress); median of %d "
-           "samples of at least 2 epochs\n\n", ft_path_name(path), e->device_name,
-           e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E,
-           FT_DEFAULT_H, SAMPLES, o->bench_steps, o->n_train, o->progress_every, SAMPLES);
+           "loop ms: graph-replayed steps as a run takes them, through epochs of --train-size "
+           "%d sequences (at least 2 and at most %d batches) packed ahead, a reporting point "
+           "every %d (--progress); median of %d samples of at least 2 epochs\n\n",
+           ft_path_name(path), e->device_name, e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F,
+           FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps, o->n_train,
+           FT_BENCH_LOOP_BATCHES, o->progress_every, SAMPLES);
     printf("%6s %5s %9s %12s %12s %9s %12s %12s\n", "batch", "K", "calls", "eager ms",
            "graph ms", "speed-up", "graph nodes", "loop ms");
     for (int i = 0; i < o->n_bench_batches; i++) {

@@ -74,13 +74,8 @@ static void *packer_main(void *arg)
 
 /* ---- the training thread's side ------------------------------------------------- */
 
-/* Asks for epoch e (the packer is idle: every earlier request was waited
- * for). Its staging buffer must not be read by an upload any more: the
- * last one from it (epoch e - 2's) is waited for, which the training
- * stream needed before epoch e - 2 began, long done in practice. Without a
- * packer thread, packs it here and now. */
 /* Waits for the last upload out of s's staging buffer: blocking, or
- * polling f->give_up. */
+ * polling f->give_up (-1 without a message when it gives up). */
 static int wait_upload(ft_feed *f, ft_feed_slot *s)
 {
     const ft_cuda *cu = f->cu;
@@ -100,6 +95,11 @@ static int wait_upload(ft_feed *f, ft_feed_slot *s)
     }
 }
 
+/* Asks for epoch e (the packer is idle: every earlier request was waited
+ * for). Its staging buffer must not be read by an upload any more: the
+ * last one from it (epoch e - 2's) is waited for, which the training
+ * stream needed before epoch e - 2 began, long done in practice. Without a
+ * packer thread, packs it here and now. */
 static int request(ft_feed *f, int64_t e)
 {
     ft_feed_slot *s = &f->slot[e % 2];

@@ -79,12 +79,17 @@ int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
 /* Enqueues on s the copy of the batch of step `index` (0-based) into dst
  * (layout f->layout): at the start of an epoch, after its upload (waiting
  * for its packing if that is not done yet), and then asks for the next
- * epoch's packing. Every call must give the same stream s. */
+ * epoch's packing (unless prefetch is 0). Every call must give the same
+ * stream s. Returns 0, or -1: after printing why, or silently when
+ * give_up said to stop. */
 int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s);
 /* The packing threads when `ranks` processes or threads share this
- * host's cores (ft_feed_open_slice assumes its `ranks` do). */
+ * host's cores (ft_feed_open_slice assumes its `ranks` do). Before the
+ * first ft_feed_batch: the packer thread reads it. */
 void ft_feed_share_cores(ft_feed *f, int ranks);
-/* Waits for the packer and the uploads, and frees everything. */
+/* Waits for the packer and the uploads (blocking: a caller whose upload
+ * may wait behind a stuck all-reduce aborts its communicator first), and
+ * frees everything. */
 void ft_feed_close(ft_feed *f);
 
 #endif

@@ -19,8 +19,9 @@ typedef struct ft_pacer {
     CUevent mark;                 /* recorded at the last point */
     int64_t marked;               /* steps done at the last point */
     int pending;                  /* mark not waited for since */
-    /* How to wait for an event recorded on the stream: 0, or -1 after
-     * saying why (NULL: cuEventSynchronize). */
+    /* How to wait for an event recorded on the stream: 0, or -1 (after
+     * saying why, or silently when another rank's failure ended the
+     * wait) (NULL: cuEventSynchronize). */
     int (*wait)(void *arg, CUevent ev);
     void *wait_arg;
 } ft_pacer;

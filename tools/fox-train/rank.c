@@ -117,20 +117,26 @@ int ft_rank_wait_event(ft_rank *r, CUevent ev)
             ft_rank_fail(r, "the GPU work failed: %s", ft_cuda_error(cu, q, buf, sizeof buf));
             return -1;
         }
-        if (ft_team_broken(r->team))
+        if (ft_rank_should_stop(r))
             return -1;
-        if (r->comm) {
-            ft_nccl_result async = FT_NCCL_SUCCESS;
-            ft_nccl_result e = r->nccl->CommGetAsyncError(r->comm, &async);
-            if (e != FT_NCCL_SUCCESS || async != FT_NCCL_SUCCESS) {
-                ft_rank_fail(r, "NCCL reports an error: %s",
-                             ft_nccl_error(r->nccl, e != FT_NCCL_SUCCESS ? e : async, buf,
-                                           sizeof buf));
-                return -1;
-            }
-        }
         nanosleep(&nap, NULL);
     }
+}
+
+int ft_rank_should_stop(ft_rank *r)
+{
+    if (ft_team_broken(r->team))
+        return 1;
+    if (!r->comm)
+        return 0;
+    ft_nccl_result async = FT_NCCL_SUCCESS;
+    ft_nccl_result e = r->nccl->CommGetAsyncError(r->comm, &async);
+    if (e == FT_NCCL_SUCCESS && async == FT_NCCL_SUCCESS)
+        return 0;
+    char buf[300];
+    ft_rank_fail(r, "NCCL reports an error: %s",
+                 ft_nccl_error(r->nccl, e != FT_NCCL_SUCCESS ? e : async, buf, sizeof buf));
+    return 1;
 }
 
 void ft_rank_end_comm(ft_rank *r)

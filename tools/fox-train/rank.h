@@ -57,6 +57,9 @@ int ft_rank_wait(ft_rank *r);
 /* The same wait for an event already recorded on the rank's stream (the
  * work before it, not everything queued). */
 int ft_rank_wait_event(ft_rank *r, CUevent ev);
+/* What those waits poll: 1 when the team is broken, or (after saying so
+ * and breaking it) when NCCL reports an asynchronous error; else 0. */
+int ft_rank_should_stop(ft_rank *r);
 
 /* Ends the communicator: destroyed after a good run, aborted when the
  * team is broken (that also cancels an all-reduce stuck waiting for a

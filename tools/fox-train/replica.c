@@ -3,9 +3,9 @@
 #include "losslog.h"
 #include "state.h"
 
-static int team_gave_up(void *team)
+static int rank_gave_up(void *rank)
 {
-    return ft_team_broken(team);
+    return ft_rank_should_stop(rank);
 }
 
 int ft_replica_open(ft_rank *r, ft_model *model, ft_feed *feed, const ft_run_config *rc,
@@ -33,9 +33,9 @@ int ft_replica_open(ft_rank *r, ft_model *model, ft_feed *feed, const ft_run_con
         ft_feed_open_slice(feed, &e->cu, train, cfg->dims.batch, r->index, r->count, cfg->seed))
         return -2;
     /* An epoch's upload can queue behind an all-reduce that a stopped peer
-     * never joins: its wait gives up when the team does. */
-    feed->give_up = team_gave_up;
-    feed->give_up_arg = r->team;
+     * never joins: its wait gives up as the rank's other waits do. */
+    feed->give_up = rank_gave_up;
+    feed->give_up_arg = r;
     return 0;
 }
 
