@@ -244,20 +244,12 @@ static void test_resume_any_world(void **state)
                          (double)lb[i], (double)la[3 + i]);
     }
     /* Refused by every rank, saying which world sizes would do. */
-    char log[] = "/tmp/fox-train-dist-XXXXXX", out[4096];
-    int fd = mkstemp(log), saved = dup(2);
-    assert_true(fd >= 0 && saved >= 0);
-    fflush(stderr);
-    dup2(fd, 2);
+    char out[4096];
+    fd_capture cap;
+    fd_capture_begin(&cap, 2);
     int rcs[3];
     int rc = run_dist(3, rcs, "--resume", in_mdir("first.ckpt"), "--quiet", NULL);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    ssize_t n = pread(fd, out, sizeof out - 1, 0);
-    out[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(log);
+    fd_capture_end(&cap, out, sizeof out);
     assert_int_equal(rc, FT_EXIT_USAGE);
     for (int k = 0; k < 3; k++)
         assert_int_equal(rcs[k], FT_EXIT_USAGE);
@@ -275,21 +267,13 @@ static void test_resume_any_world(void **state)
 static void test_batch_per_rank(void **state)
 {
     (void)state;
-    char log[] = "/tmp/fox-train-dist-XXXXXX", out[4096];
-    int fd = mkstemp(log), saved = dup(2);
-    assert_true(fd >= 0 && saved >= 0);
-    fflush(stderr);
-    dup2(fd, 2);
+    char out[4096];
+    fd_capture cap;
+    fd_capture_begin(&cap, 2);
     int rcs[2];
     int rc = run_dist(2, rcs, "--batch", "4096", "--train-size", "4096", "--heldout-size", "0",
                       "--quiet", NULL);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    ssize_t n = pread(fd, out, sizeof out - 1, 0);
-    out[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(log);
+    fd_capture_end(&cap, out, sizeof out);
     printf("  %s", out);
     assert_int_equal(rc, FT_EXIT_USAGE);
     assert_int_equal(rcs[1], FT_EXIT_USAGE);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/fd_capture.h"
 #include "args.h"
 #include "checkpoint.h"
 #include "config.h"
@@ -149,19 +150,10 @@ static void huge_count(unsigned char **b, size_t *len)
 /* ft_run_config_make with its stderr in out. */
 static int run_config_capturing(ft_run_config *rc, const ft_options *o, char *out, size_t len)
 {
-    char log[] = "/tmp/fox-train-cfg-XXXXXX";
-    int fd = mkstemp(log), saved = dup(2);
-    assert_true(fd >= 0 && saved >= 0);
-    fflush(stderr);
-    dup2(fd, 2);
+    fd_capture c;
+    fd_capture_begin(&c, 2);
     int status = ft_run_config_make(rc, o);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    ssize_t n = pread(fd, out, len - 1, 0);
-    out[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(log);
+    fd_capture_end(&c, out, len);
     return status;
 }
 

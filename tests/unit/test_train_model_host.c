@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/fd_capture.h"
 #include "args.h"
 #include "data.h"
 #include "dump.h"
@@ -1262,21 +1263,13 @@ static void test_loop_resume_is_exact(void **state)
     /* A lagged point right after a checkpoint's full wait: no row twice,
      * and the status lines go on, each step once. Every 2 steps, a
      * checkpoint every 3: lines at the points' lagged steps 3, 6 and 8. */
-    char log[] = "/tmp/fox-train-status-XXXXXX", out[4096];
-    int fd = mkstemp(log), saved = dup(2);
-    assert_true(fd >= 0 && saved >= 0);
-    fflush(stderr);
-    dup2(fd, 2);
+    char out[4096];
+    fd_capture cap;
+    fd_capture_begin(&cap, 2);
     int rc = train(common[0], common[1], common[2], common[3], common[4], common[5], common[6],
                    common[7], "--steps", "8", "--progress", "2", "--checkpoint-every", "3",
                    "--checkpoint", in_dir("pc.ckpt"), "--csv", in_dir("pc.csv"), NULL);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    ssize_t n = pread(fd, out, sizeof out - 1, 0);
-    out[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(log);
+    fd_capture_end(&cap, out, sizeof out);
     assert_int_equal(rc, 0);
     assert_true(same_file(in_dir("whole.csv"), in_dir("pc.csv")));
     int steps[8], lines = 0;

@@ -500,19 +500,10 @@ static int run_captured(char *out, size_t len, const char *first, ...)
     va_start(ap, first);
     int argc = collect_args(argv, first, ap);
     va_end(ap);
-    char log[] = "/tmp/fox-train-out-XXXXXX";
-    int fd = mkstemp(log), saved = dup(1);
-    assert_true(fd >= 0 && saved >= 0);
-    fflush(stdout);
-    dup2(fd, 1);
+    fd_capture c;
+    fd_capture_begin(&c, 1);
     int rc = run_argv(argc, argv);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    ssize_t n = pread(fd, out, len - 1, 0);
-    out[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(log);
+    fd_capture_end(&c, out, len);
     return rc;
 }
 

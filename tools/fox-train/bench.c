@@ -22,6 +22,16 @@ typedef struct bench_row {
     double eager_ms, graph_ms, loop_ms;
 } bench_row;
 
+/* Milliseconds from start to a stop recorded now on s, after waiting for
+ * it. Returns 0, or -1 after printing why. */
+static int elapsed_ms(const ft_cuda *cu, CUevent start, CUevent stop, CUstream s, float *ms)
+{
+    return ft_cu_check(cu, cu->cuEventRecord(stop, s), "cuEventRecord") ||
+                   ft_cu_check(cu, cu->cuEventSynchronize(stop), "the timed steps") ||
+                   ft_cu_check(cu, cu->cuEventElapsedTime(ms, start, stop), "cuEventElapsedTime")
+               ? -1 : 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -54,9 +64,7 @@ static double time_steps(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_h
                             "cuMemcpyDtoHAsync (loss)"))
                 goto done;
         float ms = 0;
-        if (ft_cu_check(cu, cu->cuEventRecord(stop, e->stream), "cuEventRecord") ||
-            ft_cu_check(cu, cu->cuEventSynchronize(stop), "the timed steps") ||
-            ft_cu_check(cu, cu->cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime"))
+        if (elapsed_ms(cu, start, stop, e->stream, &ms))
             goto done;
         if (s >= 0)
             t[s] = ms / n;
@@ -110,9 +118,7 @@ static double time_loop(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_ho
                 goto done;
         }
         float ms = 0;
-        if (ft_cu_check(cu, cu->cuEventRecord(stop, e->stream), "cuEventRecord") ||
-            ft_cu_check(cu, cu->cuEventSynchronize(stop), "the timed steps") ||
-            ft_cu_check(cu, cu->cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime"))
+        if (elapsed_ms(cu, start, stop, e->stream, &ms))
             goto done;
         ft_pacer_restart(&pacer);   /* all done: the next sample starts afresh */
         if (s >= 0)
