@@ -392,8 +392,10 @@ int fj_disk_cache_contains(fj_disk_cache *c, const fj_key *key)
 
 int fj_disk_cache_remove_file(fj_disk_cache *c, const char *name)
 {
-    if (c->inspect || strchr(name, '/'))
+    if (c->inspect || strchr(name, '/')) {
+        errno = c->inspect ? EROFS : EINVAL;
         return -1;
+    }
     /* 1: the bad file is gone all the same, replaced by a fresh entry that
      * another process stored meanwhile (and that stays). */
     return fj_cache_file_remove_ours(c->dirfd, name) >= 0 ? 0 : -1;

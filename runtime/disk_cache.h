@@ -101,7 +101,8 @@ long fj_disk_cache_walk(fj_disk_cache *c, int check, fj_entry_visitor visit, voi
 /* Deletes name from the writable directory if it starts with the fox-jit
  * header (fox-jit verify --remove). 0 when the file checked is gone (also
  * when a fresh entry that another process stored took the name meanwhile:
- * that one stays); -1 when it is still there. */
+ * that one stays); -1 with errno when it is still there (EPERM: it is not
+ * fox-jit's; EROFS: the cache was opened for inspection). */
 int fj_disk_cache_remove_file(fj_disk_cache *c, const char *name);
 
 typedef struct fj_prune_stats {

@@ -1,6 +1,7 @@
 #!/bin/bash
 # scripts (no GPU needed): what the fox-jit command says and returns for the
-# settings a user gets wrong. FOXJIT_TARGET steers `warm` without --arch
+# settings a user gets wrong (and verify --remove's account of a file it
+# keeps). FOXJIT_TARGET steers `warm` without --arch
 # (GPU or not) and a value that is not a target is refused (warm: 2, info:
 # 1, everything else still printed); --arch twice is refused rather than
 # the last one kept; an empty manifest is refused; `info` on a cache path
@@ -83,6 +84,14 @@ expect 0 "not fox-jit's (100000 bytes); they are not counted or removed" \
     "$foxjit" prune --max-bytes 60K --cache-dir "$tmp/fc"
 grep -q "evicted 0 entries" "$tmp/out" || fail "prune evicted real entries for a foreign file"
 [ "$(ls "$tmp/fc"/*.fjc | wc -l)" = $((real + 1)) ] || fail "entries were removed"
+
+# verify --remove says, file by file, why a bad file was kept: the foreign
+# one is not fox-jit's.
+expect 1 "kept: not a fox-jit file (no fox-jit header); move it out yourself" \
+    "$foxjit" verify --remove --cache-dir "$tmp/fc"
+grep -q "(0 removed, 1 kept: see above)" "$tmp/out" ||
+    fail "verify --remove summary: $(tail -n 1 "$tmp/out")"
+[ -e "$tmp/fc/0123456789abcdef0123456789abcdef.fjc" ] || fail "verify --remove deleted a foreign file"
 
 # A dead writer's temp file is swept when a writable cache is opened, even
 # by a run that stores nothing; a fresh one (a live writer's) stays.

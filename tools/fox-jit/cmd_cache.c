@@ -1,6 +1,7 @@
 /* fox-jit list / verify / clear / prune: the disk cache's administration. */
 #include <getopt.h>
 #include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,10 +131,16 @@ static int verify_entry(const fj_tk_entry *e, void *ud)
     t->bad++;
     printf("BAD %s: %s\n", e->path, e->why[0] ? e->why : "unreadable");
     if (t->remove && e->layer < 0) {
-        if (fj_tk_cache_remove_file(t->cache, e->name) == 0)
+        if (fj_tk_cache_remove_file(t->cache, e->name) == 0) {
             t->removed++;
-        else
+        } else {
+            /* Say why for each: only files with fox-jit's header are ever
+             * deleted, but a denied or failed removal is not that. */
+            int err = errno;
             t->kept++;
+            printf("    kept: %s\n", err == EPERM ? "not a fox-jit file (no fox-jit header); "
+                   "move it out yourself" : strerror(err));
+        }
     }
     return 0;
 }
@@ -174,8 +181,8 @@ int cmd_verify(int argc, char **argv)
     }
     char removed[128] = "";
     if (t.remove)
-        snprintf(removed, sizeof removed, " (%ld removed%s)", t.removed,
-                 t.kept ? ", the others are not fox-jit files: move them out yourself" : "");
+        snprintf(removed, sizeof removed, t.kept ? " (%ld removed, %ld kept: see above)"
+                 : " (%ld removed)", t.removed, t.kept);
     printf("verify: %ld entries, %ld bad%s, %ld temp files of unfinished writes (ignored by "
            "readers)\n", t.entries, t.bad, removed, t.temps);
     return t.bad ? 1 : 0;
