@@ -274,13 +274,19 @@ int fj_cache_file_unlink_same(int dirfd, const char *name, int fd)
     return told ? 1 : -1;
 }
 
-int fj_cache_file_remove_ours(int dirfd, const char *name)
+int fj_cache_file_remove_ours(int dirfd, const char *name, const struct stat *listed)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1;
     int rc = -1;
-    if (fd_is_ours(fd))
+    struct stat st;
+    if (listed && (fstat(fd, &st) != 0 || st.st_dev != listed->st_dev ||
+                   st.st_ino != listed->st_ino ||
+                   st.st_mtim.tv_sec != listed->st_mtim.tv_sec ||
+                   st.st_mtim.tv_nsec != listed->st_mtim.tv_nsec))
+        rc = 1;   /* stored again, or used, since it was chosen: kept */
+    else if (fd_is_ours(fd))
         rc = fj_cache_file_unlink_same(dirfd, name, fd);
     else
         errno = EPERM;

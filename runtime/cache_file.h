@@ -43,7 +43,8 @@ uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int tou
                             size_t why_len, int *held);
 
 /* 1 when name is a regular file (not a link) whose first bytes are the
- * fox-jit entry magic: only such files are ever deleted as entries. */
+ * fox-jit entry magic: only such files are deleted as entries (besides a
+ * bad file under the exact name a load needs, disk_cache.h). */
 int fj_cache_file_is_ours(int dirfd, const char *name);
 
 /* <32 hex digits>.fjc */
@@ -76,8 +77,10 @@ int fj_cache_file_unlink_same(int dirfd, const char *name, int fd);
 
 /* Removes name when it is a regular file with the fox-jit header, checked
  * on an open descriptor: 0, 1 or -1 as fj_cache_file_unlink_same (EPERM:
- * not fox-jit's). */
-int fj_cache_file_remove_ours(int dirfd, const char *name);
+ * not fox-jit's). listed (may be NULL): the file as it was when it was
+ * chosen for removal (eviction's listing); when the name is another file
+ * by now, or the same one used since (its mtime moved), it is kept (1). */
+int fj_cache_file_remove_ours(int dirfd, const char *name, const struct stat *listed);
 
 /* Gives the file at from the name to unless to exists: 0, or -1 (EEXIST
  * when it does). A hard link where the file system has them, else

@@ -135,6 +135,11 @@ static int write_tag(int dirfd, int shared, int replace)
     if (ok && (replace ? renameat(dirfd, tmp, dirfd, FJ_CACHEDIR_TAG)
                        : fj_cache_file_rename_noreplace(dirfd, tmp, FJ_CACHEDIR_TAG)) == 0)
         return 0;
+    /* A file system with neither hard links nor RENAME_NOREPLACE (some FUSE
+     * ones): a plain rename, the tag having been checked absent just before
+     * (what fox-jit did before; a tag written in that instant is lost). */
+    if (ok && !replace && errno == EINVAL && renameat(dirfd, tmp, dirfd, FJ_CACHEDIR_TAG) == 0)
+        return 0;
     int err = errno;
     unlinkat(dirfd, tmp, 0);
     errno = err;

@@ -370,7 +370,7 @@ void fj_disk_cache_remove(fj_disk_cache *c, const fj_key *key)
     char name[64];
     entry_name(name, key);
     if (!c->inspect)
-        fj_cache_file_remove_ours(c->dirfd, name);
+        fj_cache_file_remove_ours(c->dirfd, name, NULL);
 }
 
 int fj_disk_cache_contains(fj_disk_cache *c, const fj_key *key)
@@ -398,7 +398,7 @@ int fj_disk_cache_remove_file(fj_disk_cache *c, const char *name)
     }
     /* 1: the bad file is gone all the same, replaced by a fresh entry that
      * another process stored meanwhile (and that stays). */
-    return fj_cache_file_remove_ours(c->dirfd, name) >= 0 ? 0 : -1;
+    return fj_cache_file_remove_ours(c->dirfd, name, NULL) >= 0 ? 0 : -1;
 }
 
 static int has_suffix(const char *name, const char *suffix)
@@ -503,6 +503,7 @@ typedef struct prune_item {
     char name[64];
     uint64_t size;
     struct timespec mtime;
+    struct stat st;      /* as listed: eviction removes only this very file, unused since */
 } prune_item;
 
 static int older_first(const void *a, const void *b)
@@ -559,6 +560,7 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
         memcpy(items[n].name, de->d_name, 37); /* a checked entry name: 36 + NUL */
         items[n].size = (uint64_t)st.st_size;
         items[n].mtime = st.st_mtim;
+        items[n].st = st;
         total += items[n].size;
         n++;
     }
@@ -593,7 +595,7 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
                 continue;
             /* Not removed (1: a fresh entry took the name since, and stays):
              * its bytes still count. */
-            if (fj_cache_file_remove_ours(c->dirfd, items[i].name) != 0)
+            if (fj_cache_file_remove_ours(c->dirfd, items[i].name, &items[i].st) != 0)
                 continue;
             total -= items[i].size;
             s.entries++;

@@ -10,10 +10,12 @@
  * the caller: the entry is simply not stored, with one warning per cache.
  *
  * Every directory is opened once (cache_dir.h) and used only through its
- * fd. Only files that carry the fox-jit header, and temp files of our
- * pattern, are ever deleted, and never by a name checked earlier: another
- * process may have stored a fresh entry under it since (cache_file.h,
- * fj_cache_file_unlink_same). */
+ * fd. What is deleted: files that carry the fox-jit header, temp files of
+ * our pattern, and a bad file named exactly like an entry a load needs
+ * (the store would replace it anyway); never by a name checked earlier:
+ * another process may have stored a fresh entry under it since
+ * (cache_file.h, fj_cache_file_unlink_same), and eviction keeps a file
+ * stored again or used since it was listed. */
 #ifndef FJ_DISK_CACHE_H
 #define FJ_DISK_CACHE_H
 
@@ -101,8 +103,9 @@ long fj_disk_cache_walk(fj_disk_cache *c, int check, fj_entry_visitor visit, voi
 /* Deletes name from the writable directory if it starts with the fox-jit
  * header (fox-jit verify --remove). 0 when the file checked is gone (also
  * when a fresh entry that another process stored took the name meanwhile:
- * that one stays); -1 with errno when it is still there (EPERM: it is not
- * fox-jit's; EROFS: the cache was opened for inspection). */
+ * that one stays); -1 with errno otherwise (EPERM: not fox-jit's; EROFS:
+ * the cache was opened for inspection; ENOENT: another process removed it
+ * first). */
 int fj_disk_cache_remove_file(fj_disk_cache *c, const char *name);
 
 typedef struct fj_prune_stats {

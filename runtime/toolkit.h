@@ -134,7 +134,8 @@ typedef int (*fj_tk_entry_visitor)(const fj_tk_entry *e, void *ud);
 long fj_tk_cache_walk(fj_tk_cache *c, int check, fj_tk_entry_visitor visit, void *ud);
 
 /* Deletes name from the writable directory if it carries the fox-jit
- * header (`fox-jit verify --remove`). 0 when removed. */
+ * header (`fox-jit verify --remove`). 0 when removed, else -1 with errno
+ * (fj_disk_cache_remove_file). */
 int fj_tk_cache_remove_file(fj_tk_cache *c, const char *name);
 
 typedef struct fj_tk_prune_stats {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cache_entry.h"
+#include "cache_file.h"
 #include "disk_cache.h"
 #include "foxjit/foxjit.h"
 
@@ -259,6 +260,48 @@ static void test_eviction(void **state)
     fj_disk_cache_close(c);
 }
 
+/* Eviction chooses from a listing made before any removal: a file stored
+ * again under a chosen name since (another inode), or used since (its
+ * mtime moved: the runtime touches an entry it loads), is kept; only the
+ * very file listed, unused, goes. */
+static void test_removal_checks_the_listing(void **state)
+{
+    (void)state;
+    fj_counters n = {0};
+    fj_disk_cache *c = open_cache("listed", &n, 0);
+    fj_key k;
+    key_for(7, &k);
+    char name[64], path[4200], tmp[4300];
+    name_of(&k, name);
+    path_of(c, name, path, sizeof path);
+    int dfd = open(fj_disk_cache_dir(c), O_RDONLY | O_DIRECTORY);
+    assert_true(dfd >= 0);
+    assert_int_equal(fj_disk_cache_store(c, &k, FJ_ENTRY_KIND_CUBIN, "old", 3), 0);
+    struct stat listed;
+    assert_int_equal(stat(path, &listed), 0);
+    /* Stored again since the listing. */
+    size_t len;
+    uint8_t *bytes = entry_bytes(&k, "fresh", &len);
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    write_file(tmp, bytes, len);
+    free(bytes);
+    assert_int_equal(rename(tmp, path), 0);
+    assert_int_equal(fj_cache_file_remove_ours(dfd, name, &listed), 1);
+    expect_entry(c, &k, "fresh", "stored again after the listing");
+    /* Used since the listing. */
+    assert_int_equal(stat(path, &listed), 0);
+    set_age(path, 5);
+    assert_int_equal(fj_cache_file_remove_ours(dfd, name, &listed), 1);
+    assert_int_equal(access(path, F_OK), 0);
+    /* Unchanged: removed. */
+    assert_int_equal(stat(path, &listed), 0);
+    assert_int_equal(fj_cache_file_remove_ours(dfd, name, &listed), 0);
+    if (access(path, F_OK) == 0)
+        fail_msg("the file as listed was not removed");
+    close(dfd);
+    fj_disk_cache_close(c);
+}
+
 /* fj_disk_cache_remove (an entry that failed to load as a module). */
 static void test_remove(void **state)
 {
@@ -398,6 +441,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_eviction, make_root, remove_root),
+        cmocka_unit_test_setup_teardown(test_removal_checks_the_listing, make_root,
+                                        remove_root),
         cmocka_unit_test_setup_teardown(test_remove, make_root, remove_root),
         cmocka_unit_test_setup_teardown(test_remove_file, make_root, remove_root),
         cmocka_unit_test_setup_teardown(test_bad_entry_removal, make_root, remove_root),

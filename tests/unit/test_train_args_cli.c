@@ -159,6 +159,8 @@ static void test_inconsistent(void **state)
      * times that. */
     expect_error(parse(&o, "--batch", "1025", NULL),
                  "--batch 1025 is more than one GPU takes (1024 rows)");
+    /* The GPUs it needs split it evenly: 1025 = 5 x 205, not 2, 3 or 4. */
+    expect_error(parse(&o, "--batch", "1025", NULL), "(N = 5 or more, dividing 1025)");
     expect_error(parse(&o, "--batch", "1025", "--dump-step", "x.bin", NULL),
                  "more than one GPU takes");
     expect_error(parse(&o, "--batch", "4096", "--gpus", "2", "--heldout-size", "0", NULL),

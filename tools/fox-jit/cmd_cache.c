@@ -131,15 +131,19 @@ static int verify_entry(const fj_tk_entry *e, void *ud)
     t->bad++;
     printf("BAD %s: %s\n", e->path, e->why[0] ? e->why : "unreadable");
     if (t->remove && e->layer < 0) {
-        if (fj_tk_cache_remove_file(t->cache, e->name) == 0) {
+        int gone = fj_tk_cache_remove_file(t->cache, e->name) == 0;
+        int err = errno;
+        if (gone || err == ENOENT) {   /* ENOENT: another process removed it first */
             t->removed++;
         } else {
-            /* Say why for each: only files with fox-jit's header are ever
-             * deleted, but a denied or failed removal is not that. */
-            int err = errno;
+            /* Say why for each: verify removes only files with fox-jit's
+             * header, but a denied or failed removal is not that. */
             t->kept++;
-            printf("    kept: %s\n", err == EPERM ? "not a fox-jit file (no fox-jit header); "
-                   "move it out yourself" : strerror(err));
+            printf("    kept: %s\n",
+                   err == EPERM   ? "not a fox-jit file (no fox-jit header); move it out yourself"
+                   : err == ELOOP ? "a symbolic link, which verify does not follow or remove; "
+                                    "remove it yourself"
+                                  : strerror(err));
         }
     }
     return 0;

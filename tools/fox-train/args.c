@@ -178,6 +178,14 @@ static int parse_list(const char *s, int *out, int *count)
     }
 }
 
+int ft_fewest_gpus(int batch)
+{
+    int w = (batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH;
+    while (batch % w)
+        w++;
+    return w;
+}
+
 typedef enum kind { FLAG, INT, FLOAT, STRING, U64, SIGNAL, LIST } kind;
 
 typedef struct spec {
@@ -354,16 +362,17 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     const int ranks = o->dist_local ? o->dist_local : o->gpus;
     if (!o->dist && (!o->resume || (o->set & FT_SET_BATCH)) &&
         (o->batch + ranks - 1) / ranks > FT_MAX_RANK_BATCH) {
+        const int fit = ft_fewest_gpus(o->batch);
         if (ranks == 1)
             return bad(why, why_len, "--batch %d is more than one GPU takes (%d rows): use a "
                        "smaller --batch, or split it over GPUs with --gpus N or --dist-local N "
-                       "(N >= %d)", o->batch, FT_MAX_RANK_BATCH,
-                       (o->batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH);
+                       "(N = %d or more, dividing %d)", o->batch, FT_MAX_RANK_BATCH, fit,
+                       o->batch);
         return bad(why, why_len, "--batch %d puts %d rows on each of the %d GPUs (%s %d), more "
-                   "than one GPU takes (%d): use a smaller --batch or %d GPUs or more",
-                   o->batch, (o->batch + ranks - 1) / ranks, ranks,
-                   o->dist_local ? "--dist-local" : "--gpus", ranks, FT_MAX_RANK_BATCH,
-                   (o->batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH);
+                   "than one GPU takes (%d): use a smaller --batch or %d GPUs or more (a "
+                   "number dividing %d)", o->batch, (o->batch + ranks - 1) / ranks, ranks,
+                   o->dist_local ? "--dist-local" : "--gpus", ranks, FT_MAX_RANK_BATCH, fit,
+                   o->batch);
     }
     if (o->dump_step) {
         if (o->bench || o->resume || o->gpus > 1 || o->nccl || o->graph)

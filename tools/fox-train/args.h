@@ -24,6 +24,10 @@ enum ft_opt_bit {
 #define FT_MAX_RANK_BATCH 1024
 #define FT_MAX_BATCH (FT_MAX_RANK_BATCH * 1024)
 
+/* The fewest GPUs a global batch splits over evenly with at most
+ * FT_MAX_RANK_BATCH rows each. */
+int ft_fewest_gpus(int batch);
+
 typedef struct ft_options {
     int steps;             /* --steps: total steps (a resumed run continues up to it) */
     int batch;             /* --batch: the global batch (split over --gpus) */

@@ -156,9 +156,7 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
         }
         /* A batch trained over several GPUs may be more than fewer take. */
         if (given.dims.batch / o->gpus > FT_MAX_RANK_BATCH) {
-            int w = (given.dims.batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH;
-            while (given.dims.batch % w)
-                w++;
+            const int w = ft_fewest_gpus(given.dims.batch);
             fprintf(stderr, "fox-train: %s was trained at batch %d: over %d %s that is %d "
                     "rows a GPU, more than one GPU takes (%d); resume it over %d GPUs or "
                     "another number that divides %d and is at least %d\n", o->resume,

@@ -360,9 +360,9 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
     if (!o.resume && o.batch / de->world > FT_MAX_RANK_BATCH) {
         fprintf(stderr, "fox-train: rank %d: --batch %d puts %d rows on each of the %d ranks "
                 "(%s=%d), more than one GPU takes (%d): use a smaller --batch or %d ranks or "
-                "more\n", de->rank, o.batch, o.batch / de->world, de->world, de->world_var,
-                de->world, FT_MAX_RANK_BATCH,
-                (o.batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH);
+                "more (a number dividing %d)\n", de->rank, o.batch, o.batch / de->world,
+                de->world, de->world_var, de->world, FT_MAX_RANK_BATCH, ft_fewest_gpus(o.batch),
+                o.batch);
         goto out;
     }
     rc = ft_run_config_make(&d->rc, &o);

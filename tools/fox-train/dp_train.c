@@ -317,6 +317,11 @@ out:
      * still holds a collective of hangs (NCCL 2.28, 2 x H200). */
     if (ft_team_broken(&sh->team)) {
         ft_rank_end_comm(r);
+        /* The aborted communicator let go of the queued steps (a lagged
+         * reporting point leaves some): they read the feed's buffers and
+         * write the ring freed below. */
+        if (r->env.stream)
+            r->env.cu.cuStreamSynchronize(r->env.stream);
         ft_stepper_free(&d->stepper);
     } else {
         ft_stepper_free(&d->stepper);
