@@ -27,6 +27,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../common/temp_root.h"
 #include "cache_entry.h"
 #include "cache_file.h"
 #include "disk_cache.h"
@@ -120,17 +121,14 @@ static char root[128];
 static int make_root(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/foxjit-unit-race-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
+    return temp_root_make(root, sizeof root, "race");
 }
 
 static int remove_root(void **state)
 {
     (void)state;
     disarm();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return temp_root_remove(root);
 }
 
 static void key_for(int i, fj_key *k)

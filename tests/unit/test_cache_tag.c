@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/temp_root.h"
 #include "disk_cache.h"
 #include "foxjit/foxjit.h"
 
@@ -49,19 +50,15 @@ static char root[128];
 static int make_root(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/foxjit-unit-tag-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
+    return temp_root_make(root, sizeof root, "tag");
 }
 
 static int remove_root(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    return system(cmd) == 0 ? 0 : -1;
+    return temp_root_remove(root);
 }
 
-/* root/sub, made (0700), with a CACHEDIR.TAG holding tag (none when NULL). */
 static void tagged_dir(const char *sub, const char *tag, char *dir, size_t len)
 {
     snprintf(dir, len, "%s/%s", root, sub);

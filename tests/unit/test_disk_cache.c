@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../common/temp_root.h"
 #include "cache_entry.h"
 #include "disk_cache.h"
 #include "foxjit/foxjit.h"
@@ -23,16 +24,13 @@ static char root[128];
 static int make_root(void **state)
 {
     (void)state;
-    snprintf(root, sizeof root, "/tmp/foxjit-unit-cache-XXXXXX");
-    return mkdtemp(root) ? 0 : -1;
+    return temp_root_make(root, sizeof root, "cache");
 }
 
 static int remove_root(void **state)
 {
     (void)state;
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", root, root);
-    return system(cmd) == 0 ? 0 : -1;
+    return temp_root_remove(root);
 }
 
 static void key_for(int i, fj_key *k)

@@ -135,11 +135,26 @@ done:
     return result;
 }
 
-static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row)
+/* --train-size sequences, as a run has, but at least 2 batches and at most
+ * FT_BENCH_LOOP_BATCHES: the step figures copy the first epoch's batches,
+ * the loop figure goes through the epochs (3 to 11 of them), so its time
+ * grows with the epoch's length. */
+static int bench_sequences(const ft_options *o, int batch)
+{
+    const int64_t most = (int64_t)FT_BENCH_LOOP_BATCHES * batch;
+    return o->n_train < 2 * batch ? 2 * batch : o->n_train > most ? (int)most : o->n_train;
+}
+
+/* all: the sequences of the largest row; a row takes its first ones (a
+ * sequence does not depend on how many are made). */
+static int bench_batch(ft_env *e, const ft_options *o, const ft_dataset *all, int batch,
+                       bench_row *row)
 {
     ft_dims d = {batch, o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H};
     ft_hparams hp = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay};
-    ft_dataset data;
+    const int sequences = bench_sequences(o, batch);
+    ft_dataset data = *all;
+    data.n = sequences;
     ft_model m;
     ft_feed feed;
     ft_stepper eager, graph;
@@ -148,19 +163,6 @@ static int bench_batch(ft_env *e, const ft_options *o, int batch, bench_row *row
     float *loss_host = NULL, *init = NULL;
     int rc = -1;
     int64_t index = 0;
-    /* --train-size sequences, as a run has, but at least 2 batches and at
-     * most FT_BENCH_LOOP_BATCHES: the step figures copy the first epoch's
-     * batches, the loop figure goes through the epochs (3 to 11 of them),
-     * so its time grows with the epoch's length. */
-    const int64_t most = (int64_t)FT_BENCH_LOOP_BATCHES * batch;
-    const int sequences = o->n_train < 2 * batch ? 2 * batch
-                          : o->n_train > most   ? (int)most
-                                                : o->n_train;
-    if (ft_data_generate(&data, sequences, d.k, d.f, d.h, FT_SIGNAL_RULE, o->seed,
-                         FT_STREAM_TRAIN)) {
-        fprintf(stderr, "fox-train: out of memory for the bench data\n");
-        return -1;
-    }
     init = malloc(ft_param_total(&d) * sizeof(float));
     if (!init || ft_model_alloc(&m, e->api, e->rt, &e->cu, &d,
                                   o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
@@ -198,7 +200,6 @@ done:
     if (loss_host)
         e->cu.cuMemFreeHost(loss_host);
     ft_model_free(&m);
-    ft_data_free(&data);
     free(init);
     return rc;
 }
@@ -219,10 +220,22 @@ int ft_bench(ft_env *e, const ft_options *o)
            FT_BENCH_LOOP_BATCHES, o->progress_every, SAMPLES);
     printf("%6s %5s %9s %12s %12s %9s %12s %12s\n", "batch", "K", "calls", "eager ms",
            "graph ms", "speed-up", "graph nodes", "loop ms");
+    /* The data once, for the row that needs the most. */
+    int most = 0;
+    for (int i = 0; i < o->n_bench_batches; i++) {
+        int need = bench_sequences(o, o->bench_batches[i]);
+        most = need > most ? need : most;
+    }
+    ft_dataset data;
+    if (ft_data_generate(&data, most, o->k, FT_DEFAULT_F, FT_DEFAULT_H, FT_SIGNAL_RULE, o->seed,
+                         FT_STREAM_TRAIN)) {
+        fprintf(stderr, "fox-train: out of memory for the bench data (%d sequences)\n", most);
+        return FT_EXIT_FAILED;
+    }
     for (int i = 0; i < o->n_bench_batches; i++) {
         bench_row r;
         memset(&r, 0, sizeof r);
-        if (bench_batch(e, o, o->bench_batches[i], &r)) {
+        if (bench_batch(e, o, &data, o->bench_batches[i], &r)) {
             fprintf(stderr, "fox-train: bench at B = %d failed\n", o->bench_batches[i]);
             failed = 1;
             continue;
@@ -232,6 +245,7 @@ int ft_bench(ft_env *e, const ft_options *o)
         fflush(stdout);
         rows[n++] = r;
     }
+    ft_data_free(&data);
     if (o->json) {
         FILE *f = fopen(o->json, "w");
         if (!f) {

@@ -98,7 +98,7 @@ static int setup(dist_run *d)
                              d->o->per_step, &ps);
     d->before = ps.before, d->after = ps.after, d->prepare_s = ps.seconds;
     if (rc == 0)   /* the epochs are packed by every rank on this host */
-        ft_feed_share_cores(&d->feed, d->de->local_world > 0 ? d->de->local_world : 1);
+        ft_feed_share_cores(&d->feed, d->de->local_world);   /* -1 (unknown): as 1 */
     if (rc || ft_xchg_open(&d->x, d->nccl, r->comm, &e->cu, e->stream, r->count))
         return -1;
     size_t n = (size_t)ft_ring_entries(d->rc.end - d->rc.start);

@@ -84,8 +84,9 @@ int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
  * give_up said to stop. */
 int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s);
 /* The packing threads when `ranks` processes or threads share this
- * host's cores (ft_feed_open_slice assumes its `ranks` do). Before the
- * first ft_feed_batch: the packer thread reads it. */
+ * host's cores (ft_feed_open_slice assumes its `ranks` do; below 1,
+ * unknown, counts as 1). Before the first ft_feed_batch: the packer
+ * thread reads it. */
 void ft_feed_share_cores(ft_feed *f, int ranks);
 /* Waits for the packer and the uploads (blocking: a caller whose upload
  * may wait behind a stuck all-reduce aborts its communicator first), and
