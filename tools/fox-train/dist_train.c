@@ -38,6 +38,8 @@ typedef struct dist_run {
     float *ring;               /* pinned: this rank's loss of the last steps (its slice) */
     float *mean;               /* rank 0: the loss of the last steps, the ranks' mean */
     int64_t gathered;          /* steps whose losses were exchanged (losslog.h's rings) */
+    int64_t posted;            /* steps whose losses are in the exchange in flight */
+    int in_flight;             /* an exchange posted and not yet waited for */
     ft_losslog log;            /* rank 0 */
     int64_t line_every;
     int pending;               /* a failure of rank 0's to tell the others (enum ft_exit) */
@@ -46,17 +48,17 @@ typedef struct dist_run {
     char host[64];
 } dist_run;
 
-/* Waits for what the stream holds (a step's all-reduce, an exchange) with
- * the watchdog armed: the wait ends only if every other rank does its
- * part. */
-static int wait_for_ranks(dist_run *d, const char *what)
+/* Waits for an event on the stream (an exchange, which follows the steps
+ * queued before it) with the watchdog armed: the wait ends only if every
+ * other rank does its part. */
+static int wait_for_ranks(dist_run *d, CUevent ev, const char *what)
 {
     const ft_options *o = d->o;
     ft_watchdog_arm(d->dog, o->dist_timeout, "rank %d of %d (%s, GPU %d): %s did not complete "
                     "within %d s: another rank has stopped (see its output) or is stuck; "
                     "giving up (--dist-timeout sets the wait)", d->r.index, d->r.count, d->host,
                     d->r.ordinal, what, o->dist_timeout);
-    int rc = ft_rank_wait(&d->r);
+    int rc = ft_rank_wait_event(&d->r, ev);
     ft_watchdog_disarm(d->dog);
     return rc;
 }
@@ -149,7 +151,7 @@ static int check_statuses(dist_run *d)
     int k = ft_xchg_first_failed(&d->x);
     if (k < 0)
         return 0;
-    int status = ft_xchg_got(&d->x, k)->status;
+    int status = ft_xchg_head_of(&d->x, k).status;
     if (k != d->r.index)
         fprintf(stderr, "fox-train: rank %d of %d (%s): rank %d stopped the run (exit status "
                 "%d, see its output); stopping too\n", d->r.index, d->r.count, d->host, k,
@@ -158,46 +160,71 @@ static int check_statuses(dist_run *d)
     return -1;
 }
 
-/* Collective: the losses of steps [gathered, done) of every rank, in
- * messages of FT_XCHG_LOSSES; rank 0 keeps their means. The mean is
- * dp_train.c's: float64 sum in rank order, divided, rounded to float. */
-static int gather_losses(dist_run *d, int64_t done)
+/* Collective: enqueues the exchange of this rank's status and of its
+ * losses of steps [gathered, done), which the steps queued before write. */
+static int post_losses(dist_run *d, int64_t done)
 {
-    do {
-        ft_xchg_msg mine;
-        memset(&mine, 0, sizeof mine);
-        int64_t n = done - d->gathered;
-        n = n > FT_XCHG_LOSSES ? FT_XCHG_LOSSES : n;
-        mine.status = d->pending, mine.n = (int32_t)n;
-        for (int64_t j = 0; j < n; j++)   /* a message may span the ring's wrap */
-            mine.loss[j] = d->ring[ft_ring_slot(d->gathered + j)];
-        if (ft_xchg_post(&d->x, &mine)) {
-            ft_rank_fail(&d->r, "the exchange of the losses could not be enqueued");
-            return -1;
-        }
-        if (wait_for_ranks(d, "the exchange of the losses") || check_statuses(d))
-            return -1;
-        if (d->r.index == 0)
-            for (int64_t j = 0; j < n; j++) {
-                double sum = 0;
-                for (int k = 0; k < d->r.count; k++)
-                    sum += ft_xchg_got(&d->x, k)->loss[j];
-                d->mean[ft_ring_slot(d->gathered + j)] = (float)(sum / d->r.count);
-            }
-        d->gathered += n;
-    } while (d->gathered < done);
+    ft_xchg_head mine = {.status = d->pending, .n = (int32_t)(done - d->gathered)};
+    if (ft_xchg_post(&d->x, &mine, d->ring, d->gathered, mine.n)) {
+        ft_rank_fail(&d->r, "the exchange of the losses could not be enqueued");
+        return -1;
+    }
+    d->posted = done, d->in_flight = 1;
     return 0;
 }
 
-/* On rank 0 after the exchange. A failure here is told to the others at
- * the next exchange (there is always one: the end's). */
-static void report(dist_run *d, int64_t done, int ckpt, int show)
+/* Waits for the exchange in flight (and so for every step queued before
+ * it, on every rank), stops on a rank's failure; rank 0 keeps the means of
+ * the losses. The mean is dp_train.c's: float64 sum in rank order,
+ * divided, rounded to float. */
+static int complete_losses(dist_run *d)
 {
-    if (ft_losslog_flush(&d->log, done) ||
+    char what[128];
+    snprintf(what, sizeof what, "the exchange of the losses of steps %lld..%lld",
+             (long long)(d->rc.start + d->gathered + 1), (long long)(d->rc.start + d->posted));
+    d->in_flight = 0;
+    if (wait_for_ranks(d, ft_xchg_done(&d->x), what) || check_statuses(d))
+        return -1;
+    if (d->r.index == 0)
+        for (int64_t j = 0; j < d->posted - d->gathered; j++) {
+            double sum = 0;
+            for (int k = 0; k < d->r.count; k++)
+                sum += ft_xchg_loss_of(&d->x, k, (int32_t)j);
+            d->mean[ft_ring_slot(d->gathered + j)] = (float)(sum / d->r.count);
+        }
+    d->gathered = d->posted;
+    return 0;
+}
+
+/* On rank 0 after an exchange, with the losses up to d->gathered. A
+ * failure here is told to the others at the next exchange (there is
+ * always one: the end's). */
+static void report(dist_run *d, int ckpt, int show)
+{
+    if (ft_losslog_flush(&d->log, d->gathered) ||
         (ckpt && ft_state_save(&d->model, d->r.env.stream, &d->rc.cfg, d->o->checkpoint)))
         d->pending = FT_EXIT_FAILED;
     else if (show)
-        ft_losslog_status(&d->log, done, d->t0);
+        ft_losslog_status(&d->log, d->gathered, d->t0);
+}
+
+/* A reporting point after `done` steps, train.c's waits (pacer.h) with
+ * the losses exchanged: it completes the previous point's exchange, which
+ * the GPU ran before the steps queued since, reports up to there, and
+ * posts the exchange of the steps up to now, to be completed at the next
+ * point. A `full` point (a checkpoint, the end, half the loss ring
+ * waiting) posts and completes its own exchange, so it reports every step
+ * (and a checkpoint saves the state after them). */
+static int point(dist_run *d, int64_t done, int full, int ckpt, int show)
+{
+    if (d->in_flight && complete_losses(d))
+        return -1;
+    if (full && (post_losses(d, done) || complete_losses(d)))
+        return -1;
+    if (d->r.index == 0)
+        report(d, ckpt, show);
+    /* After the report: a failure of rank 0's in it goes with this post. */
+    return full ? 0 : post_losses(d, done);
 }
 
 /* Between reporting points a rank only queues steps, but queuing can block
@@ -231,20 +258,17 @@ static int enqueue_steps(dist_run *d)
         /* dp_train.c's reporting points, but never depending on what only
          * one rank knows (--quiet is forced on ranks > 0, only rank 0's
          * stderr may be a terminal): every rank must reach the same
-         * exchanges. */
+         * exchanges, with the same number of losses. */
         int64_t done = i + 1;
         int ckpt = o->checkpoint_every && (g + 1) % o->checkpoint_every == 0 && done < todo;
         int line = done % d->line_every == 0 || done == todo;
         int show = !o->quiet && line;
-        if (!line && !ckpt && done % o->progress_every && !ft_ring_full(done, d->gathered))
+        int full = ckpt || done == todo || ft_ring_full(done, d->gathered);
+        if (!line && !full && done % o->progress_every)
             continue;
-        char what[96];
-        snprintf(what, sizeof what, "step %lld's all-reduce", (long long)g + 1);
         armed = 0;   /* wait_for_ranks re-arms with its own message, then disarms */
-        if (wait_for_ranks(d, what) || gather_losses(d, done))
+        if (point(d, done, full, ckpt, show))
             return -1;
-        if (r->index == 0)
-            report(d, done, ckpt, show);
     }
     return 0;
 }
@@ -275,23 +299,21 @@ static int check_replicas(dist_run *d)
         free(params);
         return -1;
     }
-    ft_xchg_msg mine;
-    memset(&mine, 0, sizeof mine);
-    mine.status = d->pending;
-    mine.hash = XXH64(params, n * sizeof(float), 0);
+    ft_xchg_head mine = {.status = d->pending, .hash = XXH64(params, n * sizeof(float), 0)};
     free(params);
-    if (ft_xchg_post(&d->x, &mine)) {
+    if (ft_xchg_post(&d->x, &mine, d->ring, 0, 0)) {
         ft_rank_fail(&d->r, "the exchange of the parameter hashes could not be enqueued");
         return -1;
     }
-    if (wait_for_ranks(d, "the exchange of the parameter hashes") || check_statuses(d))
+    if (wait_for_ranks(d, ft_xchg_done(&d->x), "the exchange of the parameter hashes") ||
+        check_statuses(d))
         return -1;
-    uint64_t want = ft_xchg_got(&d->x, 0)->hash;
+    uint64_t want = ft_xchg_head_of(&d->x, 0).hash;
     for (int k = 1; k < d->r.count; k++)
-        if (ft_xchg_got(&d->x, k)->hash != want) {
+        if (ft_xchg_head_of(&d->x, k).hash != want) {
             ft_rank_fail(&d->r, "the replicas diverged: rank %d's parameters hash to %016llx, "
                          "rank 0's to %016llx, at step %lld", k,
-                         (unsigned long long)ft_xchg_got(&d->x, k)->hash,
+                         (unsigned long long)ft_xchg_head_of(&d->x, k).hash,
                          (unsigned long long)want, (long long)d->rc.end);
             return -1;
         }

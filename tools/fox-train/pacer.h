@@ -5,7 +5,9 @@
  * of the step at B = 512 on an H200, every 10 steps). A point that needs
  * every step done (a checkpoint, the end, a half-full loss ring) asks for
  * all. Used by the one-GPU loop (train.c), --gpus N (dp_train.c, whose
- * ranks wait by polling) and the bench's loop figure (bench.c). */
+ * ranks wait by polling) and the bench's loop figure (bench.c); --dist
+ * (dist_train.c) waits the same way for the previous point's exchange of
+ * the losses (dist_xchg.h), which follows that point's steps. */
 #ifndef FT_PACER_H
 #define FT_PACER_H
 
