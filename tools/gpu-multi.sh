@@ -373,6 +373,15 @@ if dp:
             "%.1f" % (1e3 / o["graph_ms"]) if o else "-"))
     print("scaling: samples/s over 1 GPU's at B (ideal 2.00x); '2 GPUs' = the same global batch split 2 ways,")
     print("'2 GPUs at 2B' = each GPU as busy as the 1-GPU baseline")
+    loops = [r for r in dp if r["gpus"] == 1 and r.get("loop_ms")]
+    if loops:
+        print("\nsteps/s as a run takes them (loop ms: through epochs packed ahead, a reporting point every %d steps)" % loops[0].get("loop_progress", 0))
+        print("%9s %12s %12s %9s" % ("global B", "1 GPU", "2 GPUs", "scaling"))
+        for r in loops:
+            same = next((x for x in dp if x["gpus"] == 2 and x["global_batch"] == r["global_batch"] and x.get("loop_ms")), None)
+            s1 = 1e3 / r["loop_ms"]
+            print("%9d %12.1f %12s %9s" % (r["global_batch"], s1, "%.1f" % (1e3 / same["loop_ms"]) if same else "-",
+                                          "%.2fx" % (1e3 / same["loop_ms"] / s1) if same else "-"))
 else:
     print("  (no bench-2gpu.json)")
     if one:

@@ -124,10 +124,11 @@ static void test_bench_one_rank(void **state)
                "steps the other tests run\n");
         skip();  /* shown as skipped, not passed */
     }
+    /* 10-batch epochs for the loop figure. */
     assert_int_equal(run_trainer("bench1", "--bench", "--gpus", "1", "--nccl",
                                  "--bench-batches", "64", "--bench-steps",
-                                 arg_int(GH_QUICK(10, 1)), "--json", path_in("bench1.json"),
-                                 NULL), 0);
+                                 arg_int(GH_QUICK(10, 1)), "--train-size", "640", "--json",
+                                 path_in("bench1.json"), NULL), 0);
     FILE *f = fopen(path_in("bench1.json"), "r");
     assert_non_null(f);
     char buf[4096];
@@ -137,6 +138,19 @@ static void test_bench_one_rank(void **state)
     assert_non_null(strstr(buf, "\"group\": \"train_step_data_parallel\""));
     assert_non_null(strstr(buf, "\"nccl\": true"));
     assert_non_null(strstr(buf, "\"scaling\""));
+    /* Both rows (one GPU without NCCL, one rank through it) have a loop
+     * figure, through the 640 sequences. */
+    int rows = 0;
+    for (const char *p = buf; (p = strstr(p, "\"loop_ms\": ")); rows++) {
+        p += strlen("\"loop_ms\": ");
+        if (!(atof(p) > 0))
+            fail_msg("bench1.json: a loop_ms that is not positive:\n%s", buf);
+        const char *want = "\"loop_sequences\": 640,", *q = strstr(p, "\"loop_sequences\": ");
+        if (!q || strncmp(q, want, strlen(want)))
+            fail_msg("bench1.json: a row without loop_sequences 640:\n%s", buf);
+    }
+    assert_int_equal(rows, 2);
+    printf("  --bench --gpus 1 --nccl: both rows with a loop figure over 640 sequences\n");
 }
 
 /* ---- --dist with a world of one ------------------------------------------------- */

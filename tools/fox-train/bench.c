@@ -12,9 +12,6 @@
 
 #define WARMUP 5
 #define SAMPLES 5
-/* The longest epoch the loop figure goes through, in batches: at B = 1
- * that is 4096 + 5 x 8192 steps, some 6 s on an H200. */
-#define FT_BENCH_LOOP_BATCHES 4096
 
 typedef struct bench_row {
     int batch, k, launches, sequences;
@@ -135,11 +132,7 @@ done:
     return result;
 }
 
-/* --train-size sequences, as a run has, but at least 2 batches and at most
- * FT_BENCH_LOOP_BATCHES: the step figures copy the first epoch's batches,
- * the loop figure goes through the epochs (3 to 11 of them), so its time
- * grows with the epoch's length. */
-static int bench_sequences(const ft_options *o, int batch)
+int ft_bench_sequences(const ft_options *o, int batch)
 {
     const int64_t most = (int64_t)FT_BENCH_LOOP_BATCHES * batch;
     return o->n_train < 2 * batch ? 2 * batch : o->n_train > most ? (int)most : o->n_train;
@@ -152,7 +145,7 @@ static int bench_batch(ft_env *e, const ft_options *o, const ft_dataset *all, in
 {
     ft_dims d = {batch, o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H};
     ft_hparams hp = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay};
-    const int sequences = bench_sequences(o, batch);
+    const int sequences = ft_bench_sequences(o, batch);
     ft_dataset data = *all;
     data.n = sequences;
     ft_model m;
@@ -223,7 +216,7 @@ int ft_bench(ft_env *e, const ft_options *o)
     /* The data once, for the row that needs the most. */
     int most = 0;
     for (int i = 0; i < o->n_bench_batches; i++) {
-        int need = bench_sequences(o, o->bench_batches[i]);
+        int need = ft_bench_sequences(o, o->bench_batches[i]);
         most = need > most ? need : most;
     }
     ft_dataset data;

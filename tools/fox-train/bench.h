@@ -2,13 +2,25 @@
  * from one captured CUDA graph, for a list of batch sizes at the run's K.
  * A step here is what the training loop enqueues: the batch copy, the
  * whole step (forward to AdamW) and the loss copy to the host. Timed with
- * CUDA events over --bench-steps steps after a warm-up, median of 5. */
+ * CUDA events over --bench-steps steps after a warm-up, median of 5; and
+ * the graph-replayed step as a run takes it (the loop figure: through
+ * epochs packed ahead, with the reporting points' waits). */
 #ifndef FT_BENCH_H
 #define FT_BENCH_H
 
 #include "args.h"
 #include "env.h"
 
+/* The longest epoch a loop figure goes through, in batches: at B = 1
+ * that is 4096 + 5 x 8192 steps, some 6 s on an H200. */
+#define FT_BENCH_LOOP_BATCHES 4096
+
 int ft_bench(ft_env *e, const ft_options *o);
+
+/* The sequences a loop figure at (global) batch B goes through: the run's
+ * --train-size, but at least 2 batches and at most FT_BENCH_LOOP_BATCHES
+ * (the figure goes through 3 to 11 epochs, so its time grows with the
+ * epoch's length). Shared with --bench --gpus N (dp_bench.c). */
+int ft_bench_sequences(const ft_options *o, int batch);
 
 #endif

@@ -4,9 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "data.h"
 #include "feed.h"
+#include "losslog.h"
 #include "model.h"
+#include "pacer.h"
 #include "params.h"
 #include "rank.h"
 #include "stepper.h"
@@ -26,6 +29,8 @@ typedef struct bench_config {
 
 typedef struct bench_result {
     double ms;         /* median ms per step, slowest rank */
+    double loop_ms;    /* the same, through epochs with reporting points (bench.c's loop) */
+    int sequences;     /* the loop's epoch */
     size_t nodes;      /* graph nodes of rank 0's step */
     int ok;
 } bench_result;
@@ -43,6 +48,7 @@ typedef struct bshared {
     bench_config cfg[MAX_CONFIGS];
     bench_result res[MAX_CONFIGS];
     int ncfg;
+    ft_dataset data;   /* the sequences of the config that needs the most; each takes its first */
     char device_name[128], arch[32];  /* rank 0's, for the JSON */
 } bshared;
 
@@ -50,15 +56,17 @@ struct brank {
     ft_rank r;
     bshared *sh;
     double ms[SAMPLES];  /* this rank's per-step time of each sample of the current config */
+    double loop[SAMPLES];  /* the same for the loop figure */
     size_t nodes;
 };
 
 /* Per-config state of one rank. */
 typedef struct bench_run {
-    ft_dataset data;
+    ft_dataset data;   /* a prefix of bshared's */
     ft_model model;
     ft_feed feed;
     ft_stepper graph;
+    ft_pacer pacer;    /* the loop's reporting points */
     float *loss_host;
     CUevent start, stop;
 } bench_run;
@@ -81,6 +89,7 @@ static void plan(bshared *sh)
 static void run_free(bench_run *x, const ft_cuda *cu)
 {
     ft_stepper_free(&x->graph);
+    ft_pacer_close(&x->pacer);
     ft_feed_close(&x->feed);
     if (x->loss_host)
         cu->cuMemFreeHost(x->loss_host);
@@ -89,8 +98,17 @@ static void run_free(bench_run *x, const ft_cuda *cu)
     if (x->stop)
         cu->cuEventDestroy(x->stop);
     ft_model_free(&x->model);
-    ft_data_free(&x->data);
     memset(x, 0, sizeof *x);
+}
+
+static int rank_gave_up(void *rank)
+{
+    return ft_rank_should_stop(rank);
+}
+
+static int rank_wait_event(void *rank, CUevent ev)
+{
+    return ft_rank_wait_event(rank, ev);
 }
 
 /* A participating rank's model, data slice and captured step for c. */
@@ -103,12 +121,8 @@ static int run_setup(brank *b, const bench_config *c, bench_run *x)
     ft_dims d = {c->global_batch / c->gpus, o->k, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E,
                  FT_DEFAULT_H};
     ft_hparams hp = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay};
-    /* Two global batches of data: the copies rotate as in training. */
-    if (ft_data_generate(&x->data, 2 * c->global_batch, d.k, d.f, d.h, FT_SIGNAL_RULE, o->seed,
-                         FT_STREAM_TRAIN)) {
-        ft_rank_fail(r, "out of memory for the bench data");
-        return -1;
-    }
+    x->data = b->sh->data;
+    x->data.n = ft_bench_sequences(o, c->global_batch);
     float *init = malloc(ft_param_total(&d) * sizeof(float));
     if (!init || ft_model_alloc(&x->model, e->api, e->rt, cu, &d,
                                   o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE)) {
@@ -128,11 +142,17 @@ static int run_setup(brank *b, const bench_config *c, bench_run *x)
                            o->seed) ||
         ft_cu_check(cu, cu->cuMemAllocHost((void **)&x->loss_host, 4), "cuMemAllocHost") ||
         ft_cu_check(cu, cu->cuEventCreate(&x->start, CU_EVENT_DEFAULT), "cuEventCreate") ||
-        ft_cu_check(cu, cu->cuEventCreate(&x->stop, CU_EVENT_DEFAULT), "cuEventCreate")) {
+        ft_cu_check(cu, cu->cuEventCreate(&x->stop, CU_EVENT_DEFAULT), "cuEventCreate") ||
+        ft_pacer_open(&x->pacer, cu, e->stream)) {
         ft_team_break(r->team, FT_EXIT_FAILED);
         return -1;
     }
     x->feed.prefetch = 0;   /* the timed steps stay in epoch 0 */
+    /* An upload can queue behind an all-reduce a stopped peer never joins. */
+    x->feed.give_up = rank_gave_up;
+    x->feed.give_up_arg = r;
+    x->pacer.wait = rank_wait_event;
+    x->pacer.wait_arg = r;
     if (ft_rank_attach(r, &x->model, c->nccl))
         return -1;
     if (ft_stepper_init(&x->graph, &x->model, &hp, 1, e->stream)) {
@@ -173,6 +193,47 @@ failed:
     return -1;
 }
 
+/* n steps as a run takes them (bench.c's loop figure): from *index, which
+ * is at an epoch's start, through the epochs the feed packs ahead, with a
+ * reporting point every --progress steps that waits for the steps up to
+ * the previous one, and a wait for everything whenever half a loss ring
+ * would be unwritten (pacer.h). Its ms per step into *ms. */
+static int run_loop(brank *b, bench_run *x, int n, int64_t *index, double *ms)
+{
+    const ft_options *o = b->sh->o;
+    ft_rank *r = &b->r;
+    const ft_cuda *cu = &r->env.cu;
+    CUstream s = r->env.stream;
+    int64_t upto = 0;
+    if (ft_cu_check(cu, cu->cuEventRecord(x->start, s), "cuEventRecord"))
+        goto failed;
+    for (int i = 1; i <= n; i++, (*index)++) {
+        if (ft_feed_batch(&x->feed, *index, x->model.batch_in, s) ||
+            ft_stepper_run(&x->graph) ||
+            ft_cu_check(cu, cu->cuMemcpyDtoHAsync(x->loss_host, x->model.loss, 4, s),
+                        "cuMemcpyDtoHAsync (loss)"))
+            goto failed;
+        int all = ft_ring_full(i, upto);
+        if (i < n && (all || i % o->progress_every == 0) &&
+            ft_pacer_point(&x->pacer, i, all, &upto))
+            return -1;   /* the wait said why, or a peer's failure ended it */
+    }
+    if (ft_cu_check(cu, cu->cuEventRecord(x->stop, s), "cuEventRecord"))
+        goto failed;
+    if (ft_rank_wait(r))
+        return -1;
+    ft_pacer_restart(&x->pacer);   /* all done: the next sample starts afresh */
+    float el = 0;
+    if (ft_cu_check(cu, cu->cuEventElapsedTime(&el, x->start, x->stop), "cuEventElapsedTime"))
+        goto failed;
+    *ms = el / n;
+    return 0;
+failed:
+    if (!ft_team_broken(r->team))   /* else a peer's failure stopped it */
+        ft_team_break(r->team, FT_EXIT_FAILED);
+    return -1;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -185,9 +246,9 @@ static void print_row(const bshared *sh, int i)
     const bench_result *x = &sh->res[i], *bx = &sh->res[c->baseline];
     double steps = 1e3 / x->ms, samples = steps * c->global_batch;
     double base_samples = 1e3 / bx->ms * base->global_batch;
-    printf("%9d %5d %8d %5s %10.3f %10.1f %11.0f %8.2fx  %s\n", c->global_batch, c->gpus,
+    printf("%9d %5d %8d %5s %10.3f %10.1f %11.0f %8.2fx %10.3f  %s\n", c->global_batch, c->gpus,
            c->global_batch / c->gpus, c->nccl ? "yes" : "no", x->ms, steps, samples,
-           bx->ok ? samples / base_samples : 0.0, c->kind);
+           bx->ok ? samples / base_samples : 0.0, x->loop_ms, c->kind);
     fflush(stdout);
 }
 
@@ -215,16 +276,35 @@ static int run_config(brank *b, int i)
         if (s >= 0)
             b->ms[s] = ms;
     }
+    /* The loop figure: one epoch of warm-up (the first packed cold), then
+     * samples of at least two epochs, from epoch 1 on. */
+    const int sequences = ft_bench_sequences(sh->o, c->global_batch);
+    const int epoch = sequences / c->global_batch;
+    const int loop_steps = sh->o->bench_steps > 2 * epoch ? sh->o->bench_steps : 2 * epoch;
+    index = epoch;
+    x.feed.prefetch = 1;
+    for (int s = -1; s < SAMPLES; s++) {
+        double ms = 0;
+        if (ft_team_sync(&sh->team) ||
+            (in && run_loop(b, &x, s < 0 ? epoch : loop_steps, &index, &ms)) ||
+            ft_team_sync(&sh->team))
+            goto done;
+        if (s >= 0)
+            b->loop[s] = ms;
+    }
     if (b->r.index == 0) {
         /* A sample lasts as long as its slowest rank. */
-        double t[SAMPLES];
+        double t[SAMPLES], l[SAMPLES];
         for (int s = 0; s < SAMPLES; s++) {
-            t[s] = 0;
-            for (int k = 0; k < c->gpus; k++)
+            t[s] = l[s] = 0;
+            for (int k = 0; k < c->gpus; k++) {
                 t[s] = sh->ranks[k].ms[s] > t[s] ? sh->ranks[k].ms[s] : t[s];
+                l[s] = sh->ranks[k].loop[s] > l[s] ? sh->ranks[k].loop[s] : l[s];
+            }
         }
         qsort(t, SAMPLES, sizeof t[0], cmp_double);
-        sh->res[i] = (bench_result){t[SAMPLES / 2], b->nodes, 1};
+        qsort(l, SAMPLES, sizeof l[0], cmp_double);
+        sh->res[i] = (bench_result){t[SAMPLES / 2], l[SAMPLES / 2], sequences, b->nodes, 1};
         print_row(sh, i);
     }
     rc = 0;
@@ -257,12 +337,15 @@ static void *rank_main(void *arg)
                "%d x %s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; median of %d x %d "
                "steps;\na step: the batch copy, forward, BCE, backward, 17 reducers, the "
                "gradient all-reduce (ncclAvg), AdamW, the loss copy\nscaling: samples/s over "
-               "the baseline's (ideal %d)\n\n",
+               "the baseline's (ideal %d)\nloop ms: the same steps as a run takes them, "
+               "through epochs of --train-size %d sequences (at least 2 and at most %d "
+               "global batches) packed ahead, a reporting point every %d (--progress)\n\n",
                ft_nccl_version_string(sh->nccl->version, v, sizeof v), sh->nranks,
                e->device_name, e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F, FT_DEFAULT_D,
-               FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps, sh->nranks);
-        printf("%9s %5s %8s %5s %10s %10s %11s %9s\n", "global B", "GPUs", "per GPU", "NCCL",
-               "ms/step", "steps/s", "samples/s", "scaling");
+               FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps, sh->nranks, o->n_train,
+               FT_BENCH_LOOP_BATCHES, o->progress_every);
+        printf("%9s %5s %8s %5s %10s %10s %11s %9s %10s\n", "global B", "GPUs", "per GPU",
+               "NCCL", "ms/step", "steps/s", "samples/s", "scaling", "loop ms");
         fflush(stdout);
     }
     for (int i = 0; i < sh->ncfg; i++)
@@ -293,10 +376,12 @@ static int write_json(const bshared *sh, const char *path)
         fprintf(f, "%s\n  {\"group\": \"train_step_data_parallel\", \"gpus\": %d, "
                 "\"global_batch\": %d, \"batch_per_gpu\": %d, \"k\": %d, \"nccl\": %s, "
                 "\"graph_nodes\": %zu, \"graph_ms\": %.4f, \"steps_per_s\": %.2f, "
-                "\"samples_per_s\": %.1f, \"scaling\": %.4f, \"kind\": \"%s\"}",
+                "\"samples_per_s\": %.1f, \"scaling\": %.4f, \"loop_ms\": %.4f, "
+                "\"loop_sequences\": %d, \"loop_progress\": %d, \"kind\": \"%s\"}",
                 first ? "" : ",", c->gpus, c->global_batch, c->global_batch / c->gpus,
                 sh->o->k, c->nccl ? "true" : "false", x->nodes, x->ms, steps, samples,
-                bx->ok ? samples / base_samples : 0.0, c->kind);
+                bx->ok ? samples / base_samples : 0.0, x->loop_ms, x->sequences,
+                sh->o->progress_every, c->kind);
         first = 0;
     }
     fprintf(f, "\n]}\n");
@@ -313,9 +398,22 @@ int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_ncc
     sh->o = o, sh->base = base, sh->nccl = nccl, sh->nranks = o->gpus;
     plan(sh);
     int rc = FT_EXIT_FAILED;
+    /* The data once, for the config that needs the most (bench.c's). */
+    int most = 0;
+    for (int i = 0; i < sh->ncfg; i++) {
+        int need = ft_bench_sequences(o, sh->cfg[i].global_batch);
+        most = need > most ? need : most;
+    }
+    if (ft_data_generate(&sh->data, most, o->k, FT_DEFAULT_F, FT_DEFAULT_H, FT_SIGNAL_RULE,
+                         o->seed, FT_STREAM_TRAIN)) {
+        fprintf(stderr, "fox-train: out of memory for the bench data (%d sequences)\n", most);
+        free(sh);
+        return FT_EXIT_FAILED;
+    }
     sh->ranks = calloc((size_t)sh->nranks, sizeof *sh->ranks);
     if (!sh->ranks || ft_team_init(&sh->team, sh->nranks)) {
         fprintf(stderr, "fox-train: out of memory for %d ranks\n", sh->nranks);
+        ft_data_free(&sh->data);
         free(sh->ranks);
         free(sh);
         return FT_EXIT_FAILED;
@@ -343,6 +441,7 @@ int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_ncc
         rc = FT_EXIT_FAILED;
 done:
     ft_team_destroy(&sh->team);
+    ft_data_free(&sh->data);
     free(sh->ranks);
     free(sh);
     return rc;
