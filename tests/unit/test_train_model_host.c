@@ -1388,16 +1388,27 @@ static void dump_matches_reference(const char *path_flag)
  * packer thread while one trains. (The emulated copies happen at once, so
  * this checks the data and the epoch bookkeeping; the stream order of the
  * uploads is checked on a GPU by gpu/trainer's bitwise curves.) */
-static void check_feed(int global_batch, int rank, int ranks, int64_t first, int64_t steps)
+static void check_feed_units(int global_batch, int rank, int ranks, int64_t first,
+                             int64_t steps, int unit_batches)
 {
     ft_dataset data;
     assert_int_equal(ft_data_generate(&data, 40, 3, 4, 2, FT_SIGNAL_RULE, 5, FT_STREAM_TRAIN),
                      0);
-    ft_feed f;
-    assert_int_equal(ft_feed_open_slice(&f, &cu, &data, global_batch, rank, ranks, 5), 0);
     const int per = global_batch / ranks, bpe = data.n / global_batch;
     ft_batch_layout l;
     ft_batch_layout_for(per, data.k, data.f, data.h, &l);
+    ft_feed f;
+    if (unit_batches) {
+        /* A cap a little short of unit_batches + 1 batches. */
+        size_t cap = (size_t)(unit_batches + 1) * l.floats * sizeof(float) - 1;
+        assert_int_equal(ft_feed_open_units(&f, &cu, &data, global_batch, rank, ranks, 5, cap),
+                         0);
+        assert_int_equal(f.unit_batches, unit_batches < bpe ? unit_batches : bpe);
+        assert_int_equal(f.units_per_epoch, (bpe + f.unit_batches - 1) / f.unit_batches);
+    } else {
+        assert_int_equal(ft_feed_open_slice(&f, &cu, &data, global_batch, rank, ranks, 5), 0);
+        assert_int_equal(f.unit_batches, bpe);   /* a whole epoch fits */
+    }
     float *want = malloc(l.floats * sizeof(float));
     int *perm = malloc((size_t)data.n * sizeof(int));
     CUdeviceptr dst;
@@ -1415,6 +1426,11 @@ static void check_feed(int global_batch, int rank, int ranks, int64_t first, int
     h_free(dst);
     free(want), free(perm);
     ft_data_free(&data);
+}
+
+static void check_feed(int global_batch, int rank, int ranks, int64_t first, int64_t steps)
+{
+    check_feed_units(global_batch, rank, ranks, first, steps, 0);
 }
 
 /* An upload that never completes (it queued behind an all-reduce a
@@ -1515,6 +1531,15 @@ static void test_feed_follows_epoch_order(void **state)
     check_feed(8, 1, 2, 0, 17);     /* rank 1's half of each global batch */
     check_feed(40, 0, 1, 0, 4);     /* one batch an epoch: a new epoch every step */
     check_feed(20, 2, 4, 3, 6);     /* rank 2 of 4, resumed at an epoch's start */
+    /* Epochs in units (feed.h): 5 batches in units of 2, 2 and 1, so units
+     * of an epoch alternate the two buffers with the epoch's order cached
+     * in each, and odd epochs start in the other buffer. */
+    check_feed_units(8, 0, 1, 0, 27, 2);
+    check_feed_units(8, 0, 1, 13, 9, 2);    /* resumed inside epoch 2's second unit */
+    check_feed_units(8, 1, 2, 0, 17, 3);    /* a rank's slices, units of 3 and 2 */
+    check_feed_units(8, 0, 1, 0, 12, 1);    /* a batch a unit */
+    check_feed_units(20, 2, 4, 3, 6, 1);    /* 2 batches an epoch, a unit each */
+    check_feed_units(8, 0, 1, 0, 11, 9);    /* a cap above the epoch: one unit */
 }
 
 static void test_dump_step(void **state)

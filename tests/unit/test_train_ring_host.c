@@ -1,7 +1,8 @@
 /* unit: the training loops past their loss ring (losslog.h), on the host
  * emulation of test_train_dist_host.c (included), with the trainer built
  * with a ring of 64 steps (tools/fox-train/meson.build) so that a run of
- * 129 steps wraps it twice. Reporting points every 17 steps: the loops
+ * 129 steps wraps it twice, and with the feed's units (feed.h) two batches
+ * long, so that every epoch of 4 batches comes in two. Reporting points every 17 steps: the loops
  * wait at a point only for the steps up to the previous one (pacer.h; for
  * --dist, the previous point's exchange, dist_xchg.h), hold a point that
  * waits for everything once half the ring waits, and must still write
@@ -15,6 +16,7 @@
 #include "test_train_dist_host.c"
 
 #include "dist_xchg.h"
+#include "feed.h"
 
 #define RING_SMALL "--batch", "2", "--k", "2", "--train-size", "8", "--heldout-size", "0", \
                    "--lr", "3e-3", "--quiet", "--steps", "129"
@@ -52,6 +54,21 @@ static void test_loops_past_the_ring(void **state)
 {
     (void)state;
     assert_int_equal(FT_LOSS_RING, 64);   /* else this test does not wrap anything */
+    assert_int_equal(FT_FEED_UNIT_BYTES, 2600);
+    {   /* the runs' feed: 4 batches an epoch, in 2 units (one GPU's, and a rank's of 2) */
+        ft_dataset data;
+        assert_int_equal(ft_data_generate(&data, 8, 2, FT_DEFAULT_F, FT_DEFAULT_H,
+                                          FT_SIGNAL_RULE, 1, FT_STREAM_TRAIN), 0);
+        for (int ranks = 1; ranks <= 2; ranks++) {
+            ft_feed f;
+            assert_int_equal(ft_feed_open_slice(&f, &cu, &data, 2, 0, ranks, 1), 0);
+            assert_int_equal(f.batches_per_epoch, 4);
+            assert_int_equal(f.unit_batches, 2);
+            assert_int_equal(f.units_per_epoch, 2);
+            ft_feed_close(&f);
+        }
+        ft_data_free(&data);
+    }
     assert_non_null(mkdtemp(mdir));
     /* The references: a point at every step, each waiting for everything
      * up to the previous step. */

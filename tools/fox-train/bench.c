@@ -51,11 +51,12 @@ static double time_steps(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_h
         int n = s < 0 ? WARMUP : steps;
         if (ft_cu_check(cu, cu->cuEventRecord(start, e->stream), "cuEventRecord"))
             goto done;
-        /* Batches of the first epoch only: a new epoch would pack and
-         * upload data on the host, which training does once per epoch, not
-         * once per few steps as here. */
+        /* Batches of the first unit only (feed.h; the whole first epoch
+         * unless it is large): a new unit would pack and upload data on
+         * the host, which training does once per unit, not once per few
+         * steps as here. */
         for (int i = 0; i < n; i++, (*index)++)
-            if (ft_feed_batch(feed, *index % feed->batches_per_epoch, m->batch_in, e->stream) ||
+            if (ft_feed_batch(feed, *index % feed->unit_batches, m->batch_in, e->stream) ||
                 ft_stepper_run(st) ||
                 ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_host, m->loss, 4, e->stream),
                             "cuMemcpyDtoHAsync (loss)"))
@@ -172,7 +173,7 @@ static int bench_batch(ft_env *e, const ft_options *o, const ft_dataset *all, in
         ft_stepper_init(&eager, &m, &hp, 0, e->stream) ||
         ft_stepper_init(&graph, &m, &hp, 1, e->stream))
         goto done;
-    feed.prefetch = 0;   /* the timed steps stay in epoch 0 */
+    feed.prefetch = 0;   /* the timed steps stay in unit 0 */
     row->batch = batch, row->k = d.k, row->launches = ft_model_launches_per_step(
         &d, o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE);
     row->nodes = graph.nodes;

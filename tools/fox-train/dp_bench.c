@@ -147,7 +147,7 @@ static int run_setup(brank *b, const bench_config *c, bench_run *x)
         ft_team_break(r->team, FT_EXIT_FAILED);
         return -1;
     }
-    x->feed.prefetch = 0;   /* the timed steps stay in epoch 0 */
+    x->feed.prefetch = 0;   /* the timed steps stay in unit 0 */
     /* An upload can queue behind an all-reduce a stopped peer never joins. */
     x->feed.give_up = rank_gave_up;
     x->feed.give_up_arg = r;
@@ -171,10 +171,9 @@ static int run_steps(brank *b, bench_run *x, int n, int64_t *index, double *ms)
     CUstream s = r->env.stream;
     if (ft_cu_check(cu, cu->cuEventRecord(x->start, s), "cuEventRecord"))
         goto failed;
-    /* Batches of the first epoch only: a new epoch would pack and upload
-     * data on the host, which training does once per epoch. */
+    /* Batches of the first unit only (bench.c's time_steps says why). */
     for (int i = 0; i < n; i++, (*index)++)
-        if (ft_feed_batch(&x->feed, *index % x->feed.batches_per_epoch, x->model.batch_in, s) ||
+        if (ft_feed_batch(&x->feed, *index % x->feed.unit_batches, x->model.batch_in, s) ||
             ft_stepper_run(&x->graph) ||
             ft_cu_check(cu, cu->cuMemcpyDtoHAsync(x->loss_host, x->model.loss, 4, s),
                         "cuMemcpyDtoHAsync (loss)"))

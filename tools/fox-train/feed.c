@@ -6,14 +6,15 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- packing an epoch (the packer thread and its helpers) ---------------------- */
+/* ---- packing a unit (the packer thread and its helpers) ---------------------- */
 
 enum { FT_PACK_MAX_THREADS = 8 };
 
 typedef struct pack_part {
     ft_feed *f;
     const ft_feed_slot *s;
-    int first, end;   /* batches [first, end) of the epoch */
+    int base;         /* the unit's first batch in its epoch */
+    int first, end;   /* batches [first, end) of the unit */
 } pack_part;
 
 static void *pack_batches(void *arg)
@@ -22,25 +23,44 @@ static void *pack_batches(void *arg)
     ft_feed *f = p->f;
     for (int b = p->first; b < p->end && !atomic_load_explicit(&f->cancel, memory_order_relaxed);
          b++)
-        ft_data_pack(f->data, p->s->perm + (size_t)b * f->global_batch + f->first_row, f->batch,
-                     &f->layout, p->s->host + (size_t)b * f->layout.floats);
+        ft_data_pack(f->data,
+                     p->s->perm + (size_t)(p->base + b) * f->global_batch + f->first_row,
+                     f->batch, &f->layout, p->s->host + (size_t)b * f->layout.floats);
     return NULL;
 }
 
-/* Epoch e into its slot's staging buffer: the order, then the batches, in
+/* Unit u's first batch in its epoch, and how many it has. */
+static int unit_first(const ft_feed *f, int64_t u)
+{
+    return (int)(u % f->units_per_epoch) * f->unit_batches;
+}
+static int unit_length(const ft_feed *f, int64_t u)
+{
+    const int rest = f->batches_per_epoch - unit_first(f, u);
+    return rest < f->unit_batches ? rest : f->unit_batches;
+}
+
+/* Unit u into its slot's staging buffer: its epoch's order (unless the
+ * slot holds it from an earlier unit of that epoch), then the batches, in
  * contiguous runs over the threads (every batch is packed alike whoever
  * packs it, so the bits do not depend on the split). A helper that cannot
  * be started leaves its run to this thread. */
-static void pack_epoch(ft_feed *f, int64_t e)
+static void pack_unit(ft_feed *f, int64_t u)
 {
-    ft_feed_slot *s = &f->slot[e % 2];
-    ft_epoch_order(f->data->n, f->seed, (uint64_t)e, s->perm);
-    const int n = f->batches_per_epoch, t = f->pack_threads > 1 ? f->pack_threads : 1;
+    ft_feed_slot *s = &f->slot[u % 2];
+    const int64_t e = u / f->units_per_epoch;
+    if (s->perm_epoch != e) {
+        ft_epoch_order(f->data->n, f->seed, (uint64_t)e, s->perm);
+        s->perm_epoch = e;
+    }
+    const int base = unit_first(f, u), n = unit_length(f, u);
+    const int t = f->pack_threads > 1 ? f->pack_threads : 1;
     pack_part parts[FT_PACK_MAX_THREADS] = {{0}};
     pthread_t helper[FT_PACK_MAX_THREADS];
     int started[FT_PACK_MAX_THREADS] = {0};
     for (int i = 0; i < t; i++)
-        parts[i] = (pack_part){f, s, (int)((int64_t)n * i / t), (int)((int64_t)n * (i + 1) / t)};
+        parts[i] = (pack_part){f, s, base, (int)((int64_t)n * i / t),
+                               (int)((int64_t)n * (i + 1) / t)};
     for (int i = 1; i < t; i++)
         started[i] = pthread_create(&helper[i], NULL, pack_batches, &parts[i]) == 0;
     pack_batches(&parts[0]);
@@ -61,11 +81,11 @@ static void *packer_main(void *arg)
             pthread_cond_wait(&f->cv, &f->mu);
         if (f->stop)
             break;
-        int64_t e = f->want;
+        int64_t u = f->want;
         pthread_mutex_unlock(&f->mu);
-        pack_epoch(f, e);
+        pack_unit(f, u);
         pthread_mutex_lock(&f->mu);
-        f->packed = e;
+        f->packed = u;
         pthread_cond_broadcast(&f->cv);
     }
     pthread_mutex_unlock(&f->mu);
@@ -81,77 +101,79 @@ static int wait_upload(ft_feed *f, ft_feed_slot *s)
     const ft_cuda *cu = f->cu;
     if (!f->give_up)
         return ft_cu_check(cu, cu->cuEventSynchronize(s->uploaded),
-                           "cuEventSynchronize (an epoch upload)");
+                           "cuEventSynchronize (a data upload)");
     const struct timespec nap = {0, 50 * 1000};
     for (;;) {
         CUresult q = cu->cuEventQuery(s->uploaded);
         if (q == CUDA_SUCCESS)
             return 0;
         if (q != CUDA_ERROR_NOT_READY)
-            return ft_cu_check(cu, q, "cuEventQuery (an epoch upload)");
+            return ft_cu_check(cu, q, "cuEventQuery (a data upload)");
         if (f->give_up(f->give_up_arg))
             return -1;
         nanosleep(&nap, NULL);
     }
 }
 
-/* Asks for epoch e (the packer is idle: every earlier request was waited
+/* Asks for unit u (the packer is idle: every earlier request was waited
  * for). Its staging buffer must not be read by an upload any more: the
- * last one from it (epoch e - 2's) is waited for, which the training
- * stream needed before epoch e - 2 began, long done in practice. Without a
+ * last one from it (unit u - 2's) is waited for, which the training
+ * stream needed before unit u - 2 began, long done in practice. Without a
  * packer thread, packs it here and now. */
-static int request(ft_feed *f, int64_t e)
+static int request(ft_feed *f, int64_t u)
 {
-    ft_feed_slot *s = &f->slot[e % 2];
+    ft_feed_slot *s = &f->slot[u % 2];
     if (s->upload_recorded && wait_upload(f, s))
         return -1;
-    f->requested = e;
+    f->requested = u;
     if (!f->packer_running) {
-        pack_epoch(f, e);
-        f->packed = e;
+        pack_unit(f, u);
+        f->packed = u;
         return 0;
     }
     pthread_mutex_lock(&f->mu);
-    f->want = e;
+    f->want = u;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
     return 0;
 }
 
-static int is_packed(ft_feed *f, int64_t e, int wait)
+static int is_packed(ft_feed *f, int64_t u, int wait)
 {
     if (!f->packer_running)
-        return f->packed == e;
+        return f->packed == u;
     pthread_mutex_lock(&f->mu);
-    while (wait && f->packed != e)
+    while (wait && f->packed != u)
         pthread_cond_wait(&f->cv, &f->mu);
-    int done = f->packed == e;
+    int done = f->packed == u;
     pthread_mutex_unlock(&f->mu);
     return done;
 }
 
-/* Enqueues epoch e's upload on the copy stream, after the training
+/* Enqueues unit u's upload on the copy stream, after the training
  * stream's last copy out of the device buffer it overwrites. */
-static int upload(ft_feed *f, int64_t e)
+static int upload(ft_feed *f, int64_t u)
 {
     const ft_cuda *cu = f->cu;
-    ft_feed_slot *s = &f->slot[e % 2];
+    ft_feed_slot *s = &f->slot[u % 2];
     if ((s->release_recorded &&
          ft_cu_check(cu, cu->cuStreamWaitEvent(f->copy, s->released, 0), "cuStreamWaitEvent")) ||
-        ft_cu_check(cu, cu->cuMemcpyHtoDAsync(s->dev, s->host, f->epoch_bytes, f->copy),
-                    "cuMemcpyHtoDAsync (epoch upload)") ||
+        ft_cu_check(cu, cu->cuMemcpyHtoDAsync(s->dev, s->host,
+                                              (size_t)unit_length(f, u) * f->batch_bytes,
+                                              f->copy),
+                    "cuMemcpyHtoDAsync (data upload)") ||
         ft_cu_check(cu, cu->cuEventRecord(s->uploaded, f->copy), "cuEventRecord"))
         return -1;
     s->upload_recorded = 1;
-    s->epoch = e;
+    s->unit = u;
     return 0;
 }
 
-/* The training stream moves to epoch e: it lets go of the buffer it read,
- * waits for e's upload (asking for and waiting on its packing first when
- * it was not prefetched: the first epoch, a resumed run), and the packer
- * starts on e + 1. */
-static int enter_epoch(ft_feed *f, int64_t e, CUstream st)
+/* The training stream moves to unit u: it lets go of the buffer it read,
+ * waits for u's upload (asking for and waiting on its packing first when
+ * it was not prefetched: the first unit, a resumed run), and the packer
+ * starts on u + 1. */
+static int enter_unit(ft_feed *f, int64_t u, CUstream st)
 {
     const ft_cuda *cu = f->cu;
     if (f->current >= 0) {
@@ -160,42 +182,43 @@ static int enter_epoch(ft_feed *f, int64_t e, CUstream st)
             return -1;
         old->release_recorded = 1;
     }
-    /* The packer is idle from here on: it was asked for e (the usual case:
-     * waited for here, as the epoch needs it now) or, after a jump, for
-     * another epoch, whose buffers it must be done with before any new
+    /* The packer is idle from here on: it was asked for u (the usual case:
+     * waited for here, as the unit needs it now) or, after a jump, for
+     * another unit, whose buffers it must be done with before any new
      * request. */
     if (f->requested >= 0)
         is_packed(f, f->requested, 1);
-    ft_feed_slot *s = &f->slot[e % 2];
-    if (s->epoch != e &&
-        ((f->requested != e && (request(f, e) || !is_packed(f, e, 1))) || upload(f, e)))
+    ft_feed_slot *s = &f->slot[u % 2];
+    if (s->unit != u &&
+        ((f->requested != u && (request(f, u) || !is_packed(f, u, 1))) || upload(f, u)))
         return -1;
     if (ft_cu_check(cu, cu->cuStreamWaitEvent(st, s->uploaded, 0), "cuStreamWaitEvent"))
         return -1;
-    f->current = e;
-    return f->prefetch ? request(f, e + 1) : 0;
+    f->current = u;
+    return f->prefetch ? request(f, u + 1) : 0;
 }
 
 int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
 {
-    int64_t epoch = index / f->batches_per_epoch, pos = index % f->batches_per_epoch;
-    if (epoch != f->current) {
-        if (enter_epoch(f, epoch, s))
+    const int64_t epoch = index / f->batches_per_epoch;
+    const int pos = (int)(index % f->batches_per_epoch);
+    const int64_t unit = epoch * f->units_per_epoch + pos / f->unit_batches;
+    if (unit != f->current) {
+        if (enter_unit(f, unit, s))
             return -1;
-    } else if (f->requested == epoch + 1 && f->slot[(epoch + 1) % 2].epoch != epoch + 1 &&
-               is_packed(f, epoch + 1, 0) && upload(f, epoch + 1)) {
-        return -1;   /* the next epoch is packed: its upload overlaps this one */
+    } else if (f->requested == unit + 1 && f->slot[(unit + 1) % 2].unit != unit + 1 &&
+               is_packed(f, unit + 1, 0) && upload(f, unit + 1)) {
+        return -1;   /* the next unit is packed: its upload overlaps this one */
     }
-    const ft_feed_slot *cur = &f->slot[epoch % 2];
-    size_t bytes = f->layout.floats * sizeof(float);
-    return ft_cu_check(f->cu, f->cu->cuMemcpyDtoDAsync(dst, cur->dev + (size_t)pos * bytes,
-                                                       bytes, s),
+    const ft_feed_slot *cur = &f->slot[unit % 2];
+    const size_t at = (size_t)(pos % f->unit_batches) * f->batch_bytes;
+    return ft_cu_check(f->cu, f->cu->cuMemcpyDtoDAsync(dst, cur->dev + at, f->batch_bytes, s),
                        "cuMemcpyDtoDAsync (batch)");
 }
 
 /* ---- open and close --------------------------------------------------------------- */
 
-/* Threads for one epoch's packing: the cores a rank may take (the other
+/* Threads for one unit's packing: the cores a rank may take (the other
  * ranks pack too), at most one per batch and FT_PACK_MAX_THREADS. */
 static int pack_threads(int batches, int ranks)
 {
@@ -214,30 +237,44 @@ int ft_feed_open(ft_feed *f, const ft_cuda *cu, const ft_dataset *data, int batc
 int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
                        int global_batch, int rank, int ranks, uint64_t seed)
 {
+    return ft_feed_open_units(f, cu, data, global_batch, rank, ranks, seed, FT_FEED_UNIT_BYTES);
+}
+
+int ft_feed_open_units(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
+                       int global_batch, int rank, int ranks, uint64_t seed,
+                       size_t max_unit_bytes)
+{
     memset(f, 0, sizeof *f);
     const int batch = global_batch / ranks;
     f->cu = cu, f->data = data, f->batch = batch, f->seed = seed;
     f->global_batch = global_batch, f->first_row = rank * batch;
     /* The last partial global batch is dropped. */
     f->batches_per_epoch = data->n / global_batch;
-    f->pack_threads = pack_threads(f->batches_per_epoch, ranks);
     f->current = f->requested = f->want = f->packed = -1;
     f->prefetch = 1;
     atomic_init(&f->cancel, 0);
     ft_batch_layout_for(batch, data->k, data->f, data->h, &f->layout);
-    f->epoch_bytes = (size_t)f->batches_per_epoch * f->layout.floats * sizeof(float);
+    f->batch_bytes = f->layout.floats * sizeof(float);
+    /* As many whole batches as fit, at least one; a whole epoch when it
+     * fits (then a unit is an epoch, as before units). */
+    size_t fit = max_unit_bytes / f->batch_bytes;
+    f->unit_batches = fit < 1 ? 1 : fit < (size_t)f->batches_per_epoch ? (int)fit
+                                                                      : f->batches_per_epoch;
+    f->units_per_epoch = (f->batches_per_epoch + f->unit_batches - 1) / f->unit_batches;
+    f->unit_bytes = (size_t)f->unit_batches * f->batch_bytes;
+    f->pack_threads = pack_threads(f->unit_batches, ranks);
     for (int i = 0; i < 2; i++) {
         ft_feed_slot *s = &f->slot[i];
-        s->epoch = -1;
+        s->unit = s->perm_epoch = -1;
         s->perm = malloc((size_t)data->n * sizeof *s->perm);
         if (!s->perm) {
             fprintf(stderr, "fox-train: out of memory for the epoch order\n");
             return -1;
         }
-        if (ft_cu_check(cu, cu->cuMemAlloc(&s->dev, f->epoch_bytes),
-                        "cuMemAlloc of an epoch buffer") ||
-            ft_cu_check(cu, cu->cuMemAllocHost((void **)&s->host, f->epoch_bytes),
-                        "cuMemAllocHost of an epoch staging buffer") ||
+        if (ft_cu_check(cu, cu->cuMemAlloc(&s->dev, f->unit_bytes),
+                        "cuMemAlloc of a data buffer") ||
+            ft_cu_check(cu, cu->cuMemAllocHost((void **)&s->host, f->unit_bytes),
+                        "cuMemAllocHost of a data staging buffer") ||
             ft_cu_check(cu, cu->cuEventCreate(&s->uploaded, CU_EVENT_DISABLE_TIMING),
                         "cuEventCreate") ||
             ft_cu_check(cu, cu->cuEventCreate(&s->released, CU_EVENT_DISABLE_TIMING),
@@ -259,7 +296,7 @@ int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
 
 void ft_feed_share_cores(ft_feed *f, int ranks)
 {
-    f->pack_threads = pack_threads(f->batches_per_epoch, ranks > 0 ? ranks : 1);
+    f->pack_threads = pack_threads(f->unit_batches, ranks > 0 ? ranks : 1);
 }
 
 void ft_feed_close(ft_feed *f)

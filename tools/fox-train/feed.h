@@ -5,15 +5,22 @@
  * gives (a function of seed and epoch only, so step i always sees the same
  * batch, whether the run was resumed or not).
  *
- * Nothing here blocks per step, and an epoch's packing and upload overlap
+ * An epoch is packed and uploaded in units of consecutive batches, a whole
+ * epoch when it fits in FT_FEED_UNIT_BYTES (the default 4096 sequences
+ * are 48 MB), else as many units of at most that size as it takes: the
+ * buffers below are two units, so a run's pinned and device memory for the
+ * data do not grow with --train-size (two whole epochs of a million
+ * sequences were 24 GB of each).
+ *
+ * Nothing here blocks per step, and a unit's packing and upload overlap
  * the training of the one before: a packer thread (with helpers) packs
- * epoch e + 1 into the second of two pinned staging buffers while epoch e
+ * unit u + 1 into the second of two pinned staging buffers while unit u
  * trains, and its upload to the second of two device buffers runs on a
  * copy stream of its own. The training stream waits for an upload only
- * where its epoch starts; an upload waits for the training stream's last
+ * where its unit starts; an upload waits for the training stream's last
  * copy out of the buffer it overwrites. Packing the default 4096 sequences
  * takes some 12 ms on one core, longer than 8 steps at B = 512, so it used
- * to stall the GPU at every epoch. (An epoch of one batch still waits for
+ * to stall the GPU at every epoch. (A unit of one batch still waits for
  * its packing at every step.) */
 #ifndef FT_FEED_H
 #define FT_FEED_H
@@ -25,12 +32,19 @@
 #include "data.h"
 #include "driver.h"
 
-/* One epoch's buffers: staging on the host, the packed epoch on the device. */
+/* The most bytes of packed batches a unit holds (a unit is at least one
+ * batch). */
+#ifndef FT_FEED_UNIT_BYTES
+#define FT_FEED_UNIT_BYTES ((size_t)256 << 20)
+#endif
+
+/* One unit's buffers: staging on the host, the packed batches on the device. */
 typedef struct ft_feed_slot {
     float *host;            /* pinned */
     CUdeviceptr dev;
-    int *perm;              /* the epoch's order of the sequences */
-    int64_t epoch;          /* what dev holds, or will when its upload is done (-1: none) */
+    int *perm;              /* the order of the sequences of epoch perm_epoch */
+    int64_t perm_epoch;     /* (-1: none yet) */
+    int64_t unit;           /* what dev holds, or will when its upload is done (-1: none) */
     CUevent uploaded;       /* on the copy stream, after the upload into dev */
     CUevent released;       /* on the training stream, after its last copy out of dev */
     int upload_recorded, release_recorded;
@@ -42,13 +56,15 @@ typedef struct ft_feed {
     ft_batch_layout layout;       /* of this feed's slice (batch rows) */
     int batch, batches_per_epoch; /* rows per step fed here; global batches per epoch */
     int global_batch, first_row;  /* the step's whole batch; where this slice starts in it */
-    int pack_threads;             /* threads that pack an epoch (the packer and helpers) */
+    int unit_batches;             /* batches of a unit (the last of an epoch may have fewer) */
+    int units_per_epoch;
+    int pack_threads;             /* threads that pack a unit (the packer and helpers) */
     uint64_t seed;
-    size_t epoch_bytes;
-    ft_feed_slot slot[2];         /* epoch e uses slot[e % 2] */
+    size_t batch_bytes, unit_bytes;
+    ft_feed_slot slot[2];         /* unit u (epoch u / units_per_epoch) uses slot[u % 2] */
     CUstream copy;                /* the uploads */
-    int64_t current;              /* the epoch the training stream reads (-1: none yet) */
-    int64_t requested;            /* the last epoch asked of the packer (-1: none) */
+    int64_t current;              /* the unit the training stream reads (-1: none yet) */
+    int64_t requested;            /* the last unit asked of the packer (-1: none) */
     /* The packer thread; want, packed and stop are guarded by mu. */
     pthread_t packer;
     pthread_mutex_t mu;
@@ -58,8 +74,8 @@ typedef struct ft_feed {
     int stop;
     atomic_int cancel;            /* closing: a pack under way stops early */
     /* Set by the caller after opening: */
-    int prefetch;                 /* pack the next epoch ahead (1; 0 for a caller that
-                                     stays in epoch 0, the benches) */
+    int prefetch;                 /* pack the next unit ahead (1; 0 for a caller that
+                                     stays in unit 0, the benches) */
     int (*give_up)(void *arg);    /* polled while waiting for an upload (NULL: block): a
                                      data-parallel rank whose peer stopped, the upload
                                      queued behind an all-reduce that never completes */
@@ -76,10 +92,15 @@ int ft_feed_open(ft_feed *f, const ft_cuda *cu, const ft_dataset *data, int batc
  * rank 0 of 1. */
 int ft_feed_open_slice(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
                        int global_batch, int rank, int ranks, uint64_t seed);
+/* The same with units of at most max_unit_bytes (the others use
+ * FT_FEED_UNIT_BYTES; the tests, a few batches). */
+int ft_feed_open_units(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
+                       int global_batch, int rank, int ranks, uint64_t seed,
+                       size_t max_unit_bytes);
 /* Enqueues on s the copy of the batch of step `index` (0-based) into dst
- * (layout f->layout): at the start of an epoch, after its upload (waiting
+ * (layout f->layout): at the start of a unit, after its upload (waiting
  * for its packing if that is not done yet), and then asks for the next
- * epoch's packing (unless prefetch is 0). Every call must give the same
+ * unit's packing (unless prefetch is 0). Every call must give the same
  * stream s. Returns 0, or -1: after printing why, or silently when
  * give_up said to stop. */
 int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s);
