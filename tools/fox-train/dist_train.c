@@ -161,11 +161,21 @@ static int check_statuses(dist_run *d)
 }
 
 /* Collective: enqueues the exchange of this rank's status and of its
- * losses of steps [gathered, done), which the steps queued before write. */
+ * losses of steps [gathered, done), which the steps queued before write.
+ * Queuing it can block behind those steps (a full launch queue), which
+ * wait for the peers' all-reduces: under the watchdog, as queuing a step. */
 static int post_losses(dist_run *d, int64_t done)
 {
     ft_xchg_head mine = {.status = d->pending, .n = (int32_t)(done - d->gathered)};
-    if (ft_xchg_post(&d->x, &mine, d->ring, d->gathered, mine.n)) {
+    ft_watchdog_arm(d->dog, d->o->dist_timeout, "rank %d of %d (%s, GPU %d): the exchange of "
+                    "the losses up to step %lld could not be queued within %d s (it waits for "
+                    "the all-reduces queued before it): another rank has stopped (see its "
+                    "output) or is stuck; giving up (--dist-timeout sets the wait)",
+                    d->r.index, d->r.count, d->host, d->r.ordinal,
+                    (long long)(d->rc.start + done), d->o->dist_timeout);
+    int rc = ft_xchg_post(&d->x, &mine, d->ring, d->gathered, mine.n);
+    ft_watchdog_disarm(d->dog);
+    if (rc) {
         ft_rank_fail(&d->r, "the exchange of the losses could not be enqueued");
         return -1;
     }
@@ -198,9 +208,13 @@ static int complete_losses(dist_run *d)
 
 /* On rank 0 after an exchange, with the losses up to d->gathered. A
  * failure here is told to the others at the next exchange (there is
- * always one: the end's). */
+ * always one: the end's); until then there is nothing more to report (a
+ * point right after a full one completes no exchange of its own: its
+ * report would write the failed rows again). */
 static void report(dist_run *d, int ckpt, int show)
 {
+    if (d->pending)
+        return;
     if (ft_losslog_flush(&d->log, d->gathered) ||
         (ckpt && ft_state_save(&d->model, d->r.env.stream, &d->rc.cfg, d->o->checkpoint)))
         d->pending = FT_EXIT_FAILED;
@@ -420,7 +434,8 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
             goto team_out;
         }
         /* A checkpoint rank 0 cannot write is found now, not after the
-         * run; the others learn it at the first exchange (stopping here
+         * run; the others learn it when the first exchange completes (at
+         * the second reporting point, or the first if it is full; stopping here
          * would leave them waiting for rank 0 until --dist-timeout). */
         if (ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why)) {
             fprintf(stderr, "fox-train: rank 0 (%s): %s; stopping the run at the first "
@@ -487,6 +502,11 @@ rank_out:
      * still holds hangs, NCCL 2.28). */
     if (ft_team_broken(&d->team)) {
         ft_rank_end_comm(r);
+        /* The aborted communicator let go of the queued steps (a run that
+         * stops at a lagged point leaves a period of them): they read the
+         * feed's and the model's buffers and write the ring freed below. */
+        if (r->env.stream)
+            r->env.cu.cuStreamSynchronize(r->env.stream);
         ft_stepper_free(&d->stepper);
     } else {
         ft_stepper_free(&d->stepper);

@@ -80,7 +80,7 @@ int ft_xchg_post(ft_xchg *x, const ft_xchg_head *head, const float *ring, int64_
                                           FT_NCCL_UINT8, x->comm, x->stream);
     if (e != FT_NCCL_SUCCESS) {
         char buf[300];
-        fprintf(stderr, "fox-train: ncclAllGather of the ranks' statuses failed: %s; "
+        fprintf(stderr, "fox-train: ncclAllGather of the ranks' statuses and losses failed: %s; "
                 "NCCL_DEBUG=WARN says more\n", ft_nccl_error(x->nccl, e, buf, sizeof buf));
         return -1;
     }

@@ -30,7 +30,7 @@ typedef struct bench_config {
 typedef struct bench_result {
     double ms;         /* median ms per step, slowest rank */
     double loop_ms;    /* the same, through epochs with reporting points (bench.c's loop) */
-    int sequences;     /* the loop's epoch */
+    int sequences;     /* the loop's epoch, in sequences */
     size_t nodes;      /* graph nodes of rank 0's step */
     int ok;
 } bench_result;
@@ -215,7 +215,7 @@ static int run_loop(brank *b, bench_run *x, int n, int64_t *index, double *ms)
         int all = ft_ring_full(i, upto);
         if (i < n && (all || i % o->progress_every == 0) &&
             ft_pacer_point(&x->pacer, i, all, &upto))
-            return -1;   /* the wait said why, or a peer's failure ended it */
+            goto failed;   /* it said why, or a peer's failure ended the wait */
     }
     if (ft_cu_check(cu, cu->cuEventRecord(x->stop, s), "cuEventRecord"))
         goto failed;
@@ -266,14 +266,17 @@ static int run_config(brank *b, int i)
         goto done;
     if (ft_team_sync(&sh->team))
         goto done;
+    /* A sample's figure is stored before the barrier that ends it: rank 0
+     * reads every rank's after that barrier. */
     for (int s = -1; s < SAMPLES; s++) {
         double ms = 0;
         if (ft_team_sync(&sh->team) ||
-            (in && run_steps(b, &x, s < 0 ? WARMUP : sh->o->bench_steps, &index, &ms)) ||
-            ft_team_sync(&sh->team))
+            (in && run_steps(b, &x, s < 0 ? WARMUP : sh->o->bench_steps, &index, &ms)))
             goto done;
         if (s >= 0)
             b->ms[s] = ms;
+        if (ft_team_sync(&sh->team))
+            goto done;
     }
     /* The loop figure: one epoch of warm-up (the first packed cold), then
      * samples of at least two epochs, from epoch 1 on. */
@@ -285,11 +288,12 @@ static int run_config(brank *b, int i)
     for (int s = -1; s < SAMPLES; s++) {
         double ms = 0;
         if (ft_team_sync(&sh->team) ||
-            (in && run_loop(b, &x, s < 0 ? epoch : loop_steps, &index, &ms)) ||
-            ft_team_sync(&sh->team))
+            (in && run_loop(b, &x, s < 0 ? epoch : loop_steps, &index, &ms)))
             goto done;
         if (s >= 0)
             b->loop[s] = ms;
+        if (ft_team_sync(&sh->team))
+            goto done;
     }
     if (b->r.index == 0) {
         /* A sample lasts as long as its slowest rank. */
@@ -308,6 +312,15 @@ static int run_config(brank *b, int i)
     }
     rc = 0;
 done:
+    if (rc && in && ft_team_broken(&sh->team)) {
+        /* As dp_train.c after a failure: the communicator goes first (its
+         * abort cancels an all-reduce waiting for a rank that stopped, so
+         * the steps queued behind it, and an upload behind those, end),
+         * then the stream is waited for before its buffers are freed. */
+        ft_rank_end_comm(&b->r);
+        if (b->r.env.stream)
+            b->r.env.cu.cuStreamSynchronize(b->r.env.stream);
+    }
     run_free(&x, &b->r.env.cu);
     if (rc == 0 && ft_team_sync(&sh->team))
         rc = -1;
