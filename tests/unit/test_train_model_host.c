@@ -1403,11 +1403,20 @@ static void check_feed_units(int global_batch, int rank, int ranks, int64_t firs
         size_t cap = (size_t)(unit_batches + 1) * l.floats * sizeof(float) - 1;
         assert_int_equal(ft_feed_open_units(&f, &cu, &data, global_batch, rank, ranks, 5, cap),
                          0);
-        assert_int_equal(f.unit_batches, unit_batches < bpe ? unit_batches : bpe);
-        assert_int_equal(f.units_per_epoch, (bpe + f.unit_batches - 1) / f.unit_batches);
+        if (unit_batches < 2 * bpe) {
+            assert_int_equal(f.unit_batches, unit_batches < bpe ? unit_batches : bpe);
+            assert_int_equal(f.units_per_epoch, (bpe + f.unit_batches - 1) / f.unit_batches);
+        }
+        if (unit_batches >= 2 * bpe)   /* whole epochs, as many as fit, up to 16 batches */
+            assert_int_equal(f.epochs_per_unit, unit_batches / bpe < (16 + bpe - 1) / bpe
+                                                    ? unit_batches / bpe
+                                                    : (16 + bpe - 1) / bpe);
     } else {
+        /* Every epoch fits: short ones go together, up to 16 batches. */
         assert_int_equal(ft_feed_open_slice(&f, &cu, &data, global_batch, rank, ranks, 5), 0);
-        assert_int_equal(f.unit_batches, bpe);   /* a whole epoch fits */
+        assert_int_equal(f.epochs_per_unit, (16 + bpe - 1) / bpe);
+        assert_int_equal(f.unit_batches, f.epochs_per_unit * bpe);
+        assert_int_equal(f.units_per_epoch, 1);
     }
     float *want = malloc(l.floats * sizeof(float));
     int *perm = malloc((size_t)data.n * sizeof(int));
@@ -1454,7 +1463,12 @@ static void check_feed_gives_up(void)
     assert_int_equal(ft_data_generate(&data, 40, 3, 4, 2, FT_SIGNAL_RULE, 5, FT_STREAM_TRAIN),
                      0);
     ft_feed f;
-    assert_int_equal(ft_feed_open(&f, &cu, &data, 8, 5), 0);
+    /* Units of one epoch (5 batches; the default puts 4 epochs in one). */
+    ft_batch_layout l;
+    ft_batch_layout_for(8, data.k, data.f, data.h, &l);
+    assert_int_equal(ft_feed_open_units(&f, &cu, &data, 8, 0, 1, 5, 5 * l.floats * sizeof(float)),
+                     0);
+    assert_int_equal(f.unit_batches, 5);
     f.give_up = give_up_after_3;
     CUdeviceptr dst;
     assert_int_equal(h_alloc(&dst, f.layout.floats * sizeof(float)), CUDA_SUCCESS);
@@ -1540,6 +1554,13 @@ static void test_feed_follows_epoch_order(void **state)
     check_feed_units(8, 0, 1, 0, 12, 1);    /* a batch a unit */
     check_feed_units(20, 2, 4, 3, 6, 1);    /* 2 batches an epoch, a unit each */
     check_feed_units(8, 0, 1, 0, 11, 9);    /* a cap above the epoch: one unit */
+    /* Short epochs go together: 5 batches an epoch, 2 epochs a unit where
+     * 10 batches fit (the default cap takes 4, 16 batches or more, as
+     * check_feed above does), resumed inside a unit's second epoch. */
+    check_feed_units(8, 0, 1, 0, 33, 12);
+    check_feed_units(8, 0, 1, 7, 20, 12);
+    check_feed_units(8, 1, 2, 3, 25, 10);
+    check_feed_units(40, 0, 1, 0, 40, 0);   /* one batch an epoch: 16 epochs a unit */
 }
 
 static void test_dump_step(void **state)

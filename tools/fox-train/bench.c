@@ -82,13 +82,15 @@ done:
  * with a reporting point every --progress steps and a wait for everything
  * whenever half a loss ring would be unwritten (pacer.h, losslog.h). One
  * epoch of warm-up (the first, packed cold), then samples of at least two
- * epochs. Continues from *index, which must be at an epoch's start. */
+ * epochs (whole units of epochs when an epoch is short, feed.h). Continues
+ * from *index, which must be where a unit starts. */
 static double time_loop(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_host,
                         const ft_options *o, int64_t *index)
 {
     const ft_cuda *cu = &e->cu;
     ft_model *m = st->model;
-    const int bpe = feed->batches_per_epoch;
+    /* An epoch, or the whole epochs of a unit when an epoch is short. */
+    const int bpe = feed->epochs_per_unit * feed->batches_per_epoch;
     const int steps = o->bench_steps > 2 * bpe ? o->bench_steps : 2 * bpe;
     CUevent start = NULL, stop = NULL;
     ft_pacer pacer;
@@ -181,7 +183,9 @@ static int bench_batch(ft_env *e, const ft_options *o, const ft_dataset *all, in
     row->eager_ms = time_steps(e, &eager, &feed, loss_host, o->bench_steps, &index);
     row->graph_ms = row->eager_ms > 0
                         ? time_steps(e, &graph, &feed, loss_host, o->bench_steps, &index) : -1;
-    index = feed.batches_per_epoch;   /* the loop starts at epoch 1 */
+    /* The loop starts where the steps above left the first unit: at epoch
+     * 1, or past the first unit's epochs when it holds several. */
+    index = (int64_t)feed.epochs_per_unit * feed.batches_per_epoch;
     row->loop_ms = row->graph_ms > 0 ? time_loop(e, &graph, &feed, loss_host, o, &index) : -1;
     rc = row->eager_ms > 0 && row->graph_ms > 0 && row->loop_ms > 0 ? 0 : -1;
 done:

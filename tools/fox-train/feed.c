@@ -13,9 +13,18 @@ enum { FT_PACK_MAX_THREADS = 8 };
 typedef struct pack_part {
     ft_feed *f;
     const ft_feed_slot *s;
-    int base;         /* the unit's first batch in its epoch */
+    int base;         /* the unit's first batch in its group of epochs */
     int first, end;   /* batches [first, end) of the unit */
 } pack_part;
+
+/* Batch g of a group of epochs (epochs_per_unit of them, from the slot's
+ * perm_epoch): its rows of the global batch in that epoch's order. */
+static const int *batch_rows(const ft_feed *f, const ft_feed_slot *s, int g)
+{
+    const int bpe = f->batches_per_epoch;
+    return s->perm + (size_t)(g / bpe) * (size_t)f->data->n +
+           (size_t)(g % bpe) * f->global_batch + f->first_row;
+}
 
 static void *pack_batches(void *arg)
 {
@@ -23,34 +32,40 @@ static void *pack_batches(void *arg)
     ft_feed *f = p->f;
     for (int b = p->first; b < p->end && !atomic_load_explicit(&f->cancel, memory_order_relaxed);
          b++)
-        ft_data_pack(f->data,
-                     p->s->perm + (size_t)(p->base + b) * f->global_batch + f->first_row,
-                     f->batch, &f->layout, p->s->host + (size_t)b * f->layout.floats);
+        ft_data_pack(f->data, batch_rows(f, p->s, p->base + b), f->batch, &f->layout,
+                     p->s->host + (size_t)b * f->layout.floats);
     return NULL;
 }
 
-/* Unit u's first batch in its epoch, and how many it has. */
+/* Unit u's first epoch, its first batch in its group of epochs, and how
+ * many batches it has (feed.h: a part of one epoch, or whole epochs). */
+static int64_t unit_epoch(const ft_feed *f, int64_t u)
+{
+    return u / f->units_per_epoch * f->epochs_per_unit;
+}
 static int unit_first(const ft_feed *f, int64_t u)
 {
     return (int)(u % f->units_per_epoch) * f->unit_batches;
 }
 static int unit_length(const ft_feed *f, int64_t u)
 {
-    const int rest = f->batches_per_epoch - unit_first(f, u);
+    const int rest = f->epochs_per_unit * f->batches_per_epoch - unit_first(f, u);
     return rest < f->unit_batches ? rest : f->unit_batches;
 }
 
-/* Unit u into its slot's staging buffer: its epoch's order (unless the
- * slot holds it from an earlier unit of that epoch), then the batches, in
- * contiguous runs over the threads (every batch is packed alike whoever
- * packs it, so the bits do not depend on the split). A helper that cannot
- * be started leaves its run to this thread. */
+/* Unit u into its slot's staging buffer: its epochs' orders (unless the
+ * slot holds them from an earlier unit of the same epoch), then the
+ * batches, in contiguous runs over the threads (every batch is packed
+ * alike whoever packs it, so the bits do not depend on the split). A
+ * helper that cannot be started leaves its run to this thread. */
 static void pack_unit(ft_feed *f, int64_t u)
 {
     ft_feed_slot *s = &f->slot[u % 2];
-    const int64_t e = u / f->units_per_epoch;
+    const int64_t e = unit_epoch(f, u);
     if (s->perm_epoch != e) {
-        ft_epoch_order(f->data->n, f->seed, (uint64_t)e, s->perm);
+        for (int k = 0; k < f->epochs_per_unit; k++)
+            ft_epoch_order(f->data->n, f->seed, (uint64_t)(e + k),
+                           s->perm + (size_t)k * (size_t)f->data->n);
         s->perm_epoch = e;
     }
     const int base = unit_first(f, u), n = unit_length(f, u);
@@ -202,7 +217,9 @@ int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
 {
     const int64_t epoch = index / f->batches_per_epoch;
     const int pos = (int)(index % f->batches_per_epoch);
-    const int64_t unit = epoch * f->units_per_epoch + pos / f->unit_batches;
+    /* A unit is a part of one epoch (epochs_per_unit 1) or whole epochs
+     * (units_per_epoch 1, pos / unit_batches 0): both at once. */
+    const int64_t unit = epoch / f->epochs_per_unit * f->units_per_epoch + pos / f->unit_batches;
     if (unit != f->current) {
         if (enter_unit(f, unit, s))
             return -1;
@@ -211,7 +228,8 @@ int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
         return -1;   /* the next unit is packed: its upload overlaps this one */
     }
     const ft_feed_slot *cur = &f->slot[unit % 2];
-    const size_t at = (size_t)(pos % f->unit_batches) * f->batch_bytes;
+    const size_t at = (size_t)((int)(epoch % f->epochs_per_unit) * f->batches_per_epoch +
+                               pos % f->unit_batches) * f->batch_bytes;
     return ft_cu_check(f->cu, f->cu->cuMemcpyDtoDAsync(dst, cur->dev + at, f->batch_bytes, s),
                        "cuMemcpyDtoDAsync (batch)");
 }
@@ -255,18 +273,28 @@ int ft_feed_open_units(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
     atomic_init(&f->cancel, 0);
     ft_batch_layout_for(batch, data->k, data->f, data->h, &f->layout);
     f->batch_bytes = f->layout.floats * sizeof(float);
-    /* As many whole batches as fit, at least one; a whole epoch when it
-     * fits (then a unit is an epoch, as before units). */
-    size_t fit = max_unit_bytes / f->batch_bytes;
-    f->unit_batches = fit < 1 ? 1 : fit < (size_t)f->batches_per_epoch ? (int)fit
-                                                                      : f->batches_per_epoch;
-    f->units_per_epoch = (f->batches_per_epoch + f->unit_batches - 1) / f->unit_batches;
+    /* A unit: as many whole batches of an epoch as fit, at least one; the
+     * whole epoch when it fits; and when the epoch is short (fewer than
+     * FT_FEED_MIN_UNIT_BATCHES batches), as many whole epochs as make up
+     * that many, as far as they fit. */
+    const int bpe = f->batches_per_epoch;
+    const size_t fit = max_unit_bytes / f->batch_bytes;
+    f->epochs_per_unit = 1;
+    if (fit < (size_t)bpe) {
+        f->unit_batches = fit < 1 ? 1 : (int)fit;
+    } else {
+        int want = (FT_FEED_MIN_UNIT_BATCHES + bpe - 1) / bpe;
+        size_t most = fit / (size_t)bpe;   /* >= 1 */
+        f->epochs_per_unit = (size_t)want < most ? want : (int)most;
+        f->unit_batches = f->epochs_per_unit * bpe;
+    }
+    f->units_per_epoch = (bpe + f->unit_batches - 1) / f->unit_batches;
     f->unit_bytes = (size_t)f->unit_batches * f->batch_bytes;
     f->pack_threads = pack_threads(f->unit_batches, ranks);
     for (int i = 0; i < 2; i++) {
         ft_feed_slot *s = &f->slot[i];
         s->unit = s->perm_epoch = -1;
-        s->perm = malloc((size_t)data->n * sizeof *s->perm);
+        s->perm = malloc((size_t)f->epochs_per_unit * (size_t)data->n * sizeof *s->perm);
         if (!s->perm) {
             fprintf(stderr, "fox-train: out of memory for the epoch order\n");
             return -1;

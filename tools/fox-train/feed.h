@@ -5,12 +5,17 @@
  * gives (a function of seed and epoch only, so step i always sees the same
  * batch, whether the run was resumed or not).
  *
- * An epoch is packed and uploaded in units of consecutive batches, a whole
- * epoch when it fits in FT_FEED_UNIT_BYTES (the default 4096 sequences
- * are 48 MB), else as many units of at most that size as it takes: the
- * buffers below are two units, so a run's pinned and device memory for the
- * data do not grow with --train-size (two whole epochs of a million
- * sequences were 24 GB of each).
+ * The epochs are packed and uploaded in units of consecutive batches: a
+ * whole epoch when it fits in FT_FEED_UNIT_BYTES (the default 4096
+ * sequences are 48 MB), else as many units of at most that size as it
+ * takes, so a run's pinned and device memory for the data (the buffers
+ * below are two units) do not grow with --train-size (two whole epochs of
+ * a million sequences were 24 GB of each). An epoch of fewer than
+ * FT_FEED_MIN_UNIT_BATCHES batches goes with the next ones, as many whole
+ * epochs a unit as make up that many, so that a unit's packing (over up
+ * to 8 threads, a batch each at a time) keeps up with its training: an
+ * epoch of one batch at B = 512 took some 1.5 ms to pack on its one
+ * thread, three steps' time.
  *
  * Nothing here blocks per step, and a unit's packing and upload overlap
  * the training of the one before: a packer thread (with helpers) packs
@@ -20,8 +25,8 @@
  * where its unit starts; an upload waits for the training stream's last
  * copy out of the buffer it overwrites. Packing the default 4096 sequences
  * takes some 12 ms on one core, longer than 8 steps at B = 512, so it used
- * to stall the GPU at every epoch. (A unit of one batch still waits for
- * its packing at every step.) */
+ * to stall the GPU at every epoch. (A unit of one batch, where a batch
+ * fills FT_FEED_UNIT_BYTES, still waits for its packing at every step.) */
 #ifndef FT_FEED_H
 #define FT_FEED_H
 
@@ -33,16 +38,18 @@
 #include "driver.h"
 
 /* The most bytes of packed batches a unit holds (a unit is at least one
- * batch). */
+ * batch), and the batches a unit of whole short epochs makes up. */
 #ifndef FT_FEED_UNIT_BYTES
 #define FT_FEED_UNIT_BYTES ((size_t)256 << 20)
 #endif
+#define FT_FEED_MIN_UNIT_BATCHES 16
 
 /* One unit's buffers: staging on the host, the packed batches on the device. */
 typedef struct ft_feed_slot {
     float *host;            /* pinned */
     CUdeviceptr dev;
-    int *perm;              /* the order of the sequences of epoch perm_epoch */
+    int *perm;              /* the orders of the sequences of epochs perm_epoch, ... (a
+                               unit's: epochs_per_unit of them) */
     int64_t perm_epoch;     /* (-1: none yet) */
     int64_t unit;           /* what dev holds, or will when its upload is done (-1: none) */
     CUevent uploaded;       /* on the copy stream, after the upload into dev */
@@ -57,11 +64,12 @@ typedef struct ft_feed {
     int batch, batches_per_epoch; /* rows per step fed here; global batches per epoch */
     int global_batch, first_row;  /* the step's whole batch; where this slice starts in it */
     int unit_batches;             /* batches of a unit (the last of an epoch may have fewer) */
-    int units_per_epoch;
+    int units_per_epoch;          /* 1 when a unit is whole epochs */
+    int epochs_per_unit;          /* 1 when a unit is (a part of) one epoch */
     int pack_threads;             /* threads that pack a unit (the packer and helpers) */
     uint64_t seed;
     size_t batch_bytes, unit_bytes;
-    ft_feed_slot slot[2];         /* unit u (epoch u / units_per_epoch) uses slot[u % 2] */
+    ft_feed_slot slot[2];         /* unit u uses slot[u % 2] */
     CUstream copy;                /* the uploads */
     int64_t current;              /* the unit the training stream reads (-1: none yet) */
     int64_t requested;            /* the last unit asked of the packer (-1: none) */
