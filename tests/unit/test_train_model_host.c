@@ -8,12 +8,17 @@
  * public API documents them. So this checks the call sequence of a step
  * (views, strides, flags, the order of kernels.md, the loss, AdamW's
  * arguments) independently of the kernels: the gradient the driver
- * produces must be the reference model's, and one update must be AdamW's. */
+ * produces must be the reference model's, and one update must be AdamW's.
+ * Copies to host memory arrive only when the host waits for them (an
+ * event, the stream), so the training loops' reads of their losses are
+ * checked against their waits too. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <malloc.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,16 +54,71 @@ static CUresult h_alloc(CUdeviceptr *p, size_t n)
     return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 static CUresult h_free(CUdeviceptr p) { free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
+
+/* ---- when the host sees what a stream copies to it ----------------------------
+ * The emulated ops and copies run at once, but a copy to host memory
+ * (cuMemcpyDtoHAsync) reaches it only when the host waits for it: for an
+ * event recorded after it on its stream (cuEventSynchronize, or
+ * cuEventQuery saying done), for its stream (cuStreamSynchronize; the
+ * NULL stream: every stream), or when a copy from host memory is queued
+ * after it on the same stream (stream order: that copy may read what it
+ * wrote). The bytes are taken when the copy is queued, as the GPU copies
+ * what its stream computed up to there. A loop that reads its losses, or
+ * an exchange's result, before waiting for them reads what was there
+ * before (pinned allocations start as NaN), and its test sees it. */
+typedef struct pending_copy {
+    void *dst, *data;
+    size_t n;
+    CUstream s;
+    uint64_t seq;
+    struct pending_copy *next;
+} pending_copy;
+static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
+static pending_copy *pending;       /* oldest first */
+static uint64_t pending_seq;
+static long pending_dropped;        /* into host memory freed before the host waited */
+
+/* The copies of stream s (every stream when all) up to sequence upto. */
+static void deliver(CUstream s, int all, uint64_t upto)
+{
+    pthread_mutex_lock(&pending_mu);
+    for (pending_copy **pp = &pending; *pp;) {
+        pending_copy *c = *pp;
+        if ((all || c->s == s) && c->seq <= upto) {
+            memcpy(c->dst, c->data, c->n);
+            *pp = c->next;
+            free(c->data);
+            free(c);
+        } else {
+            pp = &c->next;
+        }
+    }
+    pthread_mutex_unlock(&pending_mu);
+}
+
 static CUresult h_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
 {
-    (void)st;
+    deliver(st, 0, UINT64_MAX);
     memcpy((void *)(uintptr_t)d, s, n);
     return CUDA_SUCCESS;
 }
 static CUresult h_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
 {
-    (void)st;
-    memcpy(d, (const void *)(uintptr_t)s, n);
+    pending_copy *c = malloc(sizeof *c);
+    void *data = malloc(n ? n : 1);
+    if (!c || !data) {
+        free(c), free(data);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(data, (const void *)(uintptr_t)s, n);
+    *c = (pending_copy){d, data, n, st, 0, NULL};
+    pthread_mutex_lock(&pending_mu);
+    c->seq = ++pending_seq;
+    pending_copy **pp = &pending;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = c;
+    pthread_mutex_unlock(&pending_mu);
     return CUDA_SUCCESS;
 }
 static CUresult h_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
@@ -68,7 +128,11 @@ static CUresult h_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
         ((uint32_t *)(uintptr_t)d)[i] = v;
     return CUDA_SUCCESS;
 }
-static CUresult h_sync(CUstream s) { (void)s; return CUDA_SUCCESS; }
+static CUresult h_sync(CUstream s)
+{
+    deliver(s, s == NULL, UINT64_MAX);
+    return CUDA_SUCCESS;
+}
 static CUresult h_dtod(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream st)
 {
     (void)st;
@@ -78,10 +142,34 @@ static CUresult h_dtod(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream st)
 static CUresult h_alloc_host(void **p, size_t n)
 {
     *p = aligned_alloc(256, (n + 255) & ~(size_t)255);
+    /* NaN fill, as h_alloc: a copy read before it arrived shows up. */
+    for (size_t i = 0; *p && i < n / 4; i++)
+        ((uint32_t *)*p)[i] = 0x7fc00000u;
     return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
-static CUresult h_free_host(void *p) { free(p); return CUDA_SUCCESS; }
-/* Everything runs at once on the host: events are always complete. */
+/* Copies still on their way into it are dropped (and counted: a GPU would
+ * write freed memory). */
+static CUresult h_free_host(void *p)
+{
+    if (p) {
+        const char *lo = p, *hi = lo + malloc_usable_size(p);
+        pthread_mutex_lock(&pending_mu);
+        for (pending_copy **pp = &pending; *pp;) {
+            pending_copy *c = *pp;
+            if ((const char *)c->dst >= lo && (const char *)c->dst < hi) {
+                *pp = c->next;
+                free(c->data);
+                free(c);
+                pending_dropped++;
+            } else {
+                pp = &c->next;
+            }
+        }
+        pthread_mutex_unlock(&pending_mu);
+    }
+    free(p);
+    return CUDA_SUCCESS;
+}
 /* ---- what a step enqueues on which stream -------------------------------------- */
 
 /* While `tracing`, every emulated op, memset, event record and stream wait
@@ -108,27 +196,54 @@ static void trace_add(const char *what, CUstream s, CUevent e, CUdeviceptr work,
     t->s = s, t->e = e, t->work = work, t->grad = grad;
 }
 
+/* An event: where it was last recorded (its stream, and the last copy to
+ * the host queued before it). Distinct handles (a trace tells fork from
+ * join); the multi-GPU tests create them on several threads at once. */
+typedef struct h_event_state {
+    CUstream s;
+    uint64_t seq;
+} h_event_state;
 static CUresult h_event_create(CUevent *e, unsigned flags)
 {
     (void)flags;
-    /* Distinct handles (a trace tells fork from join); the multi-GPU tests
-     * create models on several threads at once. */
-    static uintptr_t next = 0x10;
-    *e = (CUevent)__atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+    h_event_state *st = calloc(1, sizeof *st);
+    *e = (CUevent)st;
+    return st ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult h_event_destroy(CUevent e)
+{
+    free(e);
     return CUDA_SUCCESS;
 }
-static CUresult h_event(CUevent e) { (void)e; return CUDA_SUCCESS; }
+static CUresult h_event_sync(CUevent e)
+{
+    const h_event_state *st = (const h_event_state *)e;
+    deliver(st->s, 0, st->seq);
+    return CUDA_SUCCESS;
+}
+/* Everything ran: an event is always done, once its copies are delivered. */
+static CUresult h_event_query_done(CUevent e)
+{
+    return h_event_sync(e);
+}
 static CUresult h_event_record(CUevent e, CUstream s)
 {
     trace_add("record", s, e, 0, 0);
+    h_event_state *st = (h_event_state *)e;
+    pthread_mutex_lock(&pending_mu);
+    st->s = s, st->seq = pending_seq;
+    pthread_mutex_unlock(&pending_mu);
     return CUDA_SUCCESS;
 }
 /* Streams: every emulated op runs at once on the host, so the sequence
- * path's second stream and its waits only have to exist. */
+ * path's second stream and its waits only have to exist (a stream only
+ * decides which copies to the host an event delivers, above). */
 static CUresult m_stream_create(CUstream *s, unsigned flags)
 {
     (void)flags;
-    *s = (CUstream)(uintptr_t)0x20;
+    /* Distinct streams: a copy's delivery goes by its stream. */
+    static uintptr_t next = 0x20;
+    *s = (CUstream)__atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
 /* The priority the second stream was made with (a GPU's range: 0 the
@@ -844,8 +959,9 @@ static int setup(void **state)
     cu.cuMemAllocHost = h_alloc_host;
     cu.cuMemFreeHost = h_free_host;
     cu.cuEventCreate = h_event_create;
-    cu.cuEventDestroy = h_event;
-    cu.cuEventSynchronize = h_event;
+    cu.cuEventDestroy = h_event_destroy;
+    cu.cuEventSynchronize = h_event_sync;
+    cu.cuEventQuery = h_event_query_done;
     cu.cuEventRecord = h_event_record;
     cu.cuStreamCreate = m_stream_create;
     cu.cuStreamCreateWithPriority = m_stream_create_priority;

@@ -156,6 +156,9 @@ static void test_loops_past_the_ring(void **state)
     const int want100[] = {32, 32, 32, 4, 28, 1, 0};
     assert_int_equal(FT_XCHG_LOSSES, 32);
     expect_exchanges("points every 100", want100, (int)(sizeof want100 / sizeof want100[0]));
+    /* No copy was still on its way into host memory freed (a GPU would
+     * write freed memory). */
+    assert_int_equal(pending_dropped, 0);
     printf("  129 steps on a 64-step ring, points every 17: one GPU, --gpus 2 and --dist "
            "(1 and 2 ranks) write the losses and checkpoints of a point at every step; "
            "--dist's exchanges as the lag says, the largest full (32 losses)\n");
@@ -217,6 +220,9 @@ static void test_dist_failures_at_lagged_points(void **state)
     assert_int_equal(rcs[0], FT_EXIT_FAILED);
     assert_int_equal(rcs[1], FT_EXIT_FAILED);
     dog_fired = 0;
+    /* No copy was still on its way into host memory freed (a GPU would
+     * write freed memory). */
+    assert_int_equal(pending_dropped, 0);
     printf("  --dist: a loss that is not finite at a checkpoint is written and said once; a "
            "peer gone at a lagged exchange ends under the watchdog\n");
     char cmd[400];
