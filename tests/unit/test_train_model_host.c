@@ -1500,7 +1500,7 @@ static void dump_matches_reference(const char *path_flag)
 
 /* The feed (feed.c) over several epochs, as a run and a resumed run call
  * it: the batch of every step is the one ft_epoch_order and ft_data_pack
- * give, whole or as a rank's slice, with the next epoch packed by the
+ * give, whole or as a rank's slice, with the next unit packed by the
  * packer thread while one trains. (The emulated copies happen at once, so
  * this checks the data and the epoch bookkeeping; the stream order of the
  * uploads is checked on a GPU by gpu/trainer's bitwise curves.) */
@@ -1523,10 +1523,13 @@ static void check_feed_units(int global_batch, int rank, int ranks, int64_t firs
             assert_int_equal(f.unit_batches, unit_batches < bpe ? unit_batches : bpe);
             assert_int_equal(f.units_per_epoch, (bpe + f.unit_batches - 1) / f.unit_batches);
         }
-        if (unit_batches >= 2 * bpe)   /* whole epochs, as many as fit, up to 16 batches */
+        if (unit_batches >= 2 * bpe) {   /* whole epochs, as many as fit, up to 16 batches */
             assert_int_equal(f.epochs_per_unit, unit_batches / bpe < (16 + bpe - 1) / bpe
                                                     ? unit_batches / bpe
                                                     : (16 + bpe - 1) / bpe);
+            assert_int_equal(f.unit_batches, f.epochs_per_unit * bpe);
+            assert_int_equal(f.units_per_epoch, 1);
+        }
     } else {
         /* Every epoch fits: short ones go together, up to 16 batches. */
         assert_int_equal(ft_feed_open_slice(&f, &cu, &data, global_batch, rank, ranks, 5), 0);

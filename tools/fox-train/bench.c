@@ -183,8 +183,8 @@ static int bench_batch(ft_env *e, const ft_options *o, const ft_dataset *all, in
     row->eager_ms = time_steps(e, &eager, &feed, loss_host, o->bench_steps, &index);
     row->graph_ms = row->eager_ms > 0
                         ? time_steps(e, &graph, &feed, loss_host, o->bench_steps, &index) : -1;
-    /* The loop starts where the steps above left the first unit: at epoch
-     * 1, or past the first unit's epochs when it holds several. */
+    /* The loop starts at a unit the steps above did not pack: epoch 1, or
+     * the second unit when the first holds several epochs. */
     index = (int64_t)feed.epochs_per_unit * feed.batches_per_epoch;
     row->loop_ms = row->graph_ms > 0 ? time_loop(e, &graph, &feed, loss_host, o, &index) : -1;
     rc = row->eager_ms > 0 && row->graph_ms > 0 && row->loop_ms > 0 ? 0 : -1;

@@ -280,7 +280,8 @@ static int run_config(brank *b, int i)
     }
     /* The loop figure: one epoch of warm-up (the first packed cold), then
      * samples of at least two epochs, from epoch 1 on (bench.c's; whole
-     * units of epochs when an epoch is short, feed.h). */
+     * units of epochs, and from the second unit, when an epoch is short:
+     * feed.h). */
     const int sequences = ft_bench_sequences(sh->o, c->global_batch);
     const int epoch = in ? x.feed.epochs_per_unit * x.feed.batches_per_epoch : 0;
     const int loop_steps = sh->o->bench_steps > 2 * epoch ? sh->o->bench_steps : 2 * epoch;

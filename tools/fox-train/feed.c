@@ -17,12 +17,12 @@ typedef struct pack_part {
     int first, end;   /* batches [first, end) of the unit */
 } pack_part;
 
-/* Batch g of a group of epochs (epochs_per_unit of them, from the slot's
- * perm_epoch): its rows of the global batch in that epoch's order. */
-static const int *batch_rows(const ft_feed *f, const ft_feed_slot *s, int g)
+/* Batch g of a group of epochs (epochs_per_unit of them, from
+ * f->perm_epoch): its rows of the global batch in that epoch's order. */
+static const int *batch_rows(const ft_feed *f, int g)
 {
     const int bpe = f->batches_per_epoch;
-    return s->perm + (size_t)(g / bpe) * (size_t)f->data->n +
+    return f->perm + (size_t)(g / bpe) * (size_t)f->data->n +
            (size_t)(g % bpe) * f->global_batch + f->first_row;
 }
 
@@ -32,7 +32,7 @@ static void *pack_batches(void *arg)
     ft_feed *f = p->f;
     for (int b = p->first; b < p->end && !atomic_load_explicit(&f->cancel, memory_order_relaxed);
          b++)
-        ft_data_pack(f->data, batch_rows(f, p->s, p->base + b), f->batch, &f->layout,
+        ft_data_pack(f->data, batch_rows(f, p->base + b), f->batch, &f->layout,
                      p->s->host + (size_t)b * f->layout.floats);
     return NULL;
 }
@@ -53,20 +53,22 @@ static int unit_length(const ft_feed *f, int64_t u)
     return rest < f->unit_batches ? rest : f->unit_batches;
 }
 
-/* Unit u into its slot's staging buffer: its epochs' orders (unless the
- * slot holds them from an earlier unit of the same epoch), then the
- * batches, in contiguous runs over the threads (every batch is packed
- * alike whoever packs it, so the bits do not depend on the split). A
- * helper that cannot be started leaves its run to this thread. */
+/* Unit u into its slot's staging buffer: its epochs' orders (unless an
+ * earlier unit of the same epoch left them: an order of a million
+ * sequences takes some 17 ms), then the batches, in contiguous runs over
+ * the threads (every batch is packed alike whoever packs it, so the bits
+ * do not depend on the split). A helper that cannot be started leaves its
+ * run to this thread. Units are packed one after the other (the packer's,
+ * or the caller's without one), so one set of orders serves them all. */
 static void pack_unit(ft_feed *f, int64_t u)
 {
     ft_feed_slot *s = &f->slot[u % 2];
     const int64_t e = unit_epoch(f, u);
-    if (s->perm_epoch != e) {
+    if (f->perm_epoch != e) {
         for (int k = 0; k < f->epochs_per_unit; k++)
             ft_epoch_order(f->data->n, f->seed, (uint64_t)(e + k),
-                           s->perm + (size_t)k * (size_t)f->data->n);
-        s->perm_epoch = e;
+                           f->perm + (size_t)k * (size_t)f->data->n);
+        f->perm_epoch = e;
     }
     const int base = unit_first(f, u), n = unit_length(f, u);
     const int t = f->pack_threads > 1 ? f->pack_threads : 1;
@@ -281,7 +283,9 @@ int ft_feed_open_units(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
     const size_t fit = max_unit_bytes / f->batch_bytes;
     f->epochs_per_unit = 1;
     if (fit < (size_t)bpe) {
-        f->unit_batches = fit < 1 ? 1 : (int)fit;
+        /* As many units as that takes, of even lengths (no short tail). */
+        const int most = fit < 1 ? 1 : (int)fit, units = (bpe + most - 1) / most;
+        f->unit_batches = (bpe + units - 1) / units;
     } else {
         int want = (FT_FEED_MIN_UNIT_BATCHES + bpe - 1) / bpe;
         size_t most = fit / (size_t)bpe;   /* >= 1 */
@@ -291,14 +295,15 @@ int ft_feed_open_units(ft_feed *f, const ft_cuda *cu, const ft_dataset *data,
     f->units_per_epoch = (bpe + f->unit_batches - 1) / f->unit_batches;
     f->unit_bytes = (size_t)f->unit_batches * f->batch_bytes;
     f->pack_threads = pack_threads(f->unit_batches, ranks);
+    f->perm_epoch = -1;
+    f->perm = malloc((size_t)f->epochs_per_unit * (size_t)data->n * sizeof *f->perm);
+    if (!f->perm) {
+        fprintf(stderr, "fox-train: out of memory for the epoch order\n");
+        return -1;
+    }
     for (int i = 0; i < 2; i++) {
         ft_feed_slot *s = &f->slot[i];
-        s->unit = s->perm_epoch = -1;
-        s->perm = malloc((size_t)f->epochs_per_unit * (size_t)data->n * sizeof *s->perm);
-        if (!s->perm) {
-            fprintf(stderr, "fox-train: out of memory for the epoch order\n");
-            return -1;
-        }
+        s->unit = -1;
         if (ft_cu_check(cu, cu->cuMemAlloc(&s->dev, f->unit_bytes),
                         "cuMemAlloc of a data buffer") ||
             ft_cu_check(cu, cu->cuMemAllocHost((void **)&s->host, f->unit_bytes),
@@ -354,9 +359,9 @@ void ft_feed_close(ft_feed *f)
             cu->cuMemFree(s->dev);
         if (s->host)
             cu->cuMemFreeHost(s->host);
-        free(s->perm);
     }
     if (cu && f->copy)
         cu->cuStreamDestroy(f->copy);
+    free(f->perm);
     memset(f, 0, sizeof *f);
 }

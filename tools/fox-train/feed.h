@@ -8,16 +8,18 @@
  * The epochs are packed and uploaded in units of consecutive batches: a
  * whole epoch when it fits in FT_FEED_UNIT_BYTES (the default 4096
  * sequences are 48 MB), else as many units of at most that size as it
- * takes, so a run's pinned and device memory for the data (the buffers
+ * takes (of even lengths; a unit is at least one batch), so a run's pinned and device memory for the data (the buffers
  * below are two units) do not grow with --train-size (two whole epochs of
  * a million sequences were 24 GB of each). An epoch of fewer than
  * FT_FEED_MIN_UNIT_BATCHES batches goes with the next ones, as many whole
  * epochs a unit as make up that many, so that a unit's packing (over up
- * to 8 threads, a batch each at a time) keeps up with its training: with
+ * to 8 threads, in contiguous runs of batches) keeps up with its training: with
  * a unit an epoch, epochs of one batch at B = 512 ran 1.28 ms a step on an
  * H200 (each packed on one thread while its one step ran), now 0.565.
  *
- * Nothing here blocks per step, and a unit's packing and upload overlap
+ * Nothing here blocks per step (only where a unit starts, and only when
+ * the upload two units back or the next unit's packing is late), and a
+ * unit's packing and upload overlap
  * the training of the one before: a packer thread (with helpers) packs
  * unit u + 1 into the second of two pinned staging buffers while unit u
  * trains, and its upload to the second of two device buffers runs on a
@@ -48,9 +50,6 @@
 typedef struct ft_feed_slot {
     float *host;            /* pinned */
     CUdeviceptr dev;
-    int *perm;              /* the orders of the sequences of epochs perm_epoch, ... (a
-                               unit's: epochs_per_unit of them) */
-    int64_t perm_epoch;     /* (-1: none yet) */
     int64_t unit;           /* what dev holds, or will when its upload is done (-1: none) */
     CUevent uploaded;       /* on the copy stream, after the upload into dev */
     CUevent released;       /* on the training stream, after its last copy out of dev */
@@ -70,6 +69,9 @@ typedef struct ft_feed {
     uint64_t seed;
     size_t batch_bytes, unit_bytes;
     ft_feed_slot slot[2];         /* unit u uses slot[u % 2] */
+    int *perm;                    /* the orders of the sequences of epochs perm_epoch, ...
+                                     (epochs_per_unit of them); the packer's */
+    int64_t perm_epoch;           /* (-1: none yet) */
     CUstream copy;                /* the uploads */
     int64_t current;              /* the unit the training stream reads (-1: none yet) */
     int64_t requested;            /* the last unit asked of the packer (-1: none) */
@@ -82,8 +84,8 @@ typedef struct ft_feed {
     int stop;
     atomic_int cancel;            /* closing: a pack under way stops early */
     /* Set by the caller after opening: */
-    int prefetch;                 /* pack the next unit ahead (1; 0 for a caller that
-                                     stays in unit 0, the benches) */
+    int prefetch;                 /* pack the next unit ahead (1; 0 while a caller stays
+                                     in unit 0: the benches' step figures) */
     int (*give_up)(void *arg);    /* polled while waiting for an upload (NULL: block): a
                                      data-parallel rank whose peer stopped, the upload
                                      queued behind an all-reduce that never completes */

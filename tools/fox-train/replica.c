@@ -32,7 +32,7 @@ int ft_replica_open(ft_rank *r, ft_model *model, ft_feed *feed, const ft_run_con
     if (ft_state_load(model, e->stream, cfg->seed, rc->start, rc->params, rc->m, rc->v) ||
         ft_feed_open_slice(feed, &e->cu, train, cfg->dims.batch, r->index, r->count, cfg->seed))
         return -2;
-    /* An epoch's upload can queue behind an all-reduce that a stopped peer
+    /* A unit's upload can queue behind an all-reduce that a stopped peer
      * never joins: its wait gives up as the rank's other waits do. */
     feed->give_up = rank_gave_up;
     feed->give_up_arg = r;
