@@ -60,11 +60,13 @@ static ft_nccl_result n_allgather(const void *send, void *recv, size_t count, in
 /* One rank that stops taking part without failing (a hung peer): its
  * stall_at-th all-reduce waits until the world is aborted. */
 static int stall_rank = -1, stall_at = -1, stall_count[MAX_RANKS];
+static int dist_allreduces;   /* every rank's, every call */
 
 static ft_nccl_result n_allreduce_stalling(const void *send, void *recv, size_t count, int type,
                                            int op, ft_nccl_comm_t c, CUstream s)
 {
     world *w = c->w;
+    __atomic_fetch_add(&dist_allreduces, 1, __ATOMIC_RELAXED);
     if (c->rank == stall_rank && ++stall_count[c->rank] == stall_at) {
         pthread_mutex_lock(&w->mu);
         while (!w->aborted)
@@ -91,6 +93,10 @@ static void on_fire(const char *what)
     pthread_cond_broadcast(&the_world.cv);
     pthread_mutex_unlock(&the_world.mu);
 }
+
+/* When set, run_dist lets it change a rank's parsed options (a launcher
+ * that gave the ranks different command lines). */
+static void (*edit_options)(int rank, ft_options *o);
 
 typedef struct rank_job {
     ft_options o;
@@ -134,6 +140,8 @@ static int run_dist(int world, int *rcs, const char *first, ...)
     for (int k = 0; k < world; k++) {
         if (ft_parse_args(argc, argv, &jobs[k].o, why, sizeof why) != FT_PARSE_OK)
             fail_msg("%s", why);
+        if (edit_options)
+            edit_options(k, &jobs[k].o);
         jobs[k].de = (ft_dist_env){.rank = k, .world = world, .local_rank = k,
                                    .local_world = world, .launcher = "emulated",
                                    .rank_var = "RANK", .world_var = "WORLD_SIZE",
@@ -282,6 +290,56 @@ static void test_batch_per_rank(void **state)
                                 "--batch or 4 ranks or more"));
 }
 
+/* Ranks started with different options stop before their first step,
+ * every one of them, naming the option (dist_agree.h). */
+static void progress_7_on_rank_1(int rank, ft_options *o)
+{
+    if (rank == 1)
+        o->progress_every = 7;
+}
+static void lr_nudged_on_rank_2(int rank, ft_options *o)
+{
+    if (rank == 2)
+        o->lr = nextafterf(o->lr, 1.0f);
+}
+
+static void test_options_must_agree(void **state)
+{
+    (void)state;
+    char out[8192];
+    fd_capture cap;
+    int rcs[4];
+    dist_allreduces = 0;
+    edit_options = progress_7_on_rank_1;
+    fd_capture_begin(&cap, 2);
+    run_dist(2, rcs, COMMON, "--steps", "7", NULL);
+    fd_capture_end(&cap, out, sizeof out);
+    edit_options = NULL;
+    printf("%s", out);
+    assert_int_equal(rcs[0], FT_EXIT_USAGE);
+    assert_int_equal(rcs[1], FT_EXIT_USAGE);
+    assert_int_equal(dist_allreduces, 0);   /* no step, not even the first all-reduce */
+    assert_non_null(strstr(out, "rank 1's options differ from rank 0's: --progress is 7 on "
+                                "rank 1 and 10 on rank 0"));
+    assert_non_null(strstr(out, "this rank's options differ from rank 0's: --progress is 7 on "
+                                "this rank and 10 on rank 0; stopping"));
+    assert_non_null(strstr(out, "must be started with the same options"));
+    /* A float option must be the same bits: the last place of --lr on one
+     * rank of four. */
+    edit_options = lr_nudged_on_rank_2;
+    fd_capture_begin(&cap, 2);
+    run_dist(4, rcs, COMMON, "--steps", "7", NULL);
+    fd_capture_end(&cap, out, sizeof out);
+    edit_options = NULL;
+    printf("%s", out);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(rcs[k], FT_EXIT_USAGE);
+    assert_non_null(strstr(out, "rank 2's options differ from rank 0's: --lr is 0.00300000026 "
+                                "on rank 2 and 0.00300000003 on rank 0"));
+    assert_null(strstr(out, "rank 1's options differ"));
+    assert_null(strstr(out, "rank 3's options differ"));
+}
+
 static void test_failures_end_every_rank(void **state)
 {
     (void)state;
@@ -353,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_four_ranks_are_gpus_4),
         cmocka_unit_test(test_resume_any_world),
         cmocka_unit_test(test_batch_per_rank),
+        cmocka_unit_test(test_options_must_agree),
         cmocka_unit_test(test_failures_end_every_rank),
     };
     return cmocka_run_group_tests_name("train_dist_host", tests, dist_setup, NULL);

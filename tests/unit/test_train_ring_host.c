@@ -15,6 +15,7 @@
 #define TRAIN_DIST_HOST_NO_MAIN
 #include "test_train_dist_host.c"
 
+#include "dist_agree.h"
 #include "dist_xchg.h"
 #include "feed.h"
 
@@ -137,13 +138,15 @@ static void test_loops_past_the_ring(void **state)
     assert_int_equal(rcs[1], 0);
     assert_same("--dist, two ranks, vs --gpus 2", in_mdir("two-p1.csv"), in_mdir("d2.csv"));
     assert_true(same_file(in_mdir("two-p1.ckpt"), in_mdir("d2.ckpt")));
-    /* Points at 17, 34, 51, ...; a point posts the steps since the last
-     * exchange it completed, the previous point's still in flight. Half
+    /* The ranks' options first (dist_agree.h). Points at 17, 34, 51, ...;
+     * a point posts the steps since the last exchange it completed, the
+     * previous point's still in flight. Half
      * the ring (32 steps) waits at 32, 66 and 100: those points complete
      * the exchange in flight, then post and complete their own. The last
      * point (the end) takes steps 120..129, which sit in slots 55..63 and
      * 0 of the ring; the parameter hashes (no losses) close the run. */
-    const int want[] = {17, 15, 2, 17, 15, 2, 17, 15, 2, 17, 10, 0};
+    const int opts = (int)(sizeof(ft_agree) / sizeof(float));   /* the options, first */
+    const int want[] = {opts, 17, 15, 2, 17, 15, 2, 17, 15, 2, 17, 10, 0};
     expect_exchanges("points every 17", want, (int)(sizeof want / sizeof want[0]));
     /* Points every 100: the half-full ring (32 steps) holds every point
      * before the 100th, so those exchanges carry the most a message holds
@@ -153,7 +156,7 @@ static void test_loops_past_the_ring(void **state)
                               in_mdir("d2-100.csv"), NULL), 0);
     assert_same("--dist, two ranks, points every 100, vs --gpus 2", in_mdir("two-p1.csv"),
                 in_mdir("d2-100.csv"));
-    const int want100[] = {32, 32, 32, 4, 28, 1, 0};
+    const int want100[] = {opts, 32, 32, 32, 4, 28, 1, 0};
     assert_int_equal(FT_XCHG_LOSSES, 32);
     expect_exchanges("points every 100", want100, (int)(sizeof want100 / sizeof want100[0]));
     /* No copy was still on its way into host memory freed (a GPU would
@@ -178,7 +181,7 @@ static void test_dist_failures_at_lagged_points(void **state)
      * the next point's exchange; the point right after, which has no
      * exchange of its own to complete, writes nothing again. */
     reset_exchanges();
-    nan_rank = 1, nan_at = 2;   /* exchange 2: step 2's loss */
+    nan_rank = 1, nan_at = 3;   /* exchange 3 (the options, step 1's loss, ...): step 2's loss */
     char out[8192];
     fd_capture cap;
     fd_capture_begin(&cap, 2);
@@ -211,7 +214,7 @@ static void test_dist_failures_at_lagged_points(void **state)
      * exchange (behind the steps since the previous point, which can
      * block): the watchdog is armed there too. */
     reset_exchanges();
-    stall_x_rank = 1, stall_x_at = 2, dog_expected = 1, dog_fired = 0;
+    stall_x_rank = 1, stall_x_at = 3, dog_expected = 1, dog_fired = 0;
     run_dist(2, rcs, COMMON, "--steps", "7", "--progress", "1", "--dist-timeout", "1", NULL);
     stall_x_rank = -1, dog_expected = 0;
     assert_true(dog_fired >= 1);

@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include "config.h"
+#include "dist_agree.h"
 #include "eval.h"
 #include "feed.h"
 #include "losslog.h"
@@ -91,24 +92,36 @@ static int form_comm(dist_run *d)
     return rc;
 }
 
-static int setup(dist_run *d)
+/* The exchange's buffers and the loss ring (which also stages the
+ * options' exchange: at least that many entries). */
+static int open_exchange(dist_run *d)
 {
     ft_rank *r = &d->r;
     ft_env *e = &r->env;
-    ft_prepare_stats ps = {0};
-    int rc = ft_replica_open(r, &d->model, &d->feed, &d->rc, &d->train, d->batch_per_rank,
-                             d->o->per_step, &ps);
-    d->before = ps.before, d->after = ps.after, d->prepare_s = ps.seconds;
-    if (rc == 0)   /* the epochs are packed by every rank on this host */
-        ft_feed_share_cores(&d->feed, d->de->local_world);   /* -1 (unknown): as 1 */
-    if (rc || ft_xchg_open(&d->x, d->nccl, r->comm, &e->cu, e->stream, r->count))
+    if (ft_xchg_open(&d->x, d->nccl, r->comm, &e->cu, e->stream, r->count))
         return -1;
     size_t n = (size_t)ft_ring_entries(d->rc.end - d->rc.start);
+    const size_t words = sizeof(ft_agree) / sizeof(float);
+    n = n < words ? words : n;
     if (ft_cu_check(&e->cu, e->cu.cuMemAllocHost((void **)&d->ring, n * sizeof(float)),
                     "cuMemAllocHost of the loss ring")) {
         ft_rank_fail(r, "out of memory for the loss ring of %zu steps", n);
         return -1;
     }
+    return 0;
+}
+
+static int setup(dist_run *d)
+{
+    ft_rank *r = &d->r;
+    ft_prepare_stats ps = {0};
+    int rc = ft_replica_open(r, &d->model, &d->feed, &d->rc, &d->train, d->batch_per_rank,
+                             d->o->per_step, &ps);
+    d->before = ps.before, d->after = ps.after, d->prepare_s = ps.seconds;
+    if (rc)
+        return -1;
+    /* The epochs are packed by every rank on this host. */
+    ft_feed_share_cores(&d->feed, d->de->local_world);   /* -1 (unknown): as 1 */
     return 0;
 }
 
@@ -144,6 +157,56 @@ static void banner(dist_run *d)
 }
 
 /* ---- the exchanges -------------------------------------------------------------- */
+
+static int check_statuses(dist_run *d);
+
+/* Collective, the ranks' first (before the kernels compile, so that a
+ * mismatch shows in seconds): every rank's options (dist_agree.h) and
+ * status. Every rank sees every rank's options, so all of them stop when
+ * any differ from rank 0's; rank 0 names each rank's first difference,
+ * and a rank that differs names its own. */
+static int agree(dist_run *d)
+{
+    ft_agree mine, first, theirs;
+    ft_agree_make(&mine, &d->rc, d->o);
+    const int32_t n = (int32_t)(sizeof mine / sizeof(float));
+    memcpy(d->ring, &mine, sizeof mine);
+    ft_xchg_head head = {.status = d->pending, .n = n};
+    if (ft_xchg_post(&d->x, &head, d->ring, 0, n)) {
+        ft_rank_fail(&d->r, "the exchange of the ranks' options could not be enqueued");
+        return -1;
+    }
+    if (wait_for_ranks(d, ft_xchg_done(&d->x), "the ranks' exchange of their options") ||
+        check_statuses(d))
+        return -1;
+    float words[sizeof(ft_agree) / sizeof(float)];
+    int differ = 0;
+    char why[300];
+    for (int k = 0; k < d->r.count; k++) {
+        for (int32_t j = 0; j < n; j++)
+            words[j] = ft_xchg_loss_of(&d->x, k, j);
+        memcpy(k == 0 ? &first : &theirs, words, sizeof mine);
+        char name[32];
+        snprintf(name, sizeof name, "rank %d", k);
+        if (k == 0 || !ft_agree_diff(&theirs, name, &first, "rank 0", why, sizeof why))
+            continue;
+        differ++;
+        if (d->r.index == 0)
+            fprintf(stderr, "fox-train: rank 0 of %d (%s): rank %d's options differ from rank "
+                    "0's: %s\n", d->r.count, d->host, k, why);
+    }
+    if (!differ)
+        return 0;
+    if (d->r.index == 0)
+        fprintf(stderr, "fox-train: every rank of a --dist job must be started with the same "
+                "options (and the same --resume file): the collectives each step queues and "
+                "the run itself depend on them; stopping every rank\n");
+    else if (ft_agree_diff(&mine, "this rank", &first, "rank 0", why, sizeof why))
+        fprintf(stderr, "fox-train: rank %d of %d (%s): this rank's options differ from rank "
+                "0's: %s; stopping\n", d->r.index, d->r.count, d->host, why);
+    ft_team_break(&d->team, FT_EXIT_USAGE);
+    return -1;
+}
 
 /* Every rank's message is in; stops on the first rank that says so. */
 static int check_statuses(dist_run *d)
@@ -242,7 +305,7 @@ static int point(dist_run *d, int64_t done, int full, int ckpt, int show)
 }
 
 /* Between reporting points a rank only queues steps, but queuing can block
- * too: the feed waits for the upload two epochs back before it packs into
+ * too: the feed waits for the upload two units back before it packs into
  * that staging buffer again (the upload waits for the steps that read the
  * buffer it overwrites), and a full launch queue for the kernels ahead of
  * it; both can wait on a peer's all-reduce. So the watchdog is armed across those stretches as well, its
@@ -460,7 +523,7 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
     /* The communicator first: a missing rank shows in seconds, not after
      * the kernels compiled. The first all-reduce (ft_rank_attach) then
      * waits for the slowest rank's kernels. */
-    if (form_comm(d) || setup(d))
+    if (form_comm(d) || open_exchange(d) || agree(d) || setup(d))
         goto rank_out;
     ft_watchdog_arm(dog, o.dist_timeout, "rank %d of %d (%s, GPU %d): the first all-reduce did "
                     "not complete within %d s: another rank stopped (see its output) or is "
