@@ -53,42 +53,76 @@ static CUresult h_alloc(CUdeviceptr *p, size_t n)
     *p = (CUdeviceptr)(uintptr_t)m;
     return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
-static CUresult h_free(CUdeviceptr p) { free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
-
-/* ---- when the host sees what a stream copies to it ----------------------------
- * The emulated ops and copies run at once, but a copy to host memory
- * (cuMemcpyDtoHAsync) reaches it only when the host waits for it: for an
- * event recorded after it on its stream (cuEventSynchronize, or
- * cuEventQuery saying done), for its stream (cuStreamSynchronize; the
- * NULL stream: every stream), or when a copy from host memory is queued
- * after it on the same stream (stream order: that copy may read what it
- * wrote). The bytes are taken when the copy is queued, as the GPU copies
- * what its stream computed up to there. A loop that reads its losses, or
- * an exchange's result, before waiting for them reads what was there
- * before (pinned allocations start as NaN), and its test sees it. */
+/* ---- copies between the host and the "device" ----------------------------------
+ * The emulated ops run at once, in the order they are queued, but the
+ * copies to and from host memory run when the real ones could be seen to
+ * have run, so that a missing wait shows:
+ *  - a copy to the host (cuMemcpyDtoHAsync) takes its bytes when queued
+ *    (what its stream computed up to there) and writes them to the host
+ *    only when the host waits for it: an event recorded after it on its
+ *    stream (cuEventSynchronize, or cuEventQuery saying done), or its
+ *    stream (cuStreamSynchronize; the NULL stream: all of them);
+ *  - a copy from pinned host memory (cuMemAllocHost) reads it when it
+ *    runs: before the next op, copy or collective of its stream, when
+ *    another stream waits for an event recorded after it
+ *    (cuStreamWaitEvent), or when the host waits as above. A copy from
+ *    other host memory takes its bytes when queued (as the driver stages
+ *    pageable memory) and writes them then too.
+ * Copies of a stream run in the order they were queued. So a loop that
+ * reads its losses or an exchange's result before waiting for them, a
+ * stream that reads an upload it did not wait for, or a host that
+ * rewrites a staging buffer an upload still reads, gets other bytes
+ * (allocations start as NaN), and its test sees it. Copies still pending
+ * into or out of memory that is freed are dropped and counted in
+ * pending_dropped (a GPU would use freed memory). */
 typedef struct pending_copy {
-    void *dst, *data;
+    void *dst;
+    const void *src;     /* pinned host memory read when the copy runs, or NULL: data */
+    void *data;          /* the bytes taken when queued */
     size_t n;
     CUstream s;
     uint64_t seq;
+    int to_device;
     struct pending_copy *next;
 } pending_copy;
 static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
 static pending_copy *pending;       /* oldest first */
 static uint64_t pending_seq;
-static long pending_dropped;        /* into host memory freed before the host waited */
+static long pending_dropped;
 
-/* The copies of stream s (every stream when all) up to sequence upto. */
+/* Pinned allocations (cuMemAllocHost), by range. */
+typedef struct pinned_block {
+    const char *lo, *hi;
+    struct pinned_block *next;
+} pinned_block;
+static pinned_block *pinned;
+
+static int is_pinned(const void *p)
+{
+    int yes = 0;
+    pthread_mutex_lock(&pending_mu);
+    for (const pinned_block *b = pinned; b && !yes; b = b->next)
+        yes = (const char *)p >= b->lo && (const char *)p < b->hi;
+    pthread_mutex_unlock(&pending_mu);
+    return yes;
+}
+
+static void free_copy(pending_copy *c)
+{
+    free(c->data);
+    free(c);
+}
+
+/* Runs the copies of stream s (every stream when all) up to sequence upto. */
 static void deliver(CUstream s, int all, uint64_t upto)
 {
     pthread_mutex_lock(&pending_mu);
     for (pending_copy **pp = &pending; *pp;) {
         pending_copy *c = *pp;
         if ((all || c->s == s) && c->seq <= upto) {
-            memcpy(c->dst, c->data, c->n);
+            memcpy(c->dst, c->src ? c->src : c->data, c->n);
             *pp = c->next;
-            free(c->data);
-            free(c);
+            free_copy(c);
         } else {
             pp = &c->next;
         }
@@ -96,22 +130,36 @@ static void deliver(CUstream s, int all, uint64_t upto)
     pthread_mutex_unlock(&pending_mu);
 }
 
-static CUresult h_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
+/* What stream s does next sees its copies to the device queued up to
+ * upto: they run (and the copies to the host queued before them). */
+static void run_to_device(CUstream s, uint64_t upto)
 {
-    deliver(st, 0, UINT64_MAX);
-    memcpy((void *)(uintptr_t)d, s, n);
-    return CUDA_SUCCESS;
+    uint64_t last = 0;
+    pthread_mutex_lock(&pending_mu);
+    for (const pending_copy *c = pending; c; c = c->next)
+        if (c->to_device && c->s == s && c->seq <= upto)
+            last = c->seq;
+    pthread_mutex_unlock(&pending_mu);
+    if (last)
+        deliver(s, 0, last);
 }
-static CUresult h_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
+/* Before an op, copy or collective of stream s reads device memory. */
+static void stream_runs(CUstream s)
+{
+    run_to_device(s, UINT64_MAX);
+}
+
+/* Queues a copy: from pinned host memory src (read when it runs), or of
+ * `data` (a malloc'ed copy of the bytes, taken now). */
+static CUresult queue_copy(void *dst, const void *src, void *data, size_t n, CUstream st,
+                           int to_device)
 {
     pending_copy *c = malloc(sizeof *c);
-    void *data = malloc(n ? n : 1);
-    if (!c || !data) {
-        free(c), free(data);
+    if (!c) {
+        free(data);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    memcpy(data, (const void *)(uintptr_t)s, n);
-    *c = (pending_copy){d, data, n, st, 0, NULL};
+    *c = (pending_copy){dst, src, data, n, st, 0, to_device, NULL};
     pthread_mutex_lock(&pending_mu);
     c->seq = ++pending_seq;
     pending_copy **pp = &pending;
@@ -120,6 +168,54 @@ static CUresult h_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
     *pp = c;
     pthread_mutex_unlock(&pending_mu);
     return CUDA_SUCCESS;
+}
+
+/* Drops the pending copies into or out of [lo, hi) (freed memory). */
+static void drop_copies(const char *lo, const char *hi)
+{
+    pthread_mutex_lock(&pending_mu);
+    for (pending_copy **pp = &pending; *pp;) {
+        pending_copy *c = *pp;
+        const char *d = c->dst, *sp = c->src;
+        if ((d >= lo && d < hi) || (sp && sp >= lo && sp < hi)) {
+            *pp = c->next;
+            free_copy(c);
+            pending_dropped++;
+        } else {
+            pp = &c->next;
+        }
+    }
+    pthread_mutex_unlock(&pending_mu);
+}
+
+static CUresult h_free(CUdeviceptr p)
+{
+    void *m = (void *)(uintptr_t)p;
+    if (m)
+        drop_copies(m, (const char *)m + malloc_usable_size(m));
+    free(m);
+    return CUDA_SUCCESS;
+}
+
+static CUresult h_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+    void *dst = (void *)(uintptr_t)d;
+    if (is_pinned(s))
+        return queue_copy(dst, s, NULL, n, st, 1);
+    /* Pageable: staged when queued, and written now, after the stream's
+     * earlier copies. */
+    stream_runs(st);
+    memcpy(dst, s, n);
+    return CUDA_SUCCESS;
+}
+static CUresult h_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+    stream_runs(st);
+    void *data = malloc(n ? n : 1);
+    if (!data)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(data, (const void *)(uintptr_t)s, n);
+    return queue_copy(d, NULL, data, n, st, 0);
 }
 static CUresult h_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 {
@@ -135,36 +231,39 @@ static CUresult h_sync(CUstream s)
 }
 static CUresult h_dtod(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream st)
 {
-    (void)st;
+    stream_runs(st);
     memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)src, n);
     return CUDA_SUCCESS;
 }
 static CUresult h_alloc_host(void **p, size_t n)
 {
     *p = aligned_alloc(256, (n + 255) & ~(size_t)255);
+    pinned_block *b = malloc(sizeof *b);
+    if (!*p || !b) {
+        free(*p), free(b);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     /* NaN fill, as h_alloc: a copy read before it arrived shows up. */
-    for (size_t i = 0; *p && i < n / 4; i++)
+    for (size_t i = 0; i < n / 4; i++)
         ((uint32_t *)*p)[i] = 0x7fc00000u;
-    return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    b->lo = *p, b->hi = (const char *)*p + n;
+    pthread_mutex_lock(&pending_mu);
+    b->next = pinned, pinned = b;
+    pthread_mutex_unlock(&pending_mu);
+    return CUDA_SUCCESS;
 }
-/* Copies still on their way into it are dropped (and counted: a GPU would
- * write freed memory). */
 static CUresult h_free_host(void *p)
 {
     if (p) {
-        const char *lo = p, *hi = lo + malloc_usable_size(p);
+        drop_copies(p, (const char *)p + malloc_usable_size(p));
         pthread_mutex_lock(&pending_mu);
-        for (pending_copy **pp = &pending; *pp;) {
-            pending_copy *c = *pp;
-            if ((const char *)c->dst >= lo && (const char *)c->dst < hi) {
-                *pp = c->next;
-                free(c->data);
-                free(c);
-                pending_dropped++;
-            } else {
-                pp = &c->next;
+        for (pinned_block **pp = &pinned; *pp; pp = &(*pp)->next)
+            if ((*pp)->lo == p) {
+                pinned_block *b = *pp;
+                *pp = b->next;
+                free(b);
+                break;
             }
-        }
         pthread_mutex_unlock(&pending_mu);
     }
     free(p);
@@ -188,6 +287,9 @@ static int trace_n, tracing;
 
 static void trace_add(const char *what, CUstream s, CUevent e, CUdeviceptr work, CUdeviceptr grad)
 {
+    /* An op or memset reads what its stream's earlier copies wrote. */
+    if (strcmp(what, "record") && strcmp(what, "wait"))
+        stream_runs(s);
     if (!tracing)
         return;
     assert_true(trace_n < TRACE_MAX);
@@ -264,6 +366,9 @@ static CUresult m_stream_wait_event(CUstream s, CUevent e, unsigned flags)
 {
     (void)flags;
     trace_add("wait", s, e, 0, 0);
+    /* What s does next sees the copies to the device queued before e. */
+    const h_event_state *st = (const h_event_state *)e;
+    run_to_device(st->s, st->seq);
     return CUDA_SUCCESS;
 }
 
@@ -296,6 +401,7 @@ static int calls;
 
 static foxjit_status e_cfc_forward(foxjit_runtime *rt, const foxjit_cfc_args *a, CUstream s)
 {
+    stream_runs(s);
     (void)rt, (void)s;
     calls++;
     int I = a->n_in, Hd = a->n_hid;
@@ -318,6 +424,7 @@ static foxjit_status e_cfc_forward(foxjit_runtime *rt, const foxjit_cfc_args *a,
 
 static foxjit_status e_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a, CUstream s)
 {
+    stream_runs(s);
     (void)rt, (void)s;
     calls++;
     int I = a->n_in, Hd = a->n_hid;
@@ -398,6 +505,7 @@ static size_t e_heads_ws(int batch, int steps, int e, int h)
 static foxjit_status e_heads_forward(foxjit_runtime *rt, const foxjit_heads_args *a,
                                      CUstream s)
 {
+    stream_runs(s);
     (void)rt, (void)s;
     calls++;
     heads_d h;
@@ -419,6 +527,7 @@ static foxjit_status e_heads_forward(foxjit_runtime *rt, const foxjit_heads_args
 static foxjit_status e_heads_backward(foxjit_runtime *rt, const foxjit_heads_args *a,
                                       CUstream s)
 {
+    stream_runs(s);
     (void)rt, (void)s;
     calls += a->steps > 1 && a->work ? 2 : 1;  /* the library's launches */
     heads_d h;

@@ -154,7 +154,7 @@ static ft_nccl_result n_async(ft_nccl_comm_t c, ft_nccl_result *e)
 static ft_nccl_result n_allreduce(const void *send, void *recv, size_t count, int type, int op,
                                   ft_nccl_comm_t c, CUstream s)
 {
-    (void)s;
+    stream_runs(s);   /* it reads what the stream's earlier copies wrote */
     world *w = c->w;
     if (send != recv || type != FT_NCCL_FLOAT32 || op != FT_NCCL_AVG)
         return 4;  /* the trainer averages float32 gradients in place */

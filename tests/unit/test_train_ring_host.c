@@ -34,6 +34,7 @@ static int nan_rank = -1, nan_at, stall_x_rank = -1, stall_x_at, gathers[MAX_RAN
 static ft_nccl_result n_allgather_counting(const void *send, void *recv, size_t count, int type,
                                            ft_nccl_comm_t c, CUstream s)
 {
+    stream_runs(s);   /* the message's copies first (test_train_model_host.c) */
     ft_xchg_head h;
     memcpy(&h, send, sizeof h);
     if (c->rank == 0 && exchanges < 64) {
