@@ -61,7 +61,8 @@ static CUresult h_alloc(CUdeviceptr *p, size_t n)
  *    (what its stream computed up to there) and writes them to the host
  *    only when the host waits for it: an event recorded after it on its
  *    stream (cuEventSynchronize, or cuEventQuery saying done), or its
- *    stream (cuStreamSynchronize; the NULL stream: all of them);
+ *    stream (cuStreamSynchronize); into pageable memory it is done when
+ *    the call returns, as the driver's is;
  *  - a copy from pinned host memory (cuMemAllocHost) reads it when it
  *    runs: before the next op, copy or collective of its stream, when
  *    another stream waits for an event recorded after it
@@ -74,7 +75,10 @@ static CUresult h_alloc(CUdeviceptr *p, size_t n)
  * rewrites a staging buffer an upload still reads, gets other bytes
  * (allocations start as NaN), and its test sees it. Copies still pending
  * into or out of memory that is freed are dropped and counted in
- * pending_dropped (a GPU would use freed memory). */
+ * pending_dropped (a GPU would use freed memory). Not modelled: a copy to
+ * the host that the host waits for only through another stream (an event
+ * of a stream that waited for its stream); fox-train waits for a copy on
+ * its own stream. */
 typedef struct pending_copy {
     void *dst;
     const void *src;     /* pinned host memory read when the copy runs, or NULL: data */
@@ -211,6 +215,13 @@ static CUresult h_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
 static CUresult h_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
 {
     stream_runs(st);
+    if (!is_pinned(d)) {
+        /* Into pageable memory the driver returns once the copy is done:
+         * after the stream's earlier work (all of it here, at once). */
+        deliver(st, 0, UINT64_MAX);
+        memcpy(d, (const void *)(uintptr_t)s, n);
+        return CUDA_SUCCESS;
+    }
     void *data = malloc(n ? n : 1);
     if (!data)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -226,7 +237,9 @@ static CUresult h_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 }
 static CUresult h_sync(CUstream s)
 {
-    deliver(s, s == NULL, UINT64_MAX);
+    /* The stream's own copies: fox-train's streams are non-blocking, so
+     * even the NULL stream's synchronize does not wait for theirs. */
+    deliver(s, 0, UINT64_MAX);
     return CUDA_SUCCESS;
 }
 static CUresult h_dtod(CUdeviceptr d, CUdeviceptr src, size_t n, CUstream st)
@@ -343,8 +356,9 @@ static CUresult h_event_record(CUevent e, CUstream s)
 static CUresult m_stream_create(CUstream *s, unsigned flags)
 {
     (void)flags;
-    /* Distinct streams: a copy's delivery goes by its stream. */
-    static uintptr_t next = 0x20;
+    /* Distinct streams (a copy's delivery goes by its stream), clear of
+     * the handles the tests use themselves (0x77). */
+    static uintptr_t next = 0x1000;
     *s = (CUstream)__atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
@@ -792,6 +806,7 @@ static void heads_seq_check_saved(const char *op, const foxjit_heads_seq_args *a
 static foxjit_status e_heads_seq_forward_save(foxjit_runtime *rt, const foxjit_heads_seq_args *a,
                                               CUdeviceptr saved, size_t saved_bytes, CUstream s)
 {
+    stream_runs(s);
     heads_seq_check_saved("heads_seq_forward_save", a, saved, saved_bytes);
     uint64_t *fp = (uint64_t *)HP(saved);
     fp[0] = heads_seq_fingerprint(a);
@@ -832,6 +847,7 @@ static foxjit_status e_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *a,
 
 static foxjit_status e_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream s)
 {
+    stream_runs(s);
     (void)rt, (void)s;
     calls++;
     int F = a->f;

@@ -528,6 +528,7 @@ static void test_failed_all_reduce_ends_the_run(void **state)
      * stops, breaks the team and aborts its communicator, which cancels
      * rank 0's all-reduce waiting for it. */
     fail_rank = 1, fail_at = 3;
+    pending_dropped = 0;
     int rc = run(COMMON, "--steps", "7", "--gpus", "2", NULL);
     fail_rank = -1, fail_at = -1;
     assert_int_equal(rc, FT_EXIT_FAILED);
