@@ -18,6 +18,7 @@
 
 #include <sys/stat.h>
 
+#include "dist_agree.h"
 #include "dist_env.h"
 #include "dist_train.h"
 #include "watchdog.h"
@@ -338,6 +339,58 @@ static void test_options_must_agree(void **state)
                                 "on rank 2 and 0.00300000003 on rank 0"));
     assert_null(strstr(out, "rank 1's options differ"));
     assert_null(strstr(out, "rank 3's options differ"));
+    /* The ranks that agree with rank 0 say why they stop too. */
+    assert_non_null(strstr(out, "rank 2's options differ from rank 0's (see rank 0's output); "
+                                "stopping"));
+    /* A CSV rank 0 cannot open stops every rank at that first exchange,
+     * before any step, instead of leaving them until --dist-timeout. */
+    dist_allreduces = 0;
+    fd_capture_begin(&cap, 2);
+    run_dist(2, rcs, COMMON, "--steps", "7", "--csv", "/nonexistent-dir/c.csv", NULL);
+    fd_capture_end(&cap, out, sizeof out);
+    printf("%s", out);
+    assert_int_equal(rcs[0], FT_EXIT_FAILED);
+    assert_int_equal(rcs[1], FT_EXIT_FAILED);
+    assert_int_equal(dist_allreduces, 0);
+    assert_non_null(strstr(out, "--csv /nonexistent-dir/c.csv"));
+    assert_non_null(strstr(out, "rank 0 stopped the run"));
+}
+
+/* A resumed run: the parameters and AdamW's moments all count. */
+static void test_agree_resumed_state(void **state)
+{
+    (void)state;
+    ft_options o;
+    char why[300];
+    char *argv[] = {"fox-train", "--batch", "8", "--k", "3", NULL};
+    assert_int_equal(ft_parse_args(5, argv, &o, why, sizeof why), FT_PARSE_OK);
+    ft_run_config rc;
+    memset(&rc, 0, sizeof rc);
+    rc.cfg.dims = (ft_dims){8, 3, FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H};
+    rc.start = 3, rc.end = 7;
+    const size_t n = ft_param_total(&rc.cfg.dims);
+    float *p = calloc(n, sizeof *p), *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v);
+    assert_non_null(p), assert_non_null(m), assert_non_null(v);
+    rc.params = p, rc.m = m, rc.v = v;
+    ft_agree a, b;
+    ft_agree_make(&a, &rc, &o);
+    ft_agree_make(&b, &rc, &o);
+    assert_int_equal(ft_agree_diff(&a, "rank 1", &b, "rank 0", why, sizeof why), 0);
+    assert_int_not_equal(a.resumed, 0);
+    m[n / 2] = 1e-3f;   /* the same parameters, another first moment */
+    ft_agree_make(&a, &rc, &o);
+    assert_int_equal(ft_agree_diff(&a, "rank 1", &b, "rank 0", why, sizeof why), 1);
+    assert_non_null(strstr(why, "the resumed checkpoint's parameters and moments (XXH64) is "));
+    m[n / 2] = 0, v[0] = 2e-6f;
+    ft_agree_make(&a, &rc, &o);
+    assert_int_equal(ft_agree_diff(&a, "rank 1", &b, "rank 0", why, sizeof why), 1);
+    /* A fresh run has no hash to compare. */
+    rc.params = rc.m = rc.v = NULL;
+    ft_agree_make(&a, &rc, &o);
+    assert_int_equal(a.resumed, 0);
+    assert_int_equal(a.format, FT_AGREE_FORMAT);
+    assert_int_equal(a.ring, FT_LOSS_RING);
+    free(p), free(m), free(v);
 }
 
 static void test_failures_end_every_rank(void **state)
@@ -413,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_resume_any_world),
         cmocka_unit_test(test_batch_per_rank),
         cmocka_unit_test(test_options_must_agree),
+        cmocka_unit_test(test_agree_resumed_state),
         cmocka_unit_test(test_failures_end_every_rank),
     };
     return cmocka_run_group_tests_name("train_dist_host", tests, dist_setup, NULL);

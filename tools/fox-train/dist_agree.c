@@ -13,14 +13,21 @@ void ft_agree_make(ft_agree *a, const ft_run_config *rc, const ft_options *o)
     memset(a, 0, sizeof *a);   /* the padding too: the struct goes over the wire */
     a->start = rc->start, a->end = rc->end;
     a->seed = c->seed;
-    if (rc->params)
-        a->resumed = XXH64(rc->params, ft_param_total(&c->dims) * sizeof(float), 0);
+    if (rc->params) {
+        /* The parameters and AdamW's moments: all three decide the run. */
+        const size_t bytes = ft_param_total(&c->dims) * sizeof(float);
+        uint64_t h = XXH64(rc->params, bytes, 0);
+        h = rc->m ? XXH64(rc->m, bytes, h) : h;
+        a->resumed = rc->v ? XXH64(rc->v, bytes, h) : h;
+    }
     a->batch = c->dims.batch, a->k = c->dims.k;
     a->n_train = c->n_train, a->n_heldout = c->n_heldout, a->signal = c->signal;
     a->path = o->per_step ? FT_KLOOP_PER_STEP : FT_KLOOP_SEQUENCE;
     a->progress = o->progress_every, a->checkpoint_every = o->checkpoint_every;
     a->lr = c->lr, a->beta1 = c->beta1, a->beta2 = c->beta2, a->eps = c->eps;
     a->weight_decay = c->weight_decay;
+    a->format = FT_AGREE_FORMAT;
+    a->ring = FT_LOSS_RING;
 }
 
 enum { KIND_I64, KIND_U64, KIND_I32, KIND_F32, KIND_HASH, KIND_PATH };
@@ -33,7 +40,8 @@ static const struct {
     {"the steps done before (--resume)", offsetof(ft_agree, start), KIND_I64},
     {"--steps", offsetof(ft_agree, end), KIND_I64},
     {"--seed", offsetof(ft_agree, seed), KIND_U64},
-    {"the resumed checkpoint's parameters (XXH64)", offsetof(ft_agree, resumed), KIND_HASH},
+    {"the resumed checkpoint's parameters and moments (XXH64)", offsetof(ft_agree, resumed),
+     KIND_HASH},
     {"--batch", offsetof(ft_agree, batch), KIND_I32},
     {"--k", offsetof(ft_agree, k), KIND_I32},
     {"--train-size", offsetof(ft_agree, n_train), KIND_I32},
@@ -47,6 +55,9 @@ static const struct {
     {"--beta2", offsetof(ft_agree, beta2), KIND_F32},
     {"--eps", offsetof(ft_agree, eps), KIND_F32},
     {"--weight-decay", offsetof(ft_agree, weight_decay), KIND_F32},
+    {"the build's exchange format (another fox-train?)", offsetof(ft_agree, format), KIND_I32},
+    {"the build's loss ring (FT_LOSS_RING; another fox-train?)", offsetof(ft_agree, ring),
+     KIND_I32},
 };
 
 static void show(char *buf, size_t len, const ft_agree *a, size_t at, int kind)
@@ -90,6 +101,10 @@ static void show(char *buf, size_t len, const ft_agree *a, size_t at, int kind)
 int ft_agree_diff(const ft_agree *a, const char *a_name, const ft_agree *b, const char *b_name,
                   char *why, size_t len)
 {
+    /* The whole struct decides (a field the table below missed still
+     * counts); the table names the difference. */
+    if (memcmp(a, b, sizeof *a) == 0)
+        return 0;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         const size_t at = fields[i].at;
         const size_t size = fields[i].kind == KIND_I64 || fields[i].kind == KIND_U64 ||
@@ -105,5 +120,7 @@ int ft_agree_diff(const ft_agree *a, const char *a_name, const ft_agree *b, cons
                  b_name);
         return 1;
     }
-    return 0;
+    snprintf(why, len, "a value this build does not name differs between %s and %s (the same "
+             "fox-train on every rank?)", a_name, b_name);
+    return 1;
 }

@@ -172,25 +172,37 @@ static int agree(dist_run *d)
     const int32_t n = (int32_t)(sizeof mine / sizeof(float));
     memcpy(d->ring, &mine, sizeof mine);
     ft_xchg_head head = {.status = d->pending, .n = n};
-    if (ft_xchg_post(&d->x, &head, d->ring, 0, n)) {
+    /* The communicator's first collective: NCCL may set up its
+     * connections as it is queued, waiting for the peers. */
+    ft_watchdog_arm(d->dog, d->o->dist_timeout, "rank %d of %d (%s, GPU %d): the ranks' "
+                    "exchange of their options could not be queued within %d s: another rank "
+                    "has stopped (see its output) or is stuck; giving up (--dist-timeout sets "
+                    "the wait)", d->r.index, d->r.count, d->host, d->r.ordinal,
+                    d->o->dist_timeout);
+    int posted = ft_xchg_post(&d->x, &head, d->ring, 0, n);
+    ft_watchdog_disarm(d->dog);
+    if (posted) {
         ft_rank_fail(&d->r, "the exchange of the ranks' options could not be enqueued");
         return -1;
     }
     if (wait_for_ranks(d, ft_xchg_done(&d->x), "the ranks' exchange of their options") ||
         check_statuses(d))
         return -1;
-    float words[sizeof(ft_agree) / sizeof(float)];
-    int differ = 0;
+    int differ = 0, lowest = -1;
     char why[300];
     for (int k = 0; k < d->r.count; k++) {
-        for (int32_t j = 0; j < n; j++)
-            words[j] = ft_xchg_loss_of(&d->x, k, j);
-        memcpy(k == 0 ? &first : &theirs, words, sizeof mine);
         char name[32];
         snprintf(name, sizeof name, "rank %d", k);
-        if (k == 0 || !ft_agree_diff(&theirs, name, &first, "rank 0", why, sizeof why))
+        ft_agree *into = k == 0 ? &first : &theirs;
+        memcpy(into, ft_xchg_bytes_of(&d->x, k), sizeof *into);
+        if (k > 0 && ft_xchg_head_of(&d->x, k).n != n) {   /* another build */
+            snprintf(why, sizeof why, "its message holds %d words, this rank's %d (the same "
+                     "fox-train on every rank?)", ft_xchg_head_of(&d->x, k).n, n);
+        } else if (k == 0 || !ft_agree_diff(&theirs, name, &first, "rank 0", why, sizeof why)) {
             continue;
+        }
         differ++;
+        lowest = lowest < 0 ? k : lowest;
         if (d->r.index == 0)
             fprintf(stderr, "fox-train: rank 0 of %d (%s): rank %d's options differ from rank "
                     "0's: %s\n", d->r.count, d->host, k, why);
@@ -204,6 +216,10 @@ static int agree(dist_run *d)
     else if (ft_agree_diff(&mine, "this rank", &first, "rank 0", why, sizeof why))
         fprintf(stderr, "fox-train: rank %d of %d (%s): this rank's options differ from rank "
                 "0's: %s; stopping\n", d->r.index, d->r.count, d->host, why);
+    else
+        fprintf(stderr, "fox-train: rank %d of %d (%s): rank %d's options differ from rank "
+                "0's (see rank 0's output); stopping\n", d->r.index, d->r.count, d->host,
+                lowest);
     ft_team_break(&d->team, FT_EXIT_USAGE);
     return -1;
 }
@@ -496,17 +512,20 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
             fprintf(stderr, "fox-train: out of memory for the loss curve\n");
             goto team_out;
         }
-        /* A checkpoint rank 0 cannot write is found now, not after the
-         * run; the others learn it when the first exchange completes (at
-         * the second reporting point, or the first if it is full; stopping here
+        /* A checkpoint rank 0 cannot write, or a CSV it cannot open, is
+         * found now, not after the run; the others learn it at the ranks'
+         * first exchange (the options', before training; stopping here
          * would leave them waiting for rank 0 until --dist-timeout). */
         if (ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why)) {
             fprintf(stderr, "fox-train: rank 0 (%s): %s; stopping the run at the first "
                     "exchange\n", d->host, why);
             d->pending = FT_EXIT_USAGE;
         }
-        if (ft_losslog_open(&d->log, o.csv, d->mean, d->rc.start, d->rc.end))
-            goto team_out;
+        if (ft_losslog_open(&d->log, o.csv, d->mean, d->rc.start, d->rc.end)) {
+            fprintf(stderr, "fox-train: rank 0 (%s): stopping the run at the first exchange\n",
+                    d->host);
+            d->pending = FT_EXIT_FAILED;
+        }
         d->line_every = ft_status_period(o.progress_every, todo, d->log.tty);
     }
     /* Only rank 0 knows whether its stderr is a terminal, and the reporting

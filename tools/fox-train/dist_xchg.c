@@ -112,6 +112,11 @@ float ft_xchg_loss_of(const ft_xchg *x, int k, int32_t j)
     return v;
 }
 
+const unsigned char *ft_xchg_bytes_of(const ft_xchg *x, int k)
+{
+    return x->got + (size_t)k * x->stride + sizeof(ft_xchg_head);
+}
+
 int ft_xchg_first_failed(const ft_xchg *x)
 {
     for (int k = 0; k < x->world; k++)

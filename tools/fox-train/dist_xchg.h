@@ -66,6 +66,8 @@ CUevent ft_xchg_done(const ft_xchg *x);
 /* After that event: rank k's head and losses. */
 ft_xchg_head ft_xchg_head_of(const ft_xchg *x, int k);
 float ft_xchg_loss_of(const ft_xchg *x, int k, int32_t j);
+/* The same n losses as bytes (a message that carries other data). */
+const unsigned char *ft_xchg_bytes_of(const ft_xchg *x, int k);
 /* The first rank with a non-zero status, or -1. */
 int ft_xchg_first_failed(const ft_xchg *x);
 void ft_xchg_close(ft_xchg *x);
