@@ -86,7 +86,7 @@ static char dog_what[1024];
  * aborted, which is what the launcher's ending of the other ranks does. */
 static void on_fire(const char *what)
 {
-    dog_fired++;
+    __atomic_fetch_add(&dog_fired, 1, __ATOMIC_RELAXED);   /* the watchdogs are threads */
     printf("  WATCHDOG: %s\n", what);
     snprintf(dog_what, sizeof dog_what, "%s", what);
     pthread_mutex_lock(&the_world.mu);

@@ -372,7 +372,7 @@ static CUresult m_priority_range(int *least, int *greatest)
 }
 static CUresult m_stream_create_priority(CUstream *s, unsigned flags, int priority)
 {
-    side_priority = priority;
+    __atomic_store_n(&side_priority, priority, __ATOMIC_RELAXED);   /* ranks are threads */
     return m_stream_create(s, flags);
 }
 static CUresult m_stream_destroy(CUstream s) { (void)s; return CUDA_SUCCESS; }
@@ -417,7 +417,7 @@ static foxjit_status e_cfc_forward(foxjit_runtime *rt, const foxjit_cfc_args *a,
 {
     stream_runs(s);
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);   /* ranks are threads */
     int I = a->n_in, Hd = a->n_hid;
     double *w_in = dup_d(a->w_in, (size_t)Hd * I), *w_rec = dup_d(a->w_rec, (size_t)Hd * Hd);
     double *bias = dup_d(a->bias, Hd), *tau = dup_d(a->tau, Hd);
@@ -440,7 +440,7 @@ static foxjit_status e_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a
 {
     stream_runs(s);
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     int I = a->n_in, Hd = a->n_hid;
     double *w_in = dup_d(a->w_in, (size_t)Hd * I), *w_rec = dup_d(a->w_rec, (size_t)Hd * Hd);
     double *tau = dup_d(a->tau, Hd), *bias = dup_d(a->bias, Hd);
@@ -521,7 +521,7 @@ static foxjit_status e_heads_forward(foxjit_runtime *rt, const foxjit_heads_args
 {
     stream_runs(s);
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     heads_d h;
     heads_load(a, &h);
     double x[512], z[16];
@@ -621,7 +621,7 @@ static foxjit_status e_cfc_seq_forward(foxjit_runtime *rt, const foxjit_cfc_seq_
                                        CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("cfc_seq_forward", s, NULL, 0, 0);
     pr_cfc p;
     cfc_seq_load(a, &p);
@@ -643,7 +643,7 @@ static foxjit_status e_cfc_seq_backward(foxjit_runtime *rt, const foxjit_cfc_seq
                                         CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("cfc_seq_backward", s, NULL, 0, 0);
     const int I = a->n_in, Hd = a->n_hid;
     if (!a->work || a->work_bytes < cfc_seq_ws(a->batch, a->k, Hd))
@@ -710,7 +710,7 @@ static foxjit_status e_heads_seq_forward(foxjit_runtime *rt, const foxjit_heads_
                                          CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add(a->steps > 1 ? "heads_seq_forward" : "heads_seq_forward (pooled)", s, NULL, 0, 0);
     heads_d h;
     heads_seq_load(a, &h);
@@ -731,7 +731,7 @@ static foxjit_status e_heads_seq_backward(foxjit_runtime *rt, const foxjit_heads
                                           CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add(a->steps > 1 ? "heads_seq_backward" : "heads_seq_backward (pooled)", s, NULL, a->work, a->dw1);
     if (!a->work || a->work_bytes < heads_seq_ws(a->batch, a->steps, a->e, a->h))
         fail_msg("heads_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
@@ -830,7 +830,7 @@ static foxjit_status e_heads_seq_backward_saved(foxjit_runtime *rt,
 static foxjit_status e_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("vsn_forward", s, NULL, 0, 0);
     int F = a->f;
     double *w = dup_d(a->w, (size_t)F * F), *bias = dup_d(a->bias, F);
@@ -849,7 +849,7 @@ static foxjit_status e_vsn_backward(foxjit_runtime *rt, const foxjit_vsn_args *a
 {
     stream_runs(s);
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     int F = a->f;
     double *w = dup_d(a->w, (size_t)F * F), *bias = dup_d(a->bias, F);
     pr_vsn p = {F, w, bias};
@@ -886,7 +886,7 @@ static foxjit_status e_vsn_seq_backward(foxjit_runtime *rt, const foxjit_vsn_seq
                                         CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("vsn_seq_backward", s, NULL, 0, 0);
     if (!a->work || a->work_bytes < vsn_seq_ws(a->batch, a->t, a->f))
         fail_msg("vsn_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
@@ -913,7 +913,7 @@ static foxjit_status e_attn_forward(foxjit_runtime *rt, const foxjit_attn_pool_a
                                     CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("attn_pool_forward", s, NULL, 0, 0);
     size_t T = a->t, D = a->d;
     double *q = dup_d(a->q, D), pooled[512];
@@ -931,7 +931,7 @@ static foxjit_status e_attn_backward(foxjit_runtime *rt, const foxjit_attn_pool_
                                      CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("attn_pool_backward", s, NULL, 0, 0);
     size_t T = a->t, D = a->d;
     double *q = dup_d(a->q, D), dp[512], dq[512];
@@ -953,7 +953,7 @@ static foxjit_status e_reduce(foxjit_runtime *rt, CUdeviceptr x, int64_t rows, i
                               CUdeviceptr out, CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("reduce_axis0", s, NULL, 0, 0);
     for (int64_t c = 0; c < cols; c++) {
         double sum = 0;
@@ -964,18 +964,26 @@ static foxjit_status e_reduce(foxjit_runtime *rt, CUdeviceptr x, int64_t rows, i
     return FOXJIT_OK;
 }
 
-static foxjit_status e_bce(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y, int64_t n,
-                           CUdeviceptr loss, int acc, CUdeviceptr dz, CUstream s)
+/* The BCE both forms compute (the wide one's float64 reference is the
+ * narrow one's result). */
+static void bce_compute(CUdeviceptr z, CUdeviceptr y, int64_t n, CUdeviceptr loss, int acc,
+                        CUdeviceptr dz)
 {
-    (void)rt, (void)s;
-    calls++;
-    trace_add("bce_with_logits", s, NULL, 0, 0);
     double *zd = dup_d(z, (size_t)n), *yd = dup_d(y, (size_t)n), *g = malloc((size_t)n * 8);
     double mean = pr_bce(zd, yd, (size_t)n, g);
     HP(loss)[0] = acc ? HP(loss)[0] + (float)mean : (float)mean;
     if (dz)
         store(HP(dz), g, (size_t)n, 0);
     free(zd), free(yd), free(g);
+}
+
+static foxjit_status e_bce(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y, int64_t n,
+                           CUdeviceptr loss, int acc, CUdeviceptr dz, CUstream s)
+{
+    (void)rt;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
+    trace_add("bce_with_logits", s, NULL, 0, 0);
+    bce_compute(z, y, n, loss, acc, dz);
     return FOXJIT_OK;
 }
 
@@ -1004,18 +1012,17 @@ static foxjit_status e_bce_wide(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y
         return FOXJIT_ERROR_WORKSPACE_TOO_SMALL;
     /* The emulated ops are float64 references: the same result as the
      * narrow form, which the reference-model tests compare against. */
-    const int was_tracing = tracing;
-    tracing = 0;
-    foxjit_status st = e_bce(rt, z, y, n, loss, acc, dz, s);
-    tracing = was_tracing;
+    (void)rt;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("bce_with_logits_wide", s, NULL, ws, 0);
-    return st;
+    bce_compute(z, y, n, loss, acc, dz);
+    return FOXJIT_OK;
 }
 
 static foxjit_status e_adamw(foxjit_runtime *rt, const foxjit_adamw_args *a, CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("adamw", s, NULL, 0, 0);
     int t = *(int *)(uintptr_t)a->step;
     double bc1 = 1 - pow(a->beta1, t), bc2 = 1 - pow(a->beta2, t);
@@ -1033,7 +1040,7 @@ static foxjit_status e_adamw(foxjit_runtime *rt, const foxjit_adamw_args *a, CUs
 static foxjit_status e_increment(foxjit_runtime *rt, CUdeviceptr step, CUstream s)
 {
     (void)rt, (void)s;
-    calls++;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     trace_add("increment_step", s, NULL, 0, 0);
     (*(int *)(uintptr_t)step)++;
     return FOXJIT_OK;
