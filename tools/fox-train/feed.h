@@ -72,6 +72,9 @@ typedef struct ft_feed {
     int *perm;                    /* the orders of the sequences of epochs perm_epoch, ...
                                      (epochs_per_unit of them); the packer's */
     int64_t perm_epoch;           /* (-1: none yet) */
+    int *next_perm;               /* the next epochs' orders, made ahead by the packer
+                                     while it waits (NULL: an epoch is one unit) */
+    int64_t next_epoch;           /* their first epoch (-1: none) */
     CUstream copy;                /* the uploads */
     int64_t current;              /* the unit the training stream reads (-1: none yet) */
     int64_t requested;            /* the last unit asked of the packer (-1: none) */
