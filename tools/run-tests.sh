@@ -7,6 +7,8 @@
 # Then, when no arguments were given (or FOXJIT_EXTRA_CHECKS=1; =0 turns
 # them off), the reliability checks of docs/reliability.md:
 #   - an ASan+UBSan build (build-asan) running the unit and compile suites;
+#   - a ThreadSanitizer build (build-tsan) running the trainer's threaded
+#     host tests (train_model_host, _multi_host, _dist_host, _ring_host);
 #   - valgrind memcheck over the unit suite of the normal build;
 #   - the libFuzzer targets, FOXJIT_FUZZ_SECONDS (60) each, built with clang
 #     in build-fuzz (tests/fuzz/run-fuzzers.sh).
@@ -59,6 +61,35 @@ if [ "$extra" = 1 ]; then
         fi
     else
         notes="$notes asan:skipped:no sanitizer runtime (apt-get install gcc libasan8 libubsan1)"
+    fi
+
+    echo "=== ThreadSanitizer build: the trainer's threaded host tests"
+    # The data-parallel trainers run a thread per rank, the feed a packer
+    # with helpers, the emulated driver and NCCL a world shared by them.
+    if echo 'int main(void){return 0;}' | cc -fsanitize=thread -x c - \
+           -o /tmp/foxjit-tsan-probe 2>/dev/null; then
+        rm -f /tmp/foxjit-tsan-probe
+        [ -f build-tsan/build.ninja ] ||
+            meson setup build-tsan -Dtoolkit="$cuda" -Db_sanitize=thread \
+                -Db_lundef=false >/dev/null
+        rm -f build-tsan/meson-logs/testlog.json
+        tsan_tests="train_model_host train_multi_host train_dist_host train_ring_host"
+        tsan_targets=""
+        for t in $tsan_tests; do tsan_targets="$tsan_targets tests/unit_$t"; done
+        if ninja -C build-tsan $tsan_targets > build-tsan/ninja.log 2>&1; then
+            # ThreadSanitizer runs them 5-10x slower (about 2 minutes in all
+            # on 2 cores), hence the longer timeouts.
+            TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+                meson test -C build-tsan --no-rebuild --print-errorlogs --suite unit \
+                    --timeout-multiplier 5 $tsan_tests || rc=1
+            logs="$logs build-tsan/meson-logs/testlog.json"
+        else
+            tail -n 40 build-tsan/ninja.log
+            notes="$notes tsan-build:failed:the ThreadSanitizer build failed (ninja -C build-tsan)"
+            rc=1
+        fi
+    else
+        notes="$notes tsan:skipped:no ThreadSanitizer runtime (apt-get install gcc libtsan2)"
     fi
 
     echo "=== valgrind memcheck: unit suite"
@@ -116,7 +147,7 @@ for path in sys.argv[1:]:
         if line:
             r = json.loads(line)
             counts[r.get("result", "ERROR")] = counts.get(r.get("result", "ERROR"), 0) + 1
-            if "valgrind" not in path and "build-asan" not in path:
+            if "valgrind" not in path and "build-asan" not in path and "build-tsan" not in path:
                 gather(r.get("stdout"))
 passed = counts["OK"] + counts["EXPECTEDFAIL"]
 failed = counts["FAIL"] + counts["TIMEOUT"] + counts["ERROR"] + counts["UNEXPECTEDPASS"]
