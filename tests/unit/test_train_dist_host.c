@@ -356,6 +356,36 @@ static void test_options_must_agree(void **state)
     assert_non_null(strstr(out, "rank 0 stopped the run"));
 }
 
+/* A --resume file missing on one rank's host: that rank still joins and
+ * stops every rank at the first exchange (it used to leave them waiting
+ * until --dist-timeout, and the watchdog would fire here). */
+static void resume_missing_on_rank_1(int rank, ft_options *o)
+{
+    if (rank == 1)
+        o->resume = "/nonexistent-dir/run.ckpt";
+}
+
+static void test_resume_missing_on_one_rank(void **state)
+{
+    (void)state;
+    char out[8192];
+    fd_capture cap;
+    int rcs[2];
+    dist_allreduces = 0;
+    edit_options = resume_missing_on_rank_1;
+    fd_capture_begin(&cap, 2);
+    run_dist(2, rcs, COMMON, "--steps", "7", NULL);
+    fd_capture_end(&cap, out, sizeof out);
+    edit_options = NULL;
+    printf("%s", out);
+    assert_int_not_equal(rcs[1], FT_EXIT_OK);
+    assert_int_equal(rcs[0], rcs[1]);
+    assert_int_equal(dist_allreduces, 0);
+    assert_non_null(strstr(out, "/nonexistent-dir/run.ckpt"));
+    assert_non_null(strstr(out, "rank 1 of 2 ("));
+    assert_non_null(strstr(out, "rank 1 stopped the run"));
+}
+
 /* A resumed run: the parameters and AdamW's moments all count. */
 static void test_agree_resumed_state(void **state)
 {
@@ -467,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_batch_per_rank),
         cmocka_unit_test(test_options_must_agree),
         cmocka_unit_test(test_agree_resumed_state),
+        cmocka_unit_test(test_resume_missing_on_one_rank),
         cmocka_unit_test(test_failures_end_every_rank),
     };
     return cmocka_run_group_tests_name("train_dist_host", tests, dist_setup, NULL);

@@ -481,15 +481,24 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
         goto out;
     }
     rc = ft_run_config_make(&d->rc, &o);
-    if (rc != FT_EXIT_OK)
-        goto out;
+    if (rc != FT_EXIT_OK) {
+        /* A --resume this host cannot read (a file missing on one host of
+         * many): said above. This rank still joins the others and stops
+         * them at the first exchange, where leaving would have them wait
+         * for it until --dist-timeout. */
+        fprintf(stderr, "fox-train: rank %d of %d (%s): stopping the run at the first "
+                "exchange\n", de->rank, de->world, d->host);
+        ft_run_config_free(&d->rc);
+        memset(&d->rc, 0, sizeof d->rc);
+        d->pending = rc;
+    }
     rc = FT_EXIT_FAILED;
     const ft_ckpt_meta *cfg = &d->rc.cfg;
     d->batch_per_rank = cfg->dims.batch / de->world;
     d->hp = (ft_hparams){cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay};
     const int64_t todo = d->rc.end - d->rc.start;
     double t0 = ft_now_s();
-    if (ft_data_generate_run(&d->train, &d->heldout, cfg))
+    if (!d->pending && ft_data_generate_run(&d->train, &d->heldout, cfg))
         goto out;
     d->t_data = ft_now_s() - t0;
     if (ft_team_init(&d->team, 1)) {
