@@ -125,15 +125,12 @@ static void *rank_thread(void *arg)
 
 /* `world` ranks of fox-train --dist <args>; returns rank 0's exit status
  * and every rank's in rcs. */
-static int run_dist(int world, int *rcs, const char *first, ...)
+static int run_dist_v(int world, int *rcs, const char *first, va_list ap)
 {
     char *argv[48] = {"fox-train", "--dist", "--dist-timeout", "120", (char *)first};
     int argc = 5;
-    va_list ap;
-    va_start(ap, first);
     for (char *a; (a = va_arg(ap, char *)) && argc < 47;)
         argv[argc++] = a;
-    va_end(ap);
     rank_job jobs[MAX_RANKS];
     pthread_t tid[MAX_RANKS];
     char why[512];
@@ -159,6 +156,34 @@ static int run_dist(int world, int *rcs, const char *first, ...)
     if (!dog_expected)
         assert_int_equal(dog_fired, 0);
     return jobs[0].rc;
+}
+
+static int run_dist(int world, int *rcs, const char *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    int rc = run_dist_v(world, rcs, first, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* run_dist with each rank's options edited by `edit` (NULL: none), its
+ * stderr into out (and echoed), and dist_allreduces counted from 0. */
+static int run_dist_said(char *out, size_t len, void (*edit)(int, ft_options *), int world,
+                         int *rcs, const char *first, ...)
+{
+    fd_capture cap;
+    va_list ap;
+    dist_allreduces = 0;
+    edit_options = edit;
+    fd_capture_begin(&cap, 2);
+    va_start(ap, first);
+    int rc = run_dist_v(world, rcs, first, ap);
+    va_end(ap);
+    fd_capture_end(&cap, out, len);
+    edit_options = NULL;
+    printf("%s", out);
+    return rc;
 }
 
 static void assert_same_curve_files(const char *what, const char *a, const char *b, int n)
@@ -308,15 +333,8 @@ static void test_options_must_agree(void **state)
 {
     (void)state;
     char out[8192];
-    fd_capture cap;
     int rcs[4];
-    dist_allreduces = 0;
-    edit_options = progress_7_on_rank_1;
-    fd_capture_begin(&cap, 2);
-    run_dist(2, rcs, COMMON, "--steps", "7", NULL);
-    fd_capture_end(&cap, out, sizeof out);
-    edit_options = NULL;
-    printf("%s", out);
+    run_dist_said(out, sizeof out, progress_7_on_rank_1, 2, rcs, COMMON, "--steps", "7", NULL);
     assert_int_equal(rcs[0], FT_EXIT_USAGE);
     assert_int_equal(rcs[1], FT_EXIT_USAGE);
     assert_int_equal(dist_allreduces, 0);   /* no step, not even the first all-reduce */
@@ -327,12 +345,7 @@ static void test_options_must_agree(void **state)
     assert_non_null(strstr(out, "must be started with the same options"));
     /* A float option must be the same bits: the last place of --lr on one
      * rank of four. */
-    edit_options = lr_nudged_on_rank_2;
-    fd_capture_begin(&cap, 2);
-    run_dist(4, rcs, COMMON, "--steps", "7", NULL);
-    fd_capture_end(&cap, out, sizeof out);
-    edit_options = NULL;
-    printf("%s", out);
+    run_dist_said(out, sizeof out, lr_nudged_on_rank_2, 4, rcs, COMMON, "--steps", "7", NULL);
     for (int k = 0; k < 4; k++)
         assert_int_equal(rcs[k], FT_EXIT_USAGE);
     assert_non_null(strstr(out, "rank 2's options differ from rank 0's: --lr is 0.00300000026 "
@@ -344,11 +357,8 @@ static void test_options_must_agree(void **state)
                                 "stopping"));
     /* A CSV rank 0 cannot open stops every rank at that first exchange,
      * before any step, instead of leaving them until --dist-timeout. */
-    dist_allreduces = 0;
-    fd_capture_begin(&cap, 2);
-    run_dist(2, rcs, COMMON, "--steps", "7", "--csv", "/nonexistent-dir/c.csv", NULL);
-    fd_capture_end(&cap, out, sizeof out);
-    printf("%s", out);
+    run_dist_said(out, sizeof out, NULL, 2, rcs, COMMON, "--steps", "7", "--csv",
+                  "/nonexistent-dir/c.csv", NULL);
     assert_int_equal(rcs[0], FT_EXIT_FAILED);
     assert_int_equal(rcs[1], FT_EXIT_FAILED);
     assert_int_equal(dist_allreduces, 0);
@@ -369,15 +379,9 @@ static void test_resume_missing_on_one_rank(void **state)
 {
     (void)state;
     char out[8192];
-    fd_capture cap;
     int rcs[2];
-    dist_allreduces = 0;
-    edit_options = resume_missing_on_rank_1;
-    fd_capture_begin(&cap, 2);
-    run_dist(2, rcs, COMMON, "--steps", "7", NULL);
-    fd_capture_end(&cap, out, sizeof out);
-    edit_options = NULL;
-    printf("%s", out);
+    run_dist_said(out, sizeof out, resume_missing_on_rank_1, 2, rcs, COMMON, "--steps", "7",
+                  NULL);
     assert_int_not_equal(rcs[1], FT_EXIT_OK);
     assert_int_equal(rcs[0], rcs[1]);
     assert_int_equal(dist_allreduces, 0);

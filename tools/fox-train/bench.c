@@ -84,11 +84,28 @@ done:
  * epoch of warm-up (the first, packed cold), then samples of at least two
  * epochs (whole units of epochs when an epoch is short, feed.h). Continues
  * from *index, which must be where a unit starts. */
+int ft_bench_loop_steps(ft_feed *feed, ft_stepper *st, float *loss_host, ft_pacer *pacer,
+                        int progress_every, int n, int64_t *index, CUstream s)
+{
+    const ft_cuda *cu = feed->cu;
+    const ft_model *m = st->model;
+    int64_t upto = 0;
+    for (int i = 1; i <= n; i++, (*index)++) {
+        if (ft_feed_batch(feed, *index, m->batch_in, s) || ft_stepper_run(st) ||
+            ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_host, m->loss, 4, s),
+                        "cuMemcpyDtoHAsync (loss)"))
+            return -1;
+        int all = ft_ring_full(i, upto);
+        if (i < n && (all || i % progress_every == 0) && ft_pacer_point(pacer, i, all, &upto))
+            return -1;
+    }
+    return 0;
+}
+
 static double time_loop(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_host,
                         const ft_options *o, int64_t *index)
 {
     const ft_cuda *cu = &e->cu;
-    ft_model *m = st->model;
     /* An epoch, or the whole epochs of a unit when an epoch is short. */
     const int bpe = feed->epochs_per_unit * feed->batches_per_epoch;
     const int steps = o->bench_steps > 2 * bpe ? o->bench_steps : 2 * bpe;
@@ -104,19 +121,10 @@ static double time_loop(ft_env *e, ft_stepper *st, ft_feed *feed, float *loss_ho
     feed->prefetch = 1;
     for (int s = -1; s < SAMPLES; s++) {
         int n = s < 0 ? bpe : steps;
-        int64_t upto = 0;
-        if (ft_cu_check(cu, cu->cuEventRecord(start, e->stream), "cuEventRecord"))
+        if (ft_cu_check(cu, cu->cuEventRecord(start, e->stream), "cuEventRecord") ||
+            ft_bench_loop_steps(feed, st, loss_host, &pacer, o->progress_every, n, index,
+                                e->stream))
             goto done;
-        for (int i = 1; i <= n; i++, (*index)++) {
-            if (ft_feed_batch(feed, *index, m->batch_in, e->stream) || ft_stepper_run(st) ||
-                ft_cu_check(cu, cu->cuMemcpyDtoHAsync(loss_host, m->loss, 4, e->stream),
-                            "cuMemcpyDtoHAsync (loss)"))
-                goto done;
-            int all = ft_ring_full(i, upto);
-            if (i < n && (all || i % o->progress_every == 0) &&
-                ft_pacer_point(&pacer, i, all, &upto))
-                goto done;
-        }
         float ms = 0;
         if (elapsed_ms(cu, start, stop, e->stream, &ms))
             goto done;

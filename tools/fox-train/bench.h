@@ -8,8 +8,13 @@
 #ifndef FT_BENCH_H
 #define FT_BENCH_H
 
+#include <stdint.h>
+
 #include "args.h"
 #include "env.h"
+#include "feed.h"
+#include "pacer.h"
+#include "stepper.h"
 
 /* The longest epoch a loop figure goes through, in batches: at B = 1
  * that is 4096 + 5 x 8192 steps, some 6 s on an H200. */
@@ -22,5 +27,16 @@ int ft_bench(ft_env *e, const ft_options *o);
  * (the figure goes through 3 to 11 epochs, so its time grows with the
  * epoch's length). Shared with --bench --gpus N (dp_bench.c). */
 int ft_bench_sequences(const ft_options *o, int batch);
+
+/* The loop figure's sample, both benches': enqueues n graph-replayed steps
+ * as a run takes them, from *index (advanced) through the units the feed
+ * packs ahead, each step's loss copied to loss_host, with a reporting
+ * point every progress_every steps that waits (through pacer) for the
+ * steps up to the previous one, and a wait for everything whenever half a
+ * loss ring would be unwritten. The caller times it and waits for the
+ * rest. Returns 0, or -1 after the failing call said why (or a wait gave
+ * up silently). */
+int ft_bench_loop_steps(ft_feed *feed, ft_stepper *st, float *loss_host, ft_pacer *pacer,
+                        int progress_every, int n, int64_t *index, CUstream s);
 
 #endif

@@ -64,6 +64,25 @@ static int wait_for_ranks(dist_run *d, CUevent ev, const char *what)
     return rc;
 }
 
+/* Collective: enqueues the exchange `what` of head and of head->n words
+ * of the ring from slot `from` on (ft_xchg_post), under the watchdog:
+ * queuing can block, behind the steps queued before it (a full launch
+ * queue waits for the peers' all-reduces) or, for the communicator's
+ * first collective, while NCCL sets up its connections with the peers. */
+static int post(dist_run *d, const ft_xchg_head *head, int64_t from, const char *what)
+{
+    ft_watchdog_arm(d->dog, d->o->dist_timeout, "rank %d of %d (%s, GPU %d): %s could not be "
+                    "queued within %d s (it waits for what is queued before it): another rank "
+                    "has stopped (see its output) or is stuck; giving up (--dist-timeout sets "
+                    "the wait)", d->r.index, d->r.count, d->host, d->r.ordinal, what,
+                    d->o->dist_timeout);
+    int rc = ft_xchg_post(&d->x, head, d->ring, from, head->n);
+    ft_watchdog_disarm(d->dog);
+    if (rc)
+        ft_rank_fail(&d->r, "%s could not be enqueued", what);
+    return rc ? -1 : 0;
+}
+
 /* ---- set-up ------------------------------------------------------------------- */
 
 static int form_comm(dist_run *d)
@@ -172,20 +191,8 @@ static int agree(dist_run *d)
     const int32_t n = (int32_t)(sizeof mine / sizeof(float));
     memcpy(d->ring, &mine, sizeof mine);
     ft_xchg_head head = {.status = d->pending, .n = n};
-    /* The communicator's first collective: NCCL may set up its
-     * connections as it is queued, waiting for the peers. */
-    ft_watchdog_arm(d->dog, d->o->dist_timeout, "rank %d of %d (%s, GPU %d): the ranks' "
-                    "exchange of their options could not be queued within %d s: another rank "
-                    "has stopped (see its output) or is stuck; giving up (--dist-timeout sets "
-                    "the wait)", d->r.index, d->r.count, d->host, d->r.ordinal,
-                    d->o->dist_timeout);
-    int posted = ft_xchg_post(&d->x, &head, d->ring, 0, n);
-    ft_watchdog_disarm(d->dog);
-    if (posted) {
-        ft_rank_fail(&d->r, "the exchange of the ranks' options could not be enqueued");
-        return -1;
-    }
-    if (wait_for_ranks(d, ft_xchg_done(&d->x), "the ranks' exchange of their options") ||
+    if (post(d, &head, 0, "the ranks' exchange of their options") ||
+        wait_for_ranks(d, ft_xchg_done(&d->x), "the ranks' exchange of their options") ||
         check_statuses(d))
         return -1;
     int differ = 0, lowest = -1;
@@ -240,24 +247,15 @@ static int check_statuses(dist_run *d)
 }
 
 /* Collective: enqueues the exchange of this rank's status and of its
- * losses of steps [gathered, done), which the steps queued before write.
- * Queuing it can block behind those steps (a full launch queue), which
- * wait for the peers' all-reduces: under the watchdog, as queuing a step. */
+ * losses of steps [gathered, done), which the steps queued before write. */
 static int post_losses(dist_run *d, int64_t done)
 {
     ft_xchg_head mine = {.status = d->pending, .n = (int32_t)(done - d->gathered)};
-    ft_watchdog_arm(d->dog, d->o->dist_timeout, "rank %d of %d (%s, GPU %d): the exchange of "
-                    "the losses up to step %lld could not be queued within %d s (it waits for "
-                    "the all-reduces queued before it): another rank has stopped (see its "
-                    "output) or is stuck; giving up (--dist-timeout sets the wait)",
-                    d->r.index, d->r.count, d->host, d->r.ordinal,
-                    (long long)(d->rc.start + done), d->o->dist_timeout);
-    int rc = ft_xchg_post(&d->x, &mine, d->ring, d->gathered, mine.n);
-    ft_watchdog_disarm(d->dog);
-    if (rc) {
-        ft_rank_fail(&d->r, "the exchange of the losses could not be enqueued");
+    char what[96];
+    snprintf(what, sizeof what, "the exchange of the losses up to step %lld",
+             (long long)(d->rc.start + done));
+    if (post(d, &mine, d->gathered, what))
         return -1;
-    }
     d->posted = done, d->in_flight = 1;
     return 0;
 }
@@ -394,11 +392,8 @@ static int check_replicas(dist_run *d)
     }
     ft_xchg_head mine = {.status = d->pending, .hash = XXH64(params, n * sizeof(float), 0)};
     free(params);
-    if (ft_xchg_post(&d->x, &mine, d->ring, 0, 0)) {
-        ft_rank_fail(&d->r, "the exchange of the parameter hashes could not be enqueued");
-        return -1;
-    }
-    if (wait_for_ranks(d, ft_xchg_done(&d->x), "the exchange of the parameter hashes") ||
+    if (post(d, &mine, 0, "the exchange of the parameter hashes") ||
+        wait_for_ranks(d, ft_xchg_done(&d->x), "the exchange of the parameter hashes") ||
         check_statuses(d))
         return -1;
     uint64_t want = ft_xchg_head_of(&d->x, 0).hash;

@@ -104,17 +104,16 @@ ft_xchg_head ft_xchg_head_of(const ft_xchg *x, int k)
     return h;
 }
 
-float ft_xchg_loss_of(const ft_xchg *x, int k, int32_t j)
-{
-    float v;
-    memcpy(&v, x->got + (size_t)k * x->stride + sizeof(ft_xchg_head) + (size_t)j * sizeof v,
-           sizeof v);
-    return v;
-}
-
 const unsigned char *ft_xchg_bytes_of(const ft_xchg *x, int k)
 {
     return x->got + (size_t)k * x->stride + sizeof(ft_xchg_head);
+}
+
+float ft_xchg_loss_of(const ft_xchg *x, int k, int32_t j)
+{
+    float v;
+    memcpy(&v, ft_xchg_bytes_of(x, k) + (size_t)j * sizeof v, sizeof v);
+    return v;
 }
 
 int ft_xchg_first_failed(const ft_xchg *x)

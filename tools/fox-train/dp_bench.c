@@ -7,7 +7,6 @@
 #include "bench.h"
 #include "data.h"
 #include "feed.h"
-#include "losslog.h"
 #include "model.h"
 #include "pacer.h"
 #include "params.h"
@@ -192,31 +191,17 @@ failed:
     return -1;
 }
 
-/* n steps as a run takes them (bench.c's loop figure): from *index, which
- * is at an epoch's start, through the epochs the feed packs ahead, with a
- * reporting point every --progress steps that waits for the steps up to
- * the previous one, and a wait for everything whenever half a loss ring
- * would be unwritten (pacer.h). Its ms per step into *ms. */
+/* n steps as a run takes them (bench.c's loop figure, ft_bench_loop_steps)
+ * from *index, where a unit starts; its ms per step into *ms. */
 static int run_loop(brank *b, bench_run *x, int n, int64_t *index, double *ms)
 {
-    const ft_options *o = b->sh->o;
     ft_rank *r = &b->r;
     const ft_cuda *cu = &r->env.cu;
     CUstream s = r->env.stream;
-    int64_t upto = 0;
-    if (ft_cu_check(cu, cu->cuEventRecord(x->start, s), "cuEventRecord"))
-        goto failed;
-    for (int i = 1; i <= n; i++, (*index)++) {
-        if (ft_feed_batch(&x->feed, *index, x->model.batch_in, s) ||
-            ft_stepper_run(&x->graph) ||
-            ft_cu_check(cu, cu->cuMemcpyDtoHAsync(x->loss_host, x->model.loss, 4, s),
-                        "cuMemcpyDtoHAsync (loss)"))
-            goto failed;
-        int all = ft_ring_full(i, upto);
-        if (i < n && (all || i % o->progress_every == 0) &&
-            ft_pacer_point(&x->pacer, i, all, &upto))
-            goto failed;   /* it said why, or a peer's failure ended the wait */
-    }
+    if (ft_cu_check(cu, cu->cuEventRecord(x->start, s), "cuEventRecord") ||
+        ft_bench_loop_steps(&x->feed, &x->graph, x->loss_host, &x->pacer,
+                            b->sh->o->progress_every, n, index, s))
+        goto failed;   /* it said why, or a peer's failure ended a wait */
     if (ft_cu_check(cu, cu->cuEventRecord(x->stop, s), "cuEventRecord"))
         goto failed;
     if (ft_rank_wait(r))
