@@ -1,7 +1,7 @@
 #!/bin/bash
 # The multi-GPU checks of a build on a host with 2 GPUs, in one command of a
-# few minutes (issue 7). Used on the lent 2 x H200 machine with a build made
-# elsewhere, like tools/gpu-check.sh:
+# few minutes (issues 7 and 18). Used on the lent 2 x H200 machine with a
+# build made elsewhere, like tools/gpu-check.sh:
 #   tools/gpu-multi.sh BUILD_DIR OUT_DIR
 # It runs, each with a timeout and whatever failed before:
 #   1. nvidia-smi -L and topo -m (how the GPUs are linked); finds libnccl.so.2
@@ -10,24 +10,33 @@
 #   2. the gpu tests gpu_multi_context and gpu_trainer_multi_gpu, with the
 #      arguments and environment of BUILD_DIR/meson-info/intro-tests.json
 #      (build paths mapped onto BUILD_DIR), FOXJIT_REQUIRE_GPU=1;
-#   3. fox-train at --gpus 1 and --gpus 2 on the same global batch (--batch
-#      64: one GPU x 64 rows, or each of two GPUs x 32 rows of every batch),
+#   3. fox-train at --gpus 1 and --gpus N (N = FOXJIT_MULTI_GPUS, 2 unless
+#      told) on the same global batch (--batch 64: one GPU x 64 rows, or each
+#      of two GPUs x 32 rows of every batch),
 #      2000 graph-replayed steps each, then compares the loss curves (the
 #      test's tolerance on the first 50 steps, figures over all of them) and
-#      the held-out AUC; then the same run as two processes (--dist-local 2:
+#      the held-out AUC; then the same run as N processes (--dist-local N:
 #      one rank each, NCCL's bootstrap at NCCL_COMM_ID), whose loss curve
-#      must be bitwise that of --gpus 2 in one process (issue 18);
-#   4. fox-train --bench at --gpus 1 and --gpus 2 (--json): steps/s on 1 and
-#      2 GPUs and the scaling.
+#      must be bitwise that of --gpus N in one process (issue 18);
+#   4. fox-train --bench at --gpus 1 and --gpus N (--json): steps/s on 1 and
+#      N GPUs and the scaling.
 # Writes OUT_DIR/multi-summary.txt (printed last), multi.log (every command's
-# output), loss-1gpu.csv, loss-2gpu.csv, loss-2proc.csv, bench-1gpu.json,
-# bench-2gpu.json and multi-logs.tar.gz (per-step logs, a failed test's kept
-# files): 8 files.
+# output), loss-1gpu.csv, loss-Ngpu.csv, loss-Nproc.csv, bench-1gpu.json,
+# bench-Ngpu.json and multi-logs.tar.gz (per-step logs, a failed test's kept
+# files): 8 files (N = 2: loss-2gpu.csv, loss-2proc.csv, bench-2gpu.json).
+# A rehearsal on one GPU: FOXJIT_MULTI_GPUS=1 runs the same steps with one
+# rank through NCCL (--gpus 1 --nccl, --dist-local 1; loss-1gpu-nccl.csv,
+# loss-1proc.csv, bench-1gpu-nccl.json), so the script, the NCCL and --dist
+# paths and the summary are checked before a multi-GPU host is at hand; its
+# curves must all be bitwise equal.
 # Environment: NCCL_NVLS_ENABLE=0 is forced (NVLink multicast stays off);
 #   FOXJIT_MULTI_BUDGET   seconds for everything (default 450): each step's
 #                         timeout is cut so that the later ones keep 30 s each
 #   FOXJIT_MULTI_STEPS    training steps per run (default 2000)
-#   FOXJIT_MULTI_BATCH    global batch of the training runs (default 64)
+#   FOXJIT_MULTI_GPUS     N, the GPUs (and processes) of the data-parallel
+#                         runs (default 2; 1 rehearses on one GPU)
+#   FOXJIT_MULTI_BATCH    global batch of the training runs (default 64; a
+#                         multiple of N)
 #   FOXJIT_MULTI_BENCH_BATCHES  --bench-batches (default 64,256,512)
 #   FOXJIT_NCCL_LIBRARY   libnccl.so.2 to use (default: found as above)
 # Exit status: 0 when no test, run or check failed (a test that skips with
@@ -57,6 +66,21 @@ budget=${FOXJIT_MULTI_BUDGET:-450}
 steps=${FOXJIT_MULTI_STEPS:-2000}
 batch=${FOXJIT_MULTI_BATCH:-64}
 bench_batches=${FOXJIT_MULTI_BENCH_BATCHES:-64,256,512}
+world=${FOXJIT_MULTI_GPUS:-2}
+case $world in
+    '' | *[!0-9]* | 0*) echo "$0: FOXJIT_MULTI_GPUS must be a whole number of GPUs, 1 or more (got '$world')" >&2; exit 2 ;;
+esac
+case $batch in
+    '' | *[!0-9]* | 0*) echo "$0: FOXJIT_MULTI_BATCH must be a whole number, 1 or more (got '$batch')" >&2; exit 2 ;;
+esac
+if [ $((batch % world)) -ne 0 ]; then
+    echo "$0: FOXJIT_MULTI_BATCH=$batch does not split into $world equal shares (FOXJIT_MULTI_GPUS); give a multiple of $world" >&2
+    exit 2
+fi
+# The data-parallel runs: N GPUs, or a world of one through NCCL.
+dp=(--gpus "$world")
+dpname=${world}gpu   # their files: loss-$dpname.csv, bench-$dpname.json
+[ "$world" -eq 1 ] && dp+=(--nccl) && dpname=1gpu-nccl
 t_start=$(date +%s)
 deadline=$((t_start + budget))
 work=$(mktemp -d /tmp/foxjit-multi.XXXXXX)
@@ -116,7 +140,16 @@ step() {
 } > "$work/nvidia-smi.txt"
 cat "$work/nvidia-smi.txt" >> "$LOG"
 gpus=$(grep -c '^GPU [0-9]' "$work/nvidia-smi.txt")
-note "$gpus GPU(s); NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE; budget $budget s"
+note "$gpus GPU(s); N = $world (FOXJIT_MULTI_GPUS); NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE; budget $budget s"
+# Fewer GPUs than ranks: every data-parallel run would fail the same way.
+if [ "$gpus" -ge 1 ] && [ "$gpus" -lt "$world" ]; then
+    msg="gpu-multi: the runs need $world GPUs and this host shows $gpus (nvidia-smi -L); use a host with $world, or FOXJIT_MULTI_GPUS=1 to rehearse on one"
+    echo "$msg" | tee -a "$LOG" > "$OUT/multi-summary.txt"
+    rm -rf "$work"
+    echo
+    cat "$OUT/multi-summary.txt"
+    exit 1
+fi
 
 nccl_from="loader path"
 if [ -z "${FOXJIT_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
@@ -195,16 +228,16 @@ for t in "${tests[@]}"; do
     [ -n "$kept" ] && [ -d "$kept" ] && cp -r "$kept" "$work/$t-kept" 2>/dev/null
 done
 
-# --- 3. training on 1 and on 2 GPUs at the same global batch ---------------------------
+# --- 3. training on 1 and on N GPUs at the same global batch ---------------------------
 common=(--library "$lib" --cache-dir "$FOXJIT_CACHE_DIR" --batch "$batch" --steps "$steps"
         --lr 3e-3 --seed 1 --graph)
 step train-1gpu run 90 "$ft" "${common[@]}" --gpus 1 --csv "$OUT/loss-1gpu.csv"
-step train-2gpu run 90 "$ft" "${common[@]}" --gpus 2 --csv "$OUT/loss-2gpu.csv"
-step train-2proc run 90 "$ft" "${common[@]}" --dist-local 2 --csv "$OUT/loss-2proc.csv"
+step train-dp run 90 "$ft" "${common[@]}" "${dp[@]}" --csv "$OUT/loss-$dpname.csv"
+step train-dist run 90 "$ft" "${common[@]}" --dist-local "$world" --csv "$OUT/loss-${world}proc.csv"
 
 # --- 4. steps/s and scaling -----------------------------------------------------------
 bench=(--library "$lib" --cache-dir "$FOXJIT_CACHE_DIR" --bench --bench-batches "$bench_batches")
-step bench-2gpu run 120 "$ft" "${bench[@]}" --gpus 2 --json "$OUT/bench-2gpu.json"
+step bench-dp run 120 "$ft" "${bench[@]}" "${dp[@]}" --json "$OUT/bench-$dpname.json"
 step bench-1gpu run 90 "$ft" "${bench[@]}" --gpus 1 --json "$OUT/bench-1gpu.json"
 
 # --- summary ---------------------------------------------------------------------------
@@ -213,9 +246,12 @@ rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "unknown")
 summary=$OUT/multi-summary.txt
 if command -v python3 > /dev/null 2>&1; then
     GM_REV=$rev GM_ELAPSED=$elapsed GM_BUDGET=$budget GM_NCCL=$nccl_from \
-        python3 - "$work" "$OUT" "$steps" "$batch" > "$summary" 2>> "$LOG" <<'PY'
+        python3 - "$work" "$OUT" "$steps" "$batch" "$world" "$dpname" > "$summary" 2>> "$LOG" <<'PY'
 import csv, json, math, os, re, sys
-work, out, steps, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+work, out, steps, batch, W = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+DPN = sys.argv[6]   # the data-parallel runs' files: loss-DPN.csv, bench-DPN.json
+GW = "%d GPU%s" % (W, "" if W == 1 else "s")   # "2 GPUs"
+DPF = "--gpus %d%s" % (W, " --nccl" if W == 1 else "")
 rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(work, "results.tsv")) if l.strip()]
 res = {r[0]: r for r in rows}
 def text(name):
@@ -236,9 +272,9 @@ link = next((l.split()[2] for l in text("nvidia-smi.txt").splitlines()
 if link:
     print("  GPU0-GPU1 link (nvidia-smi topo -m): " + link)
 print("NCCL: " + env("GM_NCCL", ""))
-nccl_line = last(r"fox-train: (data parallel over [^\n]*)", text("train-2gpu.log"))
+nccl_line = last(r"fox-train: (data parallel over [^\n]*)", text("train-dp.log"))
 if nccl_line:
-    print("  fox-train --gpus 2: " + nccl_line)
+    print("  fox-train %s: %s" % (DPF, nccl_line))
 failed = 0
 def verdict_line(label, name, extra=""):
     global failed
@@ -277,11 +313,11 @@ def train_info(name):
     return d
 tr = {}
 for name, label in (("train-1gpu", "train 1 GPU  (B=%d)" % batch),
-                    ("train-2gpu", "train 2 GPUs (B=%d = 2 x %d)" % (batch, batch // 2))):
+                    ("train-dp", "train %s (B=%d = %d x %d)" % (GW, batch, W, batch // W))):
     d = tr[name] = train_info(name)
     if d.get("ms"):
         extra = "%s ms/step = %.0f steps/s; loss %s -> %s" % (d["ms"], 1e3 / float(d["ms"]), d["loss0"], d["loss1"])
-        if name == "train-2gpu":
+        if name == "train-dp":
             extra += "; replicas " + ("identical" if d["replicas"] else "NOT CHECKED")
     else:
         extra = (d.get("why") or "")[:110]
@@ -293,11 +329,11 @@ def curve(path):
             return [(int(r["step"]), float(r["loss"]), r["loss_bits"]) for r in csv.DictReader(f)]
     except (OSError, ValueError, KeyError):
         return []
-a, b = curve(os.path.join(out, "loss-1gpu.csv")), curve(os.path.join(out, "loss-2gpu.csv"))
+a, b = curve(os.path.join(out, "loss-1gpu.csv")), curve(os.path.join(out, "loss-%s.csv" % DPN))
 if not a or not b:
     failed += 1
-    print("%-34s %-8s %s" % ("loss curves 1 vs 2 GPUs", "FAIL" if (res.get("train-1gpu") and res.get("train-2gpu")) else "NOT RUN",
-          "no curve (1 GPU: %d steps, 2 GPUs: %d steps)" % (len(a), len(b))))
+    print("%-34s %-8s %s" % ("loss curves 1 GPU vs " + DPF, "FAIL" if (res.get("train-1gpu") and res.get("train-dp")) else "NOT RUN",
+          "no curve (1 GPU: %d steps, %s: %d steps)" % (len(a), GW, len(b))))
 else:
     n = min(len(a), len(b))
     same_steps = len(a) == len(b) == steps and all(a[i][0] == b[i][0] for i in range(n))
@@ -314,76 +350,81 @@ else:
     ok = same_steps and finite and first <= 1e-5 and head <= 2e-3
     if not ok:
         failed += 1
-    print("%-34s %-8s %s" % ("loss curves 1 vs 2 GPUs", "PASS" if ok else "FAIL",
+    print("%-34s %-8s %s" % ("loss curves 1 GPU vs " + DPF, "PASS" if ok else "FAIL",
           "%d/%d steps; step 1 rel %.2g (tol 1e-5), steps 1-50 max rel %.2g (tol 2e-3, as the test)"
           % (n, steps, first, head, )))
     print("%-34s %-8s max |loss diff| %.3g at step %d over all %d steps; %d bitwise equal;" % ("", "", absd[imax], a[imax][0], n, bitwise))
     print("%-34s %-8s first step over 1%% apart: %s; mean of the last %d: %.5f vs %.5f"
           % ("", "", drift if drift else "none", tail, ma, mb))
-d = tr["train-2proc"] = train_info("train-2proc")
-verdict_line("train 2 processes (--dist-local 2)", "train-2proc",
+d = tr["train-dist"] = train_info("train-dist")
+verdict_line("train %d process%s (--dist-local %d)" % (W, "" if W == 1 else "es", W), "train-dist",
              ("%s ms/step; replicas %s" % (d["ms"], "identical" if d["replicas"] else "NOT CHECKED"))
              if d.get("ms") else (d.get("why") or "")[:110])
-c = curve(os.path.join(out, "loss-2proc.csv"))
+c = curve(os.path.join(out, "loss-%dproc.csv" % W))
 if not b or not c:
     failed += 1
-    print("%-34s %-8s %s" % ("loss curves 2 proc vs --gpus 2", "FAIL" if (res.get("train-2gpu") and res.get("train-2proc")) else "NOT RUN",
-          "no curve (--gpus 2: %d steps, 2 processes: %d steps)" % (len(b), len(c))))
+    print("%-34s %-8s %s" % ("loss curves %d proc vs %s" % (W, DPF), "FAIL" if (res.get("train-dp") and res.get("train-dist")) else "NOT RUN",
+          "no curve (%s: %d steps, %d process%s: %d steps)" % (DPF, len(b), W, "" if W == 1 else "es", len(c))))
 else:
     same = len(b) == len(c) == steps and all(b[i][0] == c[i][0] and b[i][2] == c[i][2] for i in range(len(b)))
     if not same:
         failed += 1
     first_diff = next((b[i][0] for i in range(min(len(b), len(c))) if b[i][2] != c[i][2]), None)
-    print("%-34s %-8s %s" % ("loss curves 2 proc vs --gpus 2", "PASS" if same else "FAIL",
+    print("%-34s %-8s %s" % ("loss curves %d proc vs %s" % (W, DPF), "PASS" if same else "FAIL",
           "%d/%d steps bitwise equal%s" % (sum(b[i][2] == c[i][2] for i in range(min(len(b), len(c)))), steps,
                                           "" if same else "; first difference at step %s" % first_diff)))
-for name, label in (("bench-2gpu", "bench --gpus 2"), ("bench-1gpu", "bench --gpus 1")):
+for name, label in (("bench-dp", "bench " + DPF), ("bench-1gpu", "bench --gpus 1")):
     verdict_line(label, name, (last(r"fox-train: ([^\n]*)", text(name + ".log")) or "")[:110]
                  if res.get(name, ["", "", ""])[2] != "PASS" else "")
 
 print("\nheld-out after %d steps (1024 sequences)  loss     AUC bars  AUC sequence" % steps)
-for name, label in (("train-1gpu", "1 GPU"), ("train-2gpu", "2 GPUs")):
+for name, label in (("train-1gpu", "1 GPU"), ("train-dp", DPF)):
     d = tr[name]
     if d.get("auc_bars"):
         print("  %-40s %-8s %-9s %s" % (label, d["hloss"], d["auc_bars"], d["auc_seq"]))
     else:
         print("  %-40s (not reported)" % label)
-if tr["train-1gpu"].get("ms") and tr["train-2gpu"].get("ms"):
-    s1, s2 = 1e3 / float(tr["train-1gpu"]["ms"]), 1e3 / float(tr["train-2gpu"]["ms"])
-    print("training loop at B=%d: %.0f steps/s on 1 GPU, %.0f on 2 GPUs: %.2fx" % (batch, s1, s2, s2 / s1))
+if tr["train-1gpu"].get("ms") and tr["train-dp"].get("ms"):
+    s1, s2 = 1e3 / float(tr["train-1gpu"]["ms"]), 1e3 / float(tr["train-dp"]["ms"])
+    print("training loop at B=%d: %.0f steps/s on 1 GPU, %.0f with %s: %.2fx" % (batch, s1, s2, DPF, s2 / s1))
 
 def load(path):
     try:
         return json.load(open(path))["rows"]
     except (OSError, ValueError, KeyError):
         return []
-dp, one = load(os.path.join(out, "bench-2gpu.json")), load(os.path.join(out, "bench-1gpu.json"))
-print("\nsteps/s, graph-replayed (fox-train --bench --gpus 2: median of 5 x 50 steps, a sample = the slowest GPU)")
+dp, one = load(os.path.join(out, "bench-%s.json" % DPN)), load(os.path.join(out, "bench-1gpu.json"))
+print("\nsteps/s, graph-replayed (fox-train --bench %s: median of 5 x 50 steps, a sample = the slowest GPU)" % DPF)
+# A row of the data-parallel runs (through NCCL) at global batch B
+def dp_row(B, kind=None):
+    return next((x for x in dp if x["gpus"] == W and x.get("nccl") and x["global_batch"] == B
+                 and (kind is None or x["kind"] == kind)), None)
 if dp:
-    print("%9s %12s %12s %9s %16s %9s %14s" % ("global B", "1 GPU", "2 GPUs", "scaling", "2 GPUs at 2B", "scaling", "1 GPU (--gpus 1)"))
-    for r in [r for r in dp if r["gpus"] == 1]:
+    print("%9s %12s %12s %9s %16s %9s %14s" % ("global B", "1 GPU", GW, "scaling", "%s at %dB" % (GW, W), "scaling", "1 GPU (--gpus 1)"))
+    for r in [r for r in dp if r["gpus"] == 1 and not r.get("nccl")]:
         B = r["global_batch"]
-        same = next((x for x in dp if x["gpus"] == 2 and x["global_batch"] == B), None)
-        dbl = next((x for x in dp if x["gpus"] == 2 and x["global_batch"] == 2 * B and x["kind"] == "same batch per GPU"), None)
+        same = dp_row(B)
+        dbl = dp_row(W * B, "same batch per GPU") if W > 1 else None
         o = next((x for x in one if x.get("batch") == B), None)
         print("%9d %12.1f %12s %8s %16s %8s %14s" % (
             B, r["steps_per_s"],
             "%.1f" % same["steps_per_s"] if same else "-", "%.2fx" % same["scaling"] if same else "-",
             "%.1f" % dbl["steps_per_s"] if dbl else "-", "%.2fx" % dbl["scaling"] if dbl else "-",
             "%.1f" % (1e3 / o["graph_ms"]) if o else "-"))
-    print("scaling: samples/s over 1 GPU's at B (ideal 2.00x); '2 GPUs' = the same global batch split 2 ways,")
-    print("'2 GPUs at 2B' = each GPU as busy as the 1-GPU baseline")
-    loops = [r for r in dp if r["gpus"] == 1 and r.get("loop_ms")]
+    print("scaling: samples/s over 1 GPU's at B (ideal %.2fx); '%s' = the same global batch split %d ways," % (W, GW, W))
+    print("'%s at %dB' = each GPU as busy as the 1-GPU baseline" % (GW, W))
+    loops = [r for r in dp if r["gpus"] == 1 and not r.get("nccl") and r.get("loop_ms")]
     if loops:
         print("\nsteps/s as a run takes them (loop ms: through epochs packed ahead, a reporting point every %d steps)" % loops[0].get("loop_progress", 0))
-        print("%9s %12s %12s %9s" % ("global B", "1 GPU", "2 GPUs", "scaling"))
+        print("%9s %12s %12s %9s" % ("global B", "1 GPU", GW, "scaling"))
         for r in loops:
-            same = next((x for x in dp if x["gpus"] == 2 and x["global_batch"] == r["global_batch"] and x.get("loop_ms")), None)
+            same = dp_row(r["global_batch"])
+            same = same if same and same.get("loop_ms") else None
             s1 = 1e3 / r["loop_ms"]
             print("%9d %12.1f %12s %9s" % (r["global_batch"], s1, "%.1f" % (1e3 / same["loop_ms"]) if same else "-",
                                           "%.2fx" % (1e3 / same["loop_ms"] / s1) if same else "-"))
 else:
-    print("  (no bench-2gpu.json)")
+    print("  (no bench-%s.json)" % DPN)
     if one:
         for o in one:
             print("  1 GPU, B=%d: %.1f steps/s graph-replayed, %.1f eager" % (o["batch"], 1e3 / o["graph_ms"], 1e3 / o["eager_ms"]))
