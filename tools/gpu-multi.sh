@@ -268,7 +268,7 @@ print("fox-jit multi-GPU check (tools/gpu-multi.sh), commit %s, %s s of a %s s b
 gl = [l.strip() for l in text("nvidia-smi.txt").splitlines() if l.startswith("GPU ")]
 print("GPUs: %d%s" % (len(gl), "".join("\n  " + re.sub(r" \(UUID.*", "", l) for l in gl)))
 link = next((l.split()[2] for l in text("nvidia-smi.txt").splitlines()
-             if re.match(r"GPU0\s+X\s+\S", l)), None)
+             if re.match(r"GPU0\s+X\s+\S", l)), None) if len(gl) >= 2 else None
 if link:
     print("  GPU0-GPU1 link (nvidia-smi topo -m): " + link)
 print("NCCL: " + env("GM_NCCL", ""))
@@ -280,13 +280,13 @@ def verdict_line(label, name, extra=""):
     global failed
     r = res.get(name)
     if not r:
-        print("%-34s %-8s" % (label, "NOT RUN")); failed += 1; return
+        print("%-38s %-8s" % (label, "NOT RUN")); failed += 1; return
     status, rc, dt = r[2], r[3], r[4]
     if status not in ("PASS", "SKIP"):
         failed += 1
-    print("%-34s %-8s rc=%-4s %5s s  %s" % (label, status, rc, dt, extra))
+    print("%-38s %-8s rc=%-4s %5s s  %s" % (label, status, rc, dt, extra))
 
-print("\n%-34s %-8s %-7s %7s  %s" % ("check", "result", "", "time", "note"))
+print("\n%-38s %-8s %-7s %7s  %s" % ("check", "result", "", "time", "note"))
 for t in ("gpu_multi_context", "gpu_trainer_multi_gpu"):
     log = text(t + ".log")
     why = ""
@@ -332,7 +332,7 @@ def curve(path):
 a, b = curve(os.path.join(out, "loss-1gpu.csv")), curve(os.path.join(out, "loss-%s.csv" % DPN))
 if not a or not b:
     failed += 1
-    print("%-34s %-8s %s" % ("loss curves 1 GPU vs " + DPF, "FAIL" if (res.get("train-1gpu") and res.get("train-dp")) else "NOT RUN",
+    print("%-38s %-8s %s" % ("loss curves 1 GPU vs " + DPF, "FAIL" if (res.get("train-1gpu") and res.get("train-dp")) else "NOT RUN",
           "no curve (1 GPU: %d steps, %s: %d steps)" % (len(a), GW, len(b))))
 else:
     n = min(len(a), len(b))
@@ -350,11 +350,11 @@ else:
     ok = same_steps and finite and first <= 1e-5 and head <= 2e-3
     if not ok:
         failed += 1
-    print("%-34s %-8s %s" % ("loss curves 1 GPU vs " + DPF, "PASS" if ok else "FAIL",
+    print("%-38s %-8s %s" % ("loss curves 1 GPU vs " + DPF, "PASS" if ok else "FAIL",
           "%d/%d steps; step 1 rel %.2g (tol 1e-5), steps 1-50 max rel %.2g (tol 2e-3, as the test)"
           % (n, steps, first, head, )))
-    print("%-34s %-8s max |loss diff| %.3g at step %d over all %d steps; %d bitwise equal;" % ("", "", absd[imax], a[imax][0], n, bitwise))
-    print("%-34s %-8s first step over 1%% apart: %s; mean of the last %d: %.5f vs %.5f"
+    print("%-38s %-8s max |loss diff| %.3g at step %d over all %d steps; %d bitwise equal;" % ("", "", absd[imax], a[imax][0], n, bitwise))
+    print("%-38s %-8s first step over 1%% apart: %s; mean of the last %d: %.5f vs %.5f"
           % ("", "", drift if drift else "none", tail, ma, mb))
 d = tr["train-dist"] = train_info("train-dist")
 verdict_line("train %d process%s (--dist-local %d)" % (W, "" if W == 1 else "es", W), "train-dist",
@@ -363,14 +363,14 @@ verdict_line("train %d process%s (--dist-local %d)" % (W, "" if W == 1 else "es"
 c = curve(os.path.join(out, "loss-%dproc.csv" % W))
 if not b or not c:
     failed += 1
-    print("%-34s %-8s %s" % ("loss curves %d proc vs %s" % (W, DPF), "FAIL" if (res.get("train-dp") and res.get("train-dist")) else "NOT RUN",
+    print("%-38s %-8s %s" % ("loss curves %d proc vs %s" % (W, DPF), "FAIL" if (res.get("train-dp") and res.get("train-dist")) else "NOT RUN",
           "no curve (%s: %d steps, %d process%s: %d steps)" % (DPF, len(b), W, "" if W == 1 else "es", len(c))))
 else:
     same = len(b) == len(c) == steps and all(b[i][0] == c[i][0] and b[i][2] == c[i][2] for i in range(len(b)))
     if not same:
         failed += 1
     first_diff = next((b[i][0] for i in range(min(len(b), len(c))) if b[i][2] != c[i][2]), None)
-    print("%-34s %-8s %s" % ("loss curves %d proc vs %s" % (W, DPF), "PASS" if same else "FAIL",
+    print("%-38s %-8s %s" % ("loss curves %d proc vs %s" % (W, DPF), "PASS" if same else "FAIL",
           "%d/%d steps bitwise equal%s" % (sum(b[i][2] == c[i][2] for i in range(min(len(b), len(c)))), steps,
                                           "" if same else "; first difference at step %s" % first_diff)))
 for name, label in (("bench-dp", "bench " + DPF), ("bench-1gpu", "bench --gpus 1")):

@@ -176,6 +176,7 @@ expect rehearsal 0 "train 1 process (--dist-local 1)" "60/60 steps bitwise equal
     "result: 0 check(s) failed -> exit 0"
 grep -E "^loss curves 1 proc vs --gpus 1 --nccl +PASS" "$tmp/rehearsal.out" > /dev/null ||
     fail "rehearsal: 1 process vs --gpus 1 --nccl not PASS"
+grep -q "link (nvidia-smi topo -m)" "$tmp/rehearsal.out" && fail "rehearsal: a GPU0-GPU1 link on a host of one GPU"
 called rehearsal "--gpus 1 --nccl --csv $tmp/rehearsal/loss-1gpu-nccl.csv"
 called rehearsal "--dist-local 1 --csv $tmp/rehearsal/loss-1proc.csv"
 called rehearsal "--gpus 1 --nccl --json $tmp/rehearsal/bench-1gpu-nccl.json"
