@@ -180,8 +180,52 @@ static void test_inconsistent(void **state)
     expect_error(parse(&o, "--bench", "--resume", "c.bin", NULL), "do not go together");
     /* The training-data checks do not apply to --bench: it makes data of its own (at
      * least two batches of --train-size sequences). */
-    assert_int_equal(parse(&o, "--bench", "--batch", "64", "--train-size", "8", NULL),
+    assert_int_equal(parse(&o, "--bench", "--bench-batches", "64", "--train-size", "8", NULL),
                      FT_PARSE_OK);
+}
+
+/* An option the run's mode does nothing with is refused, not dropped: the
+ * bench's sizes, steps and modes are its own; --dump-step writes one file;
+ * --dist-timeout is for ranks. */
+static void test_ignored_options_refused(void **state)
+{
+    (void)state;
+    ft_options o;
+    expect_error(parse(&o, "--bench", "--batch", "64", NULL),
+                 "give --bench-batches 64 instead of --batch");
+    expect_error(parse(&o, "--bench", "--steps", "5", NULL), "give --bench-steps instead");
+    expect_error(parse(&o, "--bench", "--graph", NULL), "eager and graph-replayed steps: drop "
+                                                        "--graph");
+    expect_error(parse(&o, "--bench", "--signal", "constant", NULL), "--signal does nothing");
+    expect_error(parse(&o, "--bench", "--heldout-size", "0", NULL), "--heldout-size does nothing");
+    /* What the bench does use. */
+    assert_int_equal(parse(&o, "--bench", "--k", "8", "--progress", "3", "--seed", "5",
+                           "--per-step", "--train-size", "64", "--quiet", NULL), FT_PARSE_OK);
+    static const char *const dump_unused[][2] = {
+        {"--csv", "c.csv"}, {"--checkpoint", "c.ckpt"}, {"--json", "j.json"},
+        {"--steps", "9"},   {"--progress", "2"},        {"--heldout-size", "0"}};
+    for (size_t i = 0; i < sizeof dump_unused / sizeof dump_unused[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "%s does nothing there", dump_unused[i][0]);
+        expect_error(parse(&o, "--dump-step", "/tmp/x", dump_unused[i][0], dump_unused[i][1],
+                           NULL), want);
+    }
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--checkpoint-every", "3", NULL),
+                 "--checkpoint-every does nothing there");
+    assert_int_equal(parse(&o, "--dump-step", "/tmp/x", "--batch", "8", "--k", "4", "--seed",
+                           "3", "--signal", "constant", "--per-step", NULL), FT_PARSE_OK);
+    expect_error(parse(&o, "--dist-timeout", "5", NULL), "this run has no other ranks");
+    expect_error(parse(&o, "--gpus", "2", "--dist-timeout", "5", NULL), "drop it");
+    assert_int_equal(parse(&o, "--dist-local", "2", "--dist-timeout", "5", NULL), FT_PARSE_OK);
+    assert_int_equal(o.dist_timeout, 5);
+    assert_int_equal(parse(&o, "--dist", "--dist-timeout", "5", NULL), FT_PARSE_OK);
+    /* Numbers are digits: no blanks or plus signs for strtol to skip. */
+    expect_error(parse(&o, "--seed", " -1", NULL), "--seed: ' -1'");
+    expect_error(parse(&o, "--seed", "+3", NULL), "--seed: '+3'");
+    expect_error(parse(&o, "--steps", " 5", NULL), "--steps: ' 5'");
+    expect_error(parse(&o, "--steps", "+5", NULL), "--steps: '+5'");
+    assert_int_equal(parse(&o, "--seed", "18446744073709551615", NULL), FT_PARSE_OK);
+    assert_true(o.seed == UINT64_MAX);
 }
 
 /* --per-step selects the older path; --dump-step is a one-GPU, one-step mode. */
@@ -213,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_inconsistent),
         cmocka_unit_test(test_path_and_dump),
+        cmocka_unit_test(test_ignored_options_refused),
     };
     return cmocka_run_group_tests_name("train_args_cli", tests, NULL, NULL);
 }

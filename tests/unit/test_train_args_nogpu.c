@@ -16,6 +16,9 @@
 
 static const char *fox_train, *library;
 static const char *env_library;   /* FOXJIT_LIBRARY for the next runs, NULL: unset */
+/* "NAME=value" strings for the next run (NULL-terminated), after the
+ * launcher's variables, NCCL_COMM_ID and CUDA_VISIBLE_DEVICES are unset. */
+static const char *run_env[8];
 
 typedef struct result {
     int status;       /* exit status, or -1 when it did not exit normally */
@@ -45,6 +48,14 @@ static void run(result *r, const char *cuda_lib, ...)
             setenv("FOXJIT_LIBRARY", env_library, 1);
         else
             unsetenv("FOXJIT_LIBRARY");
+        static const char *const launched[] = {
+            "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+            "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
+            "SLURM_NTASKS", "SLURM_LOCALID", "NCCL_COMM_ID", "CUDA_VISIBLE_DEVICES"};
+        for (size_t i = 0; i < sizeof launched / sizeof launched[0]; i++)
+            unsetenv(launched[i]);
+        for (int i = 0; run_env[i]; i++)
+            putenv((char *)run_env[i]);
         dup2(fd, 1);
         dup2(fd, 2);
         execv(fox_train, argv);
@@ -129,6 +140,41 @@ static void test_usage(void **state)
     expect(&r, 2, "'/nonexistent-dir' does not exist");
 }
 
+/* What --dist and --dist-local can tell is wrong is said before the
+ * driver, the library or NCCL is looked for (all three are missing here,
+ * and would otherwise be what the run reports). */
+static void test_dist_checks_come_first(void **state)
+{
+    (void)state;
+    result r;
+    /* The global batch against the launcher's world. */
+    run_env[0] = "RANK=0", run_env[1] = "WORLD_SIZE=2", run_env[2] = "LOCAL_RANK=0";
+    run_env[3] = "NCCL_COMM_ID=127.0.0.1:29600", run_env[4] = NULL;
+    run(&r, "/nonexistent/libcuda.so.1", "--library", "/nonexistent/libfoxjit.so", "--dist",
+        "--batch", "33", NULL);
+    expect(&r, 2, "--batch 33 does not split evenly over the 2 ranks (WORLD_SIZE=2");
+    /* A --resume file --dist-local would hand to its ranks. */
+    run_env[0] = NULL;
+    run(&r, "/nonexistent/libcuda.so.1", "--library", "/nonexistent/libfoxjit.so",
+        "--dist-local", "2", "--resume", "/nonexistent-dir/run.ckpt", NULL);
+    expect(&r, 2, "/nonexistent-dir/run.ckpt");
+    /* NCCL_COMM_ID, passed on as it is. */
+    run_env[0] = "NCCL_COMM_ID=tcp://node0:29600", run_env[1] = NULL;
+    run(&r, "/nonexistent/libcuda.so.1", "--library", "/nonexistent/libfoxjit.so",
+        "--dist-local", "2", NULL);
+    expect(&r, 2, "without a scheme");
+    /* One device shown for two ranks. */
+    run_env[0] = "CUDA_VISIBLE_DEVICES=0", run_env[1] = NULL;
+    run(&r, "/nonexistent/libcuda.so.1", "--library", "/nonexistent/libfoxjit.so",
+        "--dist-local", "2", NULL);
+    expect(&r, 3, "CUDA_VISIBLE_DEVICES='0' shows 1 device");
+    run_env[0] = NULL;
+    /* --library's failure names the path once, and says what it wants. */
+    run(&r, "/nonexistent/libcuda.so.1", "--library", "/nonexistent/libfoxjit.so", NULL);
+    expect(&r, 4, "/nonexistent/libfoxjit.so: cannot open shared object file");
+    expect(&r, 4, "--library names the libfoxjit.so to load");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -141,6 +187,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_driver),
         cmocka_unit_test(test_no_library),
         cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_dist_checks_come_first),
     };
     return cmocka_run_group_tests_name("train_nogpu", tests, NULL, NULL);
 }

@@ -171,6 +171,21 @@ static void test_out_of_range(void **state)
     assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
                               "NCCL_COMM_ID=fe80::1:29600", NULL), -1);
     assert_why("an IPv6 address goes in brackets, as NCCL_COMM_ID=[fe80::1]:29600");
+    /* A URL, blanks, a port strtol would have taken. */
+    assert_int_equal(read_env(&d, "RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                              "NCCL_COMM_ID=tcp://node0:29600", NULL), -1);
+    assert_why("without a scheme");
+    const char *const bad_ids[] = {"node0:+29600", "node0: 29600", "node 0:29600",
+                                   "node0:29600 ", "node0:0x70"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        why[0] = '\0';
+        if (ft_dist_check_comm_id(bad_ids[i], why, sizeof why) != -1)
+            fail_msg("NCCL_COMM_ID='%s' was taken", bad_ids[i]);
+        printf("  %s\n", why);
+        assert_non_null(strstr(why, bad_ids[i]));
+    }
+    assert_int_equal(ft_dist_check_comm_id("gpu-7.cluster:1", why, sizeof why), 0);
+    assert_int_equal(ft_dist_check_comm_id("[::1]:65535", why, sizeof why), 0);
 }
 
 static void test_inconsistent(void **state)
@@ -218,6 +233,15 @@ static void test_pick_gpu(void **state)
     assert_why("sees 2 devices");
     assert_why("at most 2 processes per host");
     assert_int_equal(ft_dist_pick_gpu(&d, 1, 1, "0", why, sizeof why), -1);
+    /* A --device past the devices: said as such, not as "at most 0
+     * processes". */
+    d.local_rank = 0;
+    assert_int_equal(ft_dist_pick_gpu(&d, 1, 1, NULL, why, sizeof why), -1);
+    printf("  %s\n", why);
+    assert_why("--device 1 names CUDA device 1, but this process sees 1 device (0): give a "
+               "--device below 1");
+    assert_int_equal(ft_dist_pick_gpu(&d, 5, 4, NULL, why, sizeof why), -1);
+    assert_why("sees 4 devices (0 to 3)");
     /* Local rank 0 takes the first device whatever the variable says. */
     d.local_rank = 0;
     assert_int_equal(ft_dist_pick_gpu(&d, 0, 1, NULL, why, sizeof why), 0);
@@ -276,6 +300,42 @@ static void test_options(void **state)
     assert_int_equal(parse(&o, "--dist-timeout", "0", NULL), FT_PARSE_ERROR);
     assert_non_null(strstr(ft_usage, "--dist-local N"));
     assert_non_null(strstr(ft_usage, "NCCL_COMM_ID"));
+}
+
+/* What --dist-local checks before it starts its ranks (dist_local.c). */
+static void test_dist_local_checks(void **state)
+{
+    (void)state;
+    assert_int_equal(ft_dist_visible_count(NULL), -1);
+    assert_int_equal(ft_dist_visible_count(""), 0);
+    assert_int_equal(ft_dist_visible_count(" "), 0);
+    assert_int_equal(ft_dist_visible_count("0"), 1);
+    assert_int_equal(ft_dist_visible_count("GPU-5a1b,GPU-77c0"), 2);
+    assert_int_equal(ft_dist_visible_count("0,1,2,3"), 4);
+    ft_options o;
+    assert_int_equal(parse(&o, "--dist-local", "2", NULL), FT_PARSE_OK);
+    assert_int_equal(ft_dist_local_check(&o, NULL, NULL, why, sizeof why), FT_EXIT_OK);
+    assert_int_equal(ft_dist_local_check(&o, "", "0,1", why, sizeof why), FT_EXIT_OK);
+    assert_int_equal(ft_dist_local_check(&o, "127.0.0.1:29600", "3,1,2", why, sizeof why),
+                     FT_EXIT_OK);
+    /* One device exported for two ranks: they would share it. */
+    assert_int_equal(ft_dist_local_check(&o, NULL, "0", why, sizeof why), FT_EXIT_NO_GPU);
+    printf("  %s\n", why);
+    assert_why("--dist-local 2 starts its ranks on CUDA devices 0 to 1, but "
+               "CUDA_VISIBLE_DEVICES='0' shows 1 device");
+    assert_why("unset it to show every GPU");
+    assert_int_equal(ft_dist_local_check(&o, NULL, "", why, sizeof why), FT_EXIT_NO_GPU);
+    assert_why("shows 0 devices");
+    assert_int_equal(parse(&o, "--dist-local", "2", "--device", "1", NULL), FT_PARSE_OK);
+    assert_int_equal(ft_dist_local_check(&o, NULL, "0,1", why, sizeof why), FT_EXIT_NO_GPU);
+    assert_why("CUDA devices 1 to 2");
+    assert_int_equal(ft_dist_local_check(&o, NULL, "0,1,2", why, sizeof why), FT_EXIT_OK);
+    /* The user's NCCL_COMM_ID goes to every rank as it is: checked once,
+     * here. */
+    assert_int_equal(ft_dist_local_check(&o, "node0", NULL, why, sizeof why), FT_EXIT_USAGE);
+    printf("  %s\n", why);
+    assert_why("passes NCCL_COMM_ID on to its ranks as it is: NCCL_COMM_ID='node0' is not "
+               "host:port");
 }
 
 static int fired;
@@ -386,6 +446,7 @@ static pid_t start_blocked_launcher(const char *fifo, const char *comm_id, pid_t
     if (pid == 0) {
         setenv("FOXJIT_NCCL_LIBRARY", fifo, 1);
         setenv("NCCL_COMM_ID", comm_id, 1);
+        unsetenv("CUDA_VISIBLE_DEVICES");   /* one device shown would stop it first */
         execl(fox_train, "fox-train", "--dist-local", "2", "--steps", "1", "--quiet",
               (char *)NULL);
         _exit(127);
@@ -471,6 +532,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pick_gpu),     cmocka_unit_test(test_child_argv),
         cmocka_unit_test(test_options),      cmocka_unit_test(test_watchdog),
         cmocka_unit_test(test_cli),          cmocka_unit_test(test_dist_local_ranks_end_with_it),
+        cmocka_unit_test(test_dist_local_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

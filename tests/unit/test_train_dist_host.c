@@ -359,10 +359,11 @@ static void test_options_must_agree(void **state)
      * before any step, instead of leaving them until --dist-timeout. */
     run_dist_said(out, sizeof out, NULL, 2, rcs, COMMON, "--steps", "7", "--csv",
                   "/nonexistent-dir/c.csv", NULL);
-    assert_int_equal(rcs[0], FT_EXIT_FAILED);
-    assert_int_equal(rcs[1], FT_EXIT_FAILED);
+    assert_int_equal(rcs[0], FT_EXIT_USAGE);
+    assert_int_equal(rcs[1], FT_EXIT_USAGE);
     assert_int_equal(dist_allreduces, 0);
-    assert_non_null(strstr(out, "--csv /nonexistent-dir/c.csv"));
+    assert_non_null(strstr(out, "--csv '/nonexistent-dir/c.csv': the directory "
+                                "'/nonexistent-dir' does not exist"));
     assert_non_null(strstr(out, "rank 0 stopped the run"));
 }
 

@@ -186,7 +186,7 @@ static void test_checkpoint_settings_checked(void **state)
         assert_int_equal(ft_parse_args(4, argv, &o, why, sizeof why), FT_PARSE_OK);
         ft_run_config rc;
         /* The message goes to stderr; the status says it was refused. */
-        assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_FAILED);
+        assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_USAGE);
         ft_run_config_free(&rc);
     }
     /* The K-loop path the checkpoint was trained on must be this run's. */
@@ -240,7 +240,7 @@ static void test_checkpoint_settings_checked(void **state)
         assert_int_equal(ft_parse_args(4, av, &o, why, sizeof why), FT_PARSE_OK);
         ft_run_config rc;
         char out[1024];
-        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_FAILED);
+        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_USAGE);
         ft_run_config_free(&rc);
         assert_non_null(strstr(out, "batch 1048577 or K 64 is outside [1, 2^20]"));
     }
@@ -253,6 +253,47 @@ static void test_checkpoint_settings_checked(void **state)
     assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_OK);
     assert_int_equal(rc.start, 1234);
     ft_run_config_free(&rc);
+    /* A --seed a resumed run gives is compared with the checkpoint's as 64
+     * bits: seeds one apart near 2^64 are the same double. */
+    ft_ckpt_meta seeded = good;
+    seeded.seed = UINT64_MAX;
+    assert_int_equal(ft_ckpt_write(path, &seeded, p, m, v, n, why, sizeof why), 0);
+    {
+        char *av[] = {"fox-train", "--resume", path, "--quiet", "--steps", "2000", "--seed",
+                      "18446744073709551614", NULL};
+        assert_int_equal(ft_parse_args(8, av, &o, why, sizeof why), FT_PARSE_OK);
+        char out[1024];
+        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_USAGE);
+        ft_run_config_free(&rc);
+        if (!strstr(out, "--seed 18446744073709551614 differs from the checkpoint's "
+                         "18446744073709551615"))
+            fail_msg("message '%s'", out);
+        av[7] = "18446744073709551615";
+        assert_int_equal(ft_parse_args(8, av, &o, why, sizeof why), FT_PARSE_OK);
+        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_OK);
+        ft_run_config_free(&rc);
+    }
+    /* A model of other dims: both are said. */
+    ft_ckpt_meta other = good;
+    other.dims.e = good.dims.e / 2;
+    const size_t n_other = ft_param_total(&other.dims);
+    float *po, *mo, *vo;
+    make_arrays(n_other, &po, &mo, &vo);
+    assert_int_equal(ft_ckpt_write(path, &other, po, mo, vo, n_other, why, sizeof why), 0);
+    {
+        char *av[] = {"fox-train", "--resume", path, "--quiet", "--steps", "2000", NULL};
+        assert_int_equal(ft_parse_args(6, av, &o, why, sizeof why), FT_PARSE_OK);
+        char out[1024], want[200];
+        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_USAGE);
+        ft_run_config_free(&rc);
+        snprintf(want, sizeof want, "holds a model of F %d, D %d, E %d, H %d in %zu parameters; "
+                 "this fox-train trains F %d, D %d, E %d, H %d in %zu", other.dims.f,
+                 other.dims.d, other.dims.e, other.dims.h, n_other, good.dims.f, good.dims.d,
+                 good.dims.e, good.dims.h, n);
+        if (!strstr(out, want))
+            fail_msg("message '%s' lacks '%s'", out, want);
+    }
+    free(po), free(mo), free(vo);
     free(p), free(m), free(v);
     unlink(path);
 }

@@ -1500,7 +1500,7 @@ static void test_loop_resume_is_exact(void **state)
                      FT_EXIT_USAGE);
     assert_int_equal(train("--resume", in_dir("first.ckpt"), "--batch", "4", "--steps", "5",
                            "--quiet", NULL), 0);
-    assert_int_equal(train("--resume", in_dir("nothing.ckpt"), NULL), FT_EXIT_FAILED);
+    assert_int_equal(train("--resume", in_dir("nothing.ckpt"), NULL), FT_EXIT_USAGE);
     /* Reporting every 3 steps (each point writes the losses up to the
      * previous one, the end all of them) writes the curve of a run that
      * reports only at its end. */

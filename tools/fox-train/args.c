@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -60,7 +61,8 @@ const char ft_usage[] =
     "  --checkpoint-every N also every N steps\n"
     "  --resume FILE        continue a checkpoint exactly (same data order, same bits;\n"
     "                       on another number of GPUs, the same run up to float rounding)\n"
-    "  --progress N         status line every N steps (default 10)\n"
+    "  --progress N         status line every N steps (default 10; when stderr is not a\n"
+    "                       terminal, every max(N, steps/20): at most 20 lines in a log)\n"
     "  --quiet              no status line, only the summary\n"
     "  --dump-step FILE     run one forward and backward on the first training batch at the\n"
     "                       initial parameters, write parameters, batch, loss and gradients\n"
@@ -137,6 +139,9 @@ static ft_parse_result bad(char *why, size_t len, const char *fmt, ...)
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
 {
     char *end;
+    /* Digits, with a sign for negatives only: not " 5" or "+5". */
+    if (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && isdigit((unsigned char)s[1])))
+        return -1;
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi)
@@ -180,6 +185,12 @@ static int parse_list(const char *s, int *out, int *count)
     }
 }
 
+/* The options a mode does nothing with (beyond those it refuses with
+ * messages of their own). */
+static const char *const dump_ignores[] = {"csv", "checkpoint", "checkpoint-every", "json",
+                                           "steps", "progress", "heldout-size", NULL};
+static const char *const bench_ignores[] = {"signal", "heldout-size", NULL};
+
 int ft_fewest_gpus(int batch)
 {
     int w = (batch + FT_MAX_RANK_BATCH - 1) / FT_MAX_RANK_BATCH;
@@ -198,6 +209,24 @@ typedef struct spec {
     unsigned set_bit;
     const char *range;  /* for messages */
 } spec;
+
+static int was_given(const spec *specs, const unsigned char *given, size_t n, const char *name)
+{
+    for (size_t j = 0; j < n; j++)
+        if (!strcmp(specs[j].name, name))
+            return given[j];
+    return 0;
+}
+
+/* The first of `names` the command line gave, or NULL. */
+static const char *ignored_by(const spec *specs, const unsigned char *given, size_t n,
+                              const char *const *names)
+{
+    for (; *names; names++)
+        if (was_given(specs, given, n, *names))
+            return *names;
+    return NULL;
+}
 
 ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, size_t why_len)
 {
@@ -244,6 +273,9 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         {"json", STRING, &o->json, 0, 0, 0, NULL},
     };
     const size_t n_specs = sizeof specs / sizeof specs[0];
+    /* Which options the command line gave, by spec: an option a mode
+     * ignores is refused rather than dropped without a word. */
+    unsigned char given[sizeof specs / sizeof specs[0]] = {0};
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -261,6 +293,7 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
                 s = &specs[j];
         if (!s)
             return bad(why, why_len, "unknown option '%s' (see --help)", arg);
+        given[s - specs] = 1;
         const char *value = NULL;
         if (s->k == FLAG) {
             if (eq)
@@ -291,7 +324,7 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
             char *end;
             errno = 0;
             unsigned long long u = strtoull(value, &end, 10);
-            if (errno || end == value || *end || value[0] == '-')
+            if (!isdigit((unsigned char)value[0]) || errno || end == value || *end)
                 return bad(why, why_len, "--%s: '%s' is not a non-negative integer", s->name,
                            value);
             *(uint64_t *)s->field = u;
@@ -326,6 +359,7 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     o->progress_every = progress, o->bench_steps = bench_steps, o->gpus = gpus;
     o->dist_local = dist_local, o->dist_timeout = dist_timeout;
 
+#define GIVEN(opt) was_given(specs, given, n_specs, opt)
     /* The ranges foxjit_adamw accepts, said in the trainer's words. */
     if (o->lr < 0)
         return bad(why, why_len, "--lr must be >= 0");
@@ -338,6 +372,9 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     if (o->device + o->gpus > 1024)
         return bad(why, why_len, "--device %d --gpus %d names devices past 1023", o->device,
                    o->gpus);
+    if (GIVEN("dist-timeout") && !o->dist && !o->dist_local)
+        return bad(why, why_len, "--dist-timeout is how long a rank of --dist or --dist-local "
+                   "waits for the others; this run has no other ranks: drop it");
     if (o->dist || o->dist_local) {
         const char *opt = o->dist ? "--dist" : "--dist-local";
         if (o->dist && o->dist_local)
@@ -380,6 +417,11 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         if (o->bench || o->resume || o->gpus > 1 || o->nccl || o->graph)
             return bad(why, why_len, "--dump-step runs one step on one GPU: it does not go "
                        "with --bench, --resume, --gpus, --nccl or --graph");
+        const char *unused = ignored_by(specs, given, n_specs, dump_ignores);
+        if (unused)
+            return bad(why, why_len, "--dump-step runs one forward and backward at the initial "
+                       "parameters and writes only its FILE: --%s does nothing there; drop it",
+                       unused);
         if (o->n_train < o->batch)
             return bad(why, why_len, "--train-size %d is smaller than one batch (--batch %d)",
                        o->n_train, o->batch);
@@ -388,6 +430,21 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     if (o->bench) {
         if (o->resume)
             return bad(why, why_len, "--bench and --resume do not go together");
+        if (GIVEN("batch"))
+            return bad(why, why_len, "--bench times the batch sizes of --bench-batches "
+                       "(default 32,128,512): give --bench-batches %d instead of --batch",
+                       o->batch);
+        if (GIVEN("steps"))
+            return bad(why, why_len, "--bench times --bench-steps steps a figure (default "
+                       "50): give --bench-steps instead of --steps");
+        if (o->graph)
+            return bad(why, why_len, "--bench times both eager and graph-replayed steps: drop "
+                       "--graph");
+        const char *unused = ignored_by(specs, given, n_specs, bench_ignores);
+        if (unused)
+            return bad(why, why_len, "--bench times steps on data of its own (the rule "
+                       "signal) and evaluates nothing: --%s does nothing there; drop it",
+                       unused);
         if (o->csv || o->checkpoint || o->checkpoint_every)
             return bad(why, why_len, "--bench times steps and writes no loss curve or "
                        "checkpoint: drop --csv, --checkpoint and --checkpoint-every (--json "

@@ -1,5 +1,6 @@
 #include "bench.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,7 +256,7 @@ int ft_bench(ft_env *e, const ft_options *o)
     if (o->json) {
         FILE *f = fopen(o->json, "w");
         if (!f) {
-            perror(o->json);
+            fprintf(stderr, "fox-train: --json %s: %s\n", o->json, strerror(errno));
             return FT_EXIT_FAILED;
         }
         fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"rows\": [", e->device_name,

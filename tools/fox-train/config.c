@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +37,6 @@ static int check_resume_conflicts(const ft_options *o, const ft_ckpt_meta *c)
         {FT_SET_BETA1, "--beta1", o->beta1, c->beta1},
         {FT_SET_BETA2, "--beta2", o->beta2, c->beta2},
         {FT_SET_EPS, "--eps", o->eps, c->eps},
-        {FT_SET_SEED, "--seed", (double)o->seed, (double)c->seed},
         {FT_SET_TRAIN, "--train-size", o->n_train, c->n_train},
         {FT_SET_HELDOUT, "--heldout-size", o->n_heldout, c->n_heldout},
         {FT_SET_SIGNAL, "--signal", o->signal, c->signal},
@@ -49,6 +49,13 @@ static int check_resume_conflicts(const ft_options *o, const ft_ckpt_meta *c)
                 "continue it exactly (the two paths agree only within float rounding)\n",
                 c->kloop == FT_KLOOP_PER_STEP ? "per-step" : "whole-sequence",
                 c->kloop == FT_KLOOP_PER_STEP ? "add --per-step" : "drop --per-step");
+        return -1;
+    }
+    /* The seed is 64 bits: a double would take two near seeds for one. */
+    if ((o->set & FT_SET_SEED) && o->seed != c->seed) {
+        fprintf(stderr, "fox-train: --seed %" PRIu64 " differs from the checkpoint's %" PRIu64
+                "; a resumed run keeps the checkpoint's settings (drop --seed to continue it "
+                "exactly)\n", o->seed, c->seed);
         return -1;
     }
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -103,7 +110,9 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
         if (ft_ckpt_read(o->resume, &rc->cfg, &rc->params, &rc->m, &rc->v, &n, why,
                          sizeof why)) {
             fprintf(stderr, "fox-train: %s\n", why);
-            return FT_EXIT_FAILED;
+            /* A file the command line named and this run cannot continue:
+             * bad usage, like a bad option (exit status 2). */
+            return FT_EXIT_USAGE;
         }
         const ft_ckpt_meta given = rc->cfg;
         if (check_resume_conflicts(o, &given))
@@ -111,11 +120,13 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
         ft_dims want = given.dims;
         want.f = FT_DEFAULT_F, want.d = FT_DEFAULT_D, want.e = FT_DEFAULT_E;
         want.h = FT_DEFAULT_H;
-        if (memcmp(&want, &given.dims, sizeof want) || n != ft_param_total(&given.dims)) {
-            fprintf(stderr, "fox-train: %s holds a model of other dims (F %d, D %d, E %d, H %d,"
-                    " %zu parameters) than this fox-train trains\n", o->resume, given.dims.f,
-                    given.dims.d, given.dims.e, given.dims.h, n);
-            return FT_EXIT_FAILED;
+        if (memcmp(&want, &given.dims, sizeof want) || n != ft_param_total(&want)) {
+            fprintf(stderr, "fox-train: %s holds a model of F %d, D %d, E %d, H %d in %zu "
+                    "parameters; this fox-train trains F %d, D %d, E %d, H %d in %zu: it was "
+                    "written by another build or tool, and cannot be resumed here\n",
+                    o->resume, given.dims.f, given.dims.d, given.dims.e, given.dims.h, n, want.f,
+                    want.d, want.e, want.h, ft_param_total(&want));
+            return FT_EXIT_USAGE;
         }
         /* The checksum says the file is as written, not that what was
          * written is a run fox-train can continue: the same ranges as the
@@ -125,7 +136,7 @@ int ft_run_config_make(ft_run_config *rc, const ft_options *o)
             fprintf(stderr, "fox-train: %s cannot be resumed: its %s; it was not written by "
                     "this fox-train's options (a file from another tool, or edited)\n",
                     o->resume, bad);
-            return FT_EXIT_FAILED;
+            return FT_EXIT_USAGE;
         }
         /* The checkpoint's batch is the global one: data parallel needs it
          * to split evenly over the GPUs. */

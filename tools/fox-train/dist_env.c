@@ -1,5 +1,6 @@
 #include "dist_env.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,8 +57,14 @@ static int read_int(ft_getenv_fn get, void *ctx, const char *name, long lo, long
 /* NCCL_COMM_ID is NCCL's own bootstrap address: host:port or [ipv6]:port.
  * NCCL parses it itself; this catches the usual mistakes early, with the
  * job's words. */
-static int check_comm_id(const char *id, char *why, size_t len)
+int ft_dist_check_comm_id(const char *id, char *why, size_t len)
 {
+    if (strstr(id, "://"))
+        return fail(why, len, "NCCL_COMM_ID='%s' is host:port, without a scheme: say "
+                    "NCCL_COMM_ID=node0:29600, not tcp://node0:29600", id);
+    if (strpbrk(id, " \t\n"))
+        return fail(why, len, "NCCL_COMM_ID='%s' has a blank in it: host:port is one word, as "
+                    "NCCL_COMM_ID=node0:29600", id);
     const char *colon = strrchr(id, ':');
     const char *host_end = colon;
     if (id[0] == '[') {
@@ -73,7 +80,7 @@ static int check_comm_id(const char *id, char *why, size_t len)
                     "NCCL_COMM_ID=[fe80::1]:29600", id);
     }
     long port = 0;
-    if (colon) {
+    if (colon && isdigit((unsigned char)colon[1])) {
         char *end;
         errno = 0;
         port = strtol(colon + 1, &end, 10);
@@ -137,21 +144,25 @@ int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, siz
     if (f->local_world && set(get, ctx, f->local_world) &&
         read_int(get, ctx, f->local_world, 1, FT_DIST_MAX_WORLD, &d->local_world, why, why_len))
         return -1;
+    /* What makes a launcher's variables disagree, and the way out. */
+    static const char stale[] = "a job script that exports some by hand, or a stale export "
+                                "from another job? let the launcher set them all";
     if (d->rank >= d->world)
         return fail(why, why_len, "%s=%d is not below %s=%d: the ranks of a world of %d are 0 "
-                    "to %d; the variables disagree (a job script mixing two launchers' "
-                    "variables, or a stale export?)", f->rank, d->rank, f->world, d->world,
-                    d->world, d->world - 1);
+                    "to %d; the variables disagree (%s)", f->rank, d->rank, f->world, d->world,
+                    d->world, d->world - 1, stale);
     if (d->local_rank >= d->world)
         return fail(why, why_len, "%s=%d is not below %s=%d: a host cannot hold more ranks "
-                    "than the world; the variables disagree", f->local, d->local_rank,
-                    f->world, d->world);
+                    "than the world; the variables disagree (%s)", f->local, d->local_rank,
+                    f->world, d->world, stale);
     if (d->local_world > d->world)
-        return fail(why, why_len, "%s=%d is larger than %s=%d; the variables disagree",
-                    f->local_world, d->local_world, f->world, d->world);
+        return fail(why, why_len, "%s=%d is larger than %s=%d: a host cannot hold more ranks "
+                    "than the world; the variables disagree (%s)", f->local_world,
+                    d->local_world, f->world, d->world, stale);
     if (d->local_world > 0 && d->local_rank >= d->local_world)
-        return fail(why, why_len, "%s=%d is not below %s=%d; the variables disagree", f->local,
-                    d->local_rank, f->local_world, d->local_world);
+        return fail(why, why_len, "%s=%d is not below %s=%d: the ranks of a host are 0 to %d; "
+                    "the variables disagree (%s)", f->local, d->local_rank, f->local_world,
+                    d->local_world, d->local_world - 1, stale);
     const char *id = get("NCCL_COMM_ID", ctx);
     if (id && !*id)
         id = NULL;
@@ -161,10 +172,24 @@ int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, siz
                     "same in every rank, with rank 0's host and a free port, before the "
                     "launcher starts (export NCCL_COMM_ID=node0:29600, or 127.0.0.1:29600 on "
                     "one host; see docs/trainer.md)", d->world);
-    if (id && check_comm_id(id, why, why_len))
+    if (id && ft_dist_check_comm_id(id, why, why_len))
         return -1;
     d->comm_id = id;
     return 0;
+}
+
+int ft_dist_visible_count(const char *visible)
+{
+    if (!visible)
+        return -1;
+    while (*visible == ' ')
+        visible++;
+    if (!*visible)
+        return 0;
+    int n = 1;
+    for (; *visible; visible++)
+        n += *visible == ',';
+    return n;
 }
 
 /* CUDA_VISIBLE_DEVICES names exactly one device: one entry, no comma. */
@@ -182,6 +207,16 @@ int ft_dist_pick_gpu(const ft_dist_env *d, int device, int device_count, const c
 {
     if (device + d->local_rank < device_count)
         return device + d->local_rank;
+    if (device >= device_count) {
+        char seen[40];
+        if (device_count == 1)
+            snprintf(seen, sizeof seen, "1 device (0)");
+        else
+            snprintf(seen, sizeof seen, "%d devices (0 to %d)", device_count, device_count - 1);
+        return fail(why, why_len, "--device %d names CUDA device %d, but this process sees %s: "
+                    "give a --device below %d (the ranks of a host take --device + %s)", device,
+                    device, seen, device_count, d->local_var);
+    }
     /* One device, and the launcher bound it to this process alone
      * (srun --gpus-per-task=1 and the like set CUDA_VISIBLE_DEVICES per
      * task). The same one device exported for every rank would put two

@@ -34,6 +34,15 @@ typedef const char *(*ft_getenv_fn)(const char *name, void *ctx);
  * Returns 0, or -1 with what is wrong and what to do in why. */
 int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, size_t why_len);
 
+/* NCCL_COMM_ID's form, host:port or [ipv6]:port (NCCL parses it itself;
+ * this catches the usual mistakes with the job's words). Returns 0, or -1
+ * with what is wrong and what to do in why. */
+int ft_dist_check_comm_id(const char *id, char *why, size_t why_len);
+
+/* How many devices CUDA_VISIBLE_DEVICES (`visible`) names: its entries;
+ * 0 for an empty value (it hides every GPU), -1 when unset. */
+int ft_dist_visible_count(const char *visible);
+
 /* The CUDA device of this process: device + local_rank when the driver
  * reports that many devices; a process that sees exactly one device
  * takes it when `visible` (CUDA_VISIBLE_DEVICES, NULL when unset) names

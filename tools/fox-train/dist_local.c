@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dist_env.h"
 #include "env.h"
 
 int ft_dist_local_argv(int argc, char **argv, char **out)
@@ -124,9 +125,43 @@ static int wait_any(pid_t *pids, int n, int *ws, double seconds, int through_sig
     }
 }
 
+int ft_dist_local_check(const ft_options *o, const char *comm_id, const char *visible,
+                        char *why, size_t why_len)
+{
+    const int n = o->dist_local;
+    char said[600];
+    if (comm_id && *comm_id && ft_dist_check_comm_id(comm_id, said, sizeof said)) {
+        snprintf(why, why_len, "--dist-local passes NCCL_COMM_ID on to its ranks as it is: %s",
+                 said);
+        return FT_EXIT_USAGE;
+    }
+    /* The ranks take CUDA devices --device .. --device + N - 1 of what
+     * they see; fewer than that would put two ranks on one GPU (NCCL
+     * refuses, without saying why) or leave one without. */
+    const int shown = ft_dist_visible_count(visible);
+    if (shown >= 0 && o->device + n > shown) {
+        snprintf(why, why_len, "--dist-local %d starts its ranks on CUDA devices %d to %d, but "
+                 "CUDA_VISIBLE_DEVICES='%s' shows %d device%s: export one device per rank "
+                 "(%d or more), unset it to show every GPU, or start fewer ranks",
+                 n, o->device, o->device + n - 1, visible, shown, shown == 1 ? "" : "s",
+                 o->device + n);
+        return FT_EXIT_NO_GPU;
+    }
+    return FT_EXIT_OK;
+}
+
 int ft_dist_local_main(const ft_options *o, int argc, char **argv)
 {
     const int n = o->dist_local;
+    {
+        char why[1024];
+        int st = ft_dist_local_check(o, getenv("NCCL_COMM_ID"), getenv("CUDA_VISIBLE_DEVICES"),
+                                     why, sizeof why);
+        if (st != FT_EXIT_OK) {
+            fprintf(stderr, "fox-train: %s\n", why);
+            return st;
+        }
+    }
     char **child_argv = calloc((size_t)argc + 1, sizeof *child_argv);
     pid_t *pids = calloc((size_t)n, sizeof *pids);
     if (!child_argv || !pids) {
@@ -151,9 +186,15 @@ int ft_dist_local_main(const ft_options *o, int argc, char **argv)
         snprintf(port_id, sizeof port_id, "127.0.0.1:%d", port);
         comm_id = port_id;
     }
-    if (!o->quiet)
-        fprintf(stderr, "fox-train: --dist-local: starting %d processes (GPUs %d to %d), "
-                "NCCL_COMM_ID=%s\n", n, o->device, o->device + n - 1, comm_id);
+    if (!o->quiet) {
+        char gpus[48];
+        if (n == 1)
+            snprintf(gpus, sizeof gpus, "GPU %d", o->device);
+        else
+            snprintf(gpus, sizeof gpus, "GPUs %d to %d", o->device, o->device + n - 1);
+        fprintf(stderr, "fox-train: --dist-local: starting %d process%s (%s), NCCL_COMM_ID=%s\n",
+                n, n == 1 ? "" : "es", gpus, comm_id);
+    }
     fflush(stdout);
     fflush(stderr);
     struct sigaction old_actions[3];

@@ -19,7 +19,15 @@
  * by --dist. out must hold argc + 1 pointers; returns the new argc. */
 int ft_dist_local_argv(int argc, char **argv, char **out);
 
-/* Returns 0 when every process exited with 0, else the first failed
+/* What the launcher can see wrong before it starts anything: a given
+ * NCCL_COMM_ID (`comm_id`) that is not host:port, and a
+ * CUDA_VISIBLE_DEVICES (`visible`, NULL when unset) showing fewer devices
+ * than the ranks take. Returns FT_EXIT_OK, or the exit status with why. */
+int ft_dist_local_check(const ft_options *o, const char *comm_id, const char *visible,
+                        char *why, size_t why_len);
+
+/* Checks as above, then starts the ranks. Returns 0 when every process
+ * exited with 0, else the first failed
  * process's exit status (1 for one killed by a signal), after saying
  * which rank it was. */
 int ft_dist_local_main(const ft_options *o, int argc, char **argv);

@@ -443,6 +443,25 @@ static int finish(dist_run *d, double seconds)
 
 /* ---- the run --------------------------------------------------------------------- */
 
+int ft_dist_check_batch(const ft_options *o, const ft_dist_env *de)
+{
+    if (!o->resume && o->batch % de->world) {
+        fprintf(stderr, "fox-train: rank %d: --batch %d does not split evenly over the %d ranks "
+                "(%s=%d; --batch is the global batch: each rank takes batch/%d rows)\n",
+                de->rank, o->batch, de->world, de->world_var, de->world, de->world);
+        return -1;
+    }
+    if (!o->resume && o->batch / de->world > FT_MAX_RANK_BATCH) {
+        fprintf(stderr, "fox-train: rank %d: --batch %d puts %d rows on each of the %d ranks "
+                "(%s=%d), more than one GPU takes (%d): use a smaller --batch or %d ranks or "
+                "more (a number dividing %d)\n", de->rank, o->batch, o->batch / de->world,
+                de->world, de->world_var, de->world, FT_MAX_RANK_BATCH,
+                ft_fewest_gpus(o->batch), o->batch);
+        return -1;
+    }
+    return 0;
+}
+
 int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nccl,
                   const ft_dist_env *de, ft_watchdog *dog)
 {
@@ -461,20 +480,8 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
     if (gethostname(d->host, sizeof d->host - 1))
         snprintf(d->host, sizeof d->host, "this host");
     int rc = FT_EXIT_USAGE;
-    if (!o.resume && o.batch % de->world) {
-        fprintf(stderr, "fox-train: rank %d: --batch %d does not split evenly over the %d ranks "
-                "(%s=%d; --batch is the global batch: each rank takes batch/%d rows)\n",
-                de->rank, o.batch, de->world, de->world_var, de->world, de->world);
+    if (ft_dist_check_batch(&o, de))
         goto out;
-    }
-    if (!o.resume && o.batch / de->world > FT_MAX_RANK_BATCH) {
-        fprintf(stderr, "fox-train: rank %d: --batch %d puts %d rows on each of the %d ranks "
-                "(%s=%d), more than one GPU takes (%d): use a smaller --batch or %d ranks or "
-                "more (a number dividing %d)\n", de->rank, o.batch, o.batch / de->world,
-                de->world, de->world_var, de->world, FT_MAX_RANK_BATCH, ft_fewest_gpus(o.batch),
-                o.batch);
-        goto out;
-    }
     rc = ft_run_config_make(&d->rc, &o);
     if (rc != FT_EXIT_OK) {
         /* A --resume this host cannot read (a file missing on one host of
@@ -520,12 +527,12 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
          * found now, not after the run; the others learn it at the ranks'
          * first exchange (the options', before training; stopping here
          * would leave them waiting for rank 0 until --dist-timeout). */
-        if (ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why)) {
+        if (ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why) ||
+            ft_check_output_path(o.csv, "--csv", why, sizeof why)) {
             fprintf(stderr, "fox-train: rank 0 (%s): %s; stopping the run at the first "
                     "exchange\n", d->host, why);
             d->pending = FT_EXIT_USAGE;
-        }
-        if (ft_losslog_open(&d->log, o.csv, d->mean, d->rc.start, d->rc.end)) {
+        } else if (ft_losslog_open(&d->log, o.csv, d->mean, d->rc.start, d->rc.end)) {
             fprintf(stderr, "fox-train: rank 0 (%s): stopping the run at the first exchange\n",
                     d->host);
             d->pending = FT_EXIT_FAILED;
@@ -632,6 +639,11 @@ int ft_dist_main(const ft_options *o)
         fprintf(stderr, "fox-train: %s\n", why);
         return FT_EXIT_USAGE;
     }
+    /* What every rank finds wrong the same way stops it now, before NCCL,
+     * the driver or the library (ft_dist_train checks it again for its
+     * other callers). */
+    if (ft_dist_check_batch(o, &de))
+        return FT_EXIT_USAGE;
     /* Before NCCL can read its environment (nccl.h says why). */
     ft_nccl_disable_nvls();
     ft_nccl nccl;

@@ -33,6 +33,11 @@
  * status after printing why on failure. */
 int ft_dist_main(const ft_options *o);
 
+/* The global batch against the launcher's world: it must split evenly,
+ * into shares one GPU takes (a resumed run's batch is its checkpoint's,
+ * checked by config.c). Prints why and returns -1, else 0. */
+int ft_dist_check_batch(const ft_options *o, const ft_dist_env *de);
+
 /* The training itself, for a loaded env `base` and NCCL and a read
  * environment `de` (the host tests run it with emulated ones); dog: a
  * started watchdog. */

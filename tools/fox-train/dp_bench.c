@@ -1,5 +1,6 @@
 #include "dp_bench.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,7 +360,7 @@ static int write_json(const bshared *sh, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        perror(path);
+        fprintf(stderr, "fox-train: --json %s: %s\n", path, strerror(errno));
         return -1;
     }
     fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"gpus\": %d, \"nccl_version\": %d, "

@@ -1,5 +1,6 @@
 #include "dump.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,7 @@ int ft_dump_step(ft_env *e, const ft_options *o)
     const int32_t dims[6] = {d.batch, d.k, d.f, d.d, d.e, d.h};
     if (!f || fwrite("FJSTEP1\n", 1, 8, f) != 8 || fwrite(dims, sizeof dims, 1, f) != 1 ||
         write_body(f, &m, params, grads, batch, loss) || fclose(f)) {
-        perror(o->dump_step);
+        fprintf(stderr, "fox-train: --dump-step %s: %s\n", o->dump_step, strerror(errno));
         goto done;
     }
     if (!o->quiet)

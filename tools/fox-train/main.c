@@ -50,10 +50,15 @@ int main(int argc, char **argv)
         return FT_EXIT_USAGE;
     }
     /* A checkpoint to resume is read and checked now, before the driver,
-     * the library or NCCL are set up (and read again by the run). */
-    if (o.resume && !o.dist_local && !ft_options_dist(&o)) {
+     * the library or NCCL are set up (and read again by the run); under
+     * --dist-local, against its world of N ranks, before they start. (A
+     * --dist rank checks its own at the ranks' first exchange: one that
+     * stopped here would leave the others waiting for it.) */
+    if (o.resume && !ft_options_dist(&o)) {
         ft_options quiet = o;
         quiet.quiet = 1;
+        if (o.dist_local)
+            quiet.gpus = o.dist_local, quiet.dist = 1;
         ft_run_config rc;
         int st = ft_run_config_make(&rc, &quiet);
         ft_run_config_free(&rc);

@@ -28,6 +28,7 @@ typedef int ft_nccl_result;                    /* ncclResult_t */
 
 enum {
     FT_NCCL_SUCCESS = 0,       /* ncclSuccess */
+    FT_NCCL_INVALID_USAGE = 5, /* ncclInvalidUsage (two ranks on one GPU, among others) */
     FT_NCCL_IN_PROGRESS = 7,   /* ncclInProgress (nonblocking communicators only) */
     FT_NCCL_UINT8 = 1,         /* ncclUint8 */
     FT_NCCL_FLOAT32 = 7,       /* ncclFloat32 */

@@ -19,7 +19,13 @@ static int try_one(ft_plugin *p, const char *path, char *why, size_t why_len)
     size_t used = strlen(why);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(why + used, why_len - used, "\n  %s: %s", path, dlerror());
+        /* dlerror() starts with the path itself for a file it could not
+         * open: said once. */
+        const char *e = dlerror();
+        const size_t n = strlen(path);
+        if (e && !strncmp(e, path, n) && !strncmp(e + n, ": ", 2))
+            e += n + 2;
+        snprintf(why + used, why_len - used, "\n  %s: %s", path, e ? e : "dlopen failed");
         return -1;
     }
     foxjit_get_api_fn get = (foxjit_get_api_fn)dlsym(h, "foxjit_get_api");
@@ -54,8 +60,14 @@ int ft_plugin_load(ft_plugin *p, const char *explicit_path, char *why, size_t wh
 {
     memset(p, 0, sizeof *p);
     snprintf(why, why_len, "libfoxjit could not be loaded; tried:");
-    if (explicit_path)
-        return try_one(p, explicit_path, why, why_len);
+    if (explicit_path) {
+        if (try_one(p, explicit_path, why, why_len) == 0)
+            return 0;
+        snprintf(why + strlen(why), why_len - strlen(why),
+                 "\n--library names the libfoxjit.so to load: a built one "
+                 "(build/runtime/libfoxjit.so) or an installed one (<prefix>/lib/libfoxjit.so.1)");
+        return -1;
+    }
     /* A library the user named, by option or variable, is the one to use:
      * falling back to another would run code they did not ask for. */
     const char *env = getenv("FOXJIT_LIBRARY");

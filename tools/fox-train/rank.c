@@ -40,8 +40,15 @@ int ft_rank_comm_init(ft_rank *r, const ft_nccl_unique_id *id)
     if (e != FT_NCCL_SUCCESS) {
         char buf[300];
         r->comm = NULL;
-        ft_rank_fail(r, "ncclCommInitRank (%d ranks) failed: %s; NCCL_DEBUG=WARN says more",
-                     r->count, ft_nccl_error(r->nccl, e, buf, sizeof buf));
+        /* The usual invalid usage at this point: two ranks on one GPU
+         * (NCCL says "Duplicate GPU detected" only with NCCL_DEBUG=WARN). */
+        char hint[200] = "";
+        if (e == FT_NCCL_INVALID_USAGE)
+            snprintf(hint, sizeof hint, " (NCCL runs one rank per GPU: is another rank of this "
+                     "host on CUDA device %d too? each needs a GPU of its own: check the local "
+                     "ranks and CUDA_VISIBLE_DEVICES)", r->ordinal);
+        ft_rank_fail(r, "ncclCommInitRank (%d ranks) failed: %s%s; NCCL_DEBUG=WARN says more",
+                     r->count, ft_nccl_error(r->nccl, e, buf, sizeof buf), hint);
         return -1;
     }
     return 0;
