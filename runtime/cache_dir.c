@@ -112,6 +112,18 @@ static int check_final(const struct stat *st, const char *dir, int fd, fj_dir_us
     return 0;
 }
 
+/* What to do about a directory on the cache's path this user cannot
+ * open: a layer built for others must be readable by them; the user's own
+ * cache must be the user's to read and write. */
+static const char *no_access_hint(fj_dir_use use)
+{
+    return use == FJ_DIR_LAYER
+               ? "; a layer for other users is built with fox-jit warm --shared, or made "
+                 "readable with chmod -R a+rX"
+               : "; give yourself access to your cache's directories (chmod u+rwx), or put the "
+                 "cache elsewhere (FOXJIT_CACHE_DIR, --cache-dir)";
+}
+
 /* Joins a (possibly relative) symlink target or user path onto the
  * directory walked so far and the components still to walk. */
 static int join3(char *out, const char *base, const char *mid, const char *rest)
@@ -196,9 +208,7 @@ restart:;
                 snprintf(why, why_len, "%s %s: %s%s", use == FJ_DIR_LAYER ? "read-only cache "
                          "layer" : "cache directory", dir, strerror(err),
                          err == ENOENT ? " (fox-jit warm creates a cache)"
-                         : err == EACCES ? "; a layer for other users is built with fox-jit "
-                                           "warm --shared, or made readable with chmod -R a+rX"
-                                         : "");
+                         : err == EACCES ? no_access_hint(use) : "");
                 goto fail;
             }
             if (mkdirat(fd, comp, mode) == 0) {
@@ -244,13 +254,15 @@ restart:;
         int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (nfd < 0) {
             if (errno == ENOTDIR)
-                snprintf(why, why_len, "cache path %s exists and is not a directory; remove it "
-                         "or set FOXJIT_CACHE_DIR elsewhere", next);
+                snprintf(why, why_len, "%s path %s exists and is not a directory; %s", use ==
+                         FJ_DIR_LAYER ? "read-only cache layer" : "cache", next,
+                         use == FJ_DIR_LAYER ? "name the layer's directory in "
+                                               "FOXJIT_CACHE_READONLY_DIRS"
+                                             : "move that file away, or put the cache elsewhere "
+                                               "(FOXJIT_CACHE_DIR, --cache-dir)");
             else
                 snprintf(why, why_len, "cannot open %s: %s%s", next, strerror(errno),
-                         errno == EACCES ? "; a layer for other users is built with fox-jit "
-                                           "warm --shared, or made readable with chmod -R a+rX"
-                                         : "");
+                         errno == EACCES ? no_access_hint(use) : "");
             goto fail;
         }
         /* mkdirat's mode is cut by the umask: a layer for other users needs

@@ -3,6 +3,7 @@
 #include "colsum.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "log.h"
 #include "status.h"
@@ -163,7 +164,13 @@ int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3])
 static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                     size_t why_len)
 {
-    (void)why, (void)why_len;
+    /* The op's own limit on the whole (foxjit.h, kernels.md section 1): a
+     * shape it refuses is not worth building. */
+    if (v[0] * v[1] >= ((int64_t)1 << 40)) {
+        snprintf(why, why_len, "rows x cols = %lld x %lld is past the limit of 2^40 elements "
+                 "(docs/kernels.md, section 1)", (long long)v[0], (long long)v[1]);
+        return -1;
+    }
     fj_variant tmp[3];
     int n = fj_colsum_variants(v[0], v[1], cc, tmp);
     for (int i = 0; i < n && i < max; i++)

@@ -5,10 +5,15 @@
 # (GPU or not) and a value that is not a target is refused (warm: 2, info:
 # 1, everything else still printed); --arch twice is refused rather than
 # the last one kept; an empty manifest is refused; `info` on a cache path
-# that is a file exits 1; bench's --samples wants a number.
-#   test_fox_jit_cli.sh build/tools/fox-jit
+# that is a file exits 1; bench's --samples wants a number. With a fake
+# driver reporting one GPU (FAKE_CUDA, FAKE_CUDA_CC): warm builds for that
+# GPU, and refuses (1) one NVRTC cannot target instead of building other
+# archs; info refuses (1) a FOXJIT_TARGET newer than the GPU. A sibling
+# command's option is named as such; a column_sum shape past 2^40 elements
+# is refused by the manifest (2).
+#   test_fox_jit_cli.sh build/tools/fox-jit build/tests/libfake_cuda.so
 set -u
-foxjit=$1
+foxjit=$1 fake_cuda=${2:+$(realpath "$2")}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
@@ -103,6 +108,43 @@ expect 0 "0 compiled" "$foxjit" warm --arch sm_90 --manifest "$manifest" --cache
     --quiet
 [ ! -e "$stale" ] || fail "a 2-hour-old temp file survived a warm that stored nothing"
 [ -e "$fresh" ] || fail "a fresh temp file (a live writer's) was removed"
+
+# A GPU present (the fake driver's): warm builds for it, and one NVRTC
+# cannot target is refused, not built around as if there were no GPU.
+if [ -n "$fake_cuda" ]; then
+    expect 0 "for sm_90" env FOXJIT_CUDA_LIBRARY="$fake_cuda" FAKE_CUDA_CC=90 "$foxjit" warm \
+        --manifest "$manifest" --cache-dir "$tmp/g" --quiet
+    expect 1 "the GPU is sm_70, which NVRTC .* cannot target" env FOXJIT_CUDA_LIBRARY="$fake_cuda" \
+        FAKE_CUDA_CC=70 "$foxjit" warm --manifest "$manifest" --cache-dir "$tmp/g70"
+    grep -q "give --arch LIST" "$tmp/out" || fail "warm on sm_70 does not say what to do"
+    [ ! -d "$tmp/g70" ] || [ -z "$(ls "$tmp/g70"/*.fjc 2>/dev/null)" ] ||
+        fail "warm built kernels the sm_70 GPU cannot use"
+    expect 0 "for sm_89" env FOXJIT_CUDA_LIBRARY="$fake_cuda" FAKE_CUDA_CC=70 "$foxjit" warm \
+        --arch sm_89 --manifest "$manifest" --cache-dir "$tmp/g70" --quiet
+    expect 1 "FOXJIT_TARGET=compute_100 cannot be used here" env FOXJIT_CUDA_LIBRARY="$fake_cuda" \
+        FAKE_CUDA_CC=90 FOXJIT_TARGET=compute_100 "$foxjit" info --no-probe --cache-dir "$tmp/g"
+    grep -q "older than the target" "$tmp/out" || fail "info does not say why compute_100 is refused"
+    expect 0 "target override: FOXJIT_TARGET=compute_89 (a testing aid)" \
+        env FOXJIT_CUDA_LIBRARY="$fake_cuda" FAKE_CUDA_CC=90 FOXJIT_TARGET=compute_89 "$foxjit" \
+        info --no-probe --cache-dir "$tmp/g"
+    expect 2 "older than the target" env FOXJIT_CUDA_LIBRARY="$fake_cuda" FAKE_CUDA_CC=90 \
+        FOXJIT_TARGET=compute_100 "$foxjit" warm --manifest "$manifest" --cache-dir "$tmp/g"
+else
+    echo "  (no fake driver given: the GPU-present checks are not run)"
+fi
+
+# An option of a sibling command is named, not met with the bare usage.
+expect 2 "fox-jit list: --remove is not an option of list (fox-jit verify --remove" \
+    "$foxjit" list --remove --cache-dir "$tmp/c"
+expect 2 "--max-bytes is not an option of clear (fox-jit prune --max-bytes N" \
+    "$foxjit" clear --max-bytes 5 --cache-dir "$tmp/c"
+# A column_sum shape the op refuses is not built.
+printf 'column_sum rows=2147483647 cols=2147483647\n' > "$tmp/huge"
+expect 2 "past the limit of 2^40 elements" "$foxjit" warm --arch sm_90 --manifest "$tmp/huge" \
+    --cache-dir "$tmp/c"
+printf 'column_sum rows=0 cols=5\n' > "$tmp/zero"
+expect 2 "outside the supported range \[1, 2147483647\] (docs/kernels.md)" "$foxjit" warm \
+    --arch sm_90 --manifest "$tmp/zero" --cache-dir "$tmp/c"
 
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
     "$foxjit" bench --samples abc

@@ -59,6 +59,13 @@ static int parse_common(const char *cmd, int argc, char **argv, const char **dir
                 return 2;
             *have_max = 1;
         } else {
+            /* getopt said why for an option it does not know; one of a
+             * sibling command's is known to it, and said here. */
+            if (c == 'r' || c == 'm')
+                fprintf(stderr, "fox-jit %s: %s is not an option of %s (%s)\n", cmd,
+                        c == 'r' ? "--remove" : "--max-bytes", cmd,
+                        c == 'r' ? "fox-jit verify --remove deletes damaged entries"
+                                 : "fox-jit prune --max-bytes N trims the cache to N bytes");
             fputs(usage, stderr);
             return 2;
         }

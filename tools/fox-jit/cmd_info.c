@@ -63,11 +63,20 @@ static int print_target_override(void)
 {
     const char *env = fj_tk_target_env(), *t = getenv(env);
     fj_tk_target tt;
+    char why[256];
+    int cc;
     if (!t || !t[0] || !strcmp(t, "native")) {
         printf("target override: none (runtimes build for the GPU present)\n");
     } else if (fj_tk_target_for_name(t, &tt) != FOXJIT_OK) {
         printf("target override: %s=%s is not valid: %s; runtimes refuse to start until it is "
                "fixed or unset\n", env, t, foxjit_last_error());
+        return -1;
+    } else if ((cc = cli_local_gpu_cc(why, sizeof why)) > 0 &&
+               fj_tk_target_for_gpu(cc, &tt) != FOXJIT_OK) {
+        /* A target, but not one for this machine's GPU (an older arch
+         * only): what a runtime here says. */
+        printf("target override: %s=%s cannot be used here (runtimes on this GPU refuse "
+               "it): %s\n", env, t, foxjit_last_error());
         return -1;
     } else {
         printf("target override: %s=%s (a testing aid): runtimes plan, compile and cache as "

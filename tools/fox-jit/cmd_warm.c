@@ -184,11 +184,17 @@ int cmd_warm(int argc, char **argv)
             fprintf(stderr, "fox-jit warm: %s=%s: %s; unset it, or give --arch\n",
                     fj_tk_target_env(), override, foxjit_last_error());
             return 2;
+        } else if (cc > 0) {
+            /* A GPU is here, and NVRTC cannot build for it: kernels for
+             * other archs would not serve it, so say so rather than build
+             * those as if there were no GPU. */
+            fprintf(stderr, "fox-jit warm: %s; or give --arch LIST to build for other GPUs "
+                    "(e.g. --arch sm_89,sm_90)\n", foxjit_last_error());
+            return 1;
         } else {
             snprintf(archs, sizeof archs, "sm_89,sm_90");
             if (!quiet)
-                printf("no local GPU (%s); building for %s\n", cc > 0 ? foxjit_last_error() : why,
-                       archs);
+                printf("no local GPU (%s); building for %s\n", why, archs);
         }
     }
     char *text = cli_read_manifest(manifest_path);
