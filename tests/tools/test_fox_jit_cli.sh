@@ -133,6 +133,10 @@ else
     echo "  (no fake driver given: the GPU-present checks are not run)"
 fi
 
+# An arch named twice (in two spellings) is built once.
+expect 0 "warm: 2 variants for sm_90,sm_090:" "$foxjit" warm --arch sm_90,sm_090 \
+    --manifest "$manifest" --cache-dir "$tmp/c"
+
 # An option of a sibling command is named, not met with the bare usage.
 expect 2 "fox-jit list: --remove is not an option of list (fox-jit verify --remove" \
     "$foxjit" list --remove --cache-dir "$tmp/c"

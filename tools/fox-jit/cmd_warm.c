@@ -102,6 +102,14 @@ static void *worker(void *arg)
     }
 }
 
+static int target_seen(const fj_tk_target *seen, int n, const fj_tk_target *t)
+{
+    for (int i = 0; i < n; i++)
+        if (seen[i].cc == t->cc && seen[i].ptx == t->ptx)
+            return 1;
+    return 0;
+}
+
 int cmd_warm(int argc, char **argv)
 {
     const char *arch_list = NULL, *manifest_path = NULL, *cache_dir = NULL;
@@ -230,6 +238,8 @@ int cmd_warm(int argc, char **argv)
     pthread_mutex_init(&w.print_lock, NULL);
     char list[512];
     snprintf(list, sizeof list, "%s", archs);
+    fj_tk_target seen[32];   /* the targets added: one named twice is built once */
+    int n_seen = 0;
     for (char *a = list, *next; a; a = next) {
         /* strtok would skip empty items: "sm_89,,sm_90" is a typo. */
         next = strchr(a, ',');
@@ -244,7 +254,13 @@ int cmd_warm(int argc, char **argv)
         } else if (fj_tk_target_for_name(a, &t) != FOXJIT_OK) {
             fprintf(stderr, "fox-jit warm: %s\n", foxjit_last_error());
             bad = 1;
-        } else if (fj_tk_units_add(w.units, m, &t, why, sizeof why) != 0) {
+        } else if (target_seen(seen, n_seen, &t)) {
+            continue;   /* "sm_89,sm_089": the same target, already added */
+        } else if (n_seen == (int)(sizeof seen / sizeof seen[0])) {
+            fprintf(stderr, "fox-jit warm: --arch %s names more than %d archs\n", archs,
+                    (int)(sizeof seen / sizeof seen[0]));
+            bad = 1;
+        } else if ((seen[n_seen++] = t, fj_tk_units_add(w.units, m, &t, why, sizeof why)) != 0) {
             fprintf(stderr, "fox-jit warm: manifest %s\n", why);
             bad = 1;
         }

@@ -12,7 +12,7 @@ int ft_nccl_load(ft_nccl *n, char *why, size_t why_len)
     const char *name = env && *env ? env : "libnccl.so.2";
     void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(why, why_len, "NCCL is needed for --gpus > 1 (and --nccl) but %s could not "
+        snprintf(why, why_len, "NCCL is needed for --gpus > 1, --nccl and --dist, but %s could not "
                  "be loaded (%s); install NCCL 2 (libnccl2, or the nvidia-nccl Python wheel), "
                  "or set FOXJIT_NCCL_LIBRARY to the path of libnccl.so.2", name, dlerror());
         return -1;
