@@ -218,14 +218,17 @@ static int was_given(const spec *specs, const unsigned char *given, size_t n, co
     return 0;
 }
 
-/* The first of `names` the command line gave, or NULL. */
-static const char *ignored_by(const spec *specs, const unsigned char *given, size_t n,
-                              const char *const *names)
+/* When the command line gave one of `names`, options a mode does nothing
+ * with, says so (what the mode does: `mode`) and returns -1. */
+static int refuse_ignored(const spec *specs, const unsigned char *given, size_t n,
+                          const char *const *names, const char *mode, char *why, size_t why_len)
 {
     for (; *names; names++)
-        if (was_given(specs, given, n, *names))
-            return *names;
-    return NULL;
+        if (was_given(specs, given, n, *names)) {
+            bad(why, why_len, "%s: --%s does nothing there; drop it", mode, *names);
+            return -1;
+        }
+    return 0;
 }
 
 ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, size_t why_len)
@@ -417,11 +420,10 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         if (o->bench || o->resume || o->gpus > 1 || o->nccl || o->graph)
             return bad(why, why_len, "--dump-step runs one step on one GPU: it does not go "
                        "with --bench, --resume, --gpus, --nccl or --graph");
-        const char *unused = ignored_by(specs, given, n_specs, dump_ignores);
-        if (unused)
-            return bad(why, why_len, "--dump-step runs one forward and backward at the initial "
-                       "parameters and writes only its FILE: --%s does nothing there; drop it",
-                       unused);
+        if (refuse_ignored(specs, given, n_specs, dump_ignores, "--dump-step runs one forward "
+                           "and backward at the initial parameters and writes only its FILE",
+                           why, why_len))
+            return FT_PARSE_ERROR;
         if (o->n_train < o->batch)
             return bad(why, why_len, "--train-size %d is smaller than one batch (--batch %d)",
                        o->n_train, o->batch);
@@ -440,11 +442,9 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         if (o->graph)
             return bad(why, why_len, "--bench times both eager and graph-replayed steps: drop "
                        "--graph");
-        const char *unused = ignored_by(specs, given, n_specs, bench_ignores);
-        if (unused)
-            return bad(why, why_len, "--bench times steps on data of its own (the rule "
-                       "signal) and evaluates nothing: --%s does nothing there; drop it",
-                       unused);
+        if (refuse_ignored(specs, given, n_specs, bench_ignores, "--bench times steps on data "
+                           "of its own (the rule signal) and evaluates nothing", why, why_len))
+            return FT_PARSE_ERROR;
         if (o->csv || o->checkpoint || o->checkpoint_every)
             return bad(why, why_len, "--bench times steps and writes no loss curve or "
                        "checkpoint: drop --csv, --checkpoint and --checkpoint-every (--json "
