@@ -137,6 +137,9 @@ fi
 expect 0 "warm: 2 variants for sm_90,sm_090:" "$foxjit" warm --arch sm_90,sm_090 \
     --manifest "$manifest" --cache-dir "$tmp/c"
 
+expect 2 "no command 'bogus' to describe" "$foxjit" help bogus
+expect 0 "usage: fox-jit list" "$foxjit" help list
+
 # An option of a sibling command is named, not met with the bare usage.
 expect 2 "fox-jit list: --remove is not an option of list (fox-jit verify --remove" \
     "$foxjit" list --remove --cache-dir "$tmp/c"

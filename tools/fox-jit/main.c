@@ -75,6 +75,10 @@ int main(int argc, char **argv)
                     command_usage(&commands[i], stdout);
                     return 0;
                 }
+            /* help for a command there is not: said, and bad usage. */
+            fprintf(stderr, "fox-jit: no command '%s' to describe\n\n", argv[2]);
+            usage(stderr);
+            return 2;
         }
         usage(stdout);
         return 0;
