@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 #include "status.h"
@@ -22,6 +23,29 @@ FOXJIT_API void foxjit_runtime_default_params(foxjit_runtime_params *params)
         return;
     memset(params, 0, sizeof *params);
     params->struct_size = sizeof *params;
+}
+
+/* FOXJIT_PDL: 0 (also off, no, false) turns programmatic dependent launch
+ * off; unset, empty, 1 (on, yes, true) leave it on. Anything else is
+ * said once and taken as the default, not silently as "on". */
+static int pdl_wanted(void)
+{
+    const char *v = getenv("FOXJIT_PDL");
+    if (!v || !*v)
+        return 1;
+    static const char *const off[] = {"0", "off", "no", "false"};
+    static const char *const on[] = {"1", "on", "yes", "true"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(v, off[i]))
+            return 0;
+        if (!strcasecmp(v, on[i]))
+            return 1;
+    }
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&said))
+        fj_warn("FOXJIT_PDL='%s' is not 0 or 1 (off/on); programmatic dependent launch stays "
+                "on", v);
+    return 1;
 }
 
 FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *params,
@@ -110,8 +134,7 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
     atomic_init(&rt->colsum_max_split, 0);
     /* The kernels' fj_grid_wait() is griddepcontrol.wait only in sm_90+
      * code, so the launch attribute follows the plan's arch, not the GPU's. */
-    const char *pdl = getenv("FOXJIT_PDL");
-    rt->grid_wait_launch = rt->cc >= 90 && !(pdl && !strcmp(pdl, "0"));
+    rt->grid_wait_launch = rt->cc >= 90 && pdl_wanted();
     fj_debug("runtime for sm_%d (%d SMs), target %s, cache %s", rt->facts.device_cc,
              rt->sm_count,
              rt->target.name, rt->cache ? fj_disk_cache_dir(rt->cache) : "(memory only)");
