@@ -99,7 +99,8 @@ void bench_print_usage(FILE *f)
             fprintf(f, "  %s: %s\n", groups[g]->name, groups[g]->help);
     fputs("\n  --json FILE   also write the rows as JSON\n"
           "  --samples N   timed samples per figure (median reported)\n"
-          "  --quick       fewer samples and shapes (smoke test)\n"
+          "  --quick       fewer shapes, and 11 samples unless --samples is given (smoke\n"
+          "                test)\n"
           "  --target ARCH plan and compile as for an older arch, e.g. compute_89 (sets\n"
           "                FOXJIT_TARGET, a testing aid); rows say \"sm_89 plan on <GPU>\"\n"
           "  --cache-dir DIR  kernel cache (default $FOXJIT_CACHE_DIR, $XDG_CACHE_HOME/foxjit,\n"
@@ -112,6 +113,7 @@ int cmd_bench(int argc, char **argv)
     bench_ctx b;
     memset(&b, 0, sizeof b);
     b.samples = 51;
+    int samples_given = 0;
     b.warmup = 5;
     static const struct option opts[] = {{"json", required_argument, NULL, 'j'},
                                          {"samples", required_argument, NULL, 's'},
@@ -133,6 +135,7 @@ int cmd_bench(int argc, char **argv)
                 return 2;
             }
             b.samples = (int)v;
+            samples_given = 1;
             break;
         }
         case 'q': b.quick = 1; break;
@@ -153,7 +156,8 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "fox-jit bench: --samples must be at least 1\n");
         return 2;
     }
-    if (b.quick && b.samples > 11)
+    /* --quick's 11 samples unless --samples says otherwise. */
+    if (b.quick && !samples_given && b.samples > 11)
         b.samples = 11;
     if (bench_groups() != 0)
         return 1;
