@@ -71,6 +71,21 @@ static uint64_t max_bytes_from_env(void)
     return FJ_CACHE_DEFAULT_MAX_BYTES;
 }
 
+static int same_directory(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+static int layer_known(const fj_disk_cache *c, int fd)
+{
+    for (int i = 0; i < c->layer_count; i++)
+        if (same_directory(fd, c->layer_fds[i]))
+            return 1;
+    return 0;
+}
+
 static void add_layers(fj_disk_cache *c, const char *ro)
 {
     char list[8192], why[1024];
@@ -87,6 +102,13 @@ static void add_layers(fj_disk_cache *c, const char *ro)
         int fd = fj_cache_dir_open(d, FJ_DIR_LAYER, 0, why, sizeof why);
         if (fd < 0) {
             fj_warn("%s", why);
+            continue;
+        }
+        /* The writable cache itself, or a layer named twice: searched once
+         * (and listed once by fox-jit list and info). */
+        if (same_directory(fd, c->dirfd) || layer_known(c, fd)) {
+            fj_debug("read-only cache layer %s is the cache or an earlier layer; skipped", d);
+            close(fd);
             continue;
         }
         c->layer_fds[c->layer_count] = fd;

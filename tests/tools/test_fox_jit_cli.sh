@@ -140,6 +140,14 @@ expect 0 "warm: 2 variants for sm_90,sm_090:" "$foxjit" warm --arch sm_90,sm_090
 expect 2 "no command 'bogus' to describe" "$foxjit" help bogus
 expect 0 "usage: fox-jit list" "$foxjit" help list
 
+# The cache itself, or a layer twice, in FOXJIT_CACHE_READONLY_DIRS: searched
+# and listed once.
+expect 0 "entries, .* bytes in $tmp/c\$" env FOXJIT_CACHE_READONLY_DIRS="$tmp/c:$tmp/c/" \
+    "$foxjit" list --cache-dir "$tmp/c"
+"$foxjit" warm --arch sm_90 --manifest "$manifest" --cache-dir "$tmp/layer2" --quiet > /dev/null
+expect 0 "bytes in $tmp/c + $tmp/layer2\$" env \
+    FOXJIT_CACHE_READONLY_DIRS="$tmp/layer2:$tmp/c:$tmp/layer2/" "$foxjit" list --cache-dir "$tmp/c"
+
 # An option of a sibling command is named, not met with the bare usage.
 expect 2 "fox-jit list: --remove is not an option of list (fox-jit verify --remove" \
     "$foxjit" list --remove --cache-dir "$tmp/c"
