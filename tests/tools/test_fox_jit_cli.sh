@@ -109,6 +109,13 @@ expect 0 "0 compiled" "$foxjit" warm --arch sm_90 --manifest "$manifest" --cache
 [ ! -e "$stale" ] || fail "a 2-hour-old temp file survived a warm that stored nothing"
 [ -e "$fresh" ] || fail "a fresh temp file (a live writer's) was removed"
 
+# A directory named like an entry: reported and kept, with one piece of advice.
+mkdir "$tmp/fc/00112233445566778899aabbccddeeff.fjc"
+expect 1 "kept: verify removes only fox-jit's files; remove the directory yourself (rm -r)" \
+    "$foxjit" verify --remove --cache-dir "$tmp/fc"
+grep -q "move it out yourself" "$tmp/out" && fail "verify gave the directory two pieces of advice"
+rmdir "$tmp/fc/00112233445566778899aabbccddeeff.fjc"
+
 # A GPU present (the fake driver's): warm builds for it, and one NVRTC
 # cannot target is refused, not built around as if there were no GPU.
 if [ -n "$fake_cuda" ]; then

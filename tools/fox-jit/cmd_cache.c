@@ -146,8 +146,12 @@ static int verify_entry(const fj_tk_entry *e, void *ud)
             /* Say why for each: verify removes only files with fox-jit's
              * header, but a denied or failed removal is not that. */
             t->kept++;
+            const int dir = strstr(e->why, "is a directory") != NULL;
             printf("    kept: %s\n",
-                   err == EPERM   ? "not a fox-jit file (no fox-jit header); move it out yourself"
+                   err == EPERM && dir
+                       ? "verify removes only fox-jit's files; remove the directory yourself "
+                         "(rm -r) if nothing in it is yours"
+                   : err == EPERM ? "not a fox-jit file (no fox-jit header); move it out yourself"
                    : err == ELOOP ? "a symbolic link, which verify does not follow or remove; "
                                     "remove it yourself"
                                   : strerror(err));
