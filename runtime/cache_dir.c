@@ -117,11 +117,18 @@ static int check_final(const struct stat *st, const char *dir, int fd, fj_dir_us
  * cache must be the user's to read and write. */
 static const char *no_access_hint(fj_dir_use use)
 {
-    return use == FJ_DIR_LAYER
-               ? "; a layer for other users is built with fox-jit warm --shared, or made "
-                 "readable with chmod -R a+rX"
-               : "; give yourself access to your cache's directories (chmod u+rwx), or put the "
-                 "cache elsewhere (FOXJIT_CACHE_DIR, --cache-dir)";
+    switch (use) {
+    case FJ_DIR_LAYER:
+        return "; a layer for other users is built with fox-jit warm --shared, or made "
+               "readable with chmod -R a+rX";
+    case FJ_DIR_WRITABLE:
+        return "; give yourself access to your cache's directories (chmod u+rwx), or put the "
+               "cache elsewhere (FOXJIT_CACHE_DIR, --cache-dir)";
+    default:   /* inspecting: one's own cache, or a layer another user built */
+        return "; a cache of your own needs your access (chmod u+rwx); a layer for other "
+               "users is built with fox-jit warm --shared, or made readable by its owner "
+               "with chmod -R a+rX";
+    }
 }
 
 /* Joins a (possibly relative) symlink target or user path onto the

@@ -313,7 +313,7 @@ def train_info(name):
     return d
 tr = {}
 for name, label in (("train-1gpu", "train 1 GPU  (B=%d)" % batch),
-                    ("train-dp", "train %s (B=%d = %d x %d)" % (GW, batch, W, batch // W))):
+                    ("train-dp", "train %s (B=%d = %d x %d)" % (GW if W > 1 else DPF, batch, W, batch // W))):
     d = tr[name] = train_info(name)
     if d.get("ms"):
         extra = "%s ms/step = %.0f steps/s; loss %s -> %s" % (d["ms"], 1e3 / float(d["ms"]), d["loss0"], d["loss1"])

@@ -141,7 +141,7 @@ else
 fi
 
 # An arch named twice (in two spellings) is built once.
-expect 0 "warm: 2 variants for sm_90,sm_090:" "$foxjit" warm --arch sm_90,sm_090 \
+expect 0 "warm: 2 variants for sm_90:" "$foxjit" warm --arch sm_90,sm_090 \
     --manifest "$manifest" --cache-dir "$tmp/c"
 
 expect 2 "no command 'bogus' to describe" "$foxjit" help bogus

@@ -200,7 +200,16 @@ static void test_ignored_options_refused(void **state)
     expect_error(parse(&o, "--bench", "--heldout-size", "0", NULL), "--heldout-size does nothing");
     /* What the bench does use. */
     assert_int_equal(parse(&o, "--bench", "--k", "8", "--progress", "3", "--seed", "5",
-                           "--per-step", "--train-size", "64", "--quiet", NULL), FT_PARSE_OK);
+                           "--per-step", "--train-size", "64", NULL), FT_PARSE_OK);
+    /* A --batch past one GPU is met with the bench's own advice, not --gpus'. */
+    expect_error(parse(&o, "--bench", "--batch", "2048", NULL),
+                 "give --bench-batches 1024 --gpus 2 for 2048 rows");
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--batch", "2048", NULL),
+                 "--dump-step runs on one GPU: give a --batch of at most 1024");
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--lr", "0.5", NULL),
+                 "--lr does nothing there");
+    expect_error(parse(&o, "--dump-step", "/tmp/x", "--eps", "1e-6", NULL),
+                 "--eps does nothing there");
     static const char *const dump_unused[][2] = {
         {"--csv", "c.csv"}, {"--checkpoint", "c.ckpt"}, {"--json", "j.json"},
         {"--steps", "9"},   {"--progress", "2"},        {"--heldout-size", "0"}};

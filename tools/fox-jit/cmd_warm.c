@@ -271,6 +271,11 @@ int cmd_warm(int argc, char **argv)
         }
     }
     fj_tk_manifest_free(m);
+    /* What is built, each target once, in the order given. */
+    archs[0] = '\0';
+    for (int i = 0; i < n_seen; i++)
+        snprintf(archs + strlen(archs), sizeof archs - strlen(archs), "%s%s", i ? "," : "",
+                 seen[i].name);
     w.count = fj_tk_units_count(w.units);
     w.jobs = calloc(w.count ? w.count : 1, sizeof *w.jobs);
     if (!w.jobs) {

@@ -62,7 +62,7 @@ const char ft_usage[] =
     "  --resume FILE        continue a checkpoint exactly (same data order, same bits;\n"
     "                       on another number of GPUs, the same run up to float rounding)\n"
     "  --progress N         status line every N steps (default 10; when stderr is not a\n"
-    "                       terminal, every max(N, steps/20): at most 20 lines in a log)\n"
+    "                       terminal, every max(N, steps/20): about 20 lines in a log)\n"
     "  --quiet              no status line, only the summary\n"
     "  --dump-step FILE     run one forward and backward on the first training batch at the\n"
     "                       initial parameters, write parameters, batch, loss and gradients\n"
@@ -187,8 +187,9 @@ static int parse_list(const char *s, int *out, int *count)
 
 /* The options a mode does nothing with (beyond those it refuses with
  * messages of their own). */
-static const char *const dump_ignores[] = {"csv", "checkpoint", "checkpoint-every", "json",
-                                           "steps", "progress", "heldout-size", NULL};
+static const char *const dump_ignores[] = {
+    "csv",  "checkpoint", "checkpoint-every", "json",  "steps", "progress", "heldout-size",
+    "lr",   "weight-decay", "beta1",          "beta2", "eps",   NULL};
 static const char *const bench_ignores[] = {"signal", "heldout-size", NULL};
 
 int ft_fewest_gpus(int batch)
@@ -402,9 +403,15 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
      * known only at run time (dist_train.c), a resumed run's batch is its
      * checkpoint's (config.c). */
     const int ranks = o->dist_local ? o->dist_local : o->gpus;
-    if (!o->dist && (!o->resume || (o->set & FT_SET_BATCH)) &&
+    if (!o->dist && !o->bench && (!o->resume || (o->set & FT_SET_BATCH)) &&
         (o->batch + ranks - 1) / ranks > FT_MAX_RANK_BATCH) {
         const int fit = ft_fewest_gpus(o->batch);
+        /* --bench refuses --batch below (its sizes are --bench-batches);
+         * --dump-step runs on one GPU whatever --gpus says. */
+        if (o->dump_step)
+            return bad(why, why_len, "--batch %d is more than one GPU takes (%d rows), and "
+                       "--dump-step runs on one GPU: give a --batch of at most %d", o->batch,
+                       FT_MAX_RANK_BATCH, FT_MAX_RANK_BATCH);
         if (ranks == 1)
             return bad(why, why_len, "--batch %d is more than one GPU takes (%d rows): use a "
                        "smaller --batch, or split it over GPUs with --gpus N or --dist-local N "
@@ -432,10 +439,16 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     if (o->bench) {
         if (o->resume)
             return bad(why, why_len, "--bench and --resume do not go together");
-        if (GIVEN("batch"))
+        if (GIVEN("batch") && o->batch <= FT_MAX_RANK_BATCH)
             return bad(why, why_len, "--bench times the batch sizes of --bench-batches "
                        "(default 32,128,512): give --bench-batches %d instead of --batch",
                        o->batch);
+        if (GIVEN("batch"))
+            return bad(why, why_len, "--bench times the batch sizes of --bench-batches, up to "
+                       "%d a GPU; with --gpus N it also times N GPUs at N times each size: "
+                       "drop --batch %d, and give --bench-batches %d --gpus %d for %d rows",
+                       FT_MAX_RANK_BATCH, o->batch, o->batch / ft_fewest_gpus(o->batch),
+                       ft_fewest_gpus(o->batch), o->batch);
         if (GIVEN("steps"))
             return bad(why, why_len, "--bench times --bench-steps steps a figure (default "
                        "50): give --bench-steps instead of --steps");
@@ -469,4 +482,5 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     if (o->checkpoint_every && !o->checkpoint)
         return bad(why, why_len, "--checkpoint-every needs --checkpoint FILE");
     return FT_PARSE_OK;
+#undef GIVEN
 }

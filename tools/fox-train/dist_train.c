@@ -509,6 +509,7 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
     }
     ft_rank *r = &d->r;
     r->index = de->rank, r->count = de->world, r->team = &d->team, r->nccl = nccl;
+    r->own_process = 1;
     char why[600];
     r->ordinal = ft_dist_pick_gpu(de, o.device, base->device_count,
                                   getenv("CUDA_VISIBLE_DEVICES"), why, sizeof why);

@@ -14,6 +14,8 @@
 #define FT_STR2(x) #x
 #define FT_STR(x) FT_STR2(x)
 
+/* Returns 0 when loaded, 1 when the file would not load (dlopen failed),
+ * -1 when it loaded but is not a usable fox-jit library. */
 static int try_one(ft_plugin *p, const char *path, char *why, size_t why_len)
 {
     size_t used = strlen(why);
@@ -26,7 +28,7 @@ static int try_one(ft_plugin *p, const char *path, char *why, size_t why_len)
         if (e && !strncmp(e, path, n) && !strncmp(e + n, ": ", 2))
             e += n + 2;
         snprintf(why + used, why_len - used, "\n  %s: %s", path, e ? e : "dlopen failed");
-        return -1;
+        return 1;
     }
     foxjit_get_api_fn get = (foxjit_get_api_fn)dlsym(h, "foxjit_get_api");
     const foxjit_api *api = get ? get(FOXJIT_ABI_MAJOR) : NULL;
@@ -61,8 +63,9 @@ int ft_plugin_load(ft_plugin *p, const char *explicit_path, char *why, size_t wh
     memset(p, 0, sizeof *p);
     snprintf(why, why_len, "libfoxjit could not be loaded; tried:");
     if (explicit_path) {
-        if (try_one(p, explicit_path, why, why_len) == 0)
-            return 0;
+        const int r = try_one(p, explicit_path, why, why_len);
+        if (r <= 0)   /* loaded, or loaded and said what is wrong with it */
+            return r;
         snprintf(why + strlen(why), why_len - strlen(why),
                  "\n--library names the libfoxjit.so to load: a built one "
                  "(build/runtime/libfoxjit.so) or an installed one (<prefix>/lib/libfoxjit.so.1)");

@@ -43,7 +43,7 @@ int ft_rank_comm_init(ft_rank *r, const ft_nccl_unique_id *id)
         /* The usual invalid usage at this point: two ranks on one GPU
          * (NCCL says "Duplicate GPU detected" only with NCCL_DEBUG=WARN). */
         char hint[200] = "";
-        if (e == FT_NCCL_INVALID_USAGE)
+        if (e == FT_NCCL_INVALID_USAGE && r->own_process)
             snprintf(hint, sizeof hint, " (NCCL runs one rank per GPU: is another rank of this "
                      "host on CUDA device %d too? each needs a GPU of its own: check the local "
                      "ranks and CUDA_VISIBLE_DEVICES)", r->ordinal);

@@ -28,6 +28,8 @@ typedef struct ft_rank {
     const ft_nccl *nccl;    /* NULL: no NCCL */
     ft_nccl_comm_t comm;
     CUevent marker;         /* for waits that can give up (ft_rank_wait) */
+    int own_process;        /* 1: a --dist rank, the only one of its process: another may
+                             * share its GPU unseen (NCCL's invalid usage then) */
     char why[1024];
 } ft_rank;
 
