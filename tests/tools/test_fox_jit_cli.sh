@@ -155,6 +155,12 @@ expect 0 "entries, .* bytes in $tmp/c\$" env FOXJIT_CACHE_READONLY_DIRS="$tmp/c:
 expect 0 "bytes in $tmp/c + $tmp/layer2\$" env \
     FOXJIT_CACHE_READONLY_DIRS="$tmp/layer2:$tmp/c:$tmp/layer2/" "$foxjit" list --cache-dir "$tmp/c"
 
+# A bad manifest is bad usage (2) even where NVRTC is missing (1 otherwise).
+expect 2 "cannot read manifest" env FOXJIT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$foxjit" \
+    warm --manifest "$tmp/no-such-manifest" --cache-dir "$tmp/c"
+expect 1 "" env FOXJIT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$foxjit" warm --arch sm_90 \
+    --manifest "$manifest" --cache-dir "$tmp/c"
+
 # An option of a sibling command is named, not met with the bare usage.
 expect 2 "fox-jit list: --remove is not an option of list (fox-jit verify --remove" \
     "$foxjit" list --remove --cache-dir "$tmp/c"

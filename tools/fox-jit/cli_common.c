@@ -38,7 +38,9 @@ char *cli_read_manifest(const char *path)
     }
     FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
     if (!f) {
-        fprintf(stderr, "fox-jit: cannot read manifest %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "fox-jit: cannot read manifest %s: %s (give --manifest a file of op "
+                "shapes; fox-jit warm --print-manifest shows the default)\n", path,
+                strerror(errno));
         return NULL;
     }
     struct stat st;
@@ -73,7 +75,9 @@ char *cli_read_manifest(const char *path)
         return NULL;
     }
     if (read_error) {
-        fprintf(stderr, "fox-jit: cannot read manifest %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "fox-jit: cannot read manifest %s: %s (give --manifest a file of op "
+                "shapes; fox-jit warm --print-manifest shows the default)\n", path,
+                strerror(errno));
         free(text);
         return NULL;
     }

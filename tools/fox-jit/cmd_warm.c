@@ -163,9 +163,32 @@ int cmd_warm(int argc, char **argv)
                 "the option out for the local GPU's\n");
         return 2;
     }
+    /* The manifest first: a mistake in it is bad usage (2) whatever the
+     * toolchain or the GPU. */
+    char *text = cli_read_manifest(manifest_path);
+    if (!text)
+        return 2;
+    fj_tk_manifest *m;
+    char why[512];
+    if (fj_tk_manifest_parse(text, &m, why, sizeof why) != 0) {
+        fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_path ? manifest_path : "manifest", why);
+        free(text);
+        return 2;
+    }
+    free(text);
+    if (fj_tk_manifest_count(m) == 0) {
+        /* An empty file (or stdin) is a mistake more often than a wish. */
+        fprintf(stderr, "fox-jit warm: %s lists no op shapes (lines like 'column_sum rows=8192 "
+                "cols=42'; `fox-jit warm --print-manifest` shows the default)\n",
+                manifest_path ? manifest_path : "the manifest");
+        fj_tk_manifest_free(m);
+        return 2;
+    }
+
     fj_tk_toolchain tc;
     if (fj_tk_toolchain_get(&tc) != FOXJIT_OK) {
         fprintf(stderr, "fox-jit warm: %s\n", foxjit_last_error());
+        fj_tk_manifest_free(m);
         return 1;
     }
     char archs[512];
@@ -191,6 +214,7 @@ int cmd_warm(int argc, char **argv)
         } else if (override) {
             fprintf(stderr, "fox-jit warm: %s=%s: %s; unset it, or give --arch\n",
                     fj_tk_target_env(), override, foxjit_last_error());
+            fj_tk_manifest_free(m);
             return 2;
         } else if (cc > 0) {
             /* A GPU is here, and NVRTC cannot build for it: kernels for
@@ -198,6 +222,7 @@ int cmd_warm(int argc, char **argv)
              * those as if there were no GPU. */
             fprintf(stderr, "fox-jit warm: %s; or give --arch LIST to build for other GPUs "
                     "(e.g. --arch sm_89,sm_90)\n", foxjit_last_error());
+            fj_tk_manifest_free(m);
             return 1;
         } else {
             snprintf(archs, sizeof archs, "sm_89,sm_90");
@@ -205,26 +230,6 @@ int cmd_warm(int argc, char **argv)
                 printf("no local GPU (%s); building for %s\n", why, archs);
         }
     }
-    char *text = cli_read_manifest(manifest_path);
-    if (!text)
-        return 2;
-    fj_tk_manifest *m;
-    char why[512];
-    if (fj_tk_manifest_parse(text, &m, why, sizeof why) != 0) {
-        fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_path ? manifest_path : "manifest", why);
-        free(text);
-        return 2;
-    }
-    free(text);
-    if (fj_tk_manifest_count(m) == 0) {
-        /* An empty file (or stdin) is a mistake more often than a wish. */
-        fprintf(stderr, "fox-jit warm: %s lists no op shapes (lines like 'column_sum rows=8192 "
-                "cols=42'; `fox-jit warm --print-manifest` shows the default)\n",
-                manifest_path ? manifest_path : "the manifest");
-        fj_tk_manifest_free(m);
-        return 2;
-    }
-
     warm_state w;
     memset(&w, 0, sizeof w);
     w.units = fj_tk_units_new();
