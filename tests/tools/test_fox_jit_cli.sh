@@ -161,6 +161,12 @@ expect 2 "cannot read manifest" env FOXJIT_NVRTC_LIBRARY=/nonexistent/libnvrtc.s
 expect 1 "" env FOXJIT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so "$foxjit" warm --arch sm_90 \
     --manifest "$manifest" --cache-dir "$tmp/c"
 
+# info: a toolchain variable pointing at nothing fails it (1); the rest is
+# still printed.
+expect 1 "NVRTC and CCCL: FOXJIT_CCCL_INCLUDE=$tmp/nothing holds no CCCL headers" \
+    env FOXJIT_CCCL_INCLUDE="$tmp/nothing" "$foxjit" info --no-probe --cache-dir "$tmp/c"
+grep -q "^cache: $tmp/c" "$tmp/out" || fail "info stopped printing at the bad FOXJIT_CCCL_INCLUDE"
+
 # An option of a sibling command is named, not met with the bare usage.
 expect 2 "fox-jit list: --remove is not an option of list (fox-jit verify --remove" \
     "$foxjit" list --remove --cache-dir "$tmp/c"

@@ -20,8 +20,10 @@ const char info_usage[] =
     "                   ~/.cache/foxjit)\n"
     "  --no-probe       skip the probe\n"
     "\n"
-    "Exit status: 0, or 1 when the cache directory exists but cannot be used or\n"
-    "FOXJIT_TARGET is not a target (everything else is still printed), 2 on bad usage.\n";
+    "Exit status: 0, or 1 when the cache directory exists but cannot be used,\n"
+    "FOXJIT_TARGET is not a target for this machine, or FOXJIT_NVRTC_LIBRARY or\n"
+    "FOXJIT_CCCL_INCLUDE points at no toolchain (everything else is still printed), 2 on\n"
+    "bad usage.\n";
 
 static double now_ms(void)
 {
@@ -169,6 +171,7 @@ int cmd_info(int argc, char **argv)
     printf("fox-jit %s (cache entry format 1, sources %s)\n", foxjit_version(),
            fj_tk_sources_hash_hex());
     fj_tk_toolchain tc;
+    int toolchain_rc = 0;
     if (fj_tk_toolchain_get(&tc) == FOXJIT_OK) {
         printf("NVRTC %d.%d (%s); archs:", tc.nvrtc_major, tc.nvrtc_minor, tc.nvrtc_library);
         for (int i = 0; i < tc.num_archs; i++)
@@ -181,7 +184,16 @@ int cmd_info(int argc, char **argv)
             printf("CCCL: not found (kernels built on CUB cannot compile; set "
                    "FOXJIT_CCCL_INCLUDE)\n");
     } else {
-        printf("NVRTC: %s\n", foxjit_last_error());
+        /* A toolchain the user pointed at wrongly is a failure to report;
+         * one simply not installed is the machine's state. */
+        const char *given = getenv("FOXJIT_CCCL_INCLUDE") && *getenv("FOXJIT_CCCL_INCLUDE")
+                                ? "FOXJIT_CCCL_INCLUDE"
+                            : getenv("FOXJIT_NVRTC_LIBRARY") && *getenv("FOXJIT_NVRTC_LIBRARY")
+                                ? "FOXJIT_NVRTC_LIBRARY"
+                                : NULL;
+        printf("NVRTC and CCCL: %s\n", foxjit_last_error());
+        if (given)
+            toolchain_rc = 1;
     }
     const fj_cuda *cu;
     int gpus = 0;
@@ -208,7 +220,7 @@ int cmd_info(int argc, char **argv)
     }
     /* Everything is printed; what the user configured and cannot work
      * (the override, the cache directory) makes the exit status 1. */
-    int rc = print_target_override() ? 1 : 0;
+    int rc = print_target_override() || toolchain_rc ? 1 : 0;
     fj_tk_cache *cache = NULL;
     char where[4096];
     if (fj_tk_cache_not_created(cache_dir, where, sizeof where))
