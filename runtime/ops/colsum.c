@@ -33,6 +33,11 @@ const fj_program fj_program_colsum_tiles = {
 #define ROWS_MODE_MAX_COLS 32
 /* Largest cols compiled in as a constant in tile mode. */
 #define TILE_CONST_MAX_COLS 256
+/* Wide inputs of at most this many rows (the sum of a few gradient
+ * buffers: fox-train adds its two heads calls' rows) give each thread its
+ * columns over all the rows: a block of row phases would leave most of its
+ * threads idle and take a wave of blocks more. */
+#define FEW_ROWS 8
 /* The alignment classes of an input pointer, in bytes: each can take its
  * own kernel (vector width), so prepare and warm build all three. */
 static const unsigned align_classes[3] = {16, 8, 4};
@@ -86,6 +91,7 @@ void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsi
     int small = rows * cols <= (32 << 10);
     int64_t units, tiles;
     unsigned lanes = 0;
+    int few_rows = 0;
     /* Clusters of 16 only where they were measured faster: whole rows and
      * tall tiles. */
     int split16_measured = 1;
@@ -97,7 +103,12 @@ void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsi
         units = ceil_div(rows, rows_per_pass);
         tiles = 1;
     } else {
-        if (cols >= 4096) {
+        if (cols >= 4096 && rows <= FEW_ROWS) {
+            lanes = 256;  /* wide and short: one row phase, a column per thread */
+            p->block = 256;
+            split16_measured = 0;
+            few_rows = 1;
+        } else if (cols >= 4096) {
             lanes = 32;  /* wide: 32 lanes of vec floats */
             p->block = rows >= 1024 ? 1024 : 256;
             split16_measured = 0;
@@ -126,6 +137,10 @@ void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsi
             want = max_split;
         if (want > units)
             want = units;
+        /* A wave of tiles already keeps every SM busy: a cluster would add
+         * its launch cost and a gather for a row or two a block. */
+        if (few_rows && tiles >= (sm_count > 0 ? sm_count : 1))
+            want = 1;
         /* A small input: one block is as fast as a cluster of 8 or part of
          * one; only a whole cluster of 16 is faster. */
         if (p->rows_mode && small &&
@@ -200,7 +215,8 @@ const fj_op fj_op_colsum = {
               "column_sum rows=32 cols=320\n"    /* heads b1, b2, w_gate, w_main */
               "column_sum rows=32 cols=128\n"    /* CfC bias, tau; attention q */
               "column_sum rows=32 cols=40\n"     /* VSN bias */
-              "column_sum rows=32 cols=5\n",     /* heads b_gate, b_main, b_skip */
+              "column_sum rows=32 cols=5\n"      /* heads b_gate, b_main, b_skip */
+              "column_sum rows=2 cols=63493\n",  /* fox-train: its two heads calls' rows */
 };
 
 unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt)

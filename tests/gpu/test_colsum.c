@@ -19,14 +19,17 @@ static const shape shapes[] = {
     {1, 1},    {1000, 77}, {3, 100000}, {8192, 64}, {513, 65},
     /* Whole rows split over a cluster; wide tiles split over a cluster. */
     {8192, 20}, {32, 5120},
+    /* Wide and few rows: a column a thread (fox-train's heads stack; 8 rows
+     * over a cluster of 8, a row a block). */
+    {2, 63493}, {8, 4096},
 };
 /* FOXJIT_TEST_QUICK=1: shape i with fewer rows (or columns) and the same plan
  * as shapes[i] at every alignment tested: kernel variant, vector width and
  * cluster split (test_quick_shapes_keep_the_plans checks this). */
 static const shape quick_shapes[] = {
-    {8192, 3}, {1024, 42}, {2048, 128}, {2048, 256}, {8, 40960},
-    {1, 1},    {129, 77},  {3, 34000},  {2048, 64},  {513, 65},
-    {2048, 20}, {32, 5120},
+    {8192, 3}, {1024, 42}, {2048, 128}, {2048, 256}, {9, 40960},
+    {1, 1},    {129, 77},  {3, 80000},  {2048, 64},  {513, 65},
+    {2048, 20}, {32, 5120}, {2, 63493}, {8, 4096},
 };
 _Static_assert(sizeof quick_shapes == sizeof shapes, "one quick shape per shape");
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])

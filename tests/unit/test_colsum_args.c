@@ -61,6 +61,12 @@ static int max_split_param(const fj_colsum_plan *p)
     return p->variant.values[fj_program_param_count(p->variant.program) - 1];
 }
 
+/* The tiles kernel's LANES (its fifth parameter). */
+static int lanes_param(const fj_colsum_plan *p)
+{
+    return p->variant.values[4];
+}
+
 static void test_kernel_choice(void **state)
 {
     (void)state;
@@ -120,6 +126,21 @@ static void test_kernel_choice(void **state)
     fj_colsum_plan_for(32, 40960, 16, 16, &p);
     assert_int_equal(p.split, 1);
     assert_true(p.grid_x >= 132);
+    /* Wide and few rows (the sum of a few gradient buffers): a column a
+     * thread over all the rows, one row phase, one wave of blocks. */
+    fj_colsum_plan_for(2, 63493, 16, 4, &p);
+    assert_ptr_equal(p.variant.program, &fj_program_colsum_tiles);
+    assert_int_equal(p.block, 256);
+    assert_int_equal(lanes_param(&p), 256);
+    assert_int_equal(p.grid_x, 249);   /* ceil(63493 / 256) */
+    assert_int_equal(p.split, 1);
+    fj_colsum_plan_for(8, 4096, 16, 16, &p);
+    assert_int_equal(lanes_param(&p), 256);
+    assert_int_equal(p.grid_x, 4);     /* 4096 / (256 x 4) */
+    assert_int_equal(p.split, 8);      /* a row a block of the cluster */
+    assert_int_equal(max_split_param(&p), 8);
+    fj_colsum_plan_for(9, 4096, 16, 16, &p);
+    assert_int_equal(lanes_param(&p), 32);
     /* One row cannot be split. */
     fj_colsum_plan_for(1, 1, 16, 16, &p);
     assert_int_equal(p.split, 1);
