@@ -145,6 +145,12 @@ expect 0 "warm: 2 variants for sm_90:" "$foxjit" warm --arch sm_90,sm_090 \
     --manifest "$manifest" --cache-dir "$tmp/c"
 
 expect 2 "no command 'bogus' to describe" "$foxjit" help bogus
+# --print-manifest reads the whole command line first.
+expect 2 "unrecognized option" "$foxjit" warm --print-manifest --bogus
+expect 0 "column_sum rows=2 cols=63493" "$foxjit" warm --print-manifest
+for cmd in warm info list verify clear prune bench; do
+    "$foxjit" "$cmd" --help 2>&1 | grep -q "^Exit status" || fail "fox-jit $cmd --help has no exit-status line"
+done
 expect 0 "usage: fox-jit list" "$foxjit" help list
 
 # The cache itself, or a layer twice, in FOXJIT_CACHE_READONLY_DIRS: searched

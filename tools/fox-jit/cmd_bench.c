@@ -104,7 +104,9 @@ void bench_print_usage(FILE *f)
           "  --target ARCH plan and compile as for an older arch, e.g. compute_89 (sets\n"
           "                FOXJIT_TARGET, a testing aid); rows say \"sm_89 plan on <GPU>\"\n"
           "  --cache-dir DIR  kernel cache (default $FOXJIT_CACHE_DIR, $XDG_CACHE_HOME/foxjit,\n"
-          "                ~/.cache/foxjit)\n", f);
+          "                ~/.cache/foxjit)\n"
+          "\nExit status: 0, 1 when there is no GPU, a runtime cannot be made or a group\n"
+          "failed (the others still run), 2 on bad usage.\n", f);
 }
 
 int cmd_bench(int argc, char **argv)

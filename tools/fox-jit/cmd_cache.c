@@ -30,7 +30,9 @@ const char clear_usage[] =
     "Removes every entry (a file with the fox-jit header) of the writable cache directory\n"
     "and the temp files of writes that died more than 10 minutes ago; the temp files of\n"
     "writes in progress, and files that are not fox-jit's, stay. Read-only layers are\n"
-    "never touched.\n";
+    "never touched.\n"
+    "\nExit status: 0, 1 when there is no cache there or it cannot be used, 2 on bad\n"
+    "usage.\n";
 const char prune_usage[] =
     "usage: fox-jit prune --max-bytes N [--cache-dir DIR]\n\n"
     "Evicts least recently used entries until the cache is at most N bytes (suffixes K, M, G,\n"

@@ -15,6 +15,7 @@
 const char warm_usage[] =
     "usage: fox-jit warm [--arch LIST] [--manifest FILE] [-j N] [--cache-dir DIR] [--shared]\n"
     "                    [--quiet]\n"
+    "       fox-jit warm --print-manifest\n"
     "\n"
     "Compiles every kernel variant the ops use for the shapes of a manifest, for each arch,\n"
     "into the disk cache, so a trainer starts without compiling. Needs NVRTC; needs no GPU.\n"
@@ -114,7 +115,7 @@ int cmd_warm(int argc, char **argv)
 {
     const char *arch_list = NULL, *manifest_path = NULL, *cache_dir = NULL;
     long jobs_n = sysconf(_SC_NPROCESSORS_ONLN);
-    int quiet = 0, shared = 0;
+    int quiet = 0, shared = 0, print_manifest = 0;
     static const struct option opts[] = {
         {"shared", no_argument, NULL, 's'},
         {"arch", required_argument, NULL, 'a'},     {"manifest", required_argument, NULL, 'm'},
@@ -141,7 +142,7 @@ int cmd_warm(int argc, char **argv)
             break;
         case 's': shared = 1; break;
         case 'q': quiet = 1; break;
-        case 'p': fputs(fj_tk_default_manifest(), stdout); return 0;
+        case 'p': print_manifest = 1; break;
         case 'j': {
             char *end;
             jobs_n = strtol(optarg, &end, 10);
@@ -157,6 +158,12 @@ int cmd_warm(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "fox-jit warm: unexpected argument '%s'\n%s", argv[optind], warm_usage);
         return 2;
+    }
+    /* After the whole command line is read: a bad option beside it is
+     * still bad usage. */
+    if (print_manifest) {
+        fputs(fj_tk_default_manifest(), stdout);
+        return 0;
     }
     if (arch_list && !*arch_list) {
         fprintf(stderr, "fox-jit warm: --arch is empty; give archs like sm_89,sm_90, or leave "
