@@ -29,6 +29,9 @@ typedef struct fj_op {
                     size_t why_len);
     /* Key i must be in [1, limits[i]] (0: no limit checked here). */
     int64_t limits[FJ_OP_MAX_KEYS];
+    /* Where those limits are documented, for messages (NULL: docs/dims.md,
+     * the perception ops'). */
+    const char *limits_doc;
     /* Every program the op's variants use (the registry of programs is
      * built from these). */
     const fj_program *programs[FJ_OP_MAX_PROGRAMS + 1];

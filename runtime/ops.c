@@ -20,25 +20,13 @@ const fj_op *const fj_ops[] = {
 };
 const size_t fj_op_count = sizeof fj_ops / sizeof fj_ops[0];
 
-/* The perception model's ops, whose dims docs/dims.md lists; the others'
- * limits are in docs/kernels.md. */
-static int fj_op_is_perception(const fj_op *op)
-{
-    static const char *const generic[] = {"column_sum", "radix_sort", "rank_normalize",
-                                          "training", NULL};
-    for (int i = 0; generic[i]; i++)
-        if (!strcmp(op->name, generic[i]))
-            return 0;
-    return 1;
-}
-
 int fj_op_check_values(const fj_op *op, const int64_t *values, char *why, size_t why_len)
 {
     for (int i = 0; i < FJ_OP_MAX_KEYS && op->keys[i]; i++)
         if (op->limits[i] && (values[i] < 1 || values[i] > op->limits[i])) {
             snprintf(why, why_len, "%s = %lld is outside the supported range [1, %lld] "
                      "(%s)", op->keys[i], (long long)values[i], (long long)op->limits[i],
-                     fj_op_is_perception(op) ? "docs/dims.md" : "docs/kernels.md");
+                     op->limits_doc ? op->limits_doc : "docs/dims.md");
             return -1;
         }
     return 0;

@@ -176,14 +176,15 @@ int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3])
     return n;
 }
 
+static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols);
+
 static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                     size_t why_len)
 {
-    /* The op's own limit on the whole (foxjit.h, kernels.md section 1): a
-     * shape it refuses is not worth building. */
-    if (v[0] * v[1] >= ((int64_t)1 << 40)) {
-        snprintf(why, why_len, "rows x cols = %lld x %lld is past the limit of 2^40 elements "
-                 "(docs/kernels.md, section 1)", (long long)v[0], (long long)v[1]);
+    /* A shape the op refuses (its limit on the whole, rows x cols < 2^40)
+     * is not worth building. */
+    if (check_shape("column_sum", v[0], v[1]) != FOXJIT_OK) {
+        snprintf(why, why_len, "%s (docs/kernels.md, section 1)", foxjit_last_error());
         return -1;
     }
     fj_variant tmp[3];
@@ -197,6 +198,7 @@ const fj_op fj_op_colsum = {
     .name = "column_sum",
     .keys = {"rows", "cols", NULL},
     .limits = {FJ_COLSUM_MAX_DIM, FJ_COLSUM_MAX_DIM},
+    .limits_doc = "docs/kernels.md, section 1",
     .help = "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]",
     .variants = variants,
     .programs = {&fj_program_colsum_rows, &fj_program_colsum_tiles, NULL},

@@ -180,10 +180,12 @@ expect 2 "--max-bytes is not an option of clear (fox-jit prune --max-bytes N" \
     "$foxjit" clear --max-bytes 5 --cache-dir "$tmp/c"
 # A column_sum shape the op refuses is not built.
 printf 'column_sum rows=2147483647 cols=2147483647\n' > "$tmp/huge"
-expect 2 "past the limit of 2^40 elements" "$foxjit" warm --arch sm_90 --manifest "$tmp/huge" \
+expect 2 "rows \* cols = 2147483647 x 2147483647 is past the limit (below 2^40 elements)" \
+    "$foxjit" warm --arch sm_90 --manifest "$tmp/huge" \
     --cache-dir "$tmp/c"
 printf 'column_sum rows=0 cols=5\n' > "$tmp/zero"
-expect 2 "outside the supported range \[1, 2147483647\] (docs/kernels.md)" "$foxjit" warm \
+expect 2 "outside the supported range \[1, 2147483647\] (docs/kernels.md, section 1)" \
+    "$foxjit" warm \
     --arch sm_90 --manifest "$tmp/zero" --cache-dir "$tmp/c"
 
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \

@@ -28,6 +28,12 @@ int cli_check_cache_dir(const char *cmd, const char *dir)
     return 0;
 }
 
+static void cannot_read_manifest(const char *path, int err)
+{
+    fprintf(stderr, "fox-jit: cannot read manifest %s: %s (give --manifest a file of op "
+            "shapes; fox-jit warm --print-manifest shows the default)\n", path, strerror(err));
+}
+
 char *cli_read_manifest(const char *path)
 {
     if (!path)
@@ -38,9 +44,7 @@ char *cli_read_manifest(const char *path)
     }
     FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
     if (!f) {
-        fprintf(stderr, "fox-jit: cannot read manifest %s: %s (give --manifest a file of op "
-                "shapes; fox-jit warm --print-manifest shows the default)\n", path,
-                strerror(errno));
+        cannot_read_manifest(path, errno);
         return NULL;
     }
     struct stat st;
@@ -67,7 +71,8 @@ char *cli_read_manifest(const char *path)
             cap *= 2;
         }
     }
-    int read_error = ferror(f);
+    /* The read's errno, before fclose can change it. */
+    const int read_error = ferror(f) ? (errno ? errno : EIO) : 0;
     if (f != stdin)
         fclose(f);
     if (!text) {
@@ -75,9 +80,7 @@ char *cli_read_manifest(const char *path)
         return NULL;
     }
     if (read_error) {
-        fprintf(stderr, "fox-jit: cannot read manifest %s: %s (give --manifest a file of op "
-                "shapes; fox-jit warm --print-manifest shows the default)\n", path,
-                strerror(errno));
+        cannot_read_manifest(path, read_error);
         free(text);
         return NULL;
     }

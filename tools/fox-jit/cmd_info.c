@@ -25,6 +25,12 @@ const char info_usage[] =
     "FOXJIT_CCCL_INCLUDE points at no toolchain (everything else is still printed), 2 on\n"
     "bad usage.\n";
 
+static int env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v;
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -186,14 +192,8 @@ int cmd_info(int argc, char **argv)
     } else {
         /* A toolchain the user pointed at wrongly is a failure to report;
          * one simply not installed is the machine's state. */
-        const char *given = getenv("FOXJIT_CCCL_INCLUDE") && *getenv("FOXJIT_CCCL_INCLUDE")
-                                ? "FOXJIT_CCCL_INCLUDE"
-                            : getenv("FOXJIT_NVRTC_LIBRARY") && *getenv("FOXJIT_NVRTC_LIBRARY")
-                                ? "FOXJIT_NVRTC_LIBRARY"
-                                : NULL;
         printf("NVRTC and CCCL: %s\n", foxjit_last_error());
-        if (given)
-            toolchain_rc = 1;
+        toolchain_rc = env_set("FOXJIT_CCCL_INCLUDE") || env_set("FOXJIT_NVRTC_LIBRARY");
     }
     const fj_cuda *cu;
     int gpus = 0;
