@@ -321,6 +321,34 @@ FJ_DEVICE void hs_dw_skip_staged(hs_rows_smem &sm, GetX get_x, float *pv)
     }
 }
 
+// Every chunk of x fits the staging area at once (then the saved
+// backward's copies of x start with the block, hs_dw_skip_issue).
+constexpr int HS_X_CHUNKS = fj_cdiv(D, BKR);
+constexpr bool HS_X_FITS =
+    (int)(sizeof(((hs_rows_smem *)nullptr)->st) / sizeof(float)) / LX::SIZE >= HS_X_CHUNKS;
+
+// hs_dw_skip_staged in two halves, when every chunk fits: the copies of
+// all of x's chunks (issued as the block starts, before its other loads),
+// then, after the block's barrier, their sums in chunk order: the same
+// chunks and sums, so the same bits.
+template <typename GetX>
+FJ_DEVICE void hs_dw_skip_issue(hs_rows_smem &sm, GetX get_x)
+{
+    float *buf = reinterpret_cast<float *>(&sm.st);
+    const tg_async_src<BKR, TM, true, GetX> src(get_x, D);
+    for (int c = 0; c < HS_X_CHUNKS; c++)
+        src.issue(c * BKR, buf + c * LX::SIZE);
+    tg_cp_commit();
+}
+FJ_DEVICE void hs_dw_skip_finish(hs_rows_smem &sm, float *pv)
+{
+    const float *buf = reinterpret_cast<const float *>(&sm.st);
+    tg_cp_wait_all();
+    __syncthreads();
+    for (int c = 0; c < HS_X_CHUNKS; c++)
+        hs_dw_skip_chunk(sm, c * BKR, buf + c * LX::SIZE, pv);
+}
+
 // dw_skip's tile partial with x read straight from memory (no staging; the
 // saved backward on SIMT builds, which have no cp.async):
 // column k's sum is the one the staged hook of hs_rows forms, in the same
@@ -377,9 +405,40 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
             if (t.active && t.r0 + i < nrows)
                 hs_load4(saved, row0 + t.r0 + i, hh, t.n0, apre[i]);
     }
+    // From a save on tensor cores, x's chunks (for dw_skip's sums) are
+    // copied from the start too, all at once: in flight with everything up
+    // to the barrier below. Their rows' offsets are computed here: sm.rx is
+    // not written yet.
+    constexpr bool kEarlyX = TCR && kSaved && HS_X_FITS;
+    if constexpr (kEarlyX)
+        hs_dw_skip_issue(sm, tg_rows([&](int r) {
+                             return r < nrows ? tg_in(x + hs_off(row0 + r, steps, xs, xss), D)
+                                              : tg_out();
+                         }));
     // p, q, bp, bq: computed (the forward keeps them in its save, from the
-    // blocks of tile 0), or read back from the save.
-    if constexpr (kSaved) {
+    // blocks of tile 0), or read back from the save. From a save, when they
+    // and the rows' dl come to at most one value of each a thread, both
+    // loads are made before either is stored: the block waits for one round
+    // of loads, not two.
+    constexpr bool kOneRound = kSaved && 2 * NP + 2 <= NT && TM <= NT;
+    if constexpr (kOneRound) {
+        const float *spq = saved + (long long)R * LDW + hh * SPQ;
+        const float v = tid < 2 * NP + 2 ? __ldg(spq + tid) : 0.0f;
+        long long off = 0;
+        float dl = 0.0f;
+        if (tid < nrows) {  // nrows <= TM
+            off = hs_off(row0 + tid, steps, xs, xss);
+            dl = __ldg(z + hs_off(row0 + tid, steps, zs, zss) + hh);
+        }
+        if (tid < 2 * NP)
+            sm.pq[tid / NP][tid % NP] = v;
+        else if (tid < 2 * NP + 2)
+            sm.bpq[tid - 2 * NP] = v;
+        if (tid < TM) {
+            sm.rx[tid] = off;
+            sm.dl[tid] = dl;
+        }
+    } else if constexpr (kSaved) {
         const float *spq = saved + (long long)R * LDW + hh * SPQ;
         for (int j = tid; j < 2 * NP; j += NT)
             sm.pq[j / NP][j % NP] = __ldg(spq + j);
@@ -388,7 +447,7 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     } else {
         hs_pq_start(sm, p, hh);
     }
-    for (int r = tid; r < TM; r += NT) {
+    for (int r = tid; r < TM && !kOneRound; r += NT) {
         long long off = 0;
         float dl = 0.0f;
         if (r < nrows) {
@@ -441,7 +500,9 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     };
     if constexpr (kSaved) {
         // A is in the save: no product, and dw_skip's sums from x alone.
-        if constexpr (TCR)
+        if constexpr (kEarlyX)
+            hs_dw_skip_finish(sm, pv);
+        else if constexpr (TCR)
             hs_dw_skip_staged(sm, get_x, pv);
         else
             hs_dw_skip_direct(sm, x, nrows, pv);
