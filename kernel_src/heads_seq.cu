@@ -36,10 +36,12 @@
 //   next kernel's tickets.
 // heads_seq_rows_saved  the same with A, p, q, bp and bq read from the
 //   forward's save instead of recomputed: no product, and dw_skip's sums
-//   from x's chunks staged alone (hs_dw_skip_staged), with the plain path's
-//   hook body (SIMT builds: loaded directly, in the same order). A saved value
-//   has the bits the product gives again (the same code on the same row), so
-//   every result is bitwise the same as heads_seq_rows'.
+//   from x's chunks staged alone, with the plain path's hook body (on
+//   tensor cores all the chunks' copies start with the block when they fit,
+//   hs_dw_skip_issue, else hs_dw_skip_staged; SIMT builds: loaded directly,
+//   in the same order). A saved value has the bits the product gives again
+//   (the same code on the same row), so every result is bitwise the same as
+//   heads_seq_rows'.
 // heads_seq_grads    a 1-D grid of three kinds of blocks:
 //   - vector blocks: the partials summed over the tiles in tile order; the
 //     last vector block to finish (an integer ticket) then writes dW2, db2,
