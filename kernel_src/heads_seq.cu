@@ -298,57 +298,59 @@ FJ_DEVICE void hs_dw_skip_chunk(const hs_rows_smem &sm, int k0, const float *xc,
 
 // The same partials for every column when no product stages x (the saved
 // backward), on tensor-core builds: x's chunks copied into the staging area
-// (sm.st, free then) by cp.async, as many at once as fit, 16-byte copies of
+// (sm.st, free then) by cp.async, HS_X_FIT at a time, 16-byte copies of
 // whole rows (coalesced), then hs_dw_skip_chunk on each in chunk order: the
-// bits of the plain path's hook. Leaves without a barrier.
+// bits of the plain path's hook.
+constexpr int HS_X_CHUNKS = fj_cdiv(D, BKR);
+constexpr int HS_X_FIT = (int)(sizeof(hs_rows_smem::st) / sizeof(float)) / LX::SIZE;
+static_assert(HS_X_FIT >= 1, "one chunk of x fits the staging area");
+
+// Copies of chunks c0 .. c0 + n - 1 (n <= HS_X_FIT), one group.
+template <typename Src>
+FJ_DEVICE void hs_x_issue(hs_rows_smem &sm, const Src &src, int c0, int n)
+{
+    float *buf = reinterpret_cast<float *>(&sm.st);
+    for (int c = 0; c < n; c++)
+        src.issue((c0 + c) * BKR, buf + c * LX::SIZE);
+    tg_cp_commit();
+}
+// Their sums, once they are waited for and published by a barrier.
+FJ_DEVICE void hs_x_sums(const hs_rows_smem &sm, int c0, int n, float *pv)
+{
+    const float *buf = reinterpret_cast<const float *>(&sm.st);
+    for (int c = 0; c < n; c++)
+        hs_dw_skip_chunk(sm, (c0 + c) * BKR, buf + c * LX::SIZE, pv);
+}
+
+// Round by round. Leaves without a barrier.
 template <typename GetX>
 FJ_DEVICE void hs_dw_skip_staged(hs_rows_smem &sm, GetX get_x, float *pv)
 {
-    constexpr int CH = fj_cdiv(D, BKR);
-    constexpr int FIT = (int)(sizeof(sm.st) / sizeof(float)) / LX::SIZE;
-    static_assert(FIT >= 1, "one chunk of x fits the staging area");
-    float *buf = reinterpret_cast<float *>(&sm.st);
     const tg_async_src<BKR, TM, true, GetX> src(get_x, D);
-    for (int c0 = 0; c0 < CH; c0 += FIT) {
-        const int n = fj_min(FIT, CH - c0);
+    for (int c0 = 0; c0 < HS_X_CHUNKS; c0 += HS_X_FIT) {
+        const int n = fj_min(HS_X_FIT, HS_X_CHUNKS - c0);
         if (c0 > 0)
             __syncthreads();  // the previous round's chunks are read
-        for (int c = 0; c < n; c++)
-            src.issue((c0 + c) * BKR, buf + c * LX::SIZE);
-        tg_cp_commit();
+        hs_x_issue(sm, src, c0, n);
         tg_cp_wait_all();
         __syncthreads();
-        for (int c = 0; c < n; c++)
-            hs_dw_skip_chunk(sm, (c0 + c) * BKR, buf + c * LX::SIZE, pv);
+        hs_x_sums(sm, c0, n, pv);
     }
 }
 
-// Every chunk of x fits the staging area at once (then the saved
-// backward's copies of x start with the block, hs_dw_skip_issue).
-constexpr int HS_X_CHUNKS = fj_cdiv(D, BKR);
-constexpr bool HS_X_FITS =
-    (int)(sizeof(((hs_rows_smem *)nullptr)->st) / sizeof(float)) / LX::SIZE >= HS_X_CHUNKS;
-
-// hs_dw_skip_staged in two halves, when every chunk fits: the copies of
-// all of x's chunks (issued as the block starts, before its other loads),
-// then, after the block's barrier, their sums in chunk order: the same
-// chunks and sums, so the same bits.
+// When every chunk fits, in two halves: all the copies as the block starts
+// (before its other loads), then, after the block's barrier, the sums.
+// The same chunks and sums, so the same bits.
 template <typename GetX>
 FJ_DEVICE void hs_dw_skip_issue(hs_rows_smem &sm, GetX get_x)
 {
-    float *buf = reinterpret_cast<float *>(&sm.st);
-    const tg_async_src<BKR, TM, true, GetX> src(get_x, D);
-    for (int c = 0; c < HS_X_CHUNKS; c++)
-        src.issue(c * BKR, buf + c * LX::SIZE);
-    tg_cp_commit();
+    hs_x_issue(sm, tg_async_src<BKR, TM, true, GetX>(get_x, D), 0, HS_X_CHUNKS);
 }
 FJ_DEVICE void hs_dw_skip_finish(hs_rows_smem &sm, float *pv)
 {
-    const float *buf = reinterpret_cast<const float *>(&sm.st);
     tg_cp_wait_all();
     __syncthreads();
-    for (int c = 0; c < HS_X_CHUNKS; c++)
-        hs_dw_skip_chunk(sm, c * BKR, buf + c * LX::SIZE, pv);
+    hs_x_sums(sm, 0, HS_X_CHUNKS, pv);
 }
 
 // dw_skip's tile partial with x read straight from memory (no staging; the
@@ -411,7 +413,7 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     // copied from the start too, all at once: in flight with everything up
     // to the barrier below. Their rows' offsets are computed here: sm.rx is
     // not written yet.
-    constexpr bool kEarlyX = TCR && kSaved && HS_X_FITS;
+    constexpr bool kEarlyX = TCR && kSaved && HS_X_FIT >= HS_X_CHUNKS;
     if constexpr (kEarlyX)
         hs_dw_skip_issue(sm, tg_rows([&](int r) {
                              return r < nrows ? tg_in(x + hs_off(row0 + r, steps, xs, xss), D)
@@ -449,16 +451,18 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     } else {
         hs_pq_start(sm, p, hh);
     }
-    for (int r = tid; r < TM && !kOneRound; r += NT) {
-        long long off = 0;
-        float dl = 0.0f;
-        if (r < nrows) {
-            off = hs_off(row0 + r, steps, xs, xss);
-            if (kBwd)
-                dl = __ldg(z + hs_off(row0 + r, steps, zs, zss) + hh);
+    if constexpr (!kOneRound) {
+        for (int r = tid; r < TM; r += NT) {
+            long long off = 0;
+            float dl = 0.0f;
+            if (r < nrows) {
+                off = hs_off(row0 + r, steps, xs, xss);
+                if (kBwd)
+                    dl = __ldg(z + hs_off(row0 + r, steps, zs, zss) + hh);
+            }
+            sm.rx[r] = off;
+            sm.dl[r] = dl;
         }
-        sm.rx[r] = off;
-        sm.dl[r] = dl;
     }
     if (!kBwd)
         for (int i = tid; i < D; i += NT)
