@@ -533,7 +533,10 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
             fprintf(stderr, "fox-train: rank 0 (%s): %s; stopping the run at the first "
                     "exchange\n", d->host, why);
             d->pending = FT_EXIT_USAGE;
-        } else if (ft_losslog_open(&d->log, o.csv, d->mean, d->rc.start, d->rc.end)) {
+        } else if (!d->pending &&
+                   ft_losslog_open(&d->log, o.csv, d->mean, d->rc.start, d->rc.end)) {
+            /* (Not after a --resume this rank could not read: with its start
+             * unknown, opening the CSV would empty the curve it continues.) */
             fprintf(stderr, "fox-train: rank 0 (%s): stopping the run at the first exchange\n",
                     d->host);
             d->pending = FT_EXIT_FAILED;
@@ -590,22 +593,15 @@ rank_out:
         ft_team_break(&d->team, rc);
     if (ft_team_broken(&d->team))
         rc = d->team.exit_status ? d->team.exit_status : FT_EXIT_FAILED;
-    /* As dp_train.c: after a failure the communicator goes first (abort
-     * cancels an all-reduce still waiting for a peer); otherwise the
-     * captured step goes first (destroying a communicator a live graph
-     * still holds hangs, NCCL 2.28). */
-    if (ft_team_broken(&d->team)) {
-        ft_rank_end_comm(r);
-        /* The aborted communicator let go of the queued steps (a run that
-         * stops at a lagged point leaves a period of them): they read the
-         * feed's and the model's buffers and write the ring freed below. */
-        if (r->env.stream)
-            r->env.cu.cuStreamSynchronize(r->env.stream);
-        ft_stepper_free(&d->stepper);
-    } else {
-        ft_stepper_free(&d->stepper);
-        ft_rank_end_comm(r);
-    }
+    /* NCCL's teardown is the one wait left outside the exchanges' deadlines:
+     * under the watchdog too, so a rank that cannot end still exits. */
+    ft_watchdog_arm(d->dog, o.dist_timeout, "rank %d of %d (%s, GPU %d): ending the run (the "
+                    "captured step, then NCCL's communicator, whose end waits for the ranks of "
+                    "this host, rank 0 after its final evaluation and checkpoint) did not "
+                    "finish within %d s; giving up (raise --dist-timeout if rank 0's final "
+                    "work takes longer)", r->index, r->count, d->host, r->ordinal,
+                    o.dist_timeout);
+    ft_rank_end_run(r, &d->stepper);
     if (r->env.cu.cuMemFreeHost) {
         ft_xchg_close(&d->x);
         if (d->ring)
@@ -614,6 +610,7 @@ rank_out:
     ft_feed_close(&d->feed);
     ft_model_free(&d->model);
     ft_rank_release(r);
+    ft_watchdog_disarm(d->dog);
 team_out:
     ft_team_destroy(&d->team);
 out:

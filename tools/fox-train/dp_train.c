@@ -311,22 +311,7 @@ static void *rank_main(void *arg)
     if (ft_team_sync(&sh->team))
         goto out;
 out:
-    /* After a failure the communicator goes first: aborting it cancels an
-     * all-reduce still waiting for a rank that stopped. Otherwise the
-     * captured step goes first: destroying a communicator that a live graph
-     * still holds a collective of hangs (NCCL 2.28, 2 x H200). */
-    if (ft_team_broken(&sh->team)) {
-        ft_rank_end_comm(r);
-        /* The aborted communicator let go of the queued steps (a lagged
-         * reporting point leaves some): they read the feed's buffers and
-         * write the ring freed below. */
-        if (r->env.stream)
-            r->env.cu.cuStreamSynchronize(r->env.stream);
-        ft_stepper_free(&d->stepper);
-    } else {
-        ft_stepper_free(&d->stepper);
-        ft_rank_end_comm(r);
-    }
+    ft_rank_end_run(r, &d->stepper);
     ft_feed_close(&d->feed);
     if (d->ring)
         r->env.cu.cuMemFreeHost(d->ring);

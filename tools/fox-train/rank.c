@@ -157,6 +157,14 @@ void ft_rank_end_comm(ft_rank *r)
     r->comm = NULL;
 }
 
+void ft_rank_end_run(ft_rank *r, ft_stepper *st)
+{
+    ft_stepper_free(st);
+    ft_rank_end_comm(r);
+    if (ft_team_broken(r->team) && r->env.stream)
+        r->env.cu.cuStreamSynchronize(r->env.stream);
+}
+
 void ft_rank_release(ft_rank *r)
 {
     ft_rank_end_comm(r);

@@ -18,6 +18,7 @@
 #include "env.h"
 #include "model.h"
 #include "nccl.h"
+#include "stepper.h"
 #include "team.h"
 
 typedef struct ft_rank {
@@ -68,6 +69,19 @@ int ft_rank_should_stop(ft_rank *r);
  * peer, so the rank's buffers can be freed). Call it before freeing the
  * buffers the steps use. */
 void ft_rank_end_comm(ft_rank *r);
+
+/* Ends the rank's run on the GPU: the captured step (if any), then the
+ * communicator (ft_rank_end_comm), then, when the team is broken, waits for
+ * the stream. In that order because NCCL's ncclCommDestroy and
+ * ncclCommAbort both wait until no CUDA graph holds a collective of the
+ * communicator (NCCL 2.28, init.cc: commDestroySync), so ending the
+ * communicator first would wait forever on the step's graph. Freeing the
+ * graph first cannot wait: an executable graph still running is freed when
+ * its launches end, and abort sets its flag before it waits, so an
+ * all-reduce stuck on a peer that stopped quits and those launches end.
+ * The wait for the stream then covers the steps still queued: they read
+ * the model's and the feed's buffers, which the caller frees next. */
+void ft_rank_end_run(ft_rank *r, ft_stepper *st);
 
 /* Ends the communicator if still there, then frees the marker and the
  * env's device part (runtime, stream, context). */
