@@ -61,8 +61,16 @@ import time
 import traceback
 import warnings
 
-import torch
-import torch.nn.functional as tnf
+# Every mode needs torch, but --help and argument errors do not: without it
+# main() stops after parsing the arguments, saying so. (Spawned bench
+# workers import this module again and need torch at the top level.)
+try:
+    import torch
+    import torch.nn.functional as tnf
+    TORCH_MISSING = None
+except ImportError as e:
+    torch = tnf = None
+    TORCH_MISSING = e
 
 # ---------------------------------------------------------------------------
 # The model's parameters (tools/fox-train/params.h order)
@@ -166,7 +174,8 @@ def model_loss(p, x, dt, labels):
             + tnf.binary_cross_entropy_with_logits(z_seq, labels[k]))
 
 
-class PerceptionModel(torch.nn.Module):
+# Without torch, object stands in: main() stops before any model is made.
+class PerceptionModel(torch.nn.Module if torch is not None else object):
     """The 17 tensors as nn.Parameters (named with '_' for '.'); forward
     returns the loss. A module, so torch.compile treats the parameters as
     static inputs of its CUDA graphs."""
@@ -1132,6 +1141,9 @@ def write_report(a, report):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    if torch is None:
+        sys.exit(f"torch_peer: {a.mode} needs PyTorch, which cannot be imported "
+                 f"({TORCH_MISSING}); install it (pip install torch)")
     report = {"tool": "tools/torch_peer.py", "mode": a.mode, "torch": torch.__version__,
               "python": sys.version.split()[0],
               "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(a.device or 0)

@@ -9,7 +9,12 @@
  *  - Every call returns a foxjit_status; FOXJIT_OK is 0. On failure,
  *    foxjit_last_error() returns a message for the calling thread that says
  *    what went wrong and what to do (with the NVRTC log after a failed
- *    compile).
+ *    compile). The exceptions return their answer instead:
+ *    foxjit_status_string, foxjit_last_error, foxjit_version,
+ *    foxjit_runtime_arch and foxjit_get_api (NULL for an ABI major the
+ *    library lacks), foxjit_heads_workspace_size (a size_t, 0 for an
+ *    invalid dim), and foxjit_runtime_default_params,
+ *    foxjit_runtime_destroy and foxjit_get_perception_limits (void).
  *  - Device memory belongs to the caller. Ops take CUdeviceptr and a
  *    CUstream, never allocate, never synchronize, and launch nothing when
  *    they return an error. Temporary storage follows the CUB convention: a

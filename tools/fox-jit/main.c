@@ -36,6 +36,10 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
+            "  %-8s %s\n  %-8s %s\n",
+            "help", "this text; `fox-jit help <command>` describes a command (also -h, --help)",
+            "version", "fox-jit's version (also --version)");
+    fprintf(f,
             "\n`fox-jit <command> --help` describes each command.\n\n"
             "environment:\n"
             "  FOXJIT_CACHE_DIR            cache directory (default $XDG_CACHE_HOME/foxjit or\n"

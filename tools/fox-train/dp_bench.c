@@ -335,7 +335,7 @@ static void *rank_main(void *arg)
         snprintf(sh->arch, sizeof sh->arch, "%s", e->api->runtime_arch(e->rt));
         printf("fox-train bench: data-parallel training steps, graph-replayed, NCCL %s\n"
                "%d x %s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; median of %d x %d "
-               "steps;\na step: the batch copy, forward, BCE, backward, 17 reducers, the "
+               "steps;\na step: the batch copy, forward, BCE, backward, the reducers, the "
                "gradient all-reduce (ncclAvg), AdamW, the loss copy\nscaling: samples/s over "
                "the baseline's (ideal %d)\nloop ms: the same steps as a run takes them, "
                "through epochs of --train-size %d sequences (at least 2 and at most %d "

@@ -15,7 +15,8 @@
  *            cfc_backward(t) (dh added into dhs[t-1], dy[t] written);
  *            vsn_backward
  *   reduce   reduce_axis0 of each of the 17 scratch tensors -> gradients
- *   update   increment_step, then adamw on each of the 17 tensors
+ *   update   increment_step, then adamw once per weight-decay group (2 calls,
+ *            below)
  *
  * That is the per-step path (FT_PATH_PER_STEP, `fox-train --per-step`). The
  * default, FT_PATH_SEQUENCE, runs the same model with the whole-sequence ops:

@@ -15,11 +15,13 @@ typedef struct ft_plugin {
 } ft_plugin;
 
 /* Tries, in order: `explicit_path` (--library), $FOXJIT_LIBRARY, the build
- * tree (<exe>/../../runtime/libfoxjit.so), an install prefix
- * (<exe>/../lib/libfoxjit.so.1), then the dynamic loader's search
+ * tree (<exe>/../../runtime/libfoxjit.so), the installed libdir as seen
+ * from the bindir (<exe>/FT_LIBDIR_FROM_BINDIR/libfoxjit.so.1), an install
+ * prefix (<exe>/../lib/libfoxjit.so.1), the configured libdir
+ * (FT_LIBDIR/libfoxjit.so.1), then the dynamic loader's search
  * (libfoxjit.so.1, libfoxjit.so: LD_LIBRARY_PATH, ldconfig). When a path
- * was given explicitly, only that one. Returns 0, or -1 with the reason in
- * why (every place tried). */
+ * was given by option or variable, only that one. Returns 0, or -1 with
+ * the reason in why (every place tried). */
 int ft_plugin_load(ft_plugin *p, const char *explicit_path, char *why, size_t why_len);
 void ft_plugin_close(ft_plugin *p);
 
