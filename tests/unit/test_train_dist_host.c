@@ -461,6 +461,13 @@ static void test_agree_resumed_state(void **state)
     m[n / 2] = 0, v[0] = 2e-6f;
     ft_agree_make(&a, &rc, &o);
     assert_int_equal(ft_agree_diff(&a, "rank 1", &b, "rank 0", why, sizeof why), 1);
+    /* --graph on one rank only: named. */
+    v[0] = 0;
+    o.graph = 1;
+    ft_agree_make(&a, &rc, &o);
+    o.graph = 0;
+    assert_int_equal(ft_agree_diff(&a, "rank 1", &b, "rank 0", why, sizeof why), 1);
+    assert_string_equal(why, "--graph is given on rank 1 and not given on rank 0");
     /* A fresh run has no hash to compare. */
     rc.params = rc.m = rc.v = NULL;
     ft_agree_make(&a, &rc, &o);

@@ -26,11 +26,12 @@ void ft_agree_make(ft_agree *a, const ft_run_config *rc, const ft_options *o)
     a->progress = o->progress_every, a->checkpoint_every = o->checkpoint_every;
     a->lr = c->lr, a->beta1 = c->beta1, a->beta2 = c->beta2, a->eps = c->eps;
     a->weight_decay = c->weight_decay;
+    a->graph = o->graph != 0;
     a->format = FT_AGREE_FORMAT;
     a->ring = FT_LOSS_RING;
 }
 
-enum { KIND_I64, KIND_U64, KIND_I32, KIND_F32, KIND_HASH, KIND_PATH };
+enum { KIND_I64, KIND_U64, KIND_I32, KIND_F32, KIND_HASH, KIND_PATH, KIND_FLAG };
 
 static const struct {
     const char *name;
@@ -55,6 +56,7 @@ static const struct {
     {"--beta2", offsetof(ft_agree, beta2), KIND_F32},
     {"--eps", offsetof(ft_agree, eps), KIND_F32},
     {"--weight-decay", offsetof(ft_agree, weight_decay), KIND_F32},
+    {"--graph", offsetof(ft_agree, graph), KIND_FLAG},
     {"the build's exchange format (another fox-train?)", offsetof(ft_agree, format), KIND_I32},
     {"the build's loss ring (FT_LOSS_RING; another fox-train?)", offsetof(ft_agree, ring),
      KIND_I32},
@@ -86,6 +88,10 @@ static void show(char *buf, size_t len, const ft_agree *a, size_t at, int kind)
     case KIND_PATH:
         memcpy(&i32, p, sizeof i32);
         snprintf(buf, len, "%s", i32 == FT_KLOOP_PER_STEP ? "--per-step" : "the sequence ops");
+        break;
+    case KIND_FLAG:
+        memcpy(&i32, p, sizeof i32);
+        snprintf(buf, len, "%s", i32 ? "given" : "not given");
         break;
     case KIND_F32:
         memcpy(&f, p, sizeof f);

@@ -17,7 +17,7 @@
 #include "dist_xchg.h"
 
 /* The layout below; a build that changes it changes this. */
-#define FT_AGREE_FORMAT 1
+#define FT_AGREE_FORMAT 2
 
 typedef struct ft_agree {
     int64_t start, end;        /* steps: done before (--resume), done at the end (--steps) */
@@ -27,7 +27,9 @@ typedef struct ft_agree {
     float lr, beta1, beta2, eps, weight_decay;
     int32_t format;            /* FT_AGREE_FORMAT */
     int32_t ring;              /* FT_LOSS_RING (it sets the half-ring reporting points) */
-    int32_t pad;               /* zero: 8-byte size */
+    int32_t graph;             /* --graph: a collective captured in a graph may take
+                                * another path in NCCL (buffer registration) than one
+                                * launched eagerly, so every rank does the same */
 } ft_agree;
 
 _Static_assert(sizeof(ft_agree) % 8 == 0, "ft_agree: no padding of the compiler's");
