@@ -477,6 +477,36 @@ static void test_agree_resumed_state(void **state)
     free(p), free(m), free(v);
 }
 
+/* A world of 2 where only rank 0 comes (Slurm's variables read by a
+ * process that srun did not start): the watchdog ends the wait for the
+ * communicator, naming the duplicate rank and srun. */
+static void test_missing_rank_under_slurm(void **state)
+{
+    (void)state;
+    char *argv[] = {"fox-train", "--dist", "--dist-timeout", "1", "--quiet", "--steps", "3",
+                    "--batch", "8", "--k", "3", "--train-size", "16", "--heldout-size", "0",
+                    NULL};
+    rank_job job;
+    char why[512];
+    if (ft_parse_args(15, argv, &job.o, why, sizeof why) != FT_PARSE_OK)
+        fail_msg("%s", why);
+    job.de = (ft_dist_env){.rank = 0, .world = 2, .local_rank = 0, .local_world = -1,
+                           .launcher = "srun (Slurm)", .rank_var = "SLURM_PROCID",
+                           .world_var = "SLURM_NTASKS", .local_var = "SLURM_LOCALID",
+                           .comm_id = "127.0.0.1:1"};
+    job.rc = -1;
+    new_world();
+    dog_expected = 1, dog_fired = 0;
+    rank_thread(&job);
+    dog_expected = 0;
+    assert_int_equal(dog_fired, 1);
+    dog_fired = 0;
+    assert_int_equal(job.rc, FT_EXIT_FAILED);
+    assert_non_null(strstr(dog_what, "the 2 ranks did not all meet"));
+    assert_non_null(strstr(dog_what, "or two have the same SLURM_PROCID"));
+    assert_non_null(strstr(dog_what, "start the ranks with srun"));
+}
+
 static void test_failures_end_every_rank(void **state)
 {
     (void)state;
@@ -553,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_agree_resumed_state),
         cmocka_unit_test(test_resume_missing_on_one_rank),
         cmocka_unit_test(test_resume_missing_keeps_the_csv),
+        cmocka_unit_test(test_missing_rank_under_slurm),
         cmocka_unit_test(test_failures_end_every_rank),
     };
     return cmocka_run_group_tests_name("train_dist_host", tests, dist_setup, NULL);

@@ -99,13 +99,20 @@ static int form_comm(dist_run *d)
                      d->de->comm_id ? d->de->comm_id : "(unset)");
         return -1;
     }
+    /* Slurm's variables are also set in a batch script's own process
+     * (SLURM_PROCID=0 there): processes started from it by anything but
+     * srun all read that one rank. */
+    const int slurm = strcmp(d->de->rank_var, "SLURM_PROCID") == 0;
     ft_watchdog_arm(d->dog, d->o->dist_timeout, "rank %d of %d (%s, GPU %d): the %d ranks "
                     "did not all meet at NCCL_COMM_ID=%s within %d s: a rank did not start or "
                     "stopped early (see its output), or the ranks disagree on %s or "
-                    "NCCL_COMM_ID, or rank 0's host:port is not reachable from here; giving up",
+                    "NCCL_COMM_ID, or two have the same %s, or rank 0's host:port is not "
+                    "reachable from here%s; giving up",
                     d->r.index, d->r.count, d->host, d->r.ordinal, d->r.count,
                     d->de->comm_id ? d->de->comm_id : "(unset)", d->o->dist_timeout,
-                    d->de->world_var);
+                    d->de->world_var, d->de->rank_var,
+                    slurm ? " (under Slurm, start the ranks with srun: processes a batch "
+                            "script starts itself all have its SLURM_PROCID)" : "");
     int rc = ft_rank_comm_init(&d->r, &id);
     ft_watchdog_disarm(d->dog);
     return rc;
