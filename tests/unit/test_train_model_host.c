@@ -19,6 +19,7 @@
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1720,6 +1721,27 @@ static void check_feed_gives_up(void)
     assert_int_equal(ft_feed_open_units(&f, &cu, &data, 8, 0, 1, 5, 5 * l.floats * sizeof(float)),
                      0);
     assert_int_equal(f.unit_batches, 5);
+    /* The packing threads come from the CPUs this process may use: one
+     * when bound to one CPU (taskset, a launcher's binding, a cpuset),
+     * and then shared by the ranks of the host. */
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    const int n_cpus = CPU_COUNT(&all);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    ft_feed_share_cores(&f, 1);
+    const int bound = f.pack_threads;
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+    assert_int_equal(bound, 1);
+    ft_feed_share_cores(&f, 1);
+    assert_int_equal(f.pack_threads, n_cpus < 5 ? n_cpus : 5);   /* no more than the batches */
+    ft_feed_share_cores(&f, n_cpus);
+    assert_int_equal(f.pack_threads, 1);
     f.give_up = give_up_after_3;
     CUdeviceptr dst;
     assert_int_equal(h_alloc(&dst, f.layout.floats * sizeof(float)), CUDA_SUCCESS);

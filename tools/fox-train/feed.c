@@ -1,5 +1,6 @@
 #include "feed.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,9 +263,21 @@ int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
 
 /* Threads for one unit's packing: the cores a rank may take (the other
  * ranks pack too), at most one per batch and FT_PACK_MAX_THREADS. */
+/* The CPUs this process may run on: its affinity mask (a container's
+ * cpuset, taskset, a launcher that binds each rank to its cores), else
+ * every online CPU. */
+static long usable_cores(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 static int pack_threads(int batches, int ranks)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = usable_cores();
     long t = cores > 0 ? cores / ranks : 1;
     t = t > FT_PACK_MAX_THREADS ? FT_PACK_MAX_THREADS : t < 1 ? 1 : t;
     return (int)(t < batches ? t : batches);
