@@ -86,10 +86,10 @@ static char dog_what[1024];
  * aborted, which is what the launcher's ending of the other ranks does. */
 static void on_fire(const char *what)
 {
-    __atomic_fetch_add(&dog_fired, 1, __ATOMIC_RELAXED);   /* the watchdogs are threads */
     printf("  WATCHDOG: %s\n", what);
     pthread_mutex_lock(&the_world.mu);   /* two ranks' watchdogs may fire at once */
     snprintf(dog_what, sizeof dog_what, "%s", what);
+    __atomic_fetch_add(&dog_fired, 1, __ATOMIC_RELAXED);
     the_world.aborted = 1;
     pthread_cond_broadcast(&the_world.cv);
     pthread_mutex_unlock(&the_world.mu);

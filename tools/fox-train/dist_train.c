@@ -601,13 +601,16 @@ rank_out:
     if (ft_team_broken(&d->team))
         rc = d->team.exit_status ? d->team.exit_status : FT_EXIT_FAILED;
     /* NCCL's teardown is the one wait left outside the exchanges' deadlines:
-     * under the watchdog too, so a rank that cannot end still exits. */
-    ft_watchdog_arm(d->dog, o.dist_timeout, "rank %d of %d (%s, GPU %d): ending the run (the "
+     * under the watchdog too, so a rank that cannot end still exits. A
+     * minute more than the others: after a good run the ranks wait there
+     * for rank 0's final evaluation and checkpoint. */
+    const int end_timeout = o.dist_timeout + FT_DIST_END_EXTRA_S;
+    ft_watchdog_arm(d->dog, end_timeout, "rank %d of %d (%s, GPU %d): ending the run (the "
                     "captured step, then NCCL's communicator, whose end waits for the ranks of "
                     "this host, rank 0 after its final evaluation and checkpoint) did not "
-                    "finish within %d s; giving up (raise --dist-timeout if rank 0's final "
-                    "work takes longer)", r->index, r->count, d->host, r->ordinal,
-                    o.dist_timeout);
+                    "finish within %d s; giving up (--dist-timeout + %d s: raise --dist-timeout "
+                    "if rank 0's final work takes longer)", r->index, r->count, d->host,
+                    r->ordinal, end_timeout, FT_DIST_END_EXTRA_S);
     ft_rank_end_run(r, &d->stepper);
     if (r->env.cu.cuMemFreeHost) {
         ft_xchg_close(&d->x);

@@ -28,6 +28,11 @@
 #include "nccl.h"
 #include "watchdog.h"
 
+/* Ending the run (the captured step, NCCL's communicator) gets
+ * --dist-timeout and this many seconds more: after a good run the ranks
+ * wait there for rank 0's final evaluation and checkpoint. */
+#define FT_DIST_END_EXTRA_S 60
+
 /* The process's entry point for --dist: reads the launcher's environment,
  * loads NCCL and the plugin, picks the GPU, trains. Returns the exit
  * status after printing why on failure. */

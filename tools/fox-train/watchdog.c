@@ -19,8 +19,12 @@ static void *watch(void *arg)
             int n = snprintf(msg, sizeof msg, "fox-train: %s\n", w->what);
             w->deadline = 0;
             if (w->fire) {
+                /* A copy: the process goes on (a test), and may arm again,
+                 * rewriting what, while fire reads it. */
+                char what[sizeof w->what];
+                memcpy(what, w->what, sizeof what);
                 pthread_mutex_unlock(&w->mu);
-                w->fire(w->what);
+                w->fire(what);
                 pthread_mutex_lock(&w->mu);
                 continue;
             }
