@@ -110,12 +110,26 @@ static void check_close(const char *what, const float *got, const double *want, 
         printf("  %-70s worst error %.3f of allowed\n", what, worst);
 }
 
+/* Every buffer a step of `form` writes, as (pointer, floats) pairs (the
+ * sequence form's only per-batch scratch is the attention query's). */
+typedef struct span {
+    CUdeviceptr p;
+    size_t n;
+} span;
+
+static size_t step_outputs(const step_data *d, kloop_form form, span *out);
+static void poison_outputs(const span *s, size_t n);
+
 static void check_against_model(kloop_dims dims, uint64_t seed)
 {
     step_data d;
     step_make(&d, dims, seed);
+    span outs[2 * KL_PARAM_COUNT + 8];
     for (int form = 0; form < KLOOP_FORM_COUNT; form++) {
-        GH_CU(gh.cu->cuMemsetD32Async(d.m.grad_base, 0x7fc00000u, d.m.grad_floats, gh.stream));
+        /* Every output poisoned, the logits too: the forms run one after
+         * another on the same buffers, so a form that left z unwritten
+         * would otherwise be checked on the previous form's logits. */
+        poison_outputs(outs, step_outputs(&d, (kloop_form)form, outs));
         GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
         gh_sync();
         pr_model_dims md = {dims.batch, dims.k, dims.f, dims.d, dims.e, dims.h};
@@ -167,13 +181,6 @@ static void test_step_matches_float64_model(void **state)
     check_against_model(trainer_dims(), 13);
 }
 
-/* Every buffer a step of `form` writes, as (pointer, floats) pairs (the
- * sequence form's only per-batch scratch is the attention query's). */
-typedef struct span {
-    CUdeviceptr p;
-    size_t n;
-} span;
-
 static size_t step_outputs(const step_data *d, kloop_form form, span *out)
 {
     const kloop_dims *k = &d->dims;
@@ -202,6 +209,19 @@ static float **fetch_outputs(const span *s, size_t n)
     for (size_t i = 0; i < n; i++)
         v[i] = fetch(s[i].p, s[i].n);
     return v;
+}
+
+/* After a run into poisoned buffers: every element written (the step's
+ * values are all finite), so that the bitwise comparisons below cannot
+ * pass on two runs that both left the poison in place. */
+static void all_written(const char *what, float *const *v, const span *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < s[i].n; k++)
+            if (!isfinite(v[i][k]))
+                fail_msg("%s: output buffer %zu (of %zu; gradients and scratch first, in "
+                         "kloop_param order) element %zu is %.9g: not written", what, i, n, k,
+                         v[i][k]);
 }
 
 static void free_outputs(float **v, size_t n)
@@ -255,6 +275,7 @@ static void test_graph_replay_matches_eager(void **state)
         GH_CU(gh.cu->cuMemsetD32Async(d.m.scratch_base, 0, d.m.scratch_floats, gh.stream));
         GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
         float **first = fetch_outputs(outs, n);
+        all_written(what0, first, outs, n);
         poison_outputs(outs, n);
         GH_CU(gh.cu->cuMemsetD32Async(d.m.scratch_base, 0, d.m.scratch_floats, gh.stream));
         GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));

@@ -848,6 +848,7 @@ static void test_scratch_accumulates(void **state)
             g[i] = dalloc((size_t)B * sizes[i]);
         cfc_ref_backward(&d, dh, dx, g);
         t_check("cfc dh after repeated overwrite calls", &d.dh, dh, RTOL);
+        t_check("cfc dx after repeated overwrite calls", &d.dx, dx, RTOL);
         static const char *names[4] = {"cfc dw_in", "cfc dw_rec", "cfc dbias", "cfc dtau"};
         for (int i = 0; i < 4; i++)
             check_accumulated(names[i], &d.g[i], g[i], CALLS);
@@ -867,6 +868,7 @@ static void test_scratch_accumulates(void **state)
         for (int i = 0; i < 10; i++)
             g[i] = dalloc((size_t)B * heads_param_size(&c, i));
         heads_ref_backward(&d, dx, g);
+        t_check("heads dx after repeated overwrite calls", &d.dx, dx, RTOL);
         for (int i = 0; i < 10; i++)
             check_accumulated(heads_gname[i], &d.g[i], g[i], CALLS);
         free(dx);
@@ -884,6 +886,7 @@ static void test_scratch_accumulates(void **state)
         double *dx = dalloc((size_t)B * 64 * 40),
                *g[2] = {dalloc((size_t)B * 1600), dalloc((size_t)B * 40)};
         vsn_ref_backward(&d, dx, g);
+        t_check("vsn dx after repeated overwrite calls", &d.dx, dx, RTOL);
         check_accumulated("vsn dw", &d.g[0], g[0], CALLS);
         check_accumulated("vsn dbias", &d.g[1], g[1], CALLS);
         free(dx), free(g[0]), free(g[1]);
@@ -898,6 +901,7 @@ static void test_scratch_accumulates(void **state)
             GH_CHECK(foxjit_attn_pool_backward(gh.rt, &a, gh.stream));
         double *dhs = dalloc((size_t)B * 64 * 128), *g[1] = {dalloc((size_t)B * 128)};
         attn_ref_backward(&d, dhs, g);
+        t_check("attn dhs after repeated overwrite calls", &d.dhs, dhs, RTOL);
         check_accumulated("attn dq", &d.g[0], g[0], CALLS);
         free(dhs), free(g[0]);
         attn_free(&d);

@@ -7,6 +7,9 @@
 # kernel-argument probe's error 1 are set apart, and nothing else is.
 #   test_sanitize_verdict.sh tools/sanitize-verdict.sh
 set -u
+# Each case pipes its log into expect: without lastpipe, expect would run
+# in a subshell and its failed=1 would be lost (the test could not fail).
+shopt -s lastpipe
 . "$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
