@@ -68,7 +68,7 @@ try:
     import torch
     import torch.nn.functional as tnf
     TORCH_MISSING = None
-except ImportError as e:
+except (ImportError, OSError) as e:   # OSError: a torch whose CUDA libraries are missing
     torch = tnf = None
     TORCH_MISSING = e
 

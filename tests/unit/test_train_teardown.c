@@ -168,9 +168,22 @@ static void rank_that_never_started(void **state)
     ft_team_break(&f->team, 1);
     ft_rank_end_run(&f->r, &f->st);
     assert_int_equal(n_events, 0);
-    /* And once more, as the caller's release path does. */
+    /* And once more: nothing left to end. */
     ft_rank_end_run(&f->r, &f->st);
     assert_int_equal(n_events, 0);
+}
+
+/* --dist ends the run before rank 0's final work, then again on its way
+ * out: the second call finds nothing to free or end. */
+static void second_call_after_a_good_run(void **state)
+{
+    fixture *f = *state;
+    capture(f);
+    ft_rank_end_run(&f->r, &f->st);
+    ft_rank_end_run(&f->r, &f->st);
+    const int want[] = {EV_EXEC_DESTROY, EV_GRAPH_DESTROY, EV_COMM_DESTROY};
+    expect_events(want, 3);
+    assert_false(would_hang);
 }
 
 int main(void)
@@ -182,6 +195,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(eager_failure_aborts_then_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(rank_that_never_started, setup, teardown),
+        cmocka_unit_test_setup_teardown(second_call_after_a_good_run, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,6 +38,10 @@ static const struct {
     size_t at;
     int kind;
 } fields[] = {
+    /* The build's first: another fox-train's fields mean other things. */
+    {"the build's exchange format (another fox-train?)", offsetof(ft_agree, format), KIND_I32},
+    {"the build's loss ring (FT_LOSS_RING; another fox-train?)", offsetof(ft_agree, ring),
+     KIND_I32},
     {"the steps done before (--resume)", offsetof(ft_agree, start), KIND_I64},
     {"--steps", offsetof(ft_agree, end), KIND_I64},
     {"--seed", offsetof(ft_agree, seed), KIND_U64},
@@ -57,9 +61,6 @@ static const struct {
     {"--eps", offsetof(ft_agree, eps), KIND_F32},
     {"--weight-decay", offsetof(ft_agree, weight_decay), KIND_F32},
     {"--graph", offsetof(ft_agree, graph), KIND_FLAG},
-    {"the build's exchange format (another fox-train?)", offsetof(ft_agree, format), KIND_I32},
-    {"the build's loss ring (FT_LOSS_RING; another fox-train?)", offsetof(ft_agree, ring),
-     KIND_I32},
 };
 
 static void show(char *buf, size_t len, const ft_agree *a, size_t at, int kind)

@@ -420,6 +420,19 @@ static int check_replicas(dist_run *d)
 }
 
 /* Rank 0, after the last exchange. */
+/* NCCL's teardown is the one wait left outside the exchanges' deadlines:
+ * under the watchdog too, so a rank that cannot end still exits. With a
+ * margin past --dist-timeout: the host's ranks arrive there one by one. */
+static void arm_for_the_end(dist_run *d)
+{
+    const int end_timeout = d->o->dist_timeout + FT_DIST_END_EXTRA_S;
+    ft_watchdog_arm(d->dog, end_timeout, "rank %d of %d (%s, GPU %d): ending the run (the "
+                    "captured step, then NCCL's communicator, whose end waits for the other "
+                    "ranks of this host) did not finish within %d s (--dist-timeout + %d s): "
+                    "another rank stopped or is stuck (see its output); giving up", d->r.index,
+                    d->r.count, d->host, d->r.ordinal, end_timeout, FT_DIST_END_EXTRA_S);
+}
+
 static int finish(dist_run *d, double seconds)
 {
     const ft_options *o = d->o;
@@ -592,6 +605,13 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
     double seconds = ft_now_s() - d->t0;
     if (check_replicas(d))
         goto rank_out;
+    /* The step's graph and the communicator end here, on every rank at
+     * once: NCCL's destroy waits for the host's other ranks, which would
+     * otherwise wait in it for rank 0's final checkpoint and evaluation
+     * (these need only the model and the stream). */
+    arm_for_the_end(d);
+    ft_rank_end_run(r, &d->stepper);
+    ft_watchdog_disarm(d->dog);
     if (r->index == 0 && finish(d, seconds))
         goto rank_out;
     rc = FT_EXIT_OK;
@@ -600,18 +620,8 @@ rank_out:
         ft_team_break(&d->team, rc);
     if (ft_team_broken(&d->team))
         rc = d->team.exit_status ? d->team.exit_status : FT_EXIT_FAILED;
-    /* NCCL's teardown is the one wait left outside the exchanges' deadlines:
-     * under the watchdog too, so a rank that cannot end still exits. A
-     * minute more than the others: after a good run the ranks wait there
-     * for rank 0's final evaluation and checkpoint. */
-    const int end_timeout = o.dist_timeout + FT_DIST_END_EXTRA_S;
-    ft_watchdog_arm(d->dog, end_timeout, "rank %d of %d (%s, GPU %d): ending the run (the "
-                    "captured step, then NCCL's communicator, whose end waits for the ranks of "
-                    "this host, rank 0 after its final evaluation and checkpoint) did not "
-                    "finish within %d s; giving up (--dist-timeout + %d s: raise --dist-timeout "
-                    "if rank 0's final work takes longer)", r->index, r->count, d->host,
-                    r->ordinal, end_timeout, FT_DIST_END_EXTRA_S);
-    ft_rank_end_run(r, &d->stepper);
+    arm_for_the_end(d);
+    ft_rank_end_run(r, &d->stepper);   /* (done already after a good run) */
     if (r->env.cu.cuMemFreeHost) {
         ft_xchg_close(&d->x);
         if (d->ring)

@@ -28,9 +28,9 @@
 #include "nccl.h"
 #include "watchdog.h"
 
-/* Ending the run (the captured step, NCCL's communicator) gets
- * --dist-timeout and this many seconds more: after a good run the ranks
- * wait there for rank 0's final evaluation and checkpoint. */
+/* Ending the run (the captured step, NCCL's communicator, whose destroy
+ * waits for the host's other ranks) gets --dist-timeout and this many
+ * seconds more. */
 #define FT_DIST_END_EXTRA_S 60
 
 /* The process's entry point for --dist: reads the launcher's environment,

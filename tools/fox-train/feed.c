@@ -264,8 +264,10 @@ int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
 /* Threads for one unit's packing: the cores a rank may take (the other
  * ranks pack too), at most one per batch and FT_PACK_MAX_THREADS. */
 /* The CPUs this process may run on: its affinity mask (a container's
- * cpuset, taskset, a launcher that binds each rank to its cores), else
- * every online CPU. */
+ * cpuset, taskset, a launcher's binding), else every online CPU. The
+ * caller still divides them among the host's ranks: a cpuset they share
+ * and a binding of each rank to its own cores look the same from here,
+ * and fewer threads than cores only packs slower, never oversubscribes. */
 static long usable_cores(void)
 {
     cpu_set_t set;
