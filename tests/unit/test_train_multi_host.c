@@ -130,9 +130,15 @@ static ft_nccl_result n_init_rank(ft_nccl_comm_t *comm, int nranks, ft_nccl_uniq
     pthread_mutex_unlock(&w->mu);
     struct ft_nccl_comm *c = calloc(1, sizeof *c);
     c->w = w, c->rank = rank;
+    /* Like ncclCommInitRank: returns once every rank has joined; a world
+     * aborted first (a rank that never came) leaves no communicator. */
+    if (w_barrier(w)) {
+        free(c);
+        *comm = NULL;
+        return 2;
+    }
     *comm = c;
-    /* Like ncclCommInitRank: returns once every rank has joined. */
-    return w_barrier(w) ? 2 : FT_NCCL_SUCCESS;
+    return FT_NCCL_SUCCESS;
 }
 static ft_nccl_result n_destroy(ft_nccl_comm_t c) { free(c); return FT_NCCL_SUCCESS; }
 static ft_nccl_result n_abort(ft_nccl_comm_t c)
