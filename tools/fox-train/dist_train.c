@@ -419,7 +419,6 @@ static int check_replicas(dist_run *d)
     return 0;
 }
 
-/* Rank 0, after the last exchange. */
 /* NCCL's teardown is the one wait left outside the exchanges' deadlines:
  * under the watchdog too, so a rank that cannot end still exits. With a
  * margin past --dist-timeout: the host's ranks arrive there one by one. */
@@ -433,6 +432,7 @@ static void arm_for_the_end(dist_run *d)
                     d->r.count, d->host, d->r.ordinal, end_timeout, FT_DIST_END_EXTRA_S);
 }
 
+/* Rank 0, after the last exchange. */
 static int finish(dist_run *d, double seconds)
 {
     const ft_options *o = d->o;

@@ -261,8 +261,6 @@ int ft_feed_batch(ft_feed *f, int64_t index, CUdeviceptr dst, CUstream s)
 
 /* ---- open and close --------------------------------------------------------------- */
 
-/* Threads for one unit's packing: the cores a rank may take (the other
- * ranks pack too), at most one per batch and FT_PACK_MAX_THREADS. */
 /* The CPUs this process may run on: its affinity mask (a container's
  * cpuset, taskset, a launcher's binding), else every online CPU. The
  * caller still divides them among the host's ranks: a cpuset they share
@@ -277,6 +275,8 @@ static long usable_cores(void)
     return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+/* Threads for one unit's packing: the cores a rank may take (the other
+ * ranks pack too), at most one per batch and FT_PACK_MAX_THREADS. */
 static int pack_threads(int batches, int ranks)
 {
     long cores = usable_cores();
