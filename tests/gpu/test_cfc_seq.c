@@ -1,10 +1,10 @@
 /* gpu suite: the whole-sequence CfC op (foxjit_cfc_seq_*, kernels.md
  * sections 3 and 8).
  *
- * Forward and backward against a float64 reference built from
- * pr_cfc_forward / pr_cfc_backward applied over the sequence (itself
- * checked by central finite differences here), on fresh random inputs (seed
- * printed), at the trainer dims and at odd ones (n_in, n_hid 1, 17, 255;
+ * Forward and backward against the float64 reference pr_cfc_seq_forward /
+ * pr_cfc_seq_backward (itself checked by central finite differences in
+ * tests/unit/test_perception_ref.c, which needs no GPU), on fresh random
+ * inputs (seed printed), at the trainer dims and at odd ones (n_in, n_hid 1, 17, 255;
  * K = 1 and 300; batch 1, 3, and past the SM count so blocks carry several
  * rows, with a partial last block); outputs and workspace poisoned (NaN)
  * first; h_init given or NULL; dx / dh_init given or NULL; every accumulate
@@ -30,7 +30,6 @@
  * with K. The gradient sums over all B*K rows do grow with the reduction
  * depth: see grad_residue. */
 #define RTOL 2e-5
-#define FD_TOL 1e-6
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef struct seq_case {
@@ -63,14 +62,6 @@ static double *dalloc(size_t n)
     double *v = calloc(n ? n : 1, sizeof *v);
     assert_non_null(v);
     return v;
-}
-
-static double max_abs(const double *v, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++)
-        m = fmax(m, fabs(v[i]));
-    return m;
 }
 
 /* ---- test data ------------------------------------------------------------------ */
@@ -187,30 +178,15 @@ static pr_cfc ref_params(const seq_data *d)
     return (pr_cfc){d->c.n_in, d->c.n_hid, d->p[0].ref, d->p[1].ref, d->p[2].ref, d->p[3].ref};
 }
 
-/* The state before step t of row b: h_{t-1}, h_init, or NULL (zeros). */
-static const double *h_prev(const seq_data *d, const double *h, int b, int t)
-{
-    const int K = d->c.k, N = d->c.n_hid;
-    if (t > 0)
-        return h + ((size_t)b * K + t - 1) * N;
-    return d->c.h_init ? d->h_init.ref + (size_t)b * N : NULL;
-}
-
 static void ref_forward(const seq_data *d, double *h, double *u)
 {
     const pr_cfc p = ref_params(d);
-    const int K = d->c.k, I = d->c.n_in, N = d->c.n_hid;
-    for (int b = 0; b < d->c.batch; b++)
-        for (int t = 0; t < K; t++) {
-            const size_t row = (size_t)b * K + t;
-            pr_cfc_forward(&p, d->x.ref + row * I, h_prev(d, h, b, t), d->dt.ref[row],
-                           h + row * N, u + row * N);
-        }
+    pr_cfc_seq_forward(&p, d->c.batch, d->c.k, d->x.ref, d->dt.ref,
+                       d->c.h_init ? d->h_init.ref : NULL, h, u);
 }
 
-/* Backward from t = K-1 down to 0: the gradient at h_t is dh[b, t] plus
- * what step t+1 sends back (pr_cfc_backward's dh); dh_init is what step 0
- * sends back. Starts from the op's initial values under the flags. */
+/* Starts from the op's initial values under the flags, then adds what
+ * pr_cfc_seq_backward finds (and the sizes of its terms, into g_abs). */
 static void ref_backward(const seq_data *d, seq_flags f, seq_ref *r)
 {
     const pr_cfc p = ref_params(d);
@@ -222,35 +198,10 @@ static void ref_backward(const seq_data *d, seq_flags f, seq_ref *r)
     for (int i = 0; i < 4; i++)
         for (int e = 0; e < psize(&d->c, i); e++)
             r->g[i][e] = f.acc ? d->g[i].ref[e] : 0.0, r->g_abs[i][e] = 0.0;
-    const pr_cfc_grads gr = {r->g[0], r->g[1], r->g[2], r->g[3]};
-    double *carry = dalloc(N), *gt = dalloc(N), *back = dalloc(N);
-    for (int b = 0; b < B; b++) {
-        memset(carry, 0, N * sizeof *carry);
-        for (int t = K - 1; t >= 0; t--) {
-            const size_t row = (size_t)b * K + t;
-            const double *x = d->x.ref + row * I, *hp = h_prev(d, r->h, b, t);
-            const double dt = d->dt.ref[row];
-            for (int i = 0; i < N; i++) {
-                gt[i] = d->dh.ref[row * N + i] + carry[i];
-                back[i] = 0.0;
-            }
-            pr_cfc_backward(&p, x, hp, dt, gt, back, r->dx + row * I, &gr);
-            for (int i = 0; i < N; i++) {
-                const double tau = p.tau[i], decay = exp(-dt / tau), u = r->u[row * N + i];
-                const double dp = fabs(gt[i] * (1 - decay) * (1 - u * u)), hi = hp ? hp[i] : 0;
-                for (int k = 0; k < I; k++)
-                    r->g_abs[0][(size_t)i * I + k] += dp * fabs(x[k]);
-                for (int j = 0; hp && j < N; j++)
-                    r->g_abs[1][(size_t)i * N + j] += dp * fabs(hp[j]);
-                r->g_abs[2][i] += dp;
-                r->g_abs[3][i] += fabs(gt[i] * (hi - u) * decay * dt / (tau * tau));
-            }
-            memcpy(carry, back, N * sizeof *carry);
-        }
-        for (int i = 0; i < N; i++)
-            r->dh_init[(size_t)b * N + i] += carry[i];
-    }
-    free(carry), free(gt), free(back);
+    const pr_cfc_grads g = {r->g[0], r->g[1], r->g[2], r->g[3]};
+    const pr_cfc_grads g_abs = {r->g_abs[0], r->g_abs[1], r->g_abs[2], r->g_abs[3]};
+    pr_cfc_seq_backward(&p, B, K, d->x.ref, d->dt.ref, d->c.h_init ? d->h_init.ref : NULL, r->h,
+                        r->u, d->dh.ref, r->dx, r->dh_init, &g, &g_abs);
 }
 
 static void ref_run(const seq_data *d, seq_flags f, seq_ref *r)
@@ -338,60 +289,6 @@ static void test_against_reference(void **state)
             seq_flags f = {acc, acc ^ (int)(i & 1), !acc && (i & 1)};
             check_case(&table[i], i, f);
         }
-}
-
-/* ---- the reference itself: central finite differences -------------------------- */
-
-/* L = sum_{b,t,i} dh[b,t,i] h[b,t,i] by the float64 forward. */
-static double ref_loss(const seq_data *d)
-{
-    const size_t n = (size_t)d->c.batch * d->c.k * d->c.n_hid;
-    double *h = dalloc(n), *u = dalloc(n), loss = 0;
-    ref_forward(d, h, u);
-    for (size_t e = 0; e < n; e++)
-        loss += d->dh.ref[e] * h[e];
-    free(h), free(u);
-    return loss;
-}
-
-static void fd_check(const char *what, seq_data *d, double *v, size_t n, const double *grad,
-                     uint64_t *seed)
-{
-    const double amax = max_abs(grad, n);
-    const size_t picks[4] = {0, n - 1, (size_t)(gh_next(seed) % n), (size_t)(gh_next(seed) % n)};
-    for (int p = 0; p < 4; p++) {
-        const size_t e = picks[p];
-        const double keep = v[e], eps = 1e-5 * fmax(1.0, fabs(keep));
-        v[e] = keep + eps;
-        const double lp = ref_loss(d);
-        v[e] = keep - eps;
-        const double lm = ref_loss(d);
-        v[e] = keep;
-        const double num = (lp - lm) / (2 * eps), err = fabs(num - grad[e]);
-        const double allowed = FD_TOL * (fabs(num) + fmax(amax, 1e-3));
-        if (!(err <= allowed))
-            fail_msg("sequence reference %s[%zu]: backward %.12g, central difference %.12g "
-                     "(error %.3g, allowed %.3g)", what, e, grad[e], num, err, allowed);
-    }
-}
-
-static void test_reference_finite_differences(void **state)
-{
-    (void)state;
-    const seq_case c = {2, 6, 3, 4, 1};
-    seq_data d;
-    seq_make(&d, &c, seed_for(2, 0, 0), 0);
-    seq_ref r;
-    ref_alloc(&r, &c);
-    const seq_flags f = {0, 0, 0};
-    ref_run(&d, f, &r);
-    uint64_t s = seed_for(2, 0, 1);
-    for (int i = 0; i < 4; i++)
-        fd_check(gname[i], &d, d.p[i].ref, (size_t)psize(&c, i), r.g[i], &s);
-    fd_check("dx", &d, d.x.ref, (size_t)c.batch * c.k * c.n_in, r.dx, &s);
-    fd_check("dh_init", &d, d.h_init.ref, (size_t)c.batch * c.n_hid, r.dh_init, &s);
-    ref_free(&r);
-    seq_free(&d);
 }
 
 /* ---- bits ------------------------------------------------------------------------------ */
@@ -954,7 +851,6 @@ const bi_case cases_cfc_seq[] = {
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reference_finite_differences),
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_rows_match_batch_of_one),
         cmocka_unit_test(test_bitwise_repeatable),

@@ -1,4 +1,5 @@
-/* Float64 reference of kernels.md sections 3-6 and of the reference model.
+/* Float64 reference of kernels.md sections 3-6, of the CfC over a sequence
+ * (section 8) and of the reference model.
  * Written for clarity, not speed: each line is one line of the spec. */
 #include "perception_ref.h"
 
@@ -73,6 +74,79 @@ void pr_cfc_backward(const pr_cfc *p, const double *x, const double *h, double d
         dx[k] += s;
     }
     free(d_pre);
+}
+
+/* ---- CfC over a sequence -------------------------------------------------- */
+
+/* The state before step t of row b: h_{t-1}, h_init's row, or NULL (zeros). */
+static const double *seq_h_prev(const pr_cfc *p, int k, const double *h_init, const double *h,
+                                int b, int t)
+{
+    if (t > 0)
+        return h + ((size_t)b * k + t - 1) * p->n_hid;
+    return h_init ? h_init + (size_t)b * p->n_hid : NULL;
+}
+
+void pr_cfc_seq_forward(const pr_cfc *p, int batch, int k, const double *x, const double *dt,
+                        const double *h_init, double *h, double *u)
+{
+    for (int b = 0; b < batch; b++)
+        for (int t = 0; t < k; t++) {
+            const size_t row = (size_t)b * k + t;
+            pr_cfc_forward(p, x + row * p->n_in, seq_h_prev(p, k, h_init, h, b, t), dt[row],
+                           h + row * p->n_hid, u + row * p->n_hid);
+        }
+}
+
+/* The magnitudes of step (b, t)'s terms of each parameter gradient; gt is
+ * the whole gradient at h_t. Mirrors pr_cfc_backward's sums term by term. */
+static void seq_term_sizes(const pr_cfc *p, const double *x, const double *hp, double dt,
+                           const double *u, const double *gt, const pr_cfc_grads *g_abs)
+{
+    const int I = p->n_in, N = p->n_hid;
+    for (int i = 0; i < N; i++) {
+        const double tau = p->tau[i], decay = exp(-dt / tau), hi = hp ? hp[i] : 0.0;
+        const double dp = fabs(gt[i] * (1 - decay) * (1 - u[i] * u[i]));
+        for (int c = 0; g_abs->w_in && c < I; c++)
+            g_abs->w_in[(size_t)i * I + c] += dp * fabs(x[c]);
+        for (int j = 0; g_abs->w_rec && hp && j < N; j++)
+            g_abs->w_rec[(size_t)i * N + j] += dp * fabs(hp[j]);
+        if (g_abs->bias)
+            g_abs->bias[i] += dp;
+        if (g_abs->tau)
+            g_abs->tau[i] += fabs(gt[i] * (hi - u[i]) * decay * dt / (tau * tau));
+    }
+}
+
+/* From t = k-1 down to 0: the gradient at h_t is dh[b, t] plus what step
+ * t+1 sends back (pr_cfc_backward's dh); dh_init's row is what step 0 sends
+ * back. */
+void pr_cfc_seq_backward(const pr_cfc *p, int batch, int k, const double *x, const double *dt,
+                         const double *h_init, const double *h, const double *u,
+                         const double *dh, double *dx, double *dh_init, const pr_cfc_grads *g,
+                         const pr_cfc_grads *g_abs)
+{
+    const int I = p->n_in, N = p->n_hid;
+    double *carry = calloc((size_t)N, sizeof *carry), *gt = calloc((size_t)N, sizeof *gt);
+    double *back = calloc((size_t)N, sizeof *back);
+    if (!carry || !gt || !back)
+        abort();
+    for (int b = 0; b < batch; b++) {
+        memset(carry, 0, (size_t)N * sizeof *carry);
+        for (int t = k - 1; t >= 0; t--) {
+            const size_t row = (size_t)b * k + t;
+            const double *hp = seq_h_prev(p, k, h_init, h, b, t);
+            for (int i = 0; i < N; i++)
+                gt[i] = dh[row * N + i] + carry[i], back[i] = 0.0;
+            pr_cfc_backward(p, x + row * I, hp, dt[row], gt, back, dx ? dx + row * I : NULL, g);
+            if (g_abs)
+                seq_term_sizes(p, x + row * I, hp, dt[row], u + row * N, gt, g_abs);
+            memcpy(carry, back, (size_t)N * sizeof *carry);
+        }
+        for (int i = 0; dh_init && i < N; i++)
+            dh_init[(size_t)b * N + i] += carry[i];
+    }
+    free(carry), free(gt), free(back);
 }
 
 /* ---- heads --------------------------------------------------------------- */

@@ -1,5 +1,6 @@
-/* Float64 CPU reference of the perception kernels (kernels.md sections 3-6)
- * and of the reference model's K-loop step built from them.
+/* Float64 CPU reference of the perception kernels (kernels.md sections 3-6),
+ * of the CfC over a sequence (section 8), and of the reference model's
+ * K-loop step built from them.
  *
  * Every function works on one batch row (or one (b, t) row for VSN, one b
  * for attention pooling); callers loop over the batch. Forward functions
@@ -34,6 +35,24 @@ void pr_cfc_forward(const pr_cfc *p, const double *x, const double *h, double dt
  * (any of them may be NULL). */
 void pr_cfc_backward(const pr_cfc *p, const double *x, const double *h, double dt,
                      const double *dh_out, double *dh, double *dx, const pr_cfc_grads *g);
+
+/* ---- CfC over a sequence (kernels.md section 8) ---------------------------- */
+
+/* A batch of sequences, row b*k + t of x [batch*k, n_in], dt [batch*k], h
+ * and u [batch*k, n_hid]; h_init [batch, n_hid], NULL = zeros. Writes the
+ * state h_t and u_t = tanh(pre_t) of every step. */
+void pr_cfc_seq_forward(const pr_cfc *p, int batch, int k, const double *x, const double *dt,
+                        const double *h_init, double *h, double *u);
+/* dh [batch*k, n_hid] = dL/dh_t from outside the recurrence; h, u from
+ * pr_cfc_seq_forward. Adds dL/dx to dx, dL/dh_init to dh_init (defined with
+ * h_init NULL too: the gradient at the zero state) and parameter gradients to
+ * g; any may be NULL. g_abs (may be NULL) adds, for each gradient element,
+ * the sum of the magnitudes of the terms it sums: the scale of a float32
+ * sum's rounding, for the GPU tests' allowances. */
+void pr_cfc_seq_backward(const pr_cfc *p, int batch, int k, const double *x, const double *dt,
+                         const double *h_init, const double *h, const double *u,
+                         const double *dh, double *dx, double *dh_init, const pr_cfc_grads *g,
+                         const pr_cfc_grads *g_abs);
 
 /* ---- multi-horizon GRN heads -------------------------------------------- */
 

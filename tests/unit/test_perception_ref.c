@@ -1,7 +1,7 @@
 /* unit suite (no GPU): the float64 reference backward of each perception op,
- * and of the whole reference model, against central finite differences of
- * the float64 forward. The GPU tests trust this reference, so its chain rule
- * is checked here first. */
+ * of the CfC over a sequence, and of the whole reference model, against
+ * central finite differences of the float64 forward. The GPU tests trust
+ * this reference, so its chain rule is checked here first. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,6 +117,83 @@ static void test_cfc(void **state)
     check_cfc(5, 7, 1);
     check_cfc(1, 1, 0);
     check_cfc(9, 6, 0);
+}
+
+/* ---- CfC over a sequence --------------------------------------------------- */
+
+typedef struct cfc_seq_case {
+    pr_cfc p;
+    int batch, k;
+    double *x, *dt, *h_init, *dh, *h, *u;  /* h_init NULL: zeros */
+} cfc_seq_case;
+
+/* L = sum over (b, t, i) of dh[b, t, i] h[b, t, i]. */
+static double cfc_seq_loss(void *c)
+{
+    cfc_seq_case *k = c;
+    pr_cfc_seq_forward(&k->p, k->batch, k->k, k->x, k->dt, k->h_init, k->h, k->u);
+    return dot(k->h, k->dh, (size_t)k->batch * k->k * k->p.n_hid);
+}
+
+/* The backward through the whole recurrence (gradients carried from step
+ * to step, h_init's gradient out of step 0); then, with h_init NULL, the
+ * gradient at the zero state against differences of an explicit zero
+ * h_init; and the term magnitudes the GPU tests scale their allowances by
+ * bound each gradient. */
+static void check_cfc_seq(int batch, int k, int n_in, int n_hid)
+{
+    const size_t I = (size_t)n_in, N = (size_t)n_hid, rows = (size_t)batch * k;
+    double *w_in = rand_vec(N * I, -0.6, 0.6), *w_rec = rand_vec(N * N, -0.6, 0.6);
+    double *bias = rand_vec(N, -0.4, 0.4), *tau = rand_vec(N, 0.3, 3.0);
+    cfc_seq_case c = {{n_in, n_hid, w_in, w_rec, bias, tau}, batch, k,
+                      rand_vec(rows * I, -1, 1), rand_vec(rows, 0.05, 2.0),
+                      rand_vec((size_t)batch * N, -1, 1), rand_vec(rows * N, -1, 1),
+                      zeros(rows * N), zeros(rows * N)};
+    double *dx = zeros(rows * I), *dh_init = zeros((size_t)batch * N);
+    pr_cfc_grads g = {zeros(N * I), zeros(N * N), zeros(N), zeros(N)};
+    pr_cfc_grads g_abs = {zeros(N * I), zeros(N * N), zeros(N), zeros(N)};
+    cfc_seq_loss(&c);
+    pr_cfc_seq_backward(&c.p, batch, k, c.x, c.dt, c.h_init, c.h, c.u, c.dh, dx, dh_init, &g,
+                        &g_abs);
+    check_fd("cfc_seq dw_in", cfc_seq_loss, &c, w_in, N * I, g.w_in);
+    check_fd("cfc_seq dw_rec", cfc_seq_loss, &c, w_rec, N * N, g.w_rec);
+    check_fd("cfc_seq dbias", cfc_seq_loss, &c, bias, N, g.bias);
+    check_fd("cfc_seq dtau", cfc_seq_loss, &c, tau, N, g.tau);
+    check_fd("cfc_seq dx", cfc_seq_loss, &c, c.x, rows * I, dx);
+    check_fd("cfc_seq dh_init", cfc_seq_loss, &c, c.h_init, (size_t)batch * N, dh_init);
+    const double *gv[4] = {g.w_in, g.w_rec, g.bias, g.tau};
+    const double *av[4] = {g_abs.w_in, g_abs.w_rec, g_abs.bias, g_abs.tau};
+    const size_t gn[4] = {N * I, N * N, N, N};
+    for (int i = 0; i < 4; i++)
+        for (size_t e = 0; e < gn[i]; e++)
+            if (!(fabs(gv[i][e]) <= av[i][e] * (1 + 1e-12)))
+                fail_msg("cfc_seq gradient %d[%zu]: |%.12g| above its sum of |terms| %.12g",
+                         i, e, gv[i][e], av[i][e]);
+
+    /* h_init NULL: the states start from zeros, and dh_init is the gradient
+     * there. */
+    double *h_zero = zeros((size_t)batch * N);
+    free(c.h_init);
+    c.h_init = NULL;
+    memset(dh_init, 0, (size_t)batch * N * sizeof *dh_init);
+    cfc_seq_loss(&c);
+    pr_cfc_seq_backward(&c.p, batch, k, c.x, c.dt, NULL, c.h, c.u, c.dh, NULL, dh_init, NULL,
+                        NULL);
+    c.h_init = h_zero;
+    check_fd("cfc_seq dh_init at zeros", cfc_seq_loss, &c, h_zero, (size_t)batch * N, dh_init);
+
+    free(w_in), free(w_rec), free(bias), free(tau), free(c.x), free(c.dt), free(h_zero);
+    free(c.dh), free(c.h), free(c.u), free(dx), free(dh_init);
+    for (int i = 0; i < 4; i++)
+        free((void *)gv[i]), free((void *)av[i]);
+}
+
+static void test_cfc_seq(void **state)
+{
+    (void)state;
+    check_cfc_seq(2, 6, 3, 4);
+    check_cfc_seq(3, 1, 2, 5);
+    check_cfc_seq(1, 9, 1, 1);
 }
 
 /* ---- heads ---------------------------------------------------------------- */
@@ -313,7 +390,7 @@ static void test_bce(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cfc),  cmocka_unit_test(test_heads), cmocka_unit_test(test_vsn),
+        cmocka_unit_test(test_cfc),  cmocka_unit_test(test_cfc_seq), cmocka_unit_test(test_heads), cmocka_unit_test(test_vsn),
         cmocka_unit_test(test_attn), cmocka_unit_test(test_model), cmocka_unit_test(test_bce),
     };
     return cmocka_run_group_tests_name("unit/perception_ref", tests, NULL, NULL);
