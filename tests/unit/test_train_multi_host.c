@@ -17,12 +17,15 @@
  *  - a data-parallel run resumed from a checkpoint continues bit for bit;
  *  - an all-reduce that fails on one rank ends the run with an error on
  *    every rank instead of a hang (the team breaks, the peers' collective is
- *    aborted). */
+ *    aborted);
+ *  - a rank whose teardown never returns meets the watchdog, which says so,
+ *    and a good run's end leaves the watchdog disarmed. */
 #define main train_model_host_main
 #include "test_train_model_host.c"
 #undef main
 
 #include <pthread.h>
+#include <time.h>
 
 #include "checkpoint.h"
 #include "dp_train.h"
@@ -88,6 +91,34 @@ static world the_world;
 static int fail_rank = -1, fail_at = -1;  /* make one rank's n-th all-reduce fail */
 static int allreduces[MAX_RANKS];
 
+/* The watchdog over the ranks' end (rank.h, ft_rank_arm_for_the_end), with
+ * a hook in place of its _exit: it records the message and lets a stuck
+ * ncclCommAbort return, so the run goes on to its end. */
+static ft_watchdog end_dog;
+static double end_s = 60;        /* what the runs pass as the end's timeout */
+static int stuck_abort_rank = -1;  /* this rank's abort blocks until the watchdog fires */
+static int end_fired;
+static char end_what[sizeof end_dog.what];
+static pthread_mutex_t end_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t end_cv = PTHREAD_COND_INITIALIZER;
+
+static void on_end_fire(const char *what)
+{
+    pthread_mutex_lock(&end_mu);
+    end_fired++;
+    snprintf(end_what, sizeof end_what, "%s", what);
+    pthread_cond_broadcast(&end_cv);
+    pthread_mutex_unlock(&end_mu);
+}
+
+static int fired_count(void)
+{
+    pthread_mutex_lock(&end_mu);
+    int n = end_fired;
+    pthread_mutex_unlock(&end_mu);
+    return n;
+}
+
 /* Returns 0 when all ranks arrived, -1 when the world was aborted. */
 static int w_barrier(world *w)
 {
@@ -143,6 +174,17 @@ static ft_nccl_result n_init_rank(ft_nccl_comm_t *comm, int nranks, ft_nccl_uniq
 static ft_nccl_result n_destroy(ft_nccl_comm_t c) { free(c); return FT_NCCL_SUCCESS; }
 static ft_nccl_result n_abort(ft_nccl_comm_t c)
 {
+    if (c->rank == stuck_abort_rank) {
+        /* A teardown that does not return until the watchdog's hook says
+         * (or 10 s pass: then the test fails on its count, not a hang). */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 10;
+        pthread_mutex_lock(&end_mu);
+        while (!end_fired && pthread_cond_timedwait(&end_cv, &end_mu, &until) == 0)
+            ;
+        pthread_mutex_unlock(&end_mu);
+    }
     /* Cancels the peers' collectives, as ncclCommAbort does. */
     pthread_mutex_lock(&c->w->mu);
     c->w->aborted = 1;
@@ -240,7 +282,11 @@ static int run_argv(int argc, char **argv)
         snprintf(e.device_name, sizeof e.device_name, "host emulation");
         return ft_train(&e, &o);
     }
-    return ft_train_data_parallel(&e, &o, &nccl);
+    if (!end_dog.running) {
+        end_dog.fire = on_end_fire;
+        assert_int_equal(ft_watchdog_start(&end_dog), 0);
+    }
+    return ft_train_data_parallel(&e, &o, &nccl, &end_dog, end_s);
 }
 
 /* first and the NULL-terminated arguments after it, into argv after its
@@ -546,6 +592,46 @@ static void test_failed_all_reduce_ends_the_run(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A rank whose communicator cannot be aborted after a failure: the
+ * watchdog ends the wait (here its hook; in fox-train the process, with
+ * status 1) and says what was stuck. A good run's end leaves it disarmed. */
+static void test_stuck_teardown_meets_the_watchdog(void **state)
+{
+    (void)state;
+    end_s = 1;
+    fail_rank = 1, fail_at = 3, stuck_abort_rank = 0;
+    pthread_mutex_lock(&end_mu);
+    end_fired = 0;
+    pthread_mutex_unlock(&end_mu);
+    int rc = run(COMMON, "--steps", "7", "--gpus", "2", NULL);
+    fail_rank = -1, fail_at = -1, stuck_abort_rank = -1;
+    assert_int_equal(rc, FT_EXIT_FAILED);
+    /* Once, or more where a slow machine (valgrind) takes past the second
+     * to end after the hook let the abort go. */
+    assert_true(fired_count() >= 1);
+    if (!strstr(end_what, "--gpus 2: ending the run") || !strstr(end_what, "within 1 s") ||
+        !strstr(end_what, "after the failure above") || !strstr(end_what, "giving up"))
+        fail_msg("the watchdog's message: %s", end_what);
+
+    end_s = 60;
+    pthread_mutex_lock(&end_mu);
+    end_fired = 0;
+    pthread_mutex_unlock(&end_mu);
+    assert_int_equal(run(COMMON, "--steps", "4", "--gpus", "2", NULL), FT_EXIT_OK);
+    assert_int_equal(fired_count(), 0);
+    pthread_mutex_lock(&end_dog.mu);
+    const double deadline = end_dog.deadline;
+    pthread_mutex_unlock(&end_dog.mu);
+    assert_true(deadline == 0);   /* disarmed once the ranks had ended */
+}
+
+static int multi_teardown(void **state)
+{
+    (void)state;
+    ft_watchdog_stop(&end_dog);
+    return 0;
+}
+
 #ifdef TRAIN_MULTI_HOST_NO_MAIN  /* test_train_dist_host.c includes this file */
 #define main train_multi_host_main
 #endif
@@ -562,8 +648,9 @@ int main(void)
         cmocka_unit_test(test_resume_appends_to_the_curve),
         cmocka_unit_test(test_heldout_is_the_same_sequences),
         cmocka_unit_test(test_failed_all_reduce_ends_the_run),
+        cmocka_unit_test(test_stuck_teardown_meets_the_watchdog),
     };
-    return cmocka_run_group_tests_name("train_multi_host", tests, multi_setup, NULL);
+    return cmocka_run_group_tests_name("train_multi_host", tests, multi_setup, multi_teardown);
 }
 #ifdef TRAIN_MULTI_HOST_NO_MAIN
 #undef main

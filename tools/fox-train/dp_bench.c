@@ -41,6 +41,8 @@ typedef struct bshared {
     const ft_options *o;
     const ft_env *base;
     const ft_nccl *nccl;
+    ft_watchdog *dog;  /* over the ranks' end (rank.h) */
+    double end_s;
     ft_nccl_unique_id id;
     ft_team team;
     int nranks;
@@ -301,13 +303,14 @@ static int run_config(brank *b, int i)
     rc = 0;
 done:
     if (rc && in && ft_team_broken(&sh->team)) {
-        /* As dp_train.c after a failure: the communicator goes first (its
-         * abort cancels an all-reduce waiting for a rank that stopped, so
-         * the steps queued behind it, and an upload behind those, end),
-         * then the stream is waited for before its buffers are freed. */
-        ft_rank_end_comm(&b->r);
-        if (b->r.env.stream)
-            b->r.env.cu.cuStreamSynchronize(b->r.env.stream);
+        /* As dp_train.c after a failure (rank.h, ft_rank_end_run): the
+         * captured step goes first, since NCCL's abort waits for the graphs
+         * that hold the communicator; then the abort, which cancels an
+         * all-reduce waiting for a rank that stopped, so the steps queued
+         * behind it, and an upload behind those, end; then the wait for
+         * the stream, before run_free frees its buffers. */
+        ft_rank_arm_for_the_end(&b->r, sh->dog, sh->end_s);
+        ft_rank_end_run(&b->r, &x.graph);
     }
     run_free(&x, &b->r.env.cu);
     if (rc == 0 && ft_team_sync(&sh->team))
@@ -352,6 +355,7 @@ static void *rank_main(void *arg)
         if (run_config(b, i))
             break;
 out:
+    ft_rank_arm_for_the_end(r, sh->dog, sh->end_s);
     ft_rank_release(r);
     return NULL;
 }
@@ -388,7 +392,8 @@ static int write_json(const bshared *sh, const char *path)
     return fclose(f) ? -1 : 0;
 }
 
-int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl)
+int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl,
+                           ft_watchdog *dog, double end_s)
 {
     bshared *sh = calloc(1, sizeof *sh);
     if (!sh) {
@@ -396,6 +401,7 @@ int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_ncc
         return FT_EXIT_FAILED;
     }
     sh->o = o, sh->base = base, sh->nccl = nccl, sh->nranks = o->gpus;
+    sh->dog = dog, sh->end_s = end_s;
     plan(sh);
     int rc = FT_EXIT_FAILED;
     /* The data once, for the config that needs the most (bench.c's). */
@@ -437,6 +443,8 @@ int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_ncc
         rc = FT_EXIT_OK;
     else if (sh->team.broken)
         rc = sh->team.exit_status;
+    if (dog)
+        ft_watchdog_disarm(dog);   /* every rank has ended */
     if (o->json && write_json(sh, o->json))
         rc = FT_EXIT_FAILED;
 done:

@@ -18,7 +18,10 @@
 #include "args.h"
 #include "env.h"
 #include "nccl.h"
+#include "watchdog.h"
 
-int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl);
+/* dog and end_s: as ft_train_data_parallel's (dp_train.h). */
+int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl,
+                           ft_watchdog *dog, double end_s);
 
 #endif

@@ -24,6 +24,8 @@ typedef struct dp_shared {
     const ft_options *o;
     const ft_env *base;
     const ft_nccl *nccl;
+    ft_watchdog *dog;       /* over the ranks' end (rank.h) */
+    double end_s;
     ft_nccl_unique_id id;
     ft_team team;
     ft_run_config rc;       /* dims.batch is the global batch */
@@ -311,6 +313,7 @@ static void *rank_main(void *arg)
     if (ft_team_sync(&sh->team))
         goto out;
 out:
+    ft_rank_arm_for_the_end(r, sh->dog, sh->end_s);
     ft_rank_end_run(r, &d->stepper);
     ft_feed_close(&d->feed);
     if (d->ring)
@@ -324,11 +327,13 @@ out:
 
 /* ---- the run --------------------------------------------------------------------- */
 
-int ft_train_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl)
+int ft_train_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl,
+                           ft_watchdog *dog, double end_s)
 {
     dp_shared sh;
     memset(&sh, 0, sizeof sh);
     sh.o = o, sh.base = base, sh.nccl = nccl, sh.nranks = o->gpus;
+    sh.dog = dog, sh.end_s = end_s;
     int rc = ft_run_config_make(&sh.rc, o);
     if (rc != FT_EXIT_OK) {
         ft_run_config_free(&sh.rc);
@@ -377,6 +382,8 @@ int ft_train_data_parallel(const ft_env *base, const ft_options *o, const ft_ncc
         rc = FT_EXIT_OK;
     else if (sh.team.broken)
         rc = sh.team.exit_status;
+    if (dog)
+        ft_watchdog_disarm(dog);   /* every rank has ended */
 done:
     ft_losslog_close(&sh.log);
     if (team_ready)

@@ -12,10 +12,19 @@
 #include "args.h"
 #include "env.h"
 #include "nccl.h"
+#include "watchdog.h"
+
+/* Ending a --gpus N run or bench takes well under a second; after this many
+ * seconds a rank is stuck (rank.h, ft_rank_arm_for_the_end), and the
+ * watchdog ends the process with exit status 1. */
+#define FT_DP_END_TIMEOUT_S 120
 
 /* base: a loaded env (ft_env_load) with at least device + gpus devices;
- * nccl: a loaded NCCL. Returns the process exit status after printing why
+ * nccl: a loaded NCCL; dog: a started watchdog (or NULL: none), armed for
+ * end_s seconds (FT_DP_END_TIMEOUT_S; the tests' are shorter) while the
+ * ranks end the run. Returns the process exit status after printing why
  * on failure. */
-int ft_train_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl);
+int ft_train_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl,
+                           ft_watchdog *dog, double end_s);
 
 #endif

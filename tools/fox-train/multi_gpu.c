@@ -31,8 +31,16 @@ int ft_multi_gpu_main(const ft_options *o)
         rc = FT_EXIT_NO_GPU;
         goto done;
     }
-    rc = o->bench ? ft_bench_data_parallel(&base, o, &nccl)
-                  : ft_train_data_parallel(&base, o, &nccl);
+    /* Over the ranks' end (rank.h, ft_rank_arm_for_the_end): a run that
+     * cannot end would otherwise hang for good. */
+    ft_watchdog dog = {0};
+    if (ft_watchdog_start(&dog)) {
+        rc = FT_EXIT_FAILED;
+        goto done;
+    }
+    rc = o->bench ? ft_bench_data_parallel(&base, o, &nccl, &dog, FT_DP_END_TIMEOUT_S)
+                  : ft_train_data_parallel(&base, o, &nccl, &dog, FT_DP_END_TIMEOUT_S);
+    ft_watchdog_stop(&dog);
 done:
     ft_env_close(&base);
     ft_nccl_close(&nccl);

@@ -165,6 +165,18 @@ void ft_rank_end_run(ft_rank *r, ft_stepper *st)
         r->env.cu.cuStreamSynchronize(r->env.stream);
 }
 
+void ft_rank_arm_for_the_end(ft_rank *r, ft_watchdog *dog, double seconds)
+{
+    if (!dog)
+        return;
+    ft_watchdog_arm(dog, seconds, "--gpus %d: ending the run (each rank's captured step, its "
+                    "NCCL communicator and, after a failure, the GPU work still queued) did "
+                    "not finish within %.0f s of rank %d (GPU %d) starting to end it%s: a GPU "
+                    "or NCCL is stuck (nvidia-smi, and NCCL_DEBUG=WARN on a rerun, say more); "
+                    "giving up", r->count, seconds, r->index, r->ordinal,
+                    ft_team_broken(r->team) ? " after the failure above" : "");
+}
+
 void ft_rank_release(ft_rank *r)
 {
     ft_rank_end_comm(r);

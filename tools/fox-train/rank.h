@@ -20,6 +20,7 @@
 #include "nccl.h"
 #include "stepper.h"
 #include "team.h"
+#include "watchdog.h"
 
 typedef struct ft_rank {
     int index, count;       /* rank, ranks */
@@ -82,6 +83,15 @@ void ft_rank_end_comm(ft_rank *r);
  * The wait for the stream then covers the steps still queued: they read
  * the model's and the feed's buffers, which the caller frees next. */
 void ft_rank_end_run(ft_rank *r, ft_stepper *st);
+
+/* Arms `dog` (a started watchdog, or NULL) over the end of a --gpus N run
+ * or bench, for `seconds` from now. The ranks are threads of one process
+ * and share the one watchdog: each arms it as it starts to end, so the
+ * deadline runs from the last one's start, and the caller disarms it once
+ * every thread has returned. Ending takes well under a second; what it
+ * guards against is a rank stuck in NCCL's teardown or in a stream that a
+ * broken GPU never finishes, which would hang the process for good. */
+void ft_rank_arm_for_the_end(ft_rank *r, ft_watchdog *dog, double seconds);
 
 /* Ends the communicator if still there, then frees the marker and the
  * env's device part (runtime, stream, context). */

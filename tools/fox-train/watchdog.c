@@ -66,7 +66,7 @@ int ft_watchdog_start(ft_watchdog *w)
     return 0;
 fail:
     fprintf(stderr, "fox-train: could not start the watchdog thread (out of resources?); "
-            "without it a missing rank would hang this one\n");
+            "without it a rank that cannot go on would hang the process\n");
     return -1;
 }
 

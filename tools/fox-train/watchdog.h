@@ -6,7 +6,9 @@
  * the process with that message and exit status 1 when the deadline
  * passes first. Ending the process is the one reliable way out of a
  * blocked NCCL call, and for a job of one process per GPU it is what the
- * launcher expects: it sees the exit and stops the other ranks. */
+ * launcher expects: it sees the exit and stops the other ranks. --gpus N
+ * (ranks as threads of one process) arms it over the ranks' teardown alone:
+ * its other waits can give up by themselves (rank.h). */
 #ifndef FT_WATCHDOG_H
 #define FT_WATCHDOG_H
 
