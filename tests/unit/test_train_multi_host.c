@@ -96,8 +96,9 @@ static int allreduces[MAX_RANKS];
  * ncclCommAbort return, so the run goes on to its end. */
 static ft_watchdog end_dog;
 static double end_s = 60;        /* what the runs pass as the end's timeout */
-static int stuck_abort_rank = -1;  /* this rank's abort blocks until the watchdog fires */
+static int stuck_aborts;         /* 1: every rank's abort blocks until the watchdog fires */
 static int end_fired;
+static int aborts_timed_out;     /* stuck aborts that the hook never let go */
 static char end_what[sizeof end_dog.what];
 static pthread_mutex_t end_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t end_cv = PTHREAD_COND_INITIALIZER;
@@ -174,7 +175,7 @@ static ft_nccl_result n_init_rank(ft_nccl_comm_t *comm, int nranks, ft_nccl_uniq
 static ft_nccl_result n_destroy(ft_nccl_comm_t c) { free(c); return FT_NCCL_SUCCESS; }
 static ft_nccl_result n_abort(ft_nccl_comm_t c)
 {
-    if (c->rank == stuck_abort_rank) {
+    if (stuck_aborts) {
         /* A teardown that does not return until the watchdog's hook says
          * (or 10 s pass: then the test fails on its count, not a hang). */
         struct timespec until;
@@ -183,6 +184,7 @@ static ft_nccl_result n_abort(ft_nccl_comm_t c)
         pthread_mutex_lock(&end_mu);
         while (!end_fired && pthread_cond_timedwait(&end_cv, &end_mu, &until) == 0)
             ;
+        aborts_timed_out += !end_fired;
         pthread_mutex_unlock(&end_mu);
     }
     /* Cancels the peers' collectives, as ncclCommAbort does. */
@@ -592,25 +594,33 @@ static void test_failed_all_reduce_ends_the_run(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-/* A rank whose communicator cannot be aborted after a failure: the
+/* Ranks whose communicators cannot be aborted after a failure: the
  * watchdog ends the wait (here its hook; in fox-train the process, with
- * status 1) and says what was stuck. A good run's end leaves it disarmed. */
+ * status 1) and says what was stuck, while the first stuck rank is still
+ * stuck, so each rank arms it before its teardown. A good run's end leaves
+ * it disarmed. */
 static void test_stuck_teardown_meets_the_watchdog(void **state)
 {
     (void)state;
     end_s = 1;
-    fail_rank = 1, fail_at = 3, stuck_abort_rank = 0;
+    fail_rank = 1, fail_at = 3, stuck_aborts = 1;
     pthread_mutex_lock(&end_mu);
-    end_fired = 0;
+    end_fired = 0, aborts_timed_out = 0;
     pthread_mutex_unlock(&end_mu);
     int rc = run(COMMON, "--steps", "7", "--gpus", "2", NULL);
-    fail_rank = -1, fail_at = -1, stuck_abort_rank = -1;
+    fail_rank = -1, fail_at = -1, stuck_aborts = 0;
     assert_int_equal(rc, FT_EXIT_FAILED);
     /* Once, or more where a slow machine (valgrind) takes past the second
      * to end after the hook let the abort go. */
     assert_true(fired_count() >= 1);
-    if (!strstr(end_what, "--gpus 2: ending the run") || !strstr(end_what, "within 1 s") ||
-        !strstr(end_what, "after the failure above") || !strstr(end_what, "giving up"))
+    /* And it fired while the first abort was stuck: the rank had armed it
+     * before its teardown, not after a teardown that happened to end. */
+    pthread_mutex_lock(&end_mu);
+    const int timed_out = aborts_timed_out;
+    pthread_mutex_unlock(&end_mu);
+    assert_int_equal(timed_out, 0);
+    if (!strstr(end_what, "--gpus 2: after the failure above") ||
+        !strstr(end_what, "within 1 s") || !strstr(end_what, "giving up"))
         fail_msg("the watchdog's message: %s", end_what);
 
     end_s = 60;

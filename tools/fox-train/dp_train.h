@@ -14,9 +14,9 @@
 #include "nccl.h"
 #include "watchdog.h"
 
-/* Ending a --gpus N run or bench takes well under a second; after this many
- * seconds a rank is stuck (rank.h, ft_rank_arm_for_the_end), and the
- * watchdog ends the process with exit status 1. */
+/* Ending a --gpus N run or bench takes seconds at most; this long after the
+ * last rank started to, one is stuck (rank.h, ft_rank_arm_for_the_end), and
+ * the watchdog ends the process with exit status 1. */
 #define FT_DP_END_TIMEOUT_S 120
 
 /* base: a loaded env (ft_env_load) with at least device + gpus devices;

@@ -169,12 +169,22 @@ void ft_rank_arm_for_the_end(ft_rank *r, ft_watchdog *dog, double seconds)
 {
     if (!dog)
         return;
-    ft_watchdog_arm(dog, seconds, "--gpus %d: ending the run (each rank's captured step, its "
-                    "NCCL communicator and, after a failure, the GPU work still queued) did "
-                    "not finish within %.0f s of rank %d (GPU %d) starting to end it%s: a GPU "
-                    "or NCCL is stuck (nvidia-smi, and NCCL_DEBUG=WARN on a rerun, say more); "
-                    "giving up", r->count, seconds, r->index, r->ordinal,
-                    ft_team_broken(r->team) ? " after the failure above" : "");
+    /* What this rank printed reaches its file or pipe now: the watchdog
+     * ends the process with _exit, which drops stdio's buffers. */
+    fflush(stdout);
+    if (ft_team_broken(r->team))
+        ft_watchdog_arm(dog, seconds, "--gpus %d: after the failure above, the ranks did not "
+                        "all stop within %.0f s of the last one to start (rank %d, GPU %d): "
+                        "one is stuck in NCCL (forming the communicator, or ending it) or on a "
+                        "GPU that never finishes its queued work (nvidia-smi, and "
+                        "NCCL_DEBUG=WARN on a rerun, say more); giving up", r->count, seconds,
+                        r->index, r->ordinal);
+    else
+        ft_watchdog_arm(dog, seconds, "--gpus %d: ending the run (each rank's captured step "
+                        "and NCCL communicator) did not finish within %.0f s of the last rank "
+                        "to start (rank %d, GPU %d): a GPU or NCCL is stuck (nvidia-smi, and "
+                        "NCCL_DEBUG=WARN on a rerun, say more); giving up", r->count, seconds,
+                        r->index, r->ordinal);
 }
 
 void ft_rank_release(ft_rank *r)

@@ -85,12 +85,15 @@ void ft_rank_end_comm(ft_rank *r);
 void ft_rank_end_run(ft_rank *r, ft_stepper *st);
 
 /* Arms `dog` (a started watchdog, or NULL) over the end of a --gpus N run
- * or bench, for `seconds` from now. The ranks are threads of one process
- * and share the one watchdog: each arms it as it starts to end, so the
- * deadline runs from the last one's start, and the caller disarms it once
- * every thread has returned. Ending takes well under a second; what it
- * guards against is a rank stuck in NCCL's teardown or in a stream that a
- * broken GPU never finishes, which would hang the process for good. */
+ * or bench, for `seconds` from now, after flushing stdout. The ranks are
+ * threads of one process and share the one watchdog: each arms it as it
+ * starts to end, so the deadline runs from the last one's start, and the
+ * caller disarms it once every thread has returned. Ending takes seconds at
+ * most (after a failure, the wait for the steps still queued); what this
+ * guards against is a rank that never gets there or never finishes: stuck
+ * in NCCL's teardown, in a stream a broken GPU never finishes, or in
+ * ncclCommInitRank, which a peer that failed before it leaves the others
+ * in. Any of those would hang the process for good. */
 void ft_rank_arm_for_the_end(ft_rank *r, ft_watchdog *dog, double seconds);
 
 /* Ends the communicator if still there, then frees the marker and the

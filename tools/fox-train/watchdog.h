@@ -7,8 +7,11 @@
  * passes first. Ending the process is the one reliable way out of a
  * blocked NCCL call, and for a job of one process per GPU it is what the
  * launcher expects: it sees the exit and stops the other ranks. --gpus N
- * (ranks as threads of one process) arms it over the ranks' teardown alone:
- * its other waits can give up by themselves (rank.h). */
+ * (ranks as threads of one process) arms it once a rank starts to end the
+ * run: its step loop's waits poll and give up by themselves, and the two
+ * that cannot, ending (NCCL's teardown, the queued work) and forming the
+ * communicator (which a rank that failed before it leaves the others in),
+ * both come after the first rank to stop has armed it (rank.h). */
 #ifndef FT_WATCHDOG_H
 #define FT_WATCHDOG_H
 
