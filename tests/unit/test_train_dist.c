@@ -360,6 +360,50 @@ static void test_watchdog(void **state)
     ft_watchdog_stop(&w);
 }
 
+/* Firing for real, in a child whose stdout is a pipe (fully buffered, as
+ * under a launcher that logs to a file): status 1, the message on stderr,
+ * and what was printed before the arm not lost with stdio's buffers. */
+static void test_watchdog_exit_keeps_stdout(void **state)
+{
+    (void)state;
+    int out[2], err[2];
+    assert_int_equal(pipe(out), 0);
+    assert_int_equal(pipe(err), 0);
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], 1), dup2(err[1], 2);
+        close(out[0]), close(out[1]), close(err[0]), close(err[1]);
+        ft_watchdog w = {0};
+        if (ft_watchdog_start(&w))
+            _exit(3);
+        printf("trained steps 1..7: the last words\n");
+        ft_watchdog_arm(&w, 0.2, "rank %d: a wait that never ends", 1);
+        for (;;)
+            pause();   /* the stuck call */
+    }
+    close(out[1]), close(err[1]);
+    char got[2][512];
+    const int fds[2] = {out[0], err[0]};
+    for (int i = 0; i < 2; i++) {
+        size_t n = 0;
+        ssize_t r;
+        while (n < sizeof got[i] - 1 && (r = read(fds[i], got[i] + n, sizeof got[i] - 1 - n)) > 0)
+            n += (size_t)r;
+        got[i][n] = '\0';
+        close(fds[i]);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), FT_EXIT_FAILED);
+    if (!strstr(got[0], "trained steps 1..7: the last words"))
+        fail_msg("stdout lost what was printed before the arm: '%s'", got[0]);
+    if (!strstr(got[1], "fox-train: rank 1: a wait that never ends"))
+        fail_msg("stderr: '%s'", got[1]);
+}
+
 /* The binary: --dist with no launcher is bad usage (2), said in one line. */
 static void test_cli(void **state)
 {
@@ -531,6 +575,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_out_of_range), cmocka_unit_test(test_inconsistent),
         cmocka_unit_test(test_pick_gpu),     cmocka_unit_test(test_child_argv),
         cmocka_unit_test(test_options),      cmocka_unit_test(test_watchdog),
+        cmocka_unit_test(test_watchdog_exit_keeps_stdout),
         cmocka_unit_test(test_cli),          cmocka_unit_test(test_dist_local_ranks_end_with_it),
         cmocka_unit_test(test_dist_local_checks),
     };

@@ -169,9 +169,6 @@ void ft_rank_arm_for_the_end(ft_rank *r, ft_watchdog *dog, double seconds)
 {
     if (!dog)
         return;
-    /* What this rank printed reaches its file or pipe now: the watchdog
-     * ends the process with _exit, which drops stdio's buffers. */
-    fflush(stdout);
     if (ft_team_broken(r->team))
         ft_watchdog_arm(dog, seconds, "--gpus %d: after the failure above, the ranks did not "
                         "all stop within %.0f s of the last one to start (rank %d, GPU %d): "

@@ -74,6 +74,11 @@ void ft_watchdog_arm(ft_watchdog *w, double seconds, const char *fmt, ...)
 {
     if (!w->running)
         return;
+    /* Should it fire, _exit drops stdio's buffers, and the thread that is
+     * stuck may hold stdout's lock then: so what was printed goes out now
+     * (to a launcher's log file or pipe, fully buffered, the last status
+     * lines and the run's summary would be lost). */
+    fflush(stdout);
     pthread_mutex_lock(&w->mu);
     va_list ap;
     va_start(ap, fmt);

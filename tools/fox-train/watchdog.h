@@ -30,8 +30,9 @@ typedef struct ft_watchdog {
 /* Starts the helper thread (disarmed). Returns 0, or -1 after printing
  * why. */
 int ft_watchdog_start(ft_watchdog *w);
-/* From now on, the process ends unless disarmed within `seconds`;
- * `what` says what it was waiting for and what to do. */
+/* Flushes stdout (firing drops stdio's buffers); from then on, the process
+ * ends unless disarmed within `seconds`; `what` says what it was waiting
+ * for and what to do. */
 void ft_watchdog_arm(ft_watchdog *w, double seconds, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Moves an armed watchdog's deadline to `seconds` from now, keeping its
