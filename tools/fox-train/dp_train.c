@@ -382,8 +382,7 @@ int ft_train_data_parallel(const ft_env *base, const ft_options *o, const ft_ncc
         rc = FT_EXIT_OK;
     else if (sh.team.broken)
         rc = sh.team.exit_status;
-    if (dog)
-        ft_watchdog_disarm(dog);   /* every rank has ended */
+    ft_watchdog_disarm(dog);   /* every rank has ended */
 done:
     ft_losslog_close(&sh.log);
     if (team_ready)

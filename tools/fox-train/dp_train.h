@@ -20,7 +20,7 @@
 #define FT_DP_END_TIMEOUT_S 120
 
 /* base: a loaded env (ft_env_load) with at least device + gpus devices;
- * nccl: a loaded NCCL; dog: a started watchdog (or NULL: none), armed for
+ * nccl: a loaded NCCL; dog: a started watchdog, armed for
  * end_s seconds (FT_DP_END_TIMEOUT_S; the tests' are shorter) while the
  * ranks end the run. Returns the process exit status after printing why
  * on failure. */

@@ -167,21 +167,17 @@ void ft_rank_end_run(ft_rank *r, ft_stepper *st)
 
 void ft_rank_arm_for_the_end(ft_rank *r, ft_watchdog *dog, double seconds)
 {
-    if (!dog)
-        return;
-    if (ft_team_broken(r->team))
-        ft_watchdog_arm(dog, seconds, "--gpus %d: after the failure above, the ranks did not "
-                        "all stop within %.0f s of the last one to start (rank %d, GPU %d): "
-                        "one is stuck in NCCL (forming the communicator, or ending it) or on a "
-                        "GPU that never finishes its queued work (nvidia-smi, and "
-                        "NCCL_DEBUG=WARN on a rerun, say more); giving up", r->count, seconds,
-                        r->index, r->ordinal);
-    else
-        ft_watchdog_arm(dog, seconds, "--gpus %d: ending the run (each rank's captured step "
-                        "and NCCL communicator) did not finish within %.0f s of the last rank "
-                        "to start (rank %d, GPU %d): a GPU or NCCL is stuck (nvidia-smi, and "
-                        "NCCL_DEBUG=WARN on a rerun, say more); giving up", r->count, seconds,
-                        r->index, r->ordinal);
+    const int failed = ft_team_broken(r->team);
+    ft_watchdog_arm(dog, seconds, "--gpus %d: %s within %.0f s of the last rank to start "
+                    "(rank %d, GPU %d): %s (nvidia-smi, and NCCL_DEBUG=WARN on a rerun, say "
+                    "more); giving up", r->count,
+                    failed ? "after the failure above, the ranks did not all stop"
+                           : "ending the run (each rank's captured step and NCCL "
+                             "communicator) did not finish",
+                    seconds, r->index, r->ordinal,
+                    failed ? "one is stuck in NCCL (forming the communicator, or ending it) "
+                             "or on a GPU that never finishes its queued work"
+                           : "a GPU or NCCL is stuck");
 }
 
 void ft_rank_release(ft_rank *r)

@@ -84,7 +84,7 @@ void ft_rank_end_comm(ft_rank *r);
  * the model's and the feed's buffers, which the caller frees next. */
 void ft_rank_end_run(ft_rank *r, ft_stepper *st);
 
-/* Arms `dog` (a started watchdog, or NULL) over the end of a --gpus N run
+/* Arms `dog` (started with ft_watchdog_start) over the end of a --gpus N run
  * or bench, for `seconds` from now (which flushes stdout). The ranks are
  * threads of one process and share the one watchdog: each arms it as it
  * starts to end, so the deadline runs from the last one's start, and the
