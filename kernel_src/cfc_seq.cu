@@ -530,7 +530,7 @@ FJ_DEVICE void backward_rows(const float *__restrict__ w_rec, const float *__res
     // wait for them is where the next update reads them. (Two register
     // sets loaded two steps ahead let ptxas put that wait, on a counter
     // all the loads share, right after a barrier in some copies of the
-    // loop: a whole load's latency every other step; docs/results.md.) The
+    // loop: a whole load's latency every other step, measured.) The
     // decay by the lane that then overwrites it with d_pre, written in this
     // launch: a plain load (dpre is not const restrict).
     struct {

@@ -248,7 +248,7 @@ int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const
      * them right after its long ones (the bars' heads); at the same
      * priority their blocks queue behind the long grids' pending blocks and
      * the join waits. A graph keeps the priority per node (stepper.c).
-     * Measured on an H200 (docs/results.md): 2-3.5% off the step at B = 128
+     * Measured on an H200 (CHANGELOG.md, 0.2.0): 2-3.5% off the step at B = 128
      * and 512, eager and graph-replayed. Scheduling only: the same bits. */
     int least = 0, greatest = 0;
     if (path == FT_PATH_SEQUENCE &&
