@@ -121,25 +121,31 @@ static void test_malformed(void **state)
     expect_error(parse(&o, "--steps", NULL), "--steps needs a value");
     expect_error(parse(&o, "--steps", "ten", NULL), "--steps: 'ten' is not an integer");
     expect_error(parse(&o, "--steps", "5x", NULL), "--steps: '5x'");
-    expect_error(parse(&o, "--steps", "0", NULL), "[1, 10^8]");
+    expect_error(parse(&o, "--steps", "0", NULL), "--steps: '0' is too small (min 1)");
     expect_error(parse(&o, "--batch", "1048577", "--gpus", "1024", NULL), "--batch: '1048577'");
     expect_error(parse(&o, "--k=0", NULL), "--k: '0'");
-    expect_error(parse(&o, "--lr", "fast", NULL), "--lr: 'fast' is not a finite float32 number");
+    expect_error(parse(&o, "--lr", "fast", NULL), "--lr: 'fast' is not a number");
     /* Finite as a double, infinite as the float32 it becomes. */
-    expect_error(parse(&o, "--lr", "1e39", NULL), "--lr: '1e39' is not a finite float32 number");
+    expect_error(parse(&o, "--lr", "1e39", NULL),
+                 "--lr: '1e39' is too large (max 3.40282347e+38, the largest float32)");
     expect_error(parse(&o, "--bench", "--csv", "x.csv", NULL), "--bench times steps and writes no");
     expect_error(parse(&o, "--bench", "--checkpoint", "x.ckpt", NULL), "drop --csv, --checkpoint");
-    expect_error(parse(&o, "--weight-decay", "-1e40", NULL), "is not a finite float32 number");
-    expect_error(parse(&o, "--lr", "nan", NULL), "--lr: 'nan'");
-    expect_error(parse(&o, "--eps", "inf", NULL), "--eps: 'inf'");
-    expect_error(parse(&o, "--seed", "-1", NULL), "--seed: '-1'");
+    expect_error(parse(&o, "--weight-decay", "-1e40", NULL),
+                 "'-1e40' is too small (min -3.40282347e+38, the lowest float32)");
+    expect_error(parse(&o, "--lr", "nan", NULL), "--lr: 'nan' is not a finite number");
+    expect_error(parse(&o, "--eps", "inf", NULL), "--eps: 'inf' is not a finite number");
+    expect_error(parse(&o, "--seed", "-1", NULL), "--seed: '-1' is too small (min 0)");
     expect_error(parse(&o, "--signal", "sine", NULL), "'rule' or 'constant'");
     expect_error(parse(&o, "--graph=1", NULL), "--graph takes no value");
     expect_error(parse(&o, "--csv=", NULL), "--csv: empty value");
-    expect_error(parse(&o, "--bench", "--bench-batches", "32,,64", NULL), "--bench-batches");
-    expect_error(parse(&o, "--bench", "--bench-batches", "0", NULL), "--bench-batches");
+    expect_error(parse(&o, "--bench", "--bench-batches", "32,,64", NULL),
+                 "--bench-batches: '32,,64' has an empty item");
+    expect_error(parse(&o, "--bench", "--bench-batches", "0", NULL),
+                 "--bench-batches: '0' is too small (min 1)");
+    expect_error(parse(&o, "--bench", "--bench-batches", "32,2048", NULL),
+                 "--bench-batches: '2048' is too large (max 1024)");
     expect_error(parse(&o, "--bench", "--bench-batches", "1,2,3,4,5,6,7,8,9", NULL),
-                 "up to 8");
+                 "more than 8 batch sizes; give up to 8");
 }
 
 static void test_inconsistent(void **state)
@@ -237,6 +243,74 @@ static void test_ignored_options_refused(void **state)
     assert_true(o.seed == UINT64_MAX);
 }
 
+/* One number parser for every numeric option (tools/fox-train/number.h):
+ * the same rules for blanks, signs, range and trailing text, integers and
+ * floats alike, and a value too large for its option says so with the
+ * largest it takes. */
+static void test_one_number_parser(void **state)
+{
+    (void)state;
+    ft_options o;
+    /* Past 2^64 - 1, past the option's own limit, past a float32. */
+    expect_error(parse(&o, "--seed", "99999999999999999999999", NULL),
+                 "--seed: '99999999999999999999999' is too large (max 18446744073709551615)");
+    expect_error(parse(&o, "--seed", "18446744073709551616", NULL),
+                 "is too large (max 18446744073709551615)");
+    expect_error(parse(&o, "--steps", "100000001", NULL),
+                 "--steps: '100000001' is too large (max 100000000)");
+    expect_error(parse(&o, "--steps", "99999999999999999999", NULL),
+                 "--steps: '99999999999999999999' is too large (max 100000000)");
+    expect_error(parse(&o, "--device", "1024", NULL), "--device: '1024' is too large (max 1023)");
+    expect_error(parse(&o, "--dist-timeout", "0", "--dist", NULL),
+                 "--dist-timeout: '0' is too small (min 1)");
+    /* Every numeric option, with a blank before or after, a '+', trailing
+     * text: refused the same way, naming the option. */
+    static const char *const numeric[] = {
+        "--steps", "--batch", "--k", "--lr", "--weight-decay", "--beta1", "--beta2", "--eps",
+        "--seed", "--train-size", "--heldout-size", "--checkpoint-every", "--device", "--gpus",
+        "--dist-local", "--dist-timeout", "--progress", "--bench-steps", "--bench-batches"};
+    static const struct {
+        const char *value, *says;
+    } malformed[] = {
+        {" 1", "has a blank before the number; give the number alone"},
+        {"\t1", "has a blank before the number"},
+        {"1 ", "has a blank after the number; give the number alone"},
+        {"+1", "write the number without '+'"},
+        {"1x", "is not"},
+        {"", "the value is empty"},
+        {"0x1", "is not"},
+        {"-", "is not"},
+    };
+    for (size_t i = 0; i < sizeof numeric / sizeof numeric[0]; i++)
+        for (size_t j = 0; j < sizeof malformed / sizeof malformed[0]; j++) {
+            char arg[64], opt[40];
+            snprintf(arg, sizeof arg, "%s=%s", numeric[i], malformed[j].value);
+            snprintf(opt, sizeof opt, "%s: ", numeric[i]);
+            ft_parse_result r = parse(&o, arg, NULL);
+            if (r != FT_PARSE_ERROR || strncmp(why, opt, strlen(opt)) ||
+                !strstr(why, malformed[j].says))
+                fail_msg("%s: result %d, message '%s'; want '%s... %s'", arg, (int)r, why, opt,
+                         malformed[j].says);
+        }
+    /* The float options take what a float is written as, and nothing a
+     * float32 would silently turn into another value. */
+    assert_int_equal(parse(&o, "--lr", "3e-3", "--beta1", ".5", "--beta2", "0.99",
+                           "--weight-decay", "2.", "--eps", "1E-7", NULL), FT_PARSE_OK);
+    assert_true(o.lr == 3e-3f && o.beta1 == 0.5f && o.weight_decay == 2.0f && o.eps == 1e-7f);
+    expect_error(parse(&o, "--lr", "1e-50", NULL),
+                 "--lr: '1e-50' is too close to 0 for a float32");
+    expect_error(parse(&o, "--lr", "0x1p-3", NULL), "--lr: '0x1p-3' is not a number");
+    expect_error(parse(&o, "--lr", "1e", NULL), "--lr: '1e' is not a number");
+    expect_error(parse(&o, "--lr", "infinity", NULL), "--lr: 'infinity' is not a finite");
+    expect_error(parse(&o, "--steps", "1e3", NULL), "--steps: '1e3' is not an integer");
+    expect_error(parse(&o, "--steps", "2.0", NULL), "--steps: '2.0' is not an integer");
+    expect_error(parse(&o, "--bench", "--bench-batches", "32, 64", NULL),
+                 "--bench-batches: ' 64' has a blank before the number");
+    /* Zeros in front are still decimal. */
+    assert_int_equal(parse(&o, "--steps", "007", NULL), FT_PARSE_OK);
+    assert_int_equal(o.steps, 7);
+}
+
 /* --per-step selects the older path; --dump-step is a one-GPU, one-step mode. */
 static void test_path_and_dump(void **state)
 {
@@ -267,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_inconsistent),
         cmocka_unit_test(test_path_and_dump),
         cmocka_unit_test(test_ignored_options_refused),
+        cmocka_unit_test(test_one_number_parser),
     };
     return cmocka_run_group_tests_name("train_args_cli", tests, NULL, NULL);
 }

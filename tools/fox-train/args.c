@@ -1,12 +1,11 @@
 #include "args.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "number.h"
 
 const char ft_usage[] =
     "usage: fox-train [options]\n"
@@ -137,52 +136,37 @@ static ft_parse_result bad(char *why, size_t len, const char *fmt, ...)
     return FT_PARSE_ERROR;
 }
 
-static int parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    /* Digits, with a sign for negatives only: not " 5" or "+5". */
-    if (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && isdigit((unsigned char)s[1])))
-        return -1;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const char *s, float *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    /* Finite as the float it becomes, too: 1e39 is inf in float32. */
-    if (errno || end == s || *end || !isfinite(v) || !isfinite((float)v))
-        return -1;
-    *out = (float)v;
-    return 0;
-}
-
-/* "32,128,512" -> up to FT_MAX_BENCH_BATCHES values in [1, 1024]; an
- * empty item ("32,,64") is an error. */
-static int parse_list(const char *s, int *out, int *count)
+/* "32,128,512": up to FT_MAX_BENCH_BATCHES batch sizes in [1, 1024], each
+ * read by the one number parser. */
+static int parse_list(const char *opt, const char *s, int *out, int *count, char *why,
+                      size_t why_len)
 {
     *count = 0;
-    for (;;) {
-        const char *comma = strchr(s, ',');
-        size_t len = comma ? (size_t)(comma - s) : strlen(s);
-        char item[32];
-        long long v;
-        if (len == 0 || len >= sizeof item || *count == FT_MAX_BENCH_BATCHES)
+    for (const char *item = s;;) {
+        const char *comma = strchr(item, ',');
+        size_t len = comma ? (size_t)(comma - item) : strlen(item);
+        if (len == 0 && *s) {   /* (an empty value is the number parser's to name) */
+            bad(why, why_len, "%s: '%s' has an empty item; give a comma-separated list of "
+                "batch sizes", opt, s);
             return -1;
-        memcpy(item, s, len);
-        item[len] = '\0';
-        if (parse_int(item, 1, 1024, &v))
+        }
+        if (*count == FT_MAX_BENCH_BATCHES) {
+            bad(why, why_len, "%s: '%s' has more than %d batch sizes; give up to %d", opt, s,
+                FT_MAX_BENCH_BATCHES, FT_MAX_BENCH_BATCHES);
+            return -1;
+        }
+        char *copy = strndup(item, len);
+        uint64_t v;
+        int rc = copy ? ft_parse_uint(opt, copy, 1, FT_MAX_RANK_BATCH, &v, why, why_len) : -1;
+        if (!copy)
+            bad(why, why_len, "out of memory");
+        free(copy);
+        if (rc)
             return -1;
         out[(*count)++] = (int)v;
         if (!comma)
             return 0;
-        s = comma + 1;
+        item = comma + 1;
     }
 }
 
@@ -209,7 +193,6 @@ typedef struct spec {
     void *field;
     long long lo, hi;   /* INT range */
     unsigned set_bit;
-    const char *range;  /* for messages */
 } spec;
 
 static int was_given(const spec *specs, const unsigned char *given, size_t n, const char *name)
@@ -243,39 +226,39 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
     n_heldout = o->n_heldout, every = 0, device = 0, progress = o->progress_every;
     bench_steps = o->bench_steps, gpus = o->gpus;
     const spec specs[] = {
-        {"steps", INT, &steps, 1, 100000000, 0, "[1, 10^8]"},
-        {"batch", INT, &batch, 1, FT_MAX_BATCH, FT_SET_BATCH, "[1, 2^20]"},
-        {"k", INT, &k, 1, 4096, FT_SET_K, "[1, 4096]"},
-        {"lr", FLOAT, &o->lr, 0, 0, FT_SET_LR, NULL},
-        {"weight-decay", FLOAT, &o->weight_decay, 0, 0, FT_SET_WD, NULL},
-        {"beta1", FLOAT, &o->beta1, 0, 0, FT_SET_BETA1, NULL},
-        {"beta2", FLOAT, &o->beta2, 0, 0, FT_SET_BETA2, NULL},
-        {"eps", FLOAT, &o->eps, 0, 0, FT_SET_EPS, NULL},
-        {"seed", U64, &o->seed, 0, 0, FT_SET_SEED, NULL},
-        {"signal", SIGNAL, &o->signal, 0, 0, FT_SET_SIGNAL, NULL},
-        {"train-size", INT, &n_train, 1, 1 << 24, FT_SET_TRAIN, "[1, 2^24]"},
-        {"heldout-size", INT, &n_heldout, 0, 1 << 24, FT_SET_HELDOUT, "[0, 2^24]"},
-        {"graph", FLAG, &o->graph, 0, 0, 0, NULL},
-        {"per-step", FLAG, &o->per_step, 0, 0, 0, NULL},
-        {"dump-step", STRING, &o->dump_step, 0, 0, 0, NULL},
-        {"csv", STRING, &o->csv, 0, 0, 0, NULL},
-        {"checkpoint", STRING, &o->checkpoint, 0, 0, 0, NULL},
-        {"checkpoint-every", INT, &every, 0, 100000000, 0, "[0, 10^8]"},
-        {"resume", STRING, &o->resume, 0, 0, 0, NULL},
-        {"library", STRING, &o->library, 0, 0, 0, NULL},
-        {"cache-dir", STRING, &o->cache_dir, 0, 0, 0, NULL},
-        {"device", INT, &device, 0, 1023, 0, "[0, 1023]"},
-        {"gpus", INT, &gpus, 1, 64, 0, "[1, 64]"},
-        {"nccl", FLAG, &o->nccl, 0, 0, 0, NULL},
-        {"dist", FLAG, &o->dist, 0, 0, 0, NULL},
-        {"dist-local", INT, &dist_local, 1, 64, 0, "[1, 64]"},
-        {"dist-timeout", INT, &dist_timeout, 1, 86400, 0, "[1, 86400] seconds"},
-        {"progress", INT, &progress, 1, 100000000, 0, "[1, 10^8]"},
-        {"quiet", FLAG, &o->quiet, 0, 0, 0, NULL},
-        {"bench", FLAG, &o->bench, 0, 0, 0, NULL},
-        {"bench-batches", LIST, o->bench_batches, 0, 0, 0, NULL},
-        {"bench-steps", INT, &bench_steps, 1, 100000, 0, "[1, 100000]"},
-        {"json", STRING, &o->json, 0, 0, 0, NULL},
+        {"steps", INT, &steps, 1, 100000000, 0},
+        {"batch", INT, &batch, 1, FT_MAX_BATCH, FT_SET_BATCH},
+        {"k", INT, &k, 1, 4096, FT_SET_K},
+        {"lr", FLOAT, &o->lr, 0, 0, FT_SET_LR},
+        {"weight-decay", FLOAT, &o->weight_decay, 0, 0, FT_SET_WD},
+        {"beta1", FLOAT, &o->beta1, 0, 0, FT_SET_BETA1},
+        {"beta2", FLOAT, &o->beta2, 0, 0, FT_SET_BETA2},
+        {"eps", FLOAT, &o->eps, 0, 0, FT_SET_EPS},
+        {"seed", U64, &o->seed, 0, 0, FT_SET_SEED},
+        {"signal", SIGNAL, &o->signal, 0, 0, FT_SET_SIGNAL},
+        {"train-size", INT, &n_train, 1, 1 << 24, FT_SET_TRAIN},
+        {"heldout-size", INT, &n_heldout, 0, 1 << 24, FT_SET_HELDOUT},
+        {"graph", FLAG, &o->graph, 0, 0, 0},
+        {"per-step", FLAG, &o->per_step, 0, 0, 0},
+        {"dump-step", STRING, &o->dump_step, 0, 0, 0},
+        {"csv", STRING, &o->csv, 0, 0, 0},
+        {"checkpoint", STRING, &o->checkpoint, 0, 0, 0},
+        {"checkpoint-every", INT, &every, 0, 100000000, 0},
+        {"resume", STRING, &o->resume, 0, 0, 0},
+        {"library", STRING, &o->library, 0, 0, 0},
+        {"cache-dir", STRING, &o->cache_dir, 0, 0, 0},
+        {"device", INT, &device, 0, 1023, 0},
+        {"gpus", INT, &gpus, 1, 64, 0},
+        {"nccl", FLAG, &o->nccl, 0, 0, 0},
+        {"dist", FLAG, &o->dist, 0, 0, 0},
+        {"dist-local", INT, &dist_local, 1, 64, 0},
+        {"dist-timeout", INT, &dist_timeout, 1, 86400, 0},
+        {"progress", INT, &progress, 1, 100000000, 0},
+        {"quiet", FLAG, &o->quiet, 0, 0, 0},
+        {"bench", FLAG, &o->bench, 0, 0, 0},
+        {"bench-batches", LIST, o->bench_batches, 0, 0, 0},
+        {"bench-steps", INT, &bench_steps, 1, 100000, 0},
+        {"json", STRING, &o->json, 0, 0, 0},
     };
     const size_t n_specs = sizeof specs / sizeof specs[0];
     /* Which options the command line gave, by spec: an option a mode
@@ -312,29 +295,25 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
             value = argv[++i];
         else
             return bad(why, why_len, "--%s needs a value", s->name);
-        long long v;
+        /* Numbers, whatever their type, go through the one parser
+         * (number.h): the same rules and messages for every option. */
+        char opt[40];
+        snprintf(opt, sizeof opt, "--%s", s->name);
+        uint64_t v;
         switch (s->k) {
         case INT:
-            if (parse_int(value, s->lo, s->hi, &v))
-                return bad(why, why_len, "--%s: '%s' is not an integer in %s", s->name, value,
-                           s->range);
+            if (ft_parse_uint(opt, value, (uint64_t)s->lo, (uint64_t)s->hi, &v, why, why_len))
+                return FT_PARSE_ERROR;
             *(int *)s->field = (int)v;
             break;
         case FLOAT:
-            if (parse_float(value, (float *)s->field))
-                return bad(why, why_len, "--%s: '%s' is not a finite float32 number", s->name,
-                           value);
+            if (ft_parse_float32(opt, value, (float *)s->field, why, why_len))
+                return FT_PARSE_ERROR;
             break;
-        case U64: {
-            char *end;
-            errno = 0;
-            unsigned long long u = strtoull(value, &end, 10);
-            if (!isdigit((unsigned char)value[0]) || errno || end == value || *end)
-                return bad(why, why_len, "--%s: '%s' is not a non-negative integer", s->name,
-                           value);
-            *(uint64_t *)s->field = u;
+        case U64:
+            if (ft_parse_uint(opt, value, 0, UINT64_MAX, (uint64_t *)s->field, why, why_len))
+                return FT_PARSE_ERROR;
             break;
-        }
         case SIGNAL:
             if (!strcmp(value, "rule"))
                 *(ft_signal *)s->field = FT_SIGNAL_RULE;
@@ -345,9 +324,8 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
                            value);
             break;
         case LIST:
-            if (parse_list(value, o->bench_batches, &o->n_bench_batches))
-                return bad(why, why_len, "--%s: '%s' is not a comma-separated list of up to 8 "
-                           "batch sizes in [1, 1024]", s->name, value);
+            if (parse_list(opt, value, o->bench_batches, &o->n_bench_batches, why, why_len))
+                return FT_PARSE_ERROR;
             break;
         case STRING:
             if (!*value)
