@@ -2,9 +2,35 @@
 //! trainers.
 //!
 //! The crate has no dependencies and links nothing of CUDA: it `dlopen`s
-//! `libfoxjit.so.1` at run time ([`Library::open`]; the path can be given,
-//! or set in `FOXJIT_LIBRARY`), takes the function table from
+//! `libfoxjit.so.1` at run time, takes the function table from
 //! `foxjit_get_api` and checks its ABI version and size before using it.
+//!
+//! # Finding the library
+//!
+//! [`Library::open`] searches, in order:
+//!
+//! 1. `$FOXJIT_LIBRARY`, the path of a `libfoxjit.so.1`. While it is set
+//!    nothing else is tried: a library it names that does not load is an
+//!    error.
+//! 2. `<libdir>/libfoxjit.so.1`, libdir from `pkg-config --variable=libdir
+//!    foxjit` (the program `$PKG_CONFIG`, else `pkg-config`; a fox-jit
+//!    installed under a prefix of its own is found by adding
+//!    `<prefix>/<libdir>/pkgconfig` to `PKG_CONFIG_PATH`). No pkg-config
+//!    program or no `foxjit.pc` is not an error, just a place tried.
+//! 3. `libfoxjit.so.1` from the dynamic loader's search path
+//!    (`LD_LIBRARY_PATH`, the program's rpath, `ld.so.cache`).
+//!
+//! The first library found is used ([`Library::source`] says where it came
+//! from); when none is, the one [`Error::Load`] names every place tried,
+//! why each failed, and what to do. [`Library::open_path`] loads a given
+//! file and tries nothing else; [`Library::open_with`] takes an optional
+//! path (a command-line option, say) and searches when it is `None`.
+//!
+//! ```no_run
+//! let lib = foxjit::Library::open()?;
+//! println!("fox-jit {} from {} ({})", lib.version(), lib.path(), lib.source());
+//! # Ok::<(), foxjit::Error>(())
+//! ```
 //!
 //! Device memory and streams stay the caller's. Device pointers are `u64`
 //! ([`CUdeviceptr`]) and streams raw `CUstream`s, exactly what `cudarc`
@@ -20,6 +46,7 @@
 //! [`Error`] with the library's status and message, and nothing is launched.
 
 mod ffi;
+mod search;
 
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -34,6 +61,7 @@ pub use ffi::{
 pub use ffi::layout as abi_layout;
 
 use ffi::{Api, RawRuntimeParams, RuntimePtr};
+pub use search::Source;
 
 /// The name the library is loaded by when no path is given.
 pub const DEFAULT_LIBRARY: &str = "libfoxjit.so.1";
@@ -58,7 +86,7 @@ impl Status {
     pub const OUT_OF_MEMORY: Status = Status(11);
     pub const CACHE: Status = Status(12);
 
-    /// The C name ("FOXJIT_ERROR_UNSUPPORTED"), or "FOXJIT_STATUS_<n>".
+    /// The C name ("FOXJIT_ERROR_UNSUPPORTED"), or `FOXJIT_STATUS_<n>`.
     pub fn name(self) -> String {
         const NAMES: [&str; 13] = [
             "FOXJIT_OK", "FOXJIT_ERROR_INVALID_ARGUMENT", "FOXJIT_ERROR_UNSUPPORTED",
@@ -88,7 +116,8 @@ pub enum Ties {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// The library could not be loaded (dlopen's message), or it has no
-    /// `foxjit_get_api` symbol.
+    /// `foxjit_get_api` symbol. From [`Library::open`]'s search: `path` is
+    /// `libfoxjit.so.1` and the message names every place tried.
     Load { path: String, message: String },
     /// The library is a fox-jit of another ABI, or too old for this crate.
     Abi { path: String, message: String },
@@ -131,6 +160,7 @@ struct LibInner {
     handle: *mut c_void,
     api: *const Api,
     path: String,
+    source: Source,
 }
 
 // The table is static data of the library and every entry is thread-safe
@@ -163,26 +193,52 @@ pub struct Library {
 
 impl fmt::Debug for Library {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Library").field("path", &self.inner.path).finish()
+        f.debug_struct("Library")
+            .field("path", &self.inner.path)
+            .field("source", &self.inner.source)
+            .finish()
     }
 }
 
 impl Library {
-    /// Loads `$FOXJIT_LIBRARY` if set, else `libfoxjit.so.1` from the
-    /// dynamic loader's search path (LD_LIBRARY_PATH, ld.so.cache).
+    /// Finds and loads the library: `$FOXJIT_LIBRARY` (only it, when set),
+    /// else the libdir of `pkg-config foxjit`, else `libfoxjit.so.1` from the
+    /// dynamic loader's search path (the crate's documentation has the
+    /// details). When none has it, the [`Error::Load`] names every place
+    /// tried and why each failed; a library found that is of another ABI is
+    /// an [`Error::Abi`].
     pub fn open() -> Result<Library> {
-        match std::env::var("FOXJIT_LIBRARY") {
-            Ok(p) if !p.is_empty() => Library::open_path(&p),
-            _ => Library::open_path(DEFAULT_LIBRARY),
+        let env = std::env::var("FOXJIT_LIBRARY").ok();
+        search::search(env.as_deref(), &search::pkg_config_program(), DEFAULT_LIBRARY)
+    }
+
+    /// Loads `path` when given (and tries nothing else), else searches as
+    /// [`Library::open`] does: for a program's `--library` option.
+    pub fn open_with(path: Option<&str>) -> Result<Library> {
+        match path {
+            Some(p) => Library::open_path(p),
+            None => Library::open(),
         }
+    }
+
+    /// [`Library::open`]'s search with its inputs given (`$FOXJIT_LIBRARY`,
+    /// the pkg-config program, the file name), for the crate's tests.
+    #[doc(hidden)]
+    pub fn search_with(foxjit_library: Option<&str>, pkg_config: &str, file_name: &str)
+        -> Result<Library> {
+        search::search(foxjit_library, pkg_config, file_name)
     }
 
     /// Loads the library at `path` (a file name alone is searched for as
     /// dlopen does) and checks its table: ABI major [`ABI_MAJOR`], and every
     /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3, 2.4)
     /// are checked where they are called, and return `Error::Abi` on a
-    /// table that lacks them.
+    /// table that lacks them. Nothing else is tried.
     pub fn open_path(path: &str) -> Result<Library> {
+        Library::open_as(path, Source::Given)
+    }
+
+    pub(crate) fn open_as(path: &str, source: Source) -> Result<Library> {
         let load_err = |message: String| Error::Load { path: path.to_string(), message };
         let cpath = CString::new(path).map_err(|_| load_err("the path has a NUL byte".into()))?;
         let handle = unsafe { ffi::dlopen(cpath.as_ptr(), ffi::RTLD_NOW | ffi::RTLD_LOCAL) };
@@ -228,16 +284,23 @@ impl Library {
                 size, major, minor, need, ABI_MAJOR, ABI_MINOR
             ));
         }
-        Ok(Library { inner: Arc::new(LibInner { handle, api, path: path.to_string() }) })
+        Ok(Library { inner: Arc::new(LibInner { handle, api, path: path.to_string(), source }) })
     }
 
     fn api(&self) -> &Api {
         unsafe { &*self.inner.api }
     }
 
-    /// The path the library was loaded from (as given).
+    /// The path the library was loaded from (as given to dlopen: a bare
+    /// `libfoxjit.so.1` when the loader's search path had it).
     pub fn path(&self) -> &str {
         &self.inner.path
+    }
+
+    /// Where the library was found: the path given, `$FOXJIT_LIBRARY`,
+    /// pkg-config or the loader's search path.
+    pub fn source(&self) -> Source {
+        self.inner.source
     }
 
     /// The library's version ("0.2.0").
@@ -478,7 +541,7 @@ impl Runtime {
 
     // ---- column sums --------------------------------------------------
 
-    /// out[j] (+)= sum_b x[b, j]; x is [rows, cols] f32, out [cols].
+    /// `out[j] (+)= sum_b x[b, j]`; x is `[rows, cols]` f32, out `[cols]`.
     ///
     /// # Safety
     /// The pointers are device memory of the runtime's context holding at
@@ -488,7 +551,7 @@ impl Runtime {
         call!(self, column_sum(x, rows, cols, out, accumulate as c_int, stream))
     }
 
-    /// db[out_dim] += sum over batch of dy[batch, out_dim].
+    /// `db[out_dim] += sum over batch of dy[batch, out_dim]`.
     ///
     /// # Safety
     /// As [`Runtime::column_sum`].
@@ -497,7 +560,7 @@ impl Runtime {
         call!(self, bias_grad_reduce(dy, batch, out_dim, db, stream))
     }
 
-    /// db[out_dim] = sum over rows of dy[rows, out_dim].
+    /// `db[out_dim] = sum over rows of dy[rows, out_dim]`.
     ///
     /// # Safety
     /// As [`Runtime::column_sum`].
@@ -506,7 +569,7 @@ impl Runtime {
         call!(self, curiosity_bias_grad_reduce(dy, rows, out_dim, db, stream))
     }
 
-    /// out[n_tail] = sum over n_batch of x[n_batch, n_tail].
+    /// `out[n_tail] = sum over n_batch of x[n_batch, n_tail]`.
     ///
     /// # Safety
     /// As [`Runtime::column_sum`].
@@ -557,7 +620,7 @@ impl Runtime {
         Ok(bytes)
     }
 
-    /// out[i] = trade_i ? sign(s_i) * rank_i / n : 0 (kernels.md 2); `out`
+    /// `out[i] = trade_i ? sign(s_i) * rank_i / n : 0` (kernels.md 2); `out`
     /// may be `rewards`.
     ///
     /// # Safety
@@ -769,7 +832,7 @@ impl Runtime {
 
     // ---- training step --------------------------------------------------------
 
-    /// loss[0] (+)= mean BCE-with-logits(z, y); dz = (sigmoid(z) - y) / n
+    /// `loss[0] (+)= mean BCE-with-logits(z, y)`; `dz = (sigmoid(z) - y) / n`
     /// (dz may be 0).
     ///
     /// # Safety
@@ -821,7 +884,7 @@ impl Runtime {
     pub unsafe fn adamw(&self, args: &AdamwArgs, stream: CUstream) -> Result<()> {
         call!(self, adamw(args, stream))
     }
-    /// step[0] += 1 on the device (one i32).
+    /// `step[0] += 1` on the device (one i32).
     ///
     /// # Safety
     /// `step` is one i32 of device memory of the runtime's context.

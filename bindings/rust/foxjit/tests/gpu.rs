@@ -43,10 +43,12 @@ fn assert_close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
 fn setup() -> Option<(cuda::Cuda, Library)> {
     let require = std::env::var("FOXJIT_REQUIRE_GPU").map(|v| v == "1").unwrap_or(false);
     let path = match common::real_library() {
-        Some(p) => p,
-        None => {
-            assert!(!require, "FOXJIT_REQUIRE_GPU=1 but libfoxjit.so.1 was not found");
-            common::skip("libfoxjit.so.1 not built (set FOXJIT_TEST_LIBRARY)");
+        Ok(p) => p,
+        Err(common::Lack::Missing(why)) if require => {
+            panic!("FOXJIT_REQUIRE_GPU=1 but {}", why)
+        }
+        Err(lack) => {
+            common::need(Err(lack));
             return None;
         }
     };
@@ -54,7 +56,7 @@ fn setup() -> Option<(cuda::Cuda, Library)> {
         Ok(c) => Some((c, Library::open_path(&path).expect("loading libfoxjit"))),
         Err(why) => {
             assert!(!require, "FOXJIT_REQUIRE_GPU=1 but {}", why);
-            eprintln!("SKIP: the GPU integration test needs a GPU: {}", why);
+            common::skip_gpu(&format!("the GPU integration test needs a GPU: {}", why));
             None
         }
     }

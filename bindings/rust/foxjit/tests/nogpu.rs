@@ -6,7 +6,7 @@ mod common;
 
 use foxjit::{
     AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, Error, HeadsArgs, HeadsSeqArgs, Library,
-    Runtime, RuntimeParams, Status, Ties, VsnArgs, VsnSeqArgs,
+    Runtime, RuntimeParams, Source, Status, Ties, VsnArgs, VsnSeqArgs,
 };
 use std::sync::Mutex;
 
@@ -14,13 +14,8 @@ use std::sync::Mutex;
 static ENV_LOCK: Mutex<()> = Mutex::new(());
 
 fn lib() -> Option<Library> {
-    match common::real_library() {
-        Some(p) => Some(Library::open_path(&p).expect("loading the built library")),
-        None => {
-            common::skip("libfoxjit.so.1 not built (set FOXJIT_TEST_LIBRARY)");
-            None
-        }
-    }
+    let p = common::need(common::real_library())?;
+    Some(Library::open_path(&p).unwrap_or_else(|e| panic!("loading the library: {}", e)))
 }
 
 /// A runtime wrapper around a pointer the library never dereferences:
@@ -69,6 +64,54 @@ fn env_variable_picks_the_library() {
 }
 
 #[test]
+fn env_variable_library_is_used_and_says_so() {
+    let Some(path) = common::need(common::real_library()) else { return };
+    let lib = Library::search_with(Some(&path), "/nonexistent/pkg-config", "libfoxjit.so.1")
+        .expect("the library FOXJIT_LIBRARY names");
+    assert_eq!(lib.path(), path);
+    assert_eq!(lib.source(), Source::Env);
+    assert_eq!(Library::open_path(&path).unwrap().source(), Source::Given);
+}
+
+/// The real pkg-config program, reading a foxjit.pc like the one meson
+/// installs, with the library under a prefix of its own.
+#[test]
+fn pkg_config_finds_a_library_under_a_prefix() {
+    let Some(path) = common::need(common::real_library()) else { return };
+    let Ok(real) = std::fs::canonicalize(&path) else {
+        // Found by the loader under its bare name: no file to point at.
+        return common::skip("the library has no path of its own (found by the loader)");
+    };
+    let have_pkg_config = std::process::Command::new("pkg-config").arg("--version").output();
+    if have_pkg_config.is_err() {
+        return common::skip("no pkg-config program");
+    }
+    let prefix = std::env::temp_dir().join(format!("foxjit-pc-{}", std::process::id()));
+    let libdir = prefix.join("lib/x86_64-linux-gnu");
+    let pcdir = libdir.join("pkgconfig");
+    std::fs::create_dir_all(&pcdir).unwrap();
+    let _ = std::fs::remove_file(libdir.join("libfoxjit.so.1"));
+    std::os::unix::fs::symlink(&real, libdir.join("libfoxjit.so.1")).unwrap();
+    std::fs::write(pcdir.join("foxjit.pc"), format!(
+        "prefix={}\nlibdir=${{prefix}}/lib/x86_64-linux-gnu\nincludedir=${{prefix}}/include\n\n\
+         Name: foxjit\nDescription: test\nVersion: 0.2.0\nLibs: -L${{libdir}} -lfoxjit\n\
+         Cflags: -I${{includedir}}\n", prefix.display())).unwrap();
+    // PKG_CONFIG_PATH for the pkg-config program alone: the test's own
+    // environment is shared with the other tests' threads.
+    let wrapper = prefix.join("pkg-config");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nPKG_CONFIG_PATH='{}' exec pkg-config \"$@\"\n",
+                                     pcdir.display())).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    let r = Library::search_with(None, &wrapper.to_string_lossy(), "libfoxjit.so.1");
+    let _ = std::fs::remove_dir_all(&prefix);
+    let lib = r.expect("the library through pkg-config");
+    assert_eq!(lib.source(), Source::PkgConfig);
+    assert_eq!(lib.path(), format!("{}/libfoxjit.so.1", libdir.display()));
+    assert_eq!(lib.version(), env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
 fn version_and_abi() {
     let Some(lib) = lib() else { return };
     assert_eq!(lib.version(), env!("CARGO_PKG_VERSION"));
@@ -86,10 +129,7 @@ fn version_and_abi() {
 
 #[test]
 fn library_of_another_abi_is_refused() {
-    let Some(fake) = common::from_env("FOXJIT_TEST_FAKE_LIBRARY") else {
-        common::skip("the fake library is built by meson (set FOXJIT_TEST_FAKE_LIBRARY)");
-        return;
-    };
+    let Some(fake) = common::need(common::fake_library()) else { return };
     let _g = ENV_LOCK.lock().unwrap();
     for (mode, needle) in [
         ("other_major", "does not implement ABI major 2"),
@@ -111,10 +151,7 @@ fn library_of_another_abi_is_refused() {
 /// The fake library in an older-minor mode. Its table is one static the
 /// next open_path of the fake rewrites: hold ENV_LOCK while using it.
 fn fake_library(mode: &str) -> Option<Library> {
-    let Some(fake) = common::from_env("FOXJIT_TEST_FAKE_LIBRARY") else {
-        common::skip("the fake library is built by meson (set FOXJIT_TEST_FAKE_LIBRARY)");
-        return None;
-    };
+    let fake = common::need(common::fake_library())?;
     std::env::set_var("FOXJIT_FAKE_MODE", mode);
     let r = Library::open_path(&fake);
     std::env::remove_var("FOXJIT_FAKE_MODE");
@@ -180,10 +217,7 @@ fn older_minor_loads_without_the_wide_bce() {
 
 #[test]
 fn struct_layouts_match_the_c_header() {
-    let Some(path) = common::from_env("FOXJIT_TEST_LAYOUT") else {
-        common::skip("the C layout listing is written by meson (set FOXJIT_TEST_LAYOUT)");
-        return;
-    };
+    let Some(path) = common::need(common::layout_listing()) else { return };
     let text = std::fs::read_to_string(&path).expect("reading the layout listing");
     let c: std::collections::HashMap<String, usize> = text
         .lines()

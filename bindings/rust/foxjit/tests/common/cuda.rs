@@ -43,7 +43,7 @@ impl Cuda {
         let h = unsafe { dlopen(cname.as_ptr(), 2) };
         if h.is_null() {
             let msg = unsafe { std::ffi::CStr::from_ptr(dlerror()) };
-            return Err(format!("no CUDA driver ({}: {})", name, msg.to_string_lossy()));
+            return Err(format!("no CUDA driver ({})", msg.to_string_lossy()));
         }
         macro_rules! sym {
             ($n:expr) => {{
