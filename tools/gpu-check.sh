@@ -4,8 +4,8 @@
 # suites, a cold and a warm `fox-jit warm`, `fox-jit info` and `fox-jit
 # bench`. Then the gpu suite and the bench again under each target override
 # of FOXJIT_CHECK_TARGETS (default compute_89: the L40S's plans and code
-# paths, as PTX the driver compiles for this GPU; "" for none). Used on the
-# lent H200 with a build made elsewhere:
+# paths, as PTX the driver compiles for this GPU; "" for none). Used on a
+# GPU machine with a build made elsewhere:
 #   tools/gpu-check.sh BUILD_DIR OUT_DIR [bench groups...]
 # Test binaries are run directly (no meson needed on the GPU machine).
 # OUT_DIR gets checks.log, summary.txt (one block per pass), bench.txt and

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The multi-GPU checks of a build on a host with 2 GPUs, in one command of a
-# few minutes (issues 7 and 18). Used on the lent 2 x H200 machine with a
-# build made elsewhere, like tools/gpu-check.sh:
+# few minutes. Used on a GPU machine with a build made elsewhere, like
+# tools/gpu-check.sh:
 #   tools/gpu-multi.sh BUILD_DIR OUT_DIR
 # It runs, each with a timeout and whatever failed before:
 #   1. nvidia-smi -L and topo -m (how the GPUs are linked); finds libnccl.so.2

@@ -5,7 +5,7 @@
 # prints one line per run (its reports, time, GPU, and whether the test ran
 # full or quick, see FOXJIT_SANITIZE_QUICK). tools/sanitize-verdict.sh reads
 # each log; docs/reliability.md says how.
-# Used on the lent H200s with a build made elsewhere, like tools/gpu-check.sh:
+# Used on a GPU machine with a build made elsewhere, like tools/gpu-check.sh:
 #   tools/gpu-sanitize.sh BUILD_DIR OUT_DIR [TOOL...]
 # TOOL is any of memcheck racecheck initcheck synccheck (default: all four).
 # Several GPUs: the runs are spread over them round-robin, each pinned to one

@@ -1,6 +1,6 @@
-/* The seed's kernels, kept as baselines for the bench and the tests and
- * never shipped: libfoxjit.so holds neither their code nor their source
- * text, and the default `fox-jit warm` does not build them. They are built
+/* The original trainer's kernels, kept as baselines for the bench and the
+ * tests and never shipped: libfoxjit.so holds neither their code nor their
+ * source text, and the default `fox-jit warm` does not build them. They are built
  * into libfoxjit_baselines.a (this folder), which the bench and the tests
  * link, and compiled through the same JIT and cache as the shipped ops
  * (their own embedded source set, kernel_src/baselines/).
@@ -14,8 +14,8 @@
 
 #include "foxjit/foxjit.h"
 
-/* Column sums: one thread per column over all rows; and the seed's
- * two-phase kernels with a workspace of fj_colsum_two_phase_workspace(rows,
+/* Column sums: one thread per column over all rows; and the two-phase
+ * kernels with a workspace of fj_colsum_two_phase_workspace(rows,
  * cols) bytes. */
 foxjit_status fj_colsum_legacy_serial(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
                                       int64_t cols, CUdeviceptr out, int accumulate,
@@ -25,7 +25,7 @@ foxjit_status fj_colsum_legacy_two_phase(foxjit_runtime *rt, CUdeviceptr x, int6
                                          int64_t cols, CUdeviceptr out, int accumulate,
                                          CUdeviceptr workspace, CUstream stream);
 
-/* The seed's O(N^2) rank (kernels.md 2): |s| into abs_scratch
+/* The original trainer's O(N^2) rank (kernels.md 2): |s| into abs_scratch
  * (fj_rank_legacy_scratch_bytes(n) bytes), then one thread per element
  * counting over all n. Same output bits as foxjit_rank_normalize with
  * FOXJIT_TIES_MAX. */

@@ -18,7 +18,7 @@ extern const fj_source_set fj_baseline_sources;
 extern const fj_program fj_program_colsum_legacy, fj_program_rank_legacy, fj_program_cfc_legacy,
     fj_program_heads_legacy, fj_program_vsn_legacy, fj_program_attn_pool_legacy;
 
-/* Block size of every baseline kernel (the seed's). */
+/* Block size of every baseline kernel (the original trainer's). */
 #define FJ_LEGACY_BLOCK 256
 
 /* Variants: 0, or -1 with why (dims out of range). */

@@ -80,7 +80,7 @@ const fj_manifest_op *const *const fj_baseline_manifest_op_list = op_list;
 const size_t fj_baseline_manifest_op_count = sizeof ops / sizeof ops[0];
 
 const char fj_baseline_manifest[] =
-    "# fox-jit baselines (bench and tests only): the seed's kernels at the trainer shapes\n"
+    "# fox-jit baselines (bench and tests only): the original kernels at the trainer shapes\n"
     "column_sum_legacy\n"
     "rank_legacy\n"
     "cfc_legacy n_in=40 n_hid=128\n"

@@ -1,6 +1,7 @@
-/* The seed's single-block perception backwards (kernels.md sections 3-6):
- * kernel_src/baselines/{cfc,heads,vsn,attn_pool}_legacy.cu. Each runs the
- * shipped op's backward checks (ops/perception.h), then its own kernel. */
+/* The original trainer's single-block perception backwards (kernels.md
+ * sections 3-6): kernel_src/baselines/{cfc,heads,vsn,attn_pool}_legacy.cu.
+ * Each runs the shipped op's backward checks (ops/perception.h), then its
+ * own kernel. */
 #include "baselines_internal.h"
 
 int fj_cfc_legacy_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len)

@@ -1,5 +1,5 @@
-/* Column sums against the seed's serial and two-phase kernels and against a
- * copy of the same bytes (kernels.md 1, issue: the JIT runtime). */
+/* Column sums against the original trainer's serial and two-phase kernels
+ * and against a copy of the same bytes (kernels.md 1). */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
-/* Reward rank normalization and its radix sort (kernels.md 2, issue 3)
- * against the seed's CUB pipeline and cub::DeviceRadixSort::SortPairs
+/* Reward rank normalization and its radix sort (kernels.md 2) against
+ * the original trainer's CUB pipeline and cub::DeviceRadixSort::SortPairs
  * (nvcc-built, with -Dnvcc_baselines=true), the legacy quadratic kernel,
  * and the bandwidth roofline: a device-to-device copy moving the same
  * bytes as the onesweep algorithm does (one histogram read, then each

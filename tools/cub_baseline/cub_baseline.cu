@@ -22,8 +22,9 @@ extern "C" int fj_cub_sort_pairs(CUdeviceptr workspace, size_t *workspace_bytes,
 }
 
 // Keys |s| (the "abs-Sharpe" keys) and values 0..n-1.
-__global__ void seed_keys(const float *__restrict__ rewards, int n, float std_ema,
-                          float mean_ema, float *__restrict__ keys, unsigned *__restrict__ idx)
+__global__ void cub_pipeline_keys(const float *__restrict__ rewards, int n, float std_ema,
+                                  float mean_ema, float *__restrict__ keys,
+                                  unsigned *__restrict__ idx)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
@@ -35,8 +36,9 @@ __global__ void seed_keys(const float *__restrict__ rewards, int n, float std_em
 }
 
 // Sorted position p holds element idx[p]: its rank is p + 1.
-__global__ void seed_scatter(const unsigned *__restrict__ idx, const float *__restrict__ rewards,
-                             int n, float std_ema, float mean_ema, float *__restrict__ out)
+__global__ void cub_pipeline_scatter(const unsigned *__restrict__ idx,
+                                     const float *__restrict__ rewards, int n, float std_ema,
+                                     float mean_ema, float *__restrict__ out)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n)
@@ -72,13 +74,13 @@ extern "C" int fj_cub_rank_pipeline(CUdeviceptr workspace, size_t *workspace_byt
     const float *r = reinterpret_cast<const float *>(rewards);
     cudaStream_t s = (cudaStream_t)stream;
     const int grid = (n + 255) / 256;
-    seed_keys<<<grid, 256, 0, s>>>(r, n, std_ema, mean_ema, keys, idx);
+    cub_pipeline_keys<<<grid, 256, 0, s>>>(r, n, std_ema, mean_ema, keys, idx);
     e = cub::DeviceRadixSort::SortPairs(ws + 4 * nb, cub_bytes, keys, keys_sorted, idx,
                                         idx_sorted, n, 0, 32, s);
     if (e != cudaSuccess)
         return (int)e;
-    seed_scatter<<<grid, 256, 0, s>>>(idx_sorted, r, n, std_ema, mean_ema,
-                                      reinterpret_cast<float *>(out));
+    cub_pipeline_scatter<<<grid, 256, 0, s>>>(idx_sorted, r, n, std_ema, mean_ema,
+                                              reinterpret_cast<float *>(out));
     return (int)cudaGetLastError();
 }
 

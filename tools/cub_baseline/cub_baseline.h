@@ -20,7 +20,7 @@ int fj_cub_sort_pairs(CUdeviceptr workspace, size_t *workspace_bytes, CUdevicept
                       CUdeviceptr keys_out, CUdeviceptr values_in, CUdeviceptr values_out, int n,
                       int begin_bit, int end_bit, CUstream stream);
 
-/* The seed's rank pipeline (ordinal ties): a kernel writing keys |s| and
+/* The original trainer's rank pipeline (ordinal ties): a kernel writing keys |s| and
  * values 0..n-1, cub::DeviceRadixSort::SortPairs<float, uint32_t> on all
  * 32 bits, and a kernel scattering out[index] = trade ? sign(s) * (p + 1) / n
  * : 0. Call with workspace 0 to get *workspace_bytes. */

@@ -71,7 +71,7 @@ typedef struct ft_model ft_model;
 /* Which ops carry the K-loop (see the top of this file). */
 typedef enum ft_path {
     FT_PATH_SEQUENCE = 0,  /* the whole-sequence ops (the default) */
-    FT_PATH_PER_STEP = 1,  /* the seeds' per-step ops, scratch and reducers */
+    FT_PATH_PER_STEP = 1,  /* the per-step ops, per-batch scratch and reducers */
 } ft_path;
 
 const char *ft_path_name(ft_path p);

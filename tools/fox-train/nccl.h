@@ -71,9 +71,9 @@ const char *ft_nccl_version_string(int version, char *buf, size_t len);
 /* "ncclInvalidUsage (...)" for a result; never NULL. */
 const char *ft_nccl_error(const ft_nccl *n, ft_nccl_result r, char *buf, size_t len);
 
-/* NVLink SHARP (NVLS) all-reduces use NVLink multicast objects. The lent
- * multi-GPU machines require multicast off (a program that uses it can put
- * the host's shared GPUs out of service), and a 350 KB gradient all-reduce
+/* NVLink SHARP (NVLS) all-reduces use NVLink multicast objects. Hosts whose
+ * GPUs are shared require multicast off (a program that uses it can put
+ * the host's shared GPUs out of service), and a 339.5 KiB gradient all-reduce
  * gains nothing from it, so fox-train sets NCCL_NVLS_ENABLE=0 before NCCL
  * creates a communicator, unless the environment already sets it. Returns
  * 1 when it set the variable, 0 when it was already set. */
