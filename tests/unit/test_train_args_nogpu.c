@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +59,7 @@ static void run(result *r, const char *cuda_lib, ...)
             putenv((char *)run_env[i]);
         dup2(fd, 1);
         dup2(fd, 2);
+        alarm(20);   /* kept across execv: a run that waits (on a FIFO) ends */
         execv(fox_train, argv);
         _exit(127);
     }
@@ -140,6 +142,70 @@ static void test_usage(void **state)
     expect(&r, 2, "'/nonexistent-dir' does not exist");
 }
 
+static void put_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void expect_text(const char *path, const char *want)
+{
+    char got[256] = "";
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    got[fread(got, 1, sizeof got - 1, f)] = '\0';
+    fclose(f);
+    if (strcmp(got, want))
+        fail_msg("%s holds '%s', want '%s'", path, got, want);
+}
+
+/* Every output is refused at the start, before the driver is looked for,
+ * when it would write through a link another user planted; a --csv in a
+ * file system that takes no files is found even by root; a --resume that
+ * is a directory or a FIFO says what it is (at once, for the FIFO). */
+static void test_outputs_and_resume_checked(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/fox-train-outputs-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char victim[64], link_path[64], fifo[64], ckpt[64];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(link_path, sizeof link_path, "%s/out", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/run.ckpt", dir);
+    put_text(victim, "the victim's file\n");
+    assert_int_equal(symlink(victim, link_path), 0);
+    const char *nodrv = "/nonexistent/libcuda.so.1";
+    result r;
+    static const char *const outputs[][3] = {{"--csv", NULL, NULL},
+                                             {"--checkpoint", NULL, NULL},
+                                             {"--dump-step", NULL, NULL},
+                                             {"--json", "--bench", NULL}};
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++) {
+        if (outputs[i][1])
+            run(&r, nodrv, "--library", library, outputs[i][1], outputs[i][0], link_path, NULL);
+        else
+            run(&r, nodrv, "--library", library, outputs[i][0], link_path, NULL);
+        char want[160];
+        snprintf(want, sizeof want, "%s '%s' is a symbolic link (to '%s')", outputs[i][0],
+                 link_path, victim);
+        expect(&r, 2, want);
+        expect(&r, 2, "outputs are never written through a link");
+        expect_text(victim, "the victim's file\n");
+    }
+    run(&r, nodrv, "--library", library, "--csv", "/proc/nope.csv", NULL);
+    expect(&r, 2, "--csv '/proc/nope.csv': cannot create a file in '/proc'");
+    run(&r, nodrv, "--library", library, "--resume", "/tmp", NULL);
+    expect(&r, 2, "--resume '/tmp' is a directory; give a checkpoint file");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    run(&r, nodrv, "--library", library, "--resume", fifo, NULL);
+    expect(&r, 2, "is a FIFO; give a checkpoint file");
+    unlink(fifo), unlink(link_path), unlink(victim);
+    rmdir(dir);
+}
+
 /* What --dist and --dist-local can tell is wrong is said before the
  * driver, the library or NCCL is looked for (all three are missing here,
  * and would otherwise be what the run reports). */
@@ -187,6 +253,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_driver),
         cmocka_unit_test(test_no_library),
         cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_outputs_and_resume_checked),
         cmocka_unit_test(test_dist_checks_come_first),
     };
     return cmocka_run_group_tests_name("train_nogpu", tests, NULL, NULL);

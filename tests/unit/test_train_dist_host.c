@@ -16,6 +16,8 @@
 #define TRAIN_MULTI_HOST_NO_MAIN
 #include "test_train_multi_host.c"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "dist_agree.h"
@@ -512,15 +514,20 @@ static void test_failures_end_every_rank(void **state)
              "/nonexistent-dir/x.ckpt", "--checkpoint-every", "2", NULL);
     assert_int_equal(rcs[0], FT_EXIT_USAGE);
     assert_int_equal(rcs[1], FT_EXIT_USAGE);   /* the status of the rank that stopped it */
-    /* Rank 0 cannot write its checkpoint at step 2 (a directory sits where
-     * its temporary file goes: the ranks are this process's threads): its
+    /* Rank 0 cannot write its checkpoint at step 2 (a file-size limit
+     * below a checkpoint's size, SIGXFSZ ignored so that the write fails
+     * with EFBIG; the empty file of the check at the start passes it): its
      * status stops rank 1 at the next exchange. */
-    char blocker[600];
-    snprintf(blocker, sizeof blocker, "%s.tmp.%ld", in_mdir("x.ckpt"), (long)getpid());
-    assert_int_equal(mkdir(blocker, 0700), 0);
+    struct rlimit saved, small;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    small = (struct rlimit){64 << 10, saved.rlim_max};
+    void (*xfsz)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
     run_dist(2, rcs, COMMON, "--steps", "7", "--progress", "1", "--checkpoint",
              in_mdir("x.ckpt"), "--checkpoint-every", "2", NULL);
-    rmdir(blocker);
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, xfsz);
+    assert_int_not_equal(access(in_mdir("x.ckpt"), F_OK), 0);
     assert_int_equal(rcs[0], FT_EXIT_FAILED);
     assert_int_equal(rcs[1], FT_EXIT_FAILED);
     /* Rank 1 hangs in step 2's all-reduce, between reporting points: rank

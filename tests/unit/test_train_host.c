@@ -5,11 +5,15 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "../common/fd_capture.h"
 #include "args.h"
@@ -24,6 +28,18 @@
 /* ---- checkpoints ------------------------------------------------------------- */
 
 static char dir[] = "/tmp/fox-train-ckpt-XXXXXX";
+
+/* Files in dir whose name holds `part`. */
+static int files_named(const char *part)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return n;
+}
 
 static void make_arrays(size_t n, float **p, float **m, float **v)
 {
@@ -70,9 +86,7 @@ static void test_checkpoint_round_trip(void **state)
     assert_memory_equal(m2, m, n * 4);
     assert_memory_equal(v2, v, n * 4);
     /* No temporary file is left behind. */
-    char tmp[300];
-    snprintf(tmp, sizeof tmp, "%s/a.ckpt.tmp.%ld", dir, (long)getpid());
-    assert_int_not_equal(access(tmp, F_OK), 0);
+    assert_int_equal(files_named(".tmp."), 0);
     free(p), free(m), free(v), free(p2), free(m2), free(v2);
     unlink(path);
 }
@@ -133,7 +147,7 @@ static void test_checkpoint_damage(void **state)
     float one = 1;
     assert_int_equal(ft_ckpt_write("/nonexistent/dir/x.ckpt", &meta, &one, &one, &one, 1, why,
                                    sizeof why), -1);
-    assert_non_null(strstr(why, "cannot create"));
+    assert_non_null(strstr(why, "the directory '/nonexistent/dir' does not exist"));
 }
 
 /* A header that claims more floats than the file holds is refused before
@@ -299,6 +313,239 @@ static void test_checkpoint_settings_checked(void **state)
 }
 
 /* ---- metrics ----------------------------------------------------------------- */
+
+/* ---- checkpoints and the loss curve against what a directory holds --------- */
+
+static void put_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void expect_text(const char *path, const char *want)
+{
+    char got[512] = "";
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s cannot be read", path);
+    got[fread(got, 1, sizeof got - 1, f)] = '\0';
+    fclose(f);
+    if (strcmp(got, want))
+        fail_msg("%s holds '%s', want '%s'", path, got, want);
+}
+
+/* Sets float `index` of array `array` (0 params, 1 m, 2 v) of the
+ * checkpoint at path to `value` and seals it again: its checksum stays
+ * good, as a run that diverged would have written it. */
+static void poison(const char *path, size_t n, int array, size_t index, float value)
+{
+    const size_t header = 112, len = header + 3 * n * sizeof(float);
+    unsigned char *b = malloc(len);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(b, 1, len, f), len);
+    fclose(f);
+    memcpy(b + header + ((size_t)array * n + index) * sizeof(float), &value, sizeof value);
+    memset(b + 104, 0, 8);   /* the checksum field, zero while summed */
+    uint64_t sum = XXH64(b, len, 0);
+    memcpy(b + 104, &sum, 8);
+    f = fopen(path, "wb");
+    assert_int_equal(fwrite(b, 1, len, f), len);
+    fclose(f);
+    free(b);
+}
+
+/* A checkpoint whose checksum is good but whose state is not finite (or
+ * has a negative second moment) is not resumed: the run that wrote it had
+ * diverged. Said with where the first bad value is. And a state like that
+ * is not written over the last good checkpoint. */
+static void test_checkpoint_state_not_finite(void **state)
+{
+    (void)state;
+    char path[256], why[1200];
+    snprintf(path, sizeof path, "%s/nan.ckpt", dir);
+    const ft_ckpt_meta meta = sample_meta();
+    const size_t n = ft_param_total(&meta.dims);
+    const size_t at = ft_param_offset(&meta.dims, FT_HEADS_W2) + 3;
+    static const struct {
+        int array;
+        float value;
+        const char *says;
+    } bad[] = {
+        {0, NAN, "its parameters hold NaN"},
+        {1, INFINITY, "its AdamW first moments (m) hold an infinity"},
+        {1, -INFINITY, "its AdamW first moments (m) hold an infinity"},
+        {2, -1e-3f, "its AdamW second moments (v) hold a negative value"},
+    };
+    float *p, *m, *v;
+    make_arrays(n, &p, &m, &v);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ft_ckpt_write(path, &meta, p, m, v, n, why, sizeof why), 0);
+        poison(path, n, bad[i].array, at, bad[i].value);
+        ft_ckpt_meta got;
+        float *p2, *m2, *v2;
+        size_t n2;
+        assert_int_equal(ft_ckpt_read(path, &got, &p2, &m2, &v2, &n2, why, sizeof why), -1);
+        char where[160];
+        snprintf(where, sizeof where, "(1 such values; the first is element 3 of %s)",
+                 ft_param_name(FT_HEADS_W2));
+        if (!strstr(why, bad[i].says) || !strstr(why, where) ||
+            !strstr(why, "cannot be resumed") ||
+            !strstr(why, "had diverged; resume an earlier checkpoint"))
+            fail_msg("case %zu: message '%s'", i, why);
+        assert_null(p2);
+    }
+    /* Not written: the previous checkpoint stays. */
+    assert_int_equal(ft_ckpt_write(path, &meta, p, m, v, n, why, sizeof why), 0);
+    float keep = p[7];
+    p[7] = NAN;
+    ft_ckpt_meta later = meta;
+    later.step = 2000;
+    assert_int_equal(ft_ckpt_write(path, &later, p, m, v, n, why, sizeof why), -1);
+    if (!strstr(why, "not writing the checkpoint of step 2000: its parameters hold NaN") ||
+        !strstr(why, "keeps what it held"))
+        fail_msg("message '%s'", why);
+    p[7] = keep;
+    ft_ckpt_meta got;
+    float *p2, *m2, *v2;
+    size_t n2;
+    if (ft_ckpt_read(path, &got, &p2, &m2, &v2, &n2, why, sizeof why))
+        fail_msg("%s", why);
+    assert_true(got.step == meta.step);
+    free(p2), free(m2), free(v2);
+    free(p), free(m), free(v);
+    unlink(path);
+}
+
+/* --resume of a directory says so (not "no FOXTRAIN header"); of a FIFO,
+ * says so at once instead of waiting for a writer forever. */
+static void test_resume_not_a_file(void **state)
+{
+    (void)state;
+    char why[1200], fifo[256];
+    ft_ckpt_meta meta;
+    float *p, *m, *v;
+    size_t n;
+    assert_int_equal(ft_ckpt_read(dir, &meta, &p, &m, &v, &n, why, sizeof why), -1);
+    if (!strstr(why, "' is a directory; give a checkpoint file (one that --checkpoint FILE "
+                     "wrote)"))
+        fail_msg("message '%s'", why);
+    snprintf(fifo, sizeof fifo, "%s/fifo.ckpt", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(5);   /* a read that waits for a writer ends here */
+        int r = ft_ckpt_read(fifo, &meta, &p, &m, &v, &n, why, sizeof why);
+        _exit(r == -1 && strstr(why, "' is a FIFO; give a checkpoint file") ? 0 : 1);
+    }
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    unlink(fifo);
+    if (WIFSIGNALED(ws))
+        fail_msg("reading a FIFO as a checkpoint waited for a writer (killed by signal %d)",
+                 WTERMSIG(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+}
+
+/* Another user's links in a shared directory: one at the checkpoint's path
+ * is refused; one at the temporary name a checkpoint used to take
+ * (<path>.tmp.<pid>) is never opened. The victim keeps its content. */
+static void test_checkpoint_links(void **state)
+{
+    (void)state;
+    char path[256], victim[256], planted[300], why[1200];
+    snprintf(path, sizeof path, "%s/run.ckpt", dir);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(planted, sizeof planted, "%s.tmp.%ld", path, (long)getpid());
+    put_text(victim, "the victim's file\n");
+    const ft_ckpt_meta meta = sample_meta();
+    const size_t n = 100;
+    float *p, *m, *v;
+    make_arrays(n, &p, &m, &v);
+    assert_int_equal(symlink(victim, path), 0);
+    assert_int_equal(ft_ckpt_write(path, &meta, p, m, v, n, why, sizeof why), -1);
+    if (!strstr(why, "--checkpoint '") || !strstr(why, "' is a symbolic link (to '") ||
+        !strstr(why, "outputs are never written through a link"))
+        fail_msg("message '%s'", why);
+    expect_text(victim, "the victim's file\n");
+    unlink(path);
+    assert_int_equal(symlink(victim, planted), 0);
+    if (ft_ckpt_write(path, &meta, p, m, v, n, why, sizeof why))
+        fail_msg("%s", why);
+    expect_text(victim, "the victim's file\n");
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(lstat(planted, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    ft_ckpt_meta got;
+    float *p2, *m2, *v2;
+    size_t n2;
+    if (ft_ckpt_read(path, &got, &p2, &m2, &v2, &n2, why, sizeof why))
+        fail_msg("%s", why);
+    assert_memory_equal(p2, p, n * sizeof(float));
+    free(p2), free(m2), free(v2);
+    free(p), free(m), free(v);
+    unlink(planted), unlink(path), unlink(victim);
+}
+
+/* ft_losslog_open with its stderr in out. */
+static int losslog_open_capturing(ft_losslog *l, const char *path, const float *ring,
+                                  int64_t start, int64_t end, char *out, size_t len)
+{
+    fd_capture c;
+    fd_capture_begin(&c, 2);
+    int rc = ft_losslog_open(l, path, ring, start, end);
+    fd_capture_end(&c, out, len);
+    return rc;
+}
+
+/* The loss curve: a link at --csv is refused, fresh or resumed, and its
+ * target keeps its content; a fresh curve never writes into a file a
+ * hard link shares, and a resumed one does not continue such a file. */
+static void test_csv_links(void **state)
+{
+    (void)state;
+    char path[256], victim[256], out[1024];
+    snprintf(path, sizeof path, "%s/loss.csv", dir);
+    snprintf(victim, sizeof victim, "%s/victim.csv", dir);
+    const char *curve = "step,loss,loss_bits\n1,0.5,0x3f000000\n2,0.25,0x3e800000\n";
+    put_text(victim, curve);
+    const float ring[4] = {1, 1, 1, 1};
+    ft_losslog l;
+    assert_int_equal(symlink(victim, path), 0);
+    for (int start = 0; start <= 1; start++) {
+        assert_int_equal(losslog_open_capturing(&l, path, ring, start, start + 4, out,
+                                                sizeof out), -1);
+        if (!strstr(out, "fox-train: --csv '") || !strstr(out, "' is a symbolic link"))
+            fail_msg("start %d: message '%s'", start, out);
+        expect_text(victim, curve);
+    }
+    unlink(path);
+    /* A hard link: a fresh curve is a new file; the other name keeps its
+     * content. A resumed curve refuses it. */
+    assert_int_equal(link(victim, path), 0);
+    assert_int_equal(losslog_open_capturing(&l, path, ring, 1, 5, out, sizeof out), -1);
+    if (!strstr(out, "has 2 hard links"))
+        fail_msg("message '%s'", out);
+    expect_text(victim, curve);
+    assert_int_equal(losslog_open_capturing(&l, path, ring, 0, 4, out, sizeof out), 0);
+    assert_int_equal(ft_losslog_flush(&l, 4), 0);
+    ft_losslog_close(&l);
+    expect_text(victim, curve);
+    expect_text(path, "step,loss,loss_bits\n1,1,0x3f800000\n2,1,0x3f800000\n3,1,0x3f800000\n"
+                      "4,1,0x3f800000\n");
+    /* The file of its own, resumed at step 1: continued in place. */
+    assert_int_equal(losslog_open_capturing(&l, path, ring, 1, 3, out, sizeof out), 0);
+    assert_int_equal(ft_losslog_flush(&l, 2), 0);
+    ft_losslog_close(&l);
+    expect_text(path, "step,loss,loss_bits\n1,1,0x3f800000\n2,1,0x3f800000\n3,1,0x3f800000\n");
+    assert_int_equal(files_named(".tmp."), 0);
+    unlink(path), unlink(victim);
+}
 
 static void test_auc(void **state)
 {
@@ -569,6 +816,10 @@ int main(void)
         cmocka_unit_test(test_checkpoint_round_trip),
         cmocka_unit_test(test_checkpoint_damage),
         cmocka_unit_test(test_checkpoint_settings_checked),
+        cmocka_unit_test(test_checkpoint_state_not_finite),
+        cmocka_unit_test(test_resume_not_a_file),
+        cmocka_unit_test(test_checkpoint_links),
+        cmocka_unit_test(test_csv_links),
         cmocka_unit_test(test_auc),
         cmocka_unit_test(test_bce_mean),
         cmocka_unit_test(test_data_is_seeded),

@@ -1,10 +1,13 @@
 #include "bench.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "output_file.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -197,6 +200,19 @@ static void json_pair(FILE *f, const char *key, double v)
 {
     if (v > 0)
         fprintf(f, ", \"%s\": %.4f", key, v);
+}
+
+FILE *bench_json_open(const char *path)
+{
+    out_file out;
+    char why[600];
+    if (out_file_open(&out, path, "--json", OUT_FILE_VISIBLE, why, sizeof why)) {
+        int err = errno;
+        fprintf(stderr, "fox-jit bench: %s\n", why);
+        errno = err;
+        return NULL;
+    }
+    return out_file_take(&out);
 }
 
 void bench_emit(bench_ctx *b, const bench_row *r)

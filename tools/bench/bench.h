@@ -76,6 +76,12 @@ typedef struct bench_row {
 void bench_print_header(const char *title);
 void bench_emit(bench_ctx *b, const bench_row *row);
 
+/* The --json file, opened the one way every tool opens its outputs
+ * (tools/common/output_file.h): a new file in the path's place, never
+ * written through a link planted there. NULL after saying why (errno is
+ * set); the caller ends it with fclose. */
+FILE *bench_json_open(const char *path);
+
 /* Device buffer helpers for benches (abort with a message on failure). */
 CUdeviceptr bench_alloc(bench_ctx *b, size_t bytes);
 void bench_free(bench_ctx *b, CUdeviceptr p);

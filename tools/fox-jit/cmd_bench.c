@@ -210,7 +210,7 @@ int cmd_bench(int argc, char **argv)
     snprintf(b.plan, sizeof b.plan, "%s", plan.label);
     b.plan_overridden = plan.overridden;
     if (json_path) {
-        b.json = fopen(json_path, "w");
+        b.json = bench_json_open(json_path);
         if (!b.json) {
             perror(json_path);
             return 1;

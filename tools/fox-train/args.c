@@ -54,7 +54,7 @@ const char ft_usage[] =
     "  --train-size N       training sequences (default 4096)\n"
     "  --heldout-size N     held-out sequences for the final loss and AUC (default 1024;\n"
     "                       0 skips evaluation)\n"
-    "output:\n"
+    "output (FILEs are new files renamed into place, never written through a link):\n"
     "  --csv FILE           loss curve: step,loss,loss_bits (the float's bits, in hex)\n"
     "  --checkpoint FILE    parameters and AdamW state, written at the end\n"
     "  --checkpoint-every N also every N steps\n"

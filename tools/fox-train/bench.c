@@ -1,6 +1,5 @@
 #include "bench.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include "feed.h"
 #include "losslog.h"
 #include "model.h"
+#include "output_file.h"
 #include "pacer.h"
 #include "stepper.h"
 
@@ -254,11 +254,13 @@ int ft_bench(ft_env *e, const ft_options *o)
     }
     ft_data_free(&data);
     if (o->json) {
-        FILE *f = fopen(o->json, "w");
-        if (!f) {
-            fprintf(stderr, "fox-train: --json %s: %s\n", o->json, strerror(errno));
+        out_file out;
+        char why[600];
+        if (out_file_open(&out, o->json, "--json", 0, why, sizeof why)) {
+            fprintf(stderr, "fox-train: %s\n", why);
             return FT_EXIT_FAILED;
         }
+        FILE *f = out.f;
         fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"rows\": [", e->device_name,
                 e->api->runtime_arch(e->rt));
         for (int i = 0; i < n; i++)
@@ -269,7 +271,10 @@ int ft_bench(ft_env *e, const ft_options *o)
                     rows[i].k, rows[i].launches, rows[i].nodes, rows[i].eager_ms,
                     rows[i].graph_ms, rows[i].loop_ms, rows[i].sequences, o->progress_every);
         fprintf(f, "\n]}\n");
-        fclose(f);
+        if (out_file_close(&out, why, sizeof why)) {
+            fprintf(stderr, "fox-train: %s\n", why);
+            return FT_EXIT_FAILED;
+        }
     }
     return failed ? FT_EXIT_FAILED : FT_EXIT_OK;
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "outpath.h"
+#include "output_file.h"
 
 static const char magic[8] = {'F', 'O', 'X', 'T', 'R', 'A', 'I', 'N'};
 
@@ -44,19 +45,41 @@ static uint64_t checksum(const ft_ckpt_header *h, const float *const arr[3], siz
     return d;
 }
 
-/* The rename itself survives a crash only once the directory is on disk.
- * Best effort: some file systems cannot sync a directory, and the file is
- * complete either way (a crash before this leaves the previous
- * checkpoint, never a torn one). */
-static void sync_dir_of(const char *path)
+/* What is not finite in a model's state (or, in v, negative): the
+ * checksum vouches for the bytes, not for a run that can go on. NULL when
+ * all is well; else what, where and how many, in out. */
+static const char *bad_state(const ft_dims *dims, const float *const arr[3], size_t n, char *out,
+                             size_t len)
 {
-    char dir[4096];
-    ft_dir_of(path, dir, sizeof dir);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
+    static const char *const names[3] = {"parameters", "AdamW first moments (m)",
+                                         "AdamW second moments (v)"};
+    for (int a = 0; a < 3; a++) {
+        size_t first = n, count = 0;
+        for (size_t i = 0; i < n; i++) {
+            float x = arr[a][i];
+            if (!isfinite(x) || (a == 2 && x < 0)) {
+                first = first == n ? i : first;
+                count++;
+            }
+        }
+        if (!count)
+            continue;
+        float x = arr[a][first];
+        const char *kind = isnan(x) ? "NaN" : isinf(x) ? "an infinity" : "a negative value";
+        /* The tensor, when the file's dims are the ones its count says. */
+        int t = -1;
+        if (ft_param_total(dims) == n)
+            for (t = FT_PARAM_COUNT - 1; t > 0 && ft_param_offset(dims, t) > first; t--)
+                ;
+        if (t >= 0)
+            snprintf(out, len, "%s hold %s (%zu such values; the first is element %zu of %s)",
+                     names[a], kind, count, first - ft_param_offset(dims, t), ft_param_name(t));
+        else
+            snprintf(out, len, "%s hold %s (%zu such values; the first is float %zu)", names[a],
+                     kind, count, first);
+        return out;
     }
+    return NULL;
 }
 
 int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *params,
@@ -77,40 +100,79 @@ int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *param
     h.step = meta->step;
     h.param_floats = n;
     const float *const arr[3] = {params, m, v};
+    /* A state no run can continue would replace the last one that can. */
+    char bad[200];
+    if (bad_state(&meta->dims, arr, n, bad, sizeof bad)) {
+        snprintf(why, why_len, "not writing the checkpoint of step %llu: its %s; the run has "
+                 "diverged, and %s keeps what it held", (unsigned long long)meta->step, bad,
+                 path);
+        return -1;
+    }
     h.checksum = checksum(&h, arr, n);
 
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(why, why_len, "cannot create %s: %s", tmp, strerror(errno));
+    /* A new file renamed over the path, synced (output_file.h): a reader
+     * sees the previous checkpoint or this one, never a torn one. */
+    out_file out;
+    if (out_file_open(&out, path, "--checkpoint", OUT_FILE_SYNC, why, why_len))
         return -1;
-    }
-    int ok = fwrite(&h, sizeof h, 1, f) == 1;
+    int ok = fwrite(&h, sizeof h, 1, out.f) == 1;
     for (int i = 0; i < 3 && ok; i++)
-        ok = fwrite(arr[i], sizeof(float), n, f) == n;
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int err = errno;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        err = ok ? errno : err;
-        unlink(tmp);
-        snprintf(why, why_len, "cannot write %s: %s", path, strerror(err));
+        ok = fwrite(arr[i], sizeof(float), n, out.f) == n;
+    if (!ok) {
+        int err = errno;
+        out_file_discard(&out);
+        snprintf(why, why_len, "--checkpoint '%s': writing it failed: %s (the path keeps what "
+                 "it held)", path, strerror(err));
         return -1;
     }
-    sync_dir_of(path);
-    return 0;
+    return out_file_close(&out, why, why_len);
+}
+
+/* The checkpoint to resume, opened without waiting on a FIFO (O_NONBLOCK)
+ * and read only when it is a regular file. A symbolic link is followed:
+ * reading through one writes nothing (a `latest.ckpt` link is common). */
+static FILE *open_checkpoint(const char *path, struct stat *st, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_len, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    const char *kind = NULL;
+    if (fstat(fd, st) != 0)
+        snprintf(why, why_len, "cannot examine %s: %s", path, strerror(errno));
+    else if (S_ISDIR(st->st_mode))
+        kind = "a directory";
+    else if (S_ISFIFO(st->st_mode))
+        kind = "a FIFO";
+    else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+        kind = "a device";
+    else if (S_ISSOCK(st->st_mode))
+        kind = "a socket";
+    else if (!S_ISREG(st->st_mode))
+        kind = "not a regular file";
+    else {
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        FILE *f = fdopen(fd, "rb");
+        if (f)
+            return f;
+        snprintf(why, why_len, "cannot open %s: %s", path, strerror(errno));
+    }
+    if (kind)
+        snprintf(why, why_len, "--resume '%s' is %s; give a checkpoint file (one that "
+                 "--checkpoint FILE wrote)", path, kind);
+    close(fd);
+    return NULL;
 }
 
 int ft_ckpt_read(const char *path, ft_ckpt_meta *meta, float **params, float **m, float **v,
                  size_t *n, char *why, size_t why_len)
 {
     *params = *m = *v = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_len, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    FILE *f = open_checkpoint(path, &st, why, why_len);
+    if (!f)
         return -1;
-    }
     ft_ckpt_header h;
     if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, magic, sizeof magic)) {
         fclose(f);
@@ -133,9 +195,7 @@ int ft_ckpt_read(const char *path, ft_ckpt_meta *meta, float **params, float **m
     size_t count = (size_t)h.param_floats;
     /* The file's size must be what the header says before anything that
      * big is allocated. */
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
-        (unsigned long long)st.st_size != sizeof h + 3ull * count * sizeof(float)) {
+    if ((unsigned long long)st.st_size != sizeof h + 3ull * count * sizeof(float)) {
         fclose(f);
         snprintf(why, why_len, "%s is %s than its header says (%lld bytes, the header's %llu "
                  "floats need %llu); it cannot be resumed", path,
@@ -162,7 +222,17 @@ int ft_ckpt_read(const char *path, ft_ckpt_meta *meta, float **params, float **m
                                               : "corrupt (checksum mismatch)");
         return -1;
     }
-    meta->dims = (ft_dims){h.batch, h.k, h.f, h.d, h.e, h.h};
+    const ft_dims dims = {h.batch, h.k, h.f, h.d, h.e, h.h};
+    char bad[200];
+    if (bad_state(&dims, carr, count, bad, sizeof bad)) {
+        for (int i = 0; i < 3; i++)
+            free(arr[i]);
+        snprintf(why, why_len, "%s cannot be resumed: its %s. The run that wrote it had "
+                 "diverged; resume an earlier checkpoint, or start again (with a lower --lr)",
+                 path, bad);
+        return -1;
+    }
+    meta->dims = dims;
     meta->signal = h.signal, meta->n_train = h.n_train, meta->n_heldout = h.n_heldout;
     meta->kloop = h.kloop;
     meta->seed = h.seed;

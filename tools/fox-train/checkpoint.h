@@ -10,8 +10,10 @@
  * The checksum is XXH64 of the header (with the checksum field zero) and
  * the arrays. The data cursor is not stored separately: epoch orders are a
  * function of (seed, epoch), so the step count fixes it. The device step
- * counter AdamW reads equals the step count. Written to a temporary file,
- * fsync'ed, then renamed: a reader never sees a torn checkpoint. */
+ * counter AdamW reads equals the step count. Written to a new file of an
+ * unpredictable name, fsync'ed, then renamed over the path
+ * (tools/common/output_file.h): a reader never sees a torn checkpoint, and
+ * nothing is written through a link planted at either name. */
 #ifndef FT_CHECKPOINT_H
 #define FT_CHECKPOINT_H
 
@@ -35,13 +37,16 @@ typedef struct ft_ckpt_meta {
  * continues exactly only on the path it was trained on. */
 enum { FT_KLOOP_UNKNOWN = 0, FT_KLOOP_SEQUENCE = 1, FT_KLOOP_PER_STEP = 2 };
 
-/* Returns 0, or -1 with the reason in why. */
+/* Returns 0, or -1 with the reason in why. A state with a value that is
+ * not finite (or a negative second moment) is not written: no run could
+ * continue it, and it would replace the last checkpoint one can. */
 int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *params,
                   const float *m, const float *v, size_t n, char *why, size_t why_len);
 
 /* Reads and verifies a checkpoint; *params, *m, *v are malloc'ed arrays of
- * *n floats. Returns 0, or -1 with the reason in why (missing, truncated,
- * not a checkpoint, other version, bad checksum). */
+ * *n floats. Returns 0, or -1 with the reason in why (missing, a
+ * directory, a FIFO or anything but a regular file, truncated, not a
+ * checkpoint, other version, bad checksum, a state that is not finite). */
 int ft_ckpt_read(const char *path, ft_ckpt_meta *meta, float **params, float **m, float **v,
                  size_t *n, char *why, size_t why_len);
 

@@ -18,7 +18,7 @@
 #include "state.h"
 #include "stepper.h"
 #include "dist_xchg.h"
-#include "outpath.h"
+#include "output_file.h"
 
 typedef struct dist_run {
     const ft_options *o;       /* with gpus = the world, quiet on ranks > 0 */
@@ -548,8 +548,9 @@ int ft_dist_train(const ft_env *base, const ft_options *given, const ft_nccl *nc
          * found now, not after the run; the others learn it at the ranks'
          * first exchange (the options', before training; stopping here
          * would leave them waiting for rank 0 until --dist-timeout). */
-        if (ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why) ||
-            ft_check_output_path(o.csv, "--csv", why, sizeof why)) {
+        if (out_file_check(o.checkpoint, "--checkpoint", 0, why, sizeof why) ||
+            out_file_check(o.csv, "--csv", o.resume ? OUT_FILE_CONTINUE : 0, why,
+                           sizeof why)) {
             fprintf(stderr, "fox-train: rank 0 (%s): %s; stopping the run at the first "
                     "exchange\n", d->host, why);
             d->pending = FT_EXIT_USAGE;

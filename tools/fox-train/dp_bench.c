@@ -1,6 +1,5 @@
 #include "dp_bench.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "data.h"
 #include "feed.h"
 #include "model.h"
+#include "output_file.h"
 #include "pacer.h"
 #include "params.h"
 #include "rank.h"
@@ -362,11 +362,13 @@ out:
 
 static int write_json(const bshared *sh, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "fox-train: --json %s: %s\n", path, strerror(errno));
+    out_file out;
+    char why[600];
+    if (out_file_open(&out, path, "--json", 0, why, sizeof why)) {
+        fprintf(stderr, "fox-train: %s\n", why);
         return -1;
     }
+    FILE *f = out.f;
     fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"gpus\": %d, \"nccl_version\": %d, "
             "\"rows\": [", sh->device_name, sh->arch, sh->nranks, sh->nccl->version);
     int first = 1;
@@ -389,7 +391,11 @@ static int write_json(const bshared *sh, const char *path)
         first = 0;
     }
     fprintf(f, "\n]}\n");
-    return fclose(f) ? -1 : 0;
+    if (out_file_close(&out, why, sizeof why)) {
+        fprintf(stderr, "fox-train: %s\n", why);
+        return -1;
+    }
+    return 0;
 }
 
 int ft_bench_data_parallel(const ft_env *base, const ft_options *o, const ft_nccl *nccl,

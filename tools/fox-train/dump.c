@@ -8,6 +8,7 @@
 #include "data.h"
 #include "feed.h"
 #include "model.h"
+#include "output_file.h"
 #include "params.h"
 
 static int write_floats(FILE *f, const float *p, size_t n)
@@ -80,11 +81,22 @@ int ft_dump_step(ft_env *e, const ft_options *o)
                 m.why[0] ? ": " : "", m.why);
         goto done;
     }
-    FILE *f = fopen(o->dump_step, "wb");
     const int32_t dims[6] = {d.batch, d.k, d.f, d.d, d.e, d.h};
-    if (!f || fwrite("FJSTEP1\n", 1, 8, f) != 8 || fwrite(dims, sizeof dims, 1, f) != 1 ||
-        write_body(f, &m, params, grads, batch, loss) || fclose(f)) {
-        fprintf(stderr, "fox-train: --dump-step %s: %s\n", o->dump_step, strerror(errno));
+    out_file out;
+    char why[600];
+    if (out_file_open(&out, o->dump_step, "--dump-step", 0, why, sizeof why)) {
+        fprintf(stderr, "fox-train: %s\n", why);
+        goto done;
+    }
+    if (fwrite("FJSTEP1\n", 1, 8, out.f) != 8 || fwrite(dims, sizeof dims, 1, out.f) != 1 ||
+        write_body(out.f, &m, params, grads, batch, loss)) {
+        fprintf(stderr, "fox-train: --dump-step '%s': writing it failed: %s\n", o->dump_step,
+                strerror(errno));
+        out_file_discard(&out);
+        goto done;
+    }
+    if (out_file_close(&out, why, sizeof why)) {
+        fprintf(stderr, "fox-train: %s\n", why);
         goto done;
     }
     if (!o->quiet)

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "output_file.h"
+
 double ft_now_s(void)
 {
     struct timespec t;
@@ -19,17 +21,19 @@ static const char csv_header[] = "step,loss,loss_bits\n";
 /* A resumed run's curve continues the file it names: the rows up to the
  * checkpoint's step are kept, later ones (a run that went on past its last
  * checkpoint, or a torn last line) dropped, and the new rows appended. A
- * file that is not a loss curve is refused rather than overwritten. */
+ * file that is not a loss curve is refused rather than overwritten; one
+ * that is not a regular file of the user's with one link, or is a link,
+ * is refused before it is read (output_file.h). */
 static FILE *open_resumed(const char *path, int64_t start)
 {
-    FILE *f = fopen(path, "r+");
-    int existed = f != NULL;
-    if (!f && errno == ENOENT)
-        f = fopen(path, "w+");
-    if (!f) {
-        fprintf(stderr, "fox-train: --csv %s: %s\n", path, strerror(errno));
+    out_file out;
+    char why[600];
+    if (out_file_open(&out, path, "--csv", OUT_FILE_CONTINUE, why, sizeof why)) {
+        fprintf(stderr, "fox-train: %s\n", why);
         return NULL;
     }
+    const int existed = out.continued;
+    FILE *f = out_file_take(&out);
     char line[256];
     long keep = 0;
     long long last = 0, dropped = 0;
@@ -81,11 +85,16 @@ int ft_losslog_open(ft_losslog *l, const char *csv_path, const float *ring, int6
         if (!(l->csv = open_resumed(csv_path, start)))
             return -1;
     } else if (csv_path) {
-        l->csv = fopen(csv_path, "w");
-        if (!l->csv) {
-            fprintf(stderr, "fox-train: --csv %s: %s\n", csv_path, strerror(errno));
+        /* A new file in the path's place from the start (output_file.h):
+         * the curve can be followed as it grows, and a failed run leaves
+         * the rows it wrote. */
+        out_file out;
+        char why[600];
+        if (out_file_open(&out, csv_path, "--csv", OUT_FILE_VISIBLE, why, sizeof why)) {
+            fprintf(stderr, "fox-train: %s\n", why);
             return -1;
         }
+        l->csv = out_file_take(&out);
         fputs(csv_header, l->csv);
     }
     return 0;

@@ -16,7 +16,7 @@
 #include "dump.h"
 #include "env.h"
 #include "multi_gpu.h"
-#include "outpath.h"
+#include "output_file.h"
 #include "train.h"
 
 int main(int argc, char **argv)
@@ -39,13 +39,14 @@ int main(int argc, char **argv)
     case FT_PARSE_OK:
         break;
     }
-    /* What is written only at the end must be writable now. Under --dist
-     * rank 0 checks its own (the other ranks write nothing). */
+    /* What is written only at the end must be writable now: each output is
+     * tried the way it will be opened (output_file.h). Under --dist rank 0
+     * checks its own (the other ranks write nothing). */
     if (!ft_options_dist(&o) &&
-        (ft_check_output_path(o.csv, "--csv", why, sizeof why) ||
-         ft_check_output_path(o.checkpoint, "--checkpoint", why, sizeof why) ||
-         ft_check_output_path(o.json, "--json", why, sizeof why) ||
-         ft_check_output_path(o.dump_step, "--dump-step", why, sizeof why))) {
+        (out_file_check(o.csv, "--csv", o.resume ? OUT_FILE_CONTINUE : 0, why, sizeof why) ||
+         out_file_check(o.checkpoint, "--checkpoint", 0, why, sizeof why) ||
+         out_file_check(o.json, "--json", 0, why, sizeof why) ||
+         out_file_check(o.dump_step, "--dump-step", 0, why, sizeof why))) {
         fprintf(stderr, "fox-train: %s\n", why);
         return FT_EXIT_USAGE;
     }
