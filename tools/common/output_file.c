@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/random.h>
@@ -167,7 +168,7 @@ static uint64_t random64(void)
         return r;
     /* No entropy yet (early boot): still unique enough, and O_EXCL keeps
      * a name someone guessed and planted from being opened. */
-    static unsigned counter;
+    static _Atomic unsigned counter;
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
     r = (uint64_t)t.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)t.tv_sec << 20 ^
