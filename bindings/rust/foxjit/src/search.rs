@@ -152,7 +152,24 @@ mod tests {
         };
         std::fs::write(&p, body).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        runnable(&p);
         p.to_string_lossy().into_owned()
+    }
+
+    /// Waits until a script just written can be run: a child another test
+    /// thread forked while the script was open for writing holds that file
+    /// descriptor until it execs, and running the script meanwhile fails
+    /// with ETXTBSY. Children forked later never see the descriptor.
+    fn runnable(p: &std::path::Path) {
+        for _ in 0..500 {
+            match std::process::Command::new(p).output() {
+                Err(e) if e.raw_os_error() == Some(26) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => return,
+            }
+        }
+        panic!("{} stays busy (ETXTBSY)", p.display());
     }
 
     #[track_caller]

@@ -103,6 +103,7 @@ fn pkg_config_finds_a_library_under_a_prefix() {
                                      pcdir.display())).unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .unwrap();
+    common::wait_runnable(&wrapper);
     let r = Library::search_with(None, &wrapper.to_string_lossy(), "libfoxjit.so.1");
     let _ = std::fs::remove_dir_all(&prefix);
     let lib = r.expect("the library through pkg-config");

@@ -242,6 +242,22 @@ fn compile(source: &str, out: &Path, extra: &[&str]) -> Result<(), Lack> {
         .map_err(|e| Lack::Broken(format!("renaming to {}: {}", out.display(), e)))
 }
 
+/// Waits until a script just written can be run: a child another test
+/// thread forked while the script was open for writing holds that file
+/// descriptor until it execs, and running the script meanwhile fails with
+/// ETXTBSY. Children forked later never see the descriptor.
+pub fn wait_runnable(p: &Path) {
+    for _ in 0..500 {
+        match Command::new(p).output() {
+            Err(e) if e.raw_os_error() == Some(26) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            _ => return,
+        }
+    }
+    panic!("{} stays busy (ETXTBSY)", p.display());
+}
+
 // ---- skips ------------------------------------------------------------------
 
 /// (why, how many tests) of this test program, in first-seen order.
