@@ -1,15 +1,21 @@
 #!/bin/bash
 # The bindings on a GPU: the Rust crate's integration test, the Python
-# package's GPU tests (and its CPU tests), the C examples and the overhead
-# table (Python wrapper vs raw ctypes vs C, host and GPU microseconds).
+# package's GPU tests (and its CPU tests) run on the wheel installed into a
+# fresh venv, the C examples, the overhead table (Python wrapper vs raw
+# ctypes vs the autograd op vs C, host and GPU microseconds) and the
+# torch.compile-then-capture probe (tools/torch_capture_probe.py).
 #
 # The GPU machine needs no cargo, meson or network: prepare here first,
-#   tools/gpu-bindings.sh --prepare build     # cargo builds the Rust GPU test
-#                                             # into build/bindings-gpu/
+#   tools/gpu-bindings.sh --prepare build     # cargo builds the Rust GPU test,
+#                                             # pip the wheel, into build/bindings-gpu/
 # then carry the build folder and run there
 #   tools/gpu-bindings.sh build "$OUT"
+# The venv sees the machine's own site-packages (torch); the foxjit it
+# imports is the wheel's (checked). FOXJIT_SKIP_PROBE=1 skips the probe
+# (its torch.compile runs take minutes).
 # Logs: $OUT/rust_gpu.log, python_gpu.log, python_nogpu.log, examples.log,
-# overhead.md (the table), overhead.json, c_overhead.json, summary.txt.
+# overhead.md (the table), overhead.json, c_overhead.json, probe.log,
+# summary.txt.
 set -u
 if [ "${1:-}" = --prepare ]; then
     B=$(cd "$2" && pwd)
@@ -28,6 +34,9 @@ for l in open(sys.argv[1]):
     [ -n "$exe" ] || { echo "no test binary found"; exit 1; }
     cp "$exe" "$B/bindings-gpu/rust_gpu_test"
     echo "prepared $B/bindings-gpu/rust_gpu_test ($(du -h "$B/bindings-gpu/rust_gpu_test" | cut -f1))"
+    rm -f "$B"/bindings-gpu/foxjit-*.whl
+    python3 -m pip wheel -q --no-deps -w "$B/bindings-gpu" "$here" || { echo "pip wheel failed"; exit 1; }
+    echo "prepared $(ls "$B"/bindings-gpu/foxjit-*.whl)"
     exit 0
 fi
 
@@ -42,11 +51,16 @@ if [ -n "${FOXJIT_TEST_LIB_DIR:-}" ]; then
 fi
 export FOXJIT_CACHE_DIR=/tmp/foxjit-bindings-cache
 export FOXJIT_REQUIRE_GPU=1
-export FOXJIT_TEST_LIBRARY="$B/runtime/libfoxjit.so.1"
-export FOXJIT_LIBRARY="$FOXJIT_TEST_LIBRARY"
 export FOXJIT_TEST_FAKE_LIBRARY="$B/tests/bindings/libfake_foxjit.so"
 export FOXJIT_TEST_LAYOUT="$B/tests/bindings/abi_layout.txt"
-export PYTHONPATH="$here/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
+# The wheel in a fresh venv that also sees the machine's torch.
+venv=$(mktemp -d)/venv
+python3 -m venv --system-site-packages "$venv" &&
+    "$venv/bin/python" -m pip install -q --no-index --no-deps "$B"/bindings-gpu/foxjit-*.whl ||
+    { echo "the wheel did not install into a fresh venv"; exit 1; }
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+export FOXJIT_TEST_LIBRARY="$site/.foxjit.mesonpy.libs/libfoxjit.so"
+unset FOXJIT_LIBRARY PYTHONPATH
 summary=()
 run() { # name log command...
     local name=$1 log=$2; shift 2
@@ -56,26 +70,34 @@ run() { # name log command...
     summary+=("$(printf '%-22s rc=%-3d %4d s  %s' "$name" "$rc" "$(( $(date +%s) - t0 ))" "$log")")
     return $rc
 }
-pyrun() { # module
-    if python3 -c 'import pytest' 2>/dev/null; then
-        python3 -m pytest -v -rs -p no:cacheprovider "tests/$1.py"
+pyrun() { # module: the tests, importing the venv's foxjit (checked first)
+    "$venv/bin/python" -c 'import foxjit, sys; p = foxjit.library().path
+print("foxjit from", foxjit.__file__, "library", p); sys.exit(0 if p.startswith(sys.argv[1]) else 1)' "$site" ||
+        { echo "the venv's foxjit is not the wheel's"; return 1; }
+    if "$venv/bin/python" -c 'import pytest' 2>/dev/null; then
+        "$venv/bin/python" -m pytest -v -rs -p no:cacheprovider "tests/$1.py"
     else
-        echo "(pytest is not installed: unittest)"; python3 -m unittest -v "tests.$1"
+        echo "(pytest is not installed: unittest)"; "$venv/bin/python" -m unittest -v "tests.$1"
     fi
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
 python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' >> "$OUT/gpu.txt" 2>&1
 
-run rust_gpu rust_gpu.log "$B/bindings-gpu/rust_gpu_test" --nocapture --test-threads=1
-cd "$here/bindings/python" || exit 1
+FOXJIT_LIBRARY="$B/runtime/libfoxjit.so.1" run rust_gpu rust_gpu.log \
+    "$B/bindings-gpu/rust_gpu_test" --nocapture --test-threads=1
+# The tests from a copy, so that nothing imports the source tree's foxjit.
+tests=$(mktemp -d) && cp -r "$here/bindings/python/tests" "$tests/" && cd "$tests" || exit 1
 run python_nogpu python_nogpu.log pyrun test_nogpu
 run python_gpu python_gpu.log pyrun test_gpu
+run quickstart quickstart.log "$venv/bin/python" "$here/bindings/python/examples/quickstart.py"
 cd "$here"
 run example_colsum_rank examples.log "$B/tools/examples/example_colsum_rank"
-run example_plugin examples_plugin.log "$B/tools/examples/example_plugin" "$FOXJIT_TEST_LIBRARY"
+run example_plugin examples_plugin.log "$B/tools/examples/example_plugin" "$B/runtime/libfoxjit.so.1"
 run c_overhead c_overhead.json "$B/tools/examples/call_overhead"
-run overhead overhead.md python3 -m foxjit.overhead --c-json "$OUT/c_overhead.json" \
-    --json "$OUT/overhead.json"
+run overhead overhead.md "$venv/bin/python" -m foxjit.overhead \
+    --c-json "$OUT/c_overhead.json" --json "$OUT/overhead.json"
+[ "${FOXJIT_SKIP_PROBE:-}" = 1 ] ||
+    run capture_probe probe.log "$venv/bin/python" "$here/tools/torch_capture_probe.py"
 
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 echo "--- overhead (us per call)"; cat "$OUT/overhead.md"

@@ -1,8 +1,7 @@
 #!/bin/bash
 # run_python.sh cpu|gpu SRC_ROOT: the Python package's tests, from the
-# source tree (PYTHONPATH). cpu: the no-GPU tests, then the package
-# installed with pip into a scratch folder and imported from there. gpu:
-# the GPU tests (exit 77 without torch or a GPU). pytest runs them when it is
+# source tree (PYTHONPATH) against this build's library. cpu: the no-GPU
+# tests; gpu: the GPU tests (exit 77 without torch or a GPU). pytest runs them when it is
 # installed, else unittest (CI installs pytest; the GPU machine may lack it).
 set -u
 mode=$1 src=$2
@@ -24,19 +23,8 @@ run_tests() {   # module
 
 case $mode in
 cpu)
-    run_tests test_nogpu || exit 1
-    # pip install ./bindings/python works and gives an importable package.
-    if "$py" -c 'import setuptools, wheel' 2>/dev/null; then
-        tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
-        cp -r "$pkg" "$tmp/src"     # pip builds in place: keep the tree clean
-        "$py" -m pip install -q --no-deps --no-build-isolation --no-index \
-            --target "$tmp/site" "$tmp/src" || { echo "pip install failed"; exit 1; }
-        (cd "$tmp" && PYTHONPATH="$tmp/site" "$py" -c \
-            'import foxjit, sys; print("installed:", foxjit.__file__, foxjit.version()); sys.exit(0 if foxjit.__file__.startswith(sys.argv[1]) else 1)' \
-            "$tmp/site") || { echo "the installed package does not import"; exit 1; }
-    else
-        echo "setuptools or wheel is missing: pip install ./bindings/python was not tried"
-    fi ;;
+    # (The installed package, from the wheel, is run_wheel.sh's.)
+    run_tests test_nogpu ;;
 gpu)
     if ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
             2>/dev/null; then

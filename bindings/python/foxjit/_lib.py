@@ -11,6 +11,11 @@ ABI_MINOR = 1          # the sequence ops: the last entries every library must h
 # called only when the library has them (Library.has, Library.need); an
 # older library still loads.
 DEFAULT_LIBRARY = "libfoxjit.so.1"
+# The library the wheel carries (pip install . at the repository root):
+# meson-python installs the project's shared libraries into
+# .<distribution>.mesonpy.libs next to the package.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+BUNDLED_LIBRARY = os.path.join(os.path.dirname(_HERE), ".foxjit.mesonpy.libs", "libfoxjit.so")
 
 c_int, c_i64, c_u64, c_f32, c_size = (ctypes.c_int, ctypes.c_int64, ctypes.c_uint64,
                                       ctypes.c_float, ctypes.c_size_t)
@@ -232,13 +237,14 @@ class Library:
 
     def __init__(self, path=None):
         if path is None:
-            path = os.environ.get("FOXJIT_LIBRARY") or DEFAULT_LIBRARY
+            self._dll, path = _load_default()
+        else:
+            try:
+                self._dll = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+            except OSError as e:
+                raise LoadError("cannot load %s: %s (set FOXJIT_LIBRARY or pass the path)"
+                                % (path, e)) from None
         self.path = path
-        try:
-            self._dll = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-        except OSError as e:
-            raise LoadError("cannot load %s: %s (set FOXJIT_LIBRARY or pass the path)"
-                            % (path, e)) from None
         try:
             get = self._dll.foxjit_get_api
         except AttributeError:
@@ -267,6 +273,13 @@ class Library:
         self.api = ctypes.cast(addr, ctypes.POINTER(Api)).contents
         self.abi = (size, major, minor)
         self.path = path
+        # The table's entries as Python objects, made once: reading a
+        # function pointer field of a ctypes struct builds a new one each
+        # time. Entries past the table's end (an older minor) are absent.
+        self.fns = _Entries()
+        for name, _t in Api._fields_[3:]:
+            if self.has(name):
+                setattr(self.fns, name, getattr(self.api, name))
 
     def has(self, entry):
         """Whether the library's table holds `entry` (an Api field name)."""
@@ -303,13 +316,51 @@ class Library:
         return self.api.heads_workspace_size(batch, steps, e, h)
 
 
+class _Entries:
+    """The function table's entries by name (Library.fns)."""
+
+
+def _load_default():
+    """(CDLL, path) of the library to use when none is named: $FOXJIT_LIBRARY,
+    else the one this package carries (a wheel), else libfoxjit.so.1 from the
+    loader's search path. LoadError names every place tried."""
+    env = os.environ.get("FOXJIT_LIBRARY")
+    if env:
+        try:
+            return ctypes.CDLL(env, mode=os.RTLD_NOW | os.RTLD_LOCAL), env
+        except OSError as e:
+            # An explicit choice that fails is an error, not a reason to load
+            # another library.
+            raise LoadError("cannot load %s (FOXJIT_LIBRARY): %s; fix or unset FOXJIT_LIBRARY"
+                            % (env, e)) from None
+    tried = ["FOXJIT_LIBRARY: not set"]
+    if os.path.exists(BUNDLED_LIBRARY):
+        try:
+            return ctypes.CDLL(BUNDLED_LIBRARY, mode=os.RTLD_NOW | os.RTLD_LOCAL), \
+                BUNDLED_LIBRARY
+        except OSError as e:
+            tried.append("%s (in this package): %s" % (BUNDLED_LIBRARY, e))
+    else:
+        tried.append("%s: not there (this foxjit package carries no library: it was not "
+                     "installed from a wheel)" % BUNDLED_LIBRARY)
+    try:
+        return ctypes.CDLL(DEFAULT_LIBRARY, mode=os.RTLD_NOW | os.RTLD_LOCAL), DEFAULT_LIBRARY
+    except OSError as e:
+        tried.append("%s on the loader's search path: %s" % (DEFAULT_LIBRARY, e))
+    raise LoadError("cannot load fox-jit's library; tried: %s. Install the foxjit wheel "
+                    "(pip install . at the repository root), or build the library (meson) and "
+                    "set FOXJIT_LIBRARY to its path, or call foxjit.set_library(path)"
+                    % "; ".join(tried))
+
+
 _default = None
 _default_lock = threading.Lock()
 
 
 def library():
-    """The process's Library ($FOXJIT_LIBRARY, else libfoxjit.so.1), loaded
-    on first use."""
+    """The process's Library ($FOXJIT_LIBRARY, else the one this package
+    carries, else libfoxjit.so.1 from the loader's path), loaded on first
+    use."""
     global _default
     with _default_lock:
         if _default is None:

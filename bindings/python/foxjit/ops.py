@@ -2,29 +2,42 @@
 
 With torch tensors, the op runs on the tensors' GPU, on torch's current
 stream unless `stream` names another, with the runtime of that GPU
-(foxjit.ops.runtime_for), whose context is made current for the call and
-the caller's made current again after it. Outputs and workspaces come from
-torch's caching allocator when not given (on another `stream`, the op
-waits for their allocation and they are recorded as used by it); given
-ones must be on the inputs' GPU. A runtime passed as rt= is used in the
-calling thread's current context, as it is. With other arrays, outputs
-and workspaces must be passed (out=..., workspace=...), the runtime is
-foxjit.ops.default_runtime() (made on the context current at first use)
+(foxjit.ops.runtime_for), made in that device's primary context; when
+another context is current on the calling thread, that one is made current
+for the call and the caller's made current again after it. Outputs and
+workspaces come from torch's caching allocator when not given (on another
+`stream`, the op waits for their allocation and they are recorded as used
+by it); given ones must be on the inputs' GPU. A runtime passed as rt= is
+used in the calling thread's current context, as it is. With other arrays,
+outputs and workspaces must be passed (out=..., workspace=...), the runtime
+is foxjit.ops.default_runtime() (made on the context current at first use)
 and the stream is the `stream` argument, else the producer's stream from
 __cuda_array_interface__, else the legacy default stream. Shapes and dtypes
 are checked here, everything else by the library (foxjit.Error with its
-message)."""
+message).
+
+The wrappers are meant to cost little more than the library call itself
+(python3 -m foxjit.overhead): a torch tensor is checked with a handful of
+attribute reads, workspace sizes are asked once per shape, and the calling
+thread's context is looked at only when the library says it is not the
+runtime's (FOXJIT_ERROR_NO_CONTEXT / _WRONG_CONTEXT come from its first check,
+before anything is launched)."""
 
 import ctypes
+import sys
 import threading
 
 from . import _lib
-from .arrays import arg, is_torch, same_device, ptr, _torch
+from . import arrays as _arrays
+from .arrays import arg, _torch
 from .runtime import (AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, HeadsArgs, HeadsSeqArgs,
-                      Runtime, VsnArgs, VsnSeqArgs)
+                      Runtime, VsnArgs, VsnSeqArgs, _ties)
 
 HEADS_PARAMS = ("w1", "b1", "w2", "b2", "w_gate", "b_gate", "w_main", "b_main", "w_skip",
                 "b_skip")
+
+_byref = ctypes.byref
+_CONTEXT_STATUSES = (_lib.Status.NO_CONTEXT, _lib.Status.WRONG_CONTEXT)
 
 # ---- runtimes and contexts ----------------------------------------------------
 
@@ -134,10 +147,10 @@ def runtime_for(device=None):
     """The runtime of a torch CUDA device (index, torch.device or None for
     the current one), made on first use in that device's primary context
     (the one torch uses). The ops make that context current around each
-    call and restore the caller's afterwards; this function leaves the
-    calling thread's context as it is. To call the Runtime's methods
-    yourself, have that device current (torch.cuda.device(i), or torch
-    work on it on this thread)."""
+    call when another one is current, and restore the caller's afterwards;
+    this function leaves the calling thread's context as it is. To call the
+    Runtime's methods yourself, have that device current
+    (torch.cuda.device(i), or torch work on it on this thread)."""
     return _runtime_entry(_device_index(device))[0]
 
 
@@ -151,94 +164,227 @@ def default_runtime():
         return _default_rt
 
 
-class _Call:
-    """The runtime, stream, context and allocator of one op call."""
-    __slots__ = ("rt", "stream", "device", "torch", "ctx", "_made")
+# ---- torch, looked up once per module object ------------------------------------
+#
+# The package never imports torch: it serves torch tensors when the program
+# has imported it. What it needs of torch (the Tensor class, the dtypes, the
+# current-stream query) is looked up again only when sys.modules["torch"] is
+# another object than last time (the tests put stand-ins there).
 
-    def __init__(self, args, rt, stream, what):
-        self.device = same_device(args, what)
-        self.torch = any(a is not None and a.torch is not None for a in args)
-        self.ctx = None     # None: the caller's current context is the op's
-        self._made = []     # the tensors allocated here
+_tm = [None, None, None]        # torch module, torch.Tensor, raw current-stream query
+
+
+def _tensor_class():
+    t = sys.modules.get("torch")
+    if t is not _tm[0]:
+        _refresh_torch(t)
+    return _tm[1]
+
+
+def _refresh_torch(t):
+    _arrays._TORCH_DTYPES.clear()
+    _torch()
+    if t is not None:
+        _torch_u1()
+    raw = getattr(getattr(t, "_C", None), "_cuda_getCurrentRawStream", None)
+    _tm[:] = [t, getattr(t, "Tensor", None) if t is not None else None, raw]
+
+
+def _current_stream(device):
+    """torch's current stream on a device, as a CUstream handle (an int)."""
+    raw = _tm[2]
+    if raw is not None:
+        return raw(device)
+    return _torch().cuda.current_stream(device).cuda_stream
+
+
+def _torch_u1():
+    t = _torch()
+    if t is not None and "u1" not in _arrays._TORCH_DTYPES:
+        _arrays._TORCH_DTYPES["u1"] = (t.uint8, t.int8)
+
+
+# Workspaces given as byte arrays: accept typestr |u1 too.
+_arrays._CAI_TYPES["u1"] = ("|u1", "<u1", "|i1")
+_arrays._NAMES["u1"] = "uint8"
+
+class _Call:
+    """One op call: its inputs' device, then its runtime, context and stream,
+    and what it allocated. Checked arrays are handed on as device addresses
+    (ints); `shape` is the shape of the array checked last."""
+    __slots__ = ("what", "device", "torch", "cai_stream", "shape", "rt", "ctx", "stream",
+                 "made")
+
+    def __init__(self, what):
+        self.what = what
+        self.device = None      # the inputs' GPU, None until a torch tensor says
+        self.torch = False      # a torch tensor among the inputs
+        self.cai_stream = None  # the first producer stream of an interface array
+        self.shape = None
+        self.made = None        # the tensors allocated here
+
+    # -- arrays ------------------------------------------------------------------
+    def inp(self, obj, name, kind="f4", shape=None, output=False, writable=False):
+        """The device address of a checked array: an input (writable: one
+        the op writes in place), or with output a caller-given output
+        (writable, on the inputs' GPU; it does not decide their GPU)."""
+        T = _tm[1] if sys.modules.get("torch") is _tm[0] else _tensor_class()
+        if T is not None and isinstance(obj, T):
+            # The whole check of a torch tensor: dtype, contiguity, device,
+            # shape and alignment, in as few attribute reads as there are.
+            if obj.dtype in _arrays._TORCH_DTYPES[kind] and obj.is_contiguous():
+                d = obj.get_device()
+                s = obj.shape
+                if d >= 0 and (shape is None or s == shape):
+                    p = obj.data_ptr()
+                    if not p & 3:
+                        if d != self.device:
+                            self._other_device(d, name, output)
+                        if not output:
+                            self.torch = True
+                        self.shape = s
+                        return p
+            arg(obj, name, kind, shape, writable=output or writable)  # raises: what is wrong
+            raise AssertionError("foxjit.ops: %s passed the checks it failed" % name)
+        a = arg(obj, name, kind, shape, writable=output or writable)
+        if a.device is not None and a.device != self.device:
+            self._other_device(a.device, name, output)
+        if a.stream and self.cai_stream is None and not output:
+            self.cai_stream = a.stream
+        self.shape = a.shape
+        return a.ptr
+
+    def opt(self, obj, name, kind="f4", shape=None):
+        """inp() of an optional input: 0 for None."""
+        return 0 if obj is None else self.inp(obj, name, kind, shape)
+
+    def _other_device(self, d, name, output):
+        """An array on GPU d where the inputs so far were on self.device."""
+        if self.device is None:
+            # The first known device: the inputs'. An output tells nothing
+            # of the inputs' (interface arrays: unknown, unchecked).
+            if not output:
+                self.device = d
+            return
+        if output:
+            raise ValueError("%s: the tensor is on cuda:%d, the op's inputs on cuda:%d; pass "
+                             "one on cuda:%d" % (name, d, self.device, self.device))
+        raise ValueError("%s: the tensors are on different GPUs (%s)"
+                         % (self.what, ", ".join("cuda:%d" % i
+                                                 for i in sorted((d, self.device)))))
+
+    def bind(self, rt, stream):
+        """After the inputs: the runtime, its context and the stream."""
         if self.torch:
-            torch = _torch()
-            if rt is not None:
-                self.rt = rt    # the caller's runtime, in the caller's context
+            if rt is None:
+                entry = _runtimes.get(self.device) or _runtime_entry(self.device)
+                self.rt, self.ctx = entry
             else:
-                self.rt, self.ctx = _runtime_entry(self.device)
-            self.stream = (stream if stream is not None
-                           else torch.cuda.current_stream(self.device).cuda_stream)
+                self.rt, self.ctx = rt, None    # the caller's runtime, in the caller's context
+            self.stream = stream if stream is not None else _current_stream(self.device)
         else:
             self.rt = rt if rt is not None else default_runtime()
-            if stream is None:
-                stream = next((a.stream for a in args if a is not None and a.stream), 0)
-            self.stream = stream
-
-    def _on_device(self, a, name):
-        """A caller-given array must be on the GPU of the op's inputs: the
-        library cannot tell a pointer of another device's memory."""
-        if a.device is not None and self.device is not None and a.device != self.device:
-            raise ValueError("%s: the tensor is on cuda:%d, the op's inputs on cuda:%d; pass "
-                             "one on cuda:%d" % (name, a.device, self.device, self.device))
-        return a
-
-    def given(self, obj, name, kind="f4", shape=None):
-        """A checked output given by the caller, on the op's device."""
-        return self._on_device(arg(obj, name, kind, shape, writable=True), name)
+            self.ctx = None
+            self.stream = stream if stream is not None else (self.cai_stream or 0)
+        return self
 
     def out(self, given, name, shape, kind="f4", zero=False):
-        """A checked output: the given array, or a new torch tensor."""
+        """A checked output: (the given array, its address), or a new torch
+        tensor of the inputs' GPU and its address."""
         if given is not None:
-            return given, self.given(given, name, kind, shape)
+            return given, self.inp(given, name, kind, shape, output=True)
         if not self.torch:
             raise TypeError("%s: pass it (%s=...) when the inputs are not torch tensors"
                             % (name, name))
-        torch = _torch()
+        torch = _tm[0]
         dtype = {"f4": torch.float32, "i4": torch.int32,
                  "u4": getattr(torch, "uint32", torch.int32)}[kind]
-        make = torch.zeros if zero else torch.empty
-        t = make(shape, dtype=dtype, device="cuda:%d" % self.device)
-        self._made.append(t)
-        return t, arg(t, name, kind)
+        t = (torch.zeros if zero else torch.empty)(shape, dtype=dtype, device=self.device)
+        if self.made is None:
+            self.made = [t]
+        else:
+            self.made.append(t)
+        return t, t.data_ptr()
 
     def workspace(self, given, nbytes):
+        """(what to keep alive, address, bytes) of the op's workspace."""
         if given is not None:
-            a = self._on_device(arg(given, "workspace", _ws_kind(given)), "workspace")
-            have = a.numel() * 4 if _ws_kind(given) != "u1" else a.numel()
-            return given, a.ptr, have
+            kind = _ws_kind(given)
+            p = self.inp(given, "workspace", kind, output=True)
+            have = 1
+            for s in self.shape:
+                have *= s
+            return given, p, have * 4 if kind != "u1" else have
         if not self.torch:
             raise TypeError("workspace: pass a device buffer of %d bytes (workspace=...) when "
                             "the inputs are not torch tensors" % nbytes)
-        torch = _torch()
-        t = torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda:%d" % self.device)
-        self._made.append(t)
+        torch = _tm[0]
+        t = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.device)
+        if self.made is None:
+            self.made = [t]
+        else:
+            self.made.append(t)
         return t, t.data_ptr(), nbytes
 
-    def run(self, fn, *args):
-        """fn(*args): the op's launch (a Runtime method), with the op's
-        context current, after the work that made its new tensors."""
-        if self._made:
-            torch = _torch()
-            cur = torch.cuda.current_stream(self.device)
-            if self.stream != cur.cuda_stream:
-                # The outputs and workspace made here come from the caching
-                # allocator on torch's current stream, and torch.zeros fills
-                # them there. The op runs on another stream: it waits for
-                # that work (the fill, and the block's last use before it was
-                # freed). And since the allocator reuses a freed block for
-                # the next allocation on its own stream, each is recorded as
-                # in use by the op's stream: when the caller drops it (the
-                # workspace as soon as this returns), the block waits for the
-                # op before it is handed out again.
-                op = torch.cuda.ExternalStream(self.stream, device=self.device)
-                op.wait_stream(cur)
-                for t in self._made:
-                    t.record_stream(op)
-        return _in_context(self.ctx, fn, *args)
+    def size(self, query, *dims):
+        """A size query of the runtime (a Runtime method's name), asked once
+        per runtime and dims (the runtime keeps the answers)."""
+        sizes = self.rt._sizes
+        key = (query,) + dims
+        n = sizes.get(key)
+        if n is None:
+            n = getattr(self.rt, query)(*dims)
+            if len(sizes) >= 1024:      # a program sweeping shapes: start over
+                sizes.clear()
+            sizes[key] = n
+        return n
+
+    # -- the call --------------------------------------------------------------------
+    def launch(self, entry, *args):
+        """The library's `entry` with the runtime and args, on the op's
+        context, after the work that made its new tensors."""
+        if self.made is not None:
+            self._order_allocations()
+        rt = self.rt
+        fn = getattr(rt._fns, entry, None)
+        if fn is None:
+            raise _lib.AbiError("%s: foxjit_%s is not in this library's function table (ABI "
+                                "%d.%d): install a newer fox-jit" % (rt.lib.path, entry,
+                                                                     rt.lib.abi[1],
+                                                                     rt.lib.abi[2]))
+        st = fn(rt._rt, *args)
+        if st:
+            if st in _CONTEXT_STATUSES and self.ctx:
+                # Another context (or none) is current on this thread: the
+                # library refused before launching anything. Again, with the
+                # runtime's current, and the caller's back afterwards.
+                st = _in_context(self.ctx, fn, rt._rt, *args)
+                if not st:
+                    return
+            raise _lib.Error(st, rt.lib.last_error())
+
+    def _order_allocations(self):
+        torch = _tm[0]
+        cur = torch.cuda.current_stream(self.device)
+        if self.stream != cur.cuda_stream:
+            # The outputs and workspace made here come from the caching
+            # allocator on torch's current stream, and torch.zeros fills
+            # them there. The op runs on another stream: it waits for
+            # that work (the fill, and the block's last use before it was
+            # freed). And since the allocator reuses a freed block for
+            # the next allocation on its own stream, each is recorded as
+            # in use by the op's stream: when the caller drops it (the
+            # workspace as soon as this returns), the block waits for the
+            # op before it is handed out again.
+            op = torch.cuda.ExternalStream(self.stream, device=self.device)
+            op.wait_stream(cur)
+            for t in self.made:
+                t.record_stream(op)
 
 
 def _ws_kind(obj):
-    if is_torch(obj):
+    T = _tensor_class()
+    if T is not None and isinstance(obj, T):
         # By dtype: a tensor's __cuda_array_interface__ is built on each
         # access (and refused for one that requires grad).
         _torch_u1()
@@ -249,71 +395,78 @@ def _ws_kind(obj):
     return "f4"
 
 
-# Workspaces given as byte arrays: accept typestr |u1 too.
-from . import arrays as _arrays  # noqa: E402
-_arrays._CAI_TYPES["u1"] = ("|u1", "<u1", "|i1")
-_arrays._NAMES["u1"] = "uint8"
+def _dims(c, name, n):
+    """The shape of the array checked last, which must have n dims."""
+    s = c.shape
+    if len(s) != n:
+        raise ValueError("%s: expected %d dims, got shape %s" % (name, n, tuple(s)))
+    return s
 
 
-def _torch_u1():
-    t = _torch()
-    if t is not None and "u1" not in _arrays._TORCH_DTYPES:
-        _arrays._TORCH_DTYPES["u1"] = (t.uint8, t.int8)
+def _dims2(c, name):
+    s = c.shape
+    if len(s) != 2:
+        raise ValueError("%s: expected 2 dims [rows, cols], got shape %s" % (name, tuple(s)))
+    return s
 
 
-def _dims2(x, name):
-    if len(x.shape) != 2:
-        raise ValueError("%s: expected 2 dims [rows, cols], got shape %s" % (name, x.shape))
-    return x.shape
-
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 # ---- column sums ------------------------------------------------------------------
 
 def column_sum(x, out=None, accumulate=False, rt=None, stream=None):
     """out[j] (+)= sum_b x[b, j]; x [rows, cols] float32. Returns out."""
-    xa = arg(x, "x")
-    rows, cols = _dims2(xa, "x")
-    c = _Call([xa], rt, stream, "column_sum")
-    out, oa = c.out(out, "out", (cols,), zero=accumulate)
-    c.run(c.rt.column_sum, xa.ptr, rows, cols, oa.ptr, accumulate, c.stream)
+    c = _Call("column_sum")
+    xp = c.inp(x, "x")
+    rows, cols = _dims2(c, "x")
+    c.bind(rt, stream)
+    out, op = c.out(out, "out", (cols,), zero=accumulate)
+    c.launch("column_sum", xp, rows, cols, op, 1 if accumulate else 0, c.stream)
     return out
 
 
 def bias_grad_reduce(dy, db, rt=None, stream=None):
     """db[out_dim] += sum over the batch of dy[batch, out_dim]. Returns db."""
-    ya = arg(dy, "dy")
-    batch, out_dim = _dims2(ya, "dy")
-    da = arg(db, "db", shape=(out_dim,), writable=True)
-    c = _Call([ya, da], rt, stream, "bias_grad_reduce")
-    c.run(c.rt.bias_grad_reduce, ya.ptr, batch, out_dim, da.ptr, c.stream)
+    c = _Call("bias_grad_reduce")
+    yp = c.inp(dy, "dy")
+    batch, out_dim = _dims2(c, "dy")
+    dp = c.inp(db, "db", shape=(out_dim,), writable=True)
+    c.bind(rt, stream).launch("bias_grad_reduce", yp, batch, out_dim, dp, c.stream)
     return db
 
 
 def curiosity_bias_grad_reduce(dy, out=None, rt=None, stream=None):
     """out[out_dim] = sum over rows of dy[rows, out_dim]. Returns out."""
-    ya = arg(dy, "dy")
-    rows, out_dim = _dims2(ya, "dy")
-    c = _Call([ya], rt, stream, "curiosity_bias_grad_reduce")
-    out, oa = c.out(out, "out", (out_dim,))
-    c.run(c.rt.curiosity_bias_grad_reduce, ya.ptr, rows, out_dim, oa.ptr, c.stream)
+    c = _Call("curiosity_bias_grad_reduce")
+    yp = c.inp(dy, "dy")
+    rows, out_dim = _dims2(c, "dy")
+    c.bind(rt, stream)
+    out, op = c.out(out, "out", (out_dim,))
+    c.launch("curiosity_bias_grad_reduce", yp, rows, out_dim, op, c.stream)
     return out
 
 
 def reduce_axis0(x, out=None, rt=None, stream=None):
     """out[...] = sum over the first dim of x[n_batch, ...]. Returns out."""
-    xa = arg(x, "x")
-    if len(xa.shape) < 2:
-        raise ValueError("x: expected at least 2 dims [n_batch, ...], got %s" % (xa.shape,))
-    tail = xa.shape[1:]
-    n_tail = xa.numel() // xa.shape[0] if xa.shape[0] else 0
-    c = _Call([xa], rt, stream, "reduce_axis0")
+    c = _Call("reduce_axis0")
+    xp = c.inp(x, "x")
+    shape = tuple(c.shape)
+    if len(shape) < 2:
+        raise ValueError("x: expected at least 2 dims [n_batch, ...], got %s" % (shape,))
+    tail = shape[1:]
+    n_tail = _numel(tail)
+    c.bind(rt, stream)
     if out is None:
-        out, oa = c.out(None, "out", tail)
+        out, op = c.out(None, "out", tail)
     else:
-        oa = c.given(out, "out")
-        if oa.numel() != n_tail:
-            raise ValueError("out: %d elements, expected %d" % (oa.numel(), n_tail))
-    c.run(c.rt.reduce_axis0, xa.ptr, xa.shape[0], n_tail, oa.ptr, c.stream)
+        op = c.inp(out, "out", output=True)
+        if _numel(c.shape) != n_tail:
+            raise ValueError("out: %d elements, expected %d" % (_numel(c.shape), n_tail))
+    c.launch("reduce_axis0", xp, shape[0], n_tail, op, c.stream)
     return out
 
 
@@ -323,19 +476,20 @@ def radix_sort_pairs(keys, values, begin_bit=0, end_bit=32, keys_out=None, value
                      workspace=None, rt=None, stream=None):
     """Stable ascending sort of uint32 keys (int32 tensors are read as their
     bits) with uint32 values. Returns (keys_out, values_out)."""
-    _torch_u1()
-    ka, va = arg(keys, "keys", "u4"), arg(values, "values", "u4")
-    if len(ka.shape) != 1 or va.shape != ka.shape:
+    c = _Call("radix_sort_pairs")
+    kp = c.inp(keys, "keys", "u4")
+    ks = tuple(c.shape)
+    vp = c.inp(values, "values", "u4")
+    if len(ks) != 1 or tuple(c.shape) != ks:
         raise ValueError("keys and values: expected two 1-D arrays of one length, got %s and %s"
-                         % (ka.shape, va.shape))
-    n = ka.shape[0]
-    c = _Call([ka, va], rt, stream, "radix_sort_pairs")
-    keys_out, koa = c.out(keys_out, "keys_out", (n,), "u4")
-    values_out, voa = c.out(values_out, "values_out", (n,), "u4")
-    need = c.rt.radix_sort_pairs_workspace_size(n, begin_bit, end_bit)
+                         % (ks, tuple(c.shape)))
+    n = ks[0]
+    c.bind(rt, stream)
+    keys_out, kop = c.out(keys_out, "keys_out", (n,), "u4")
+    values_out, vop = c.out(values_out, "values_out", (n,), "u4")
+    need = c.size("radix_sort_pairs_workspace_size", n, begin_bit, end_bit)
     _keep, wp, wb = c.workspace(workspace, need)
-    c.run(c.rt.radix_sort_pairs, ka.ptr, va.ptr, koa.ptr, voa.ptr, n, begin_bit, end_bit, wp,
-          wb, c.stream)
+    c.launch("radix_sort_pairs", kp, vp, kop, vop, n, begin_bit, end_bit, wp, wb, c.stream)
     return keys_out, values_out
 
 
@@ -343,52 +497,45 @@ def rank_normalize(rewards, std_ema, mean_ema, ties="max", out=None, workspace=N
                    stream=None):
     """out[i] = trade_i ? sign(s_i) * rank_i / n : 0 (kernels.md 2); out may
     be rewards. Returns out."""
-    _torch_u1()
-    ra = arg(rewards, "rewards")
-    if len(ra.shape) != 1:
-        raise ValueError("rewards: expected 1 dim, got shape %s" % (ra.shape,))
-    n = ra.shape[0]
-    c = _Call([ra], rt, stream, "rank_normalize")
-    out, oa = c.out(out, "out", (n,))
-    need = c.rt.rank_normalize_workspace_size(n, ties)
+    t = _ties(ties)
+    c = _Call("rank_normalize")
+    rp = c.inp(rewards, "rewards")
+    if len(c.shape) != 1:
+        raise ValueError("rewards: expected 1 dim, got shape %s" % (tuple(c.shape),))
+    n = c.shape[0]
+    c.bind(rt, stream)
+    out, op = c.out(out, "out", (n,))
+    need = c.size("rank_normalize_workspace_size", n, t)
     _keep, wp, wb = c.workspace(workspace, need)
-    c.run(c.rt.rank_normalize, ra.ptr, n, float(std_ema), float(mean_ema), ties, oa.ptr, wp,
-          wb, c.stream)
+    c.launch("rank_normalize", rp, n, float(std_ema), float(mean_ema), t, op, wp, wb, c.stream)
     return out
 
 
 # ---- perception ops, one step ---------------------------------------------------------
 
-def _dims(a, name, n):
-    if len(a.shape) != n:
-        raise ValueError("%s: expected %d dims, got shape %s" % (name, n, a.shape))
-    return a.shape
-
-
-def _cfc_common(x, h, dt, w_in, w_rec, bias, tau):
-    xa = arg(x, "x")
-    batch, n_in = _dims(xa, "x", 2)
-    wa = arg(w_in, "w_in")
-    n_hid = _dims(wa, "w_in", 2)[0]
-    if wa.shape[1] != n_in:
-        raise ValueError("w_in: shape %s, expected (n_hid, %d)" % (wa.shape, n_in))
-    ha = arg(h, "h", shape=(batch, n_hid)) if h is not None else None
-    return (xa, ha, arg(dt, "dt", shape=(batch,)), wa,
-            arg(w_rec, "w_rec", shape=(n_hid, n_hid)), arg(bias, "bias", shape=(n_hid,)),
-            arg(tau, "tau", shape=(n_hid,)), batch, n_in, n_hid)
+def _cfc_inputs(c, x, h, dt, w_in, w_rec, bias, tau):
+    xp = c.inp(x, "x")
+    batch, n_in = _dims(c, "x", 2)
+    wp = c.inp(w_in, "w_in")
+    n_hid = _dims(c, "w_in", 2)[0]
+    if c.shape[1] != n_in:
+        raise ValueError("w_in: shape %s, expected (n_hid, %d)" % (tuple(c.shape), n_in))
+    return (batch, n_in, n_hid, xp, c.opt(h, "h", shape=(batch, n_hid)),
+            c.inp(dt, "dt", shape=(batch,)), wp, c.inp(w_rec, "w_rec", shape=(n_hid, n_hid)),
+            c.inp(bias, "bias", shape=(n_hid,)), c.inp(tau, "tau", shape=(n_hid,)))
 
 
 def cfc_forward(x, h, dt, w_in, w_rec, bias, tau, h_out=None, u=None, rt=None, stream=None):
     """One CfC step: returns (h_out [B, n_hid], u [B, n_hid]). h may be None
     (zeros)."""
-    xa, ha, da, wa, ra, ba, ta, batch, n_in, n_hid = _cfc_common(x, h, dt, w_in, w_rec, bias,
-                                                                 tau)
-    c = _Call([xa, ha, da, wa, ra, ba, ta], rt, stream, "cfc_forward")
-    h_out, hoa = c.out(h_out, "h_out", (batch, n_hid))
-    u, ua = c.out(u, "u", (batch, n_hid))
-    a = CfcArgs(batch=batch, n_in=n_in, n_hid=n_hid, w_in=wa.ptr, w_rec=ra.ptr, bias=ba.ptr,
-                tau=ta.ptr, x=xa.ptr, h=ptr(ha), dt=da.ptr, u=ua.ptr, h_out=hoa.ptr)
-    c.run(c.rt.cfc_forward, a, c.stream)
+    c = _Call("cfc_forward")
+    batch, n_in, n_hid, xp, hp, dp, wp, rp, bp, tp = _cfc_inputs(c, x, h, dt, w_in, w_rec,
+                                                                 bias, tau)
+    c.bind(rt, stream)
+    h_out, hop = c.out(h_out, "h_out", (batch, n_hid))
+    u, up = c.out(u, "u", (batch, n_hid))
+    a = CfcArgs(batch, n_in, n_hid, wp, rp, bp, tp, xp, 0, hp, 0, dp, 0, up, 0, hop)
+    c.launch("cfc_forward", _byref(a), c.stream)
     return h_out, u
 
 
@@ -397,171 +544,177 @@ def cfc_backward(x, h, dt, w_in, w_rec, bias, tau, u, dh_out, dh=None, dx=None, 
     """One CfC step backward: returns dict dh, dx [B, ...] (overwritten) and
     the per-batch scratch dw_in [B, n_hid, n_in], dw_rec [B, n_hid, n_hid],
     dbias, dtau [B, n_hid] (added to; new ones are zeros)."""
-    xa, ha, da, wa, ra, ba, ta, batch, n_in, n_hid = _cfc_common(x, h, dt, w_in, w_rec, bias,
-                                                                 tau)
-    ua = arg(u, "u", shape=(batch, n_hid))
-    ga = arg(dh_out, "dh_out", shape=(batch, n_hid))
-    c = _Call([xa, ha, da, wa, ra, ba, ta, ua, ga], rt, stream, "cfc_backward")
+    c = _Call("cfc_backward")
+    batch, n_in, n_hid, xp, hp, dp, wp, rp, bp, tp = _cfc_inputs(c, x, h, dt, w_in, w_rec,
+                                                                 bias, tau)
+    up = c.inp(u, "u", shape=(batch, n_hid))
+    gp = c.inp(dh_out, "dh_out", shape=(batch, n_hid))
+    c.bind(rt, stream)
     r = {}
-    r["dh"], dha = c.out(dh, "dh", (batch, n_hid))
-    r["dx"], dxa = c.out(dx, "dx", (batch, n_in))
+    r["dh"], dhp = c.out(dh, "dh", (batch, n_hid))
+    r["dx"], dxp = c.out(dx, "dx", (batch, n_in))
     r["dw_in"], g1 = c.out(dw_in, "dw_in", (batch, n_hid, n_in), zero=True)
     r["dw_rec"], g2 = c.out(dw_rec, "dw_rec", (batch, n_hid, n_hid), zero=True)
     r["dbias"], g3 = c.out(dbias, "dbias", (batch, n_hid), zero=True)
     r["dtau"], g4 = c.out(dtau, "dtau", (batch, n_hid), zero=True)
-    a = CfcArgs(batch=batch, n_in=n_in, n_hid=n_hid, w_in=wa.ptr, w_rec=ra.ptr, bias=ba.ptr,
-                tau=ta.ptr, x=xa.ptr, h=ptr(ha), dt=da.ptr, u=ua.ptr, dh_out=ga.ptr,
-                dh=dha.ptr, dx=dxa.ptr, dw_in=g1.ptr, dw_rec=g2.ptr, dbias=g3.ptr, dtau=g4.ptr)
-    c.run(c.rt.cfc_backward, a, c.stream)
+    a = CfcArgs(batch=batch, n_in=n_in, n_hid=n_hid, w_in=wp, w_rec=rp, bias=bp, tau=tp, x=xp,
+                h=hp, dt=dp, u=up, dh_out=gp, dh=dhp, dx=dxp, dw_in=g1, dw_rec=g2, dbias=g3,
+                dtau=g4)
+    c.launch("cfc_backward", _byref(a), c.stream)
     return r
 
 
-def _heads_params(params):
-    """params: a dict or a sequence in HEADS_PARAMS order. Returns the Args
-    and (d, e, h)."""
+def _heads_params(c, params):
+    """params: a dict or a sequence in HEADS_PARAMS order. Returns their
+    addresses by name, their shapes by name and (d, e, h)."""
     if not isinstance(params, dict):
         params = dict(zip(HEADS_PARAMS, params))
     missing = [n for n in HEADS_PARAMS if n not in params]
     if missing:
         raise ValueError("heads parameters: missing %s" % ", ".join(missing))
-    w1 = arg(params["w1"], "w1")
-    h, e, d = _dims(w1, "w1", 3)
+    w1 = c.inp(params["w1"], "w1")
+    h, e, d = _dims(c, "w1", 3)
     shapes = {"w1": (h, e, d), "b1": (h, e), "w2": (h, e, e), "b2": (h, e), "w_gate": (h, e),
               "b_gate": (h,), "w_main": (h, e), "b_main": (h,), "w_skip": (h, d),
               "b_skip": (h,)}
-    return {n: arg(params[n], n, shape=shapes[n]) for n in HEADS_PARAMS}, (d, e, h)
+    ptrs = {"w1": w1}
+    for n in HEADS_PARAMS[1:]:
+        ptrs[n] = c.inp(params[n], n, shape=shapes[n])
+    return ptrs, shapes, (d, e, h)
 
 
-def _heads_x(x, d):
+def _heads_x(c, x, d):
     """x [batch, D] of the one-step heads, D the parameters' (w1 [H, E, D]):
     the kernels read D floats of every row."""
-    xa = arg(x, "x")
-    batch, dd = _dims(xa, "x", 2)
+    xp = c.inp(x, "x")
+    batch, dd = _dims(c, "x", 2)
     if dd != d:
-        raise ValueError("x: shape %s, expected (batch, %d)" % (xa.shape, d))
-    return xa, batch
+        raise ValueError("x: shape %s, expected (batch, %d)" % (tuple(c.shape), d))
+    return xp, batch
 
 
 def heads_forward(x, params, logits=None, rt=None, stream=None):
     """GRN heads on x [B, D] (one step): returns logits [B, H]."""
-    pa, (d, e, h) = _heads_params(params)
-    xa, batch = _heads_x(x, d)
-    c = _Call([xa] + list(pa.values()), rt, stream, "heads_forward")
-    logits, la = c.out(logits, "logits", (batch, h))
-    a = HeadsArgs(batch=batch, d=d, e=e, h=h, x=xa.ptr, logits=la.ptr,
-                  **{n: v.ptr for n, v in pa.items()})
-    c.run(c.rt.heads_forward, a, c.stream)
+    c = _Call("heads_forward")
+    pa, _shapes, (d, e, h) = _heads_params(c, params)
+    xp, batch = _heads_x(c, x, d)
+    c.bind(rt, stream)
+    logits, lp = c.out(logits, "logits", (batch, h))
+    a = HeadsArgs(batch=batch, d=d, e=e, h=h, x=xp, logits=lp, **pa)
+    c.launch("heads_forward", _byref(a), c.stream)
     return logits
 
 
 def heads_backward(x, params, dlogits, dx=None, scratch=None, rt=None, stream=None):
     """GRN heads backward (one step): returns dict dx [B, D] and the
     per-batch scratch d<param> [B, *param.shape] (added to; new ones zeros)."""
-    pa, (d, e, h) = _heads_params(params)
-    xa, batch = _heads_x(x, d)
-    ga = arg(dlogits, "dlogits", shape=(batch, h))
-    c = _Call([xa, ga] + list(pa.values()), rt, stream, "heads_backward")
+    c = _Call("heads_backward")
+    pa, shapes, (d, e, h) = _heads_params(c, params)
+    xp, batch = _heads_x(c, x, d)
+    gp = c.inp(dlogits, "dlogits", shape=(batch, h))
+    c.bind(rt, stream)
     r = {}
-    r["dx"], dxa = c.out(dx, "dx", (batch, d))
+    r["dx"], dxp = c.out(dx, "dx", (batch, d))
     scratch = scratch or {}
     sa = {}
     for n in HEADS_PARAMS:
-        r["d" + n], sa["d" + n] = c.out(scratch.get("d" + n), "d" + n,
-                                        (batch,) + pa[n].shape, zero=True)
-    a = HeadsArgs(batch=batch, d=d, e=e, h=h, x=xa.ptr, dlogits=ga.ptr, dx=dxa.ptr,
-                  **{n: v.ptr for n, v in pa.items()}, **{n: v.ptr for n, v in sa.items()})
-    c.run(c.rt.heads_backward, a, c.stream)
+        r["d" + n], sa["d" + n] = c.out(scratch.get("d" + n), "d" + n, (batch,) + shapes[n],
+                                        zero=True)
+    a = HeadsArgs(batch=batch, d=d, e=e, h=h, x=xp, dlogits=gp, dx=dxp, **pa, **sa)
+    c.launch("heads_backward", _byref(a), c.stream)
     return r
 
 
-def _vsn_common(x, w, bias):
-    xa = arg(x, "x")
-    batch, t, f = _dims(xa, "x", 3)
-    return xa, arg(w, "w", shape=(f, f)), arg(bias, "bias", shape=(f,)), batch, t, f
+def _vsn_inputs(c, x, w, bias):
+    xp = c.inp(x, "x")
+    batch, t, f = _dims(c, "x", 3)
+    return (xp, c.inp(w, "w", shape=(f, f)), c.inp(bias, "bias", shape=(f,)), batch, t, f)
 
 
 def vsn_forward(x, w, bias, y=None, rt=None, stream=None):
     """Variable selection on x [B, T, F]: returns y [B, T, F]."""
-    xa, wa, ba, batch, t, f = _vsn_common(x, w, bias)
-    c = _Call([xa, wa, ba], rt, stream, "vsn_forward")
-    y, ya = c.out(y, "y", (batch, t, f))
-    a = VsnArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr, y=ya.ptr)
-    c.run(c.rt.vsn_forward, a, c.stream)
+    c = _Call("vsn_forward")
+    xp, wp, bp, batch, t, f = _vsn_inputs(c, x, w, bias)
+    c.bind(rt, stream)
+    y, yp = c.out(y, "y", (batch, t, f))
+    a = VsnArgs(batch=batch, t=t, f=f, w=wp, bias=bp, x=xp, y=yp)
+    c.launch("vsn_forward", _byref(a), c.stream)
     return y
 
 
 def vsn_backward(x, w, bias, dy, dx=None, dw=None, dbias=None, rt=None, stream=None):
     """Variable selection backward: dict dx [B, T, F] and the per-batch
     scratch dw [B, F, F], dbias [B, F] (added to; new ones zeros)."""
-    xa, wa, ba, batch, t, f = _vsn_common(x, w, bias)
-    ga = arg(dy, "dy", shape=(batch, t, f))
-    c = _Call([xa, wa, ba, ga], rt, stream, "vsn_backward")
+    c = _Call("vsn_backward")
+    xp, wp, bp, batch, t, f = _vsn_inputs(c, x, w, bias)
+    gp = c.inp(dy, "dy", shape=(batch, t, f))
+    c.bind(rt, stream)
     r = {}
-    r["dx"], dxa = c.out(dx, "dx", (batch, t, f))
-    r["dw"], dwa = c.out(dw, "dw", (batch, f, f), zero=True)
-    r["dbias"], dba = c.out(dbias, "dbias", (batch, f), zero=True)
-    a = VsnArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr, dy=ga.ptr, dx=dxa.ptr,
-                dw=dwa.ptr, dbias=dba.ptr)
-    c.run(c.rt.vsn_backward, a, c.stream)
+    r["dx"], dxp = c.out(dx, "dx", (batch, t, f))
+    r["dw"], dwp = c.out(dw, "dw", (batch, f, f), zero=True)
+    r["dbias"], dbp = c.out(dbias, "dbias", (batch, f), zero=True)
+    a = VsnArgs(batch=batch, t=t, f=f, w=wp, bias=bp, x=xp, dy=gp, dx=dxp, dw=dwp, dbias=dbp)
+    c.launch("vsn_backward", _byref(a), c.stream)
     return r
 
 
 def attn_pool_forward(hs, q, pooled=None, rt=None, stream=None):
     """Attention pooling of hs [B, T, D] with query q [D]: returns pooled [B, D]."""
-    ha = arg(hs, "hs")
-    batch, t, d = _dims(ha, "hs", 3)
-    qa = arg(q, "q", shape=(d,))
-    c = _Call([ha, qa], rt, stream, "attn_pool_forward")
-    pooled, pa = c.out(pooled, "pooled", (batch, d))
-    a = AttnPoolArgs(batch=batch, t=t, d=d, q=qa.ptr, hs=ha.ptr, pooled=pa.ptr)
-    c.run(c.rt.attn_pool_forward, a, c.stream)
+    c = _Call("attn_pool_forward")
+    hp = c.inp(hs, "hs")
+    batch, t, d = _dims(c, "hs", 3)
+    qp = c.inp(q, "q", shape=(d,))
+    c.bind(rt, stream)
+    pooled, pp = c.out(pooled, "pooled", (batch, d))
+    a = AttnPoolArgs(batch=batch, t=t, d=d, q=qp, hs=hp, pooled=pp)
+    c.launch("attn_pool_forward", _byref(a), c.stream)
     return pooled
 
 
 def attn_pool_backward(hs, q, dpooled, dhs=None, dq=None, rt=None, stream=None):
     """Attention pooling backward: dict dhs [B, T, D] and the per-batch
     scratch dq [B, D] (added to; a new one is zeros)."""
-    ha = arg(hs, "hs")
-    batch, t, d = _dims(ha, "hs", 3)
-    qa = arg(q, "q", shape=(d,))
-    ga = arg(dpooled, "dpooled", shape=(batch, d))
-    c = _Call([ha, qa, ga], rt, stream, "attn_pool_backward")
+    c = _Call("attn_pool_backward")
+    hp = c.inp(hs, "hs")
+    batch, t, d = _dims(c, "hs", 3)
+    qp = c.inp(q, "q", shape=(d,))
+    gp = c.inp(dpooled, "dpooled", shape=(batch, d))
+    c.bind(rt, stream)
     r = {}
-    r["dhs"], dha = c.out(dhs, "dhs", (batch, t, d))
-    r["dq"], dqa = c.out(dq, "dq", (batch, d), zero=True)
-    a = AttnPoolArgs(batch=batch, t=t, d=d, q=qa.ptr, hs=ha.ptr, dpooled=ga.ptr, dhs=dha.ptr,
-                     dq=dqa.ptr)
-    c.run(c.rt.attn_pool_backward, a, c.stream)
+    r["dhs"], dhp = c.out(dhs, "dhs", (batch, t, d))
+    r["dq"], dqp = c.out(dq, "dq", (batch, d), zero=True)
+    a = AttnPoolArgs(batch=batch, t=t, d=d, q=qp, hs=hp, dpooled=gp, dhs=dhp, dq=dqp)
+    c.launch("attn_pool_backward", _byref(a), c.stream)
     return r
 
 
 # ---- whole-sequence ops ------------------------------------------------------------------
 
-def _cfc_seq_common(x, dt, w_in, w_rec, bias, tau, h_init):
-    xa = arg(x, "x")
-    batch, k, n_in = _dims(xa, "x", 3)
-    wa = arg(w_in, "w_in")
-    n_hid = _dims(wa, "w_in", 2)[0]
-    if wa.shape[1] != n_in:
-        raise ValueError("w_in: shape %s, expected (n_hid, %d)" % (wa.shape, n_in))
-    hi = arg(h_init, "h_init", shape=(batch, n_hid)) if h_init is not None else None
-    return (xa, arg(dt, "dt", shape=(batch, k)), wa, arg(w_rec, "w_rec", shape=(n_hid, n_hid)),
-            arg(bias, "bias", shape=(n_hid,)), arg(tau, "tau", shape=(n_hid,)), hi,
-            batch, k, n_in, n_hid)
+def _cfc_seq_inputs(c, x, dt, w_in, w_rec, bias, tau, h_init):
+    xp = c.inp(x, "x")
+    batch, k, n_in = _dims(c, "x", 3)
+    wp = c.inp(w_in, "w_in")
+    n_hid = _dims(c, "w_in", 2)[0]
+    if c.shape[1] != n_in:
+        raise ValueError("w_in: shape %s, expected (n_hid, %d)" % (tuple(c.shape), n_in))
+    hi = c.opt(h_init, "h_init", shape=(batch, n_hid))
+    return (xp, c.inp(dt, "dt", shape=(batch, k)), wp,
+            c.inp(w_rec, "w_rec", shape=(n_hid, n_hid)), c.inp(bias, "bias", shape=(n_hid,)),
+            c.inp(tau, "tau", shape=(n_hid,)), hi, batch, k, n_in, n_hid)
 
 
 def cfc_seq_forward(x, dt, w_in, w_rec, bias, tau, h_init=None, h=None, u=None, rt=None,
                     stream=None):
     """CfC over x [B, K, n_in], dt [B, K]: returns (h, u), each [B, K, n_hid]."""
-    xa, da, wa, ra, ba, ta, hi, batch, k, n_in, n_hid = _cfc_seq_common(
-        x, dt, w_in, w_rec, bias, tau, h_init)
-    c = _Call([xa, da, wa, ra, ba, ta, hi], rt, stream, "cfc_seq_forward")
-    h, ha = c.out(h, "h", (batch, k, n_hid))
-    u, ua = c.out(u, "u", (batch, k, n_hid))
-    a = CfcSeqArgs(batch=batch, k=k, n_in=n_in, n_hid=n_hid, w_in=wa.ptr, w_rec=ra.ptr,
-                   bias=ba.ptr, tau=ta.ptr, x=xa.ptr, dt=da.ptr, h_init=ptr(hi), h=ha.ptr,
-                   u=ua.ptr)
-    c.run(c.rt.cfc_seq_forward, a, c.stream)
+    c = _Call("cfc_seq_forward")
+    xp, dp, wp, rp, bp, tp, hi, batch, k, n_in, n_hid = _cfc_seq_inputs(
+        c, x, dt, w_in, w_rec, bias, tau, h_init)
+    c.bind(rt, stream)
+    h, hp = c.out(h, "h", (batch, k, n_hid))
+    u, up = c.out(u, "u", (batch, k, n_hid))
+    a = CfcSeqArgs(batch=batch, k=k, n_in=n_in, n_hid=n_hid, w_in=wp, w_rec=rp, bias=bp,
+                   tau=tp, x=xp, dt=dp, h_init=hi, h=hp, u=up)
+    c.launch("cfc_seq_forward", _byref(a), c.stream)
     return h, u
 
 
@@ -572,41 +725,40 @@ def cfc_seq_backward(x, dt, w_in, w_rec, bias, tau, h, u, dh, h_init=None, dx=No
     outside the recurrence): dict dx, dh_init (None without h_init) and the
     parameter gradients dw_in, dw_rec, dbias, dtau (overwritten, or added to
     with grad_accumulate)."""
-    _torch_u1()
-    xa, da, wa, ra, ba, ta, hi, batch, k, n_in, n_hid = _cfc_seq_common(
-        x, dt, w_in, w_rec, bias, tau, h_init)
+    c = _Call("cfc_seq_backward")
+    xp, dp, wp, rp, bp, tp, hi, batch, k, n_in, n_hid = _cfc_seq_inputs(
+        c, x, dt, w_in, w_rec, bias, tau, h_init)
     sh = (batch, k, n_hid)
-    ha, ua, ga = arg(h, "h", shape=sh), arg(u, "u", shape=sh), arg(dh, "dh", shape=sh)
-    c = _Call([xa, da, wa, ra, ba, ta, hi, ha, ua, ga], rt, stream, "cfc_seq_backward")
+    hp, up, gp = c.inp(h, "h", shape=sh), c.inp(u, "u", shape=sh), c.inp(dh, "dh", shape=sh)
+    c.bind(rt, stream)
     grads = grads or {}
     r = {}
-    r["dx"], dxa = c.out(dx, "dx", (batch, k, n_in))
-    dhia = None
+    r["dx"], dxp = c.out(dx, "dx", (batch, k, n_in))
+    dhip = 0
     r["dh_init"] = None
-    if hi is not None:
-        r["dh_init"], dhia = c.out(dh_init, "dh_init", (batch, n_hid))
+    if h_init is not None:
+        r["dh_init"], dhip = c.out(dh_init, "dh_init", (batch, n_hid))
     g = {}
     for n, shape in (("dw_in", (n_hid, n_in)), ("dw_rec", (n_hid, n_hid)), ("dbias", (n_hid,)),
                      ("dtau", (n_hid,))):
         r[n], g[n] = c.out(grads.get(n), n, shape)
-    need = c.rt.cfc_seq_workspace_size(batch, k, n_in, n_hid)
-    _keep, wp, wb = c.workspace(workspace, need)
+    need = c.size("cfc_seq_workspace_size", batch, k, n_in, n_hid)
+    _keep, wsp, wsb = c.workspace(workspace, need)
     a = CfcSeqArgs(
-        batch=batch, k=k, n_in=n_in, n_hid=n_hid, w_in=wa.ptr, w_rec=ra.ptr, bias=ba.ptr,
-        tau=ta.ptr, x=xa.ptr, dt=da.ptr, h_init=ptr(hi), h=ha.ptr, u=ua.ptr, dh=ga.ptr,
-        dx=dxa.ptr, dh_init=ptr(dhia), dw_in=g["dw_in"].ptr, dw_rec=g["dw_rec"].ptr,
-        dbias=g["dbias"].ptr, dtau=g["dtau"].ptr, grad_accumulate=int(bool(grad_accumulate)),
-        work=wp, work_bytes=wb)
-    c.run(c.rt.cfc_seq_backward, a, c.stream)
+        batch=batch, k=k, n_in=n_in, n_hid=n_hid, w_in=wp, w_rec=rp, bias=bp, tau=tp, x=xp,
+        dt=dp, h_init=hi, h=hp, u=up, dh=gp, dx=dxp, dh_init=dhip, dw_in=g["dw_in"],
+        dw_rec=g["dw_rec"], dbias=g["dbias"], dtau=g["dtau"],
+        grad_accumulate=1 if grad_accumulate else 0, work=wsp, work_bytes=wsb)
+    c.launch("cfc_seq_backward", _byref(a), c.stream)
     return r
 
 
-def _heads_seq_x(x, d):
-    xa = arg(x, "x")
-    batch, steps, dd = _dims(xa, "x", 3)
+def _heads_seq_x(c, x, d):
+    xp = c.inp(x, "x")
+    batch, steps, dd = _dims(c, "x", 3)
     if dd != d:
-        raise ValueError("x: shape %s, expected (batch, steps, %d)" % (xa.shape, d))
-    return xa, batch, steps
+        raise ValueError("x: shape %s, expected (batch, steps, %d)" % (tuple(c.shape), d))
+    return xp, batch, steps
 
 
 def _row_blocks(n, max_batch, max_t):
@@ -627,13 +779,13 @@ def _row_blocks(n, max_batch, max_t):
 
 def heads_seq_forward(x, params, logits=None, rt=None, stream=None):
     """GRN heads on every row of x [B, S, D]: returns logits [B, S, H]."""
-    pa, (d, e, h) = _heads_params(params)
-    xa, batch, steps = _heads_seq_x(x, d)
-    c = _Call([xa] + list(pa.values()), rt, stream, "heads_seq_forward")
-    logits, la = c.out(logits, "logits", (batch, steps, h))
-    a = HeadsSeqArgs(batch=batch, steps=steps, d=d, e=e, h=h, x=xa.ptr, logits=la.ptr,
-                     **{n: v.ptr for n, v in pa.items()})
-    c.run(c.rt.heads_seq_forward, a, c.stream)
+    c = _Call("heads_seq_forward")
+    pa, _shapes, (d, e, h) = _heads_params(c, params)
+    xp, batch, steps = _heads_seq_x(c, x, d)
+    c.bind(rt, stream)
+    logits, lp = c.out(logits, "logits", (batch, steps, h))
+    a = HeadsSeqArgs(batch=batch, steps=steps, d=d, e=e, h=h, x=xp, logits=lp, **pa)
+    c.launch("heads_seq_forward", _byref(a), c.stream)
     return logits
 
 
@@ -641,23 +793,22 @@ def heads_seq_backward(x, params, dlogits, dx=None, grads=None, grad_accumulate=
                        workspace=None, rt=None, stream=None):
     """GRN heads over [B, S] rows, backward: dict dx [B, S, D] and
     d<param> (parameter-shaped, summed over every row)."""
-    _torch_u1()
-    pa, (d, e, h) = _heads_params(params)
-    xa, batch, steps = _heads_seq_x(x, d)
-    ga = arg(dlogits, "dlogits", shape=(batch, steps, h))
-    c = _Call([xa, ga] + list(pa.values()), rt, stream, "heads_seq_backward")
+    c = _Call("heads_seq_backward")
+    pa, shapes, (d, e, h) = _heads_params(c, params)
+    xp, batch, steps = _heads_seq_x(c, x, d)
+    gp = c.inp(dlogits, "dlogits", shape=(batch, steps, h))
+    c.bind(rt, stream)
     grads = grads or {}
     r, g = {}, {}
-    r["dx"], dxa = c.out(dx, "dx", (batch, steps, d))
+    r["dx"], dxp = c.out(dx, "dx", (batch, steps, d))
     for n in HEADS_PARAMS:
-        r["d" + n], g["d" + n] = c.out(grads.get("d" + n), "d" + n, pa[n].shape)
-    need = c.rt.heads_seq_workspace_size(batch, steps, d, e, h)
-    _keep, wp, wb = c.workspace(workspace, need)
-    a = HeadsSeqArgs(
-        batch=batch, steps=steps, d=d, e=e, h=h, x=xa.ptr, dlogits=ga.ptr, dx=dxa.ptr,
-        grad_accumulate=int(bool(grad_accumulate)), work=wp, work_bytes=wb,
-        **{n: v.ptr for n, v in pa.items()}, **{n: v.ptr for n, v in g.items()})
-    c.run(c.rt.heads_seq_backward, a, c.stream)
+        r["d" + n], g["d" + n] = c.out(grads.get("d" + n), "d" + n, shapes[n])
+    need = c.size("heads_seq_workspace_size", batch, steps, d, e, h)
+    _keep, wsp, wsb = c.workspace(workspace, need)
+    a = HeadsSeqArgs(batch=batch, steps=steps, d=d, e=e, h=h, x=xp, dlogits=gp, dx=dxp,
+                     grad_accumulate=1 if grad_accumulate else 0, work=wsp, work_bytes=wsb,
+                     **pa, **g)
+    c.launch("heads_seq_backward", _byref(a), c.stream)
     return r
 
 
@@ -665,20 +816,20 @@ def vsn_seq_backward(x, w, bias, dy, dx=None, dw=None, dbias=None, grad_accumula
                      workspace=None, rt=None, stream=None):
     """Variable selection backward over all rows: dict dx [B, T, F], dw
     [F, F], dbias [F] (summed over every row)."""
-    _torch_u1()
-    xa, wa, ba, batch, t, f = _vsn_common(x, w, bias)
-    ga = arg(dy, "dy", shape=(batch, t, f))
-    c = _Call([xa, wa, ba, ga], rt, stream, "vsn_seq_backward")
+    c = _Call("vsn_seq_backward")
+    xp, wp, bp, batch, t, f = _vsn_inputs(c, x, w, bias)
+    gp = c.inp(dy, "dy", shape=(batch, t, f))
+    c.bind(rt, stream)
     r = {}
-    r["dx"], dxa = c.out(dx, "dx", (batch, t, f))
-    r["dw"], dwa = c.out(dw, "dw", (f, f))
-    r["dbias"], dba = c.out(dbias, "dbias", (f,))
-    need = c.rt.vsn_seq_workspace_size(batch, t, f)
-    _keep, wp, wb = c.workspace(workspace, need)
-    a = VsnSeqArgs(batch=batch, t=t, f=f, w=wa.ptr, bias=ba.ptr, x=xa.ptr, dy=ga.ptr,
-                   dx=dxa.ptr, dw=dwa.ptr, dbias=dba.ptr,
-                   grad_accumulate=int(bool(grad_accumulate)), work=wp, work_bytes=wb)
-    c.run(c.rt.vsn_seq_backward, a, c.stream)
+    r["dx"], dxp = c.out(dx, "dx", (batch, t, f))
+    r["dw"], dwp = c.out(dw, "dw", (f, f))
+    r["dbias"], dbp = c.out(dbias, "dbias", (f,))
+    need = c.size("vsn_seq_workspace_size", batch, t, f)
+    _keep, wsp, wsb = c.workspace(workspace, need)
+    a = VsnSeqArgs(batch=batch, t=t, f=f, w=wp, bias=bp, x=xp, dy=gp, dx=dxp, dw=dwp,
+                   dbias=dbp, grad_accumulate=1 if grad_accumulate else 0, work=wsp,
+                   work_bytes=wsb)
+    c.launch("vsn_seq_backward", _byref(a), c.stream)
     return r
 
 
@@ -701,27 +852,28 @@ def bce_with_logits(z, y, loss=None, accumulate=False, dz=None, want_dz=True, wi
     wide form past 8192 values when the library has it and a workspace is
     at hand (torch inputs, or workspace=), else the one-block form. dz has
     the same bits either way; the loss may differ in its last bits."""
-    _torch_u1()
-    za = arg(z, "z")
-    ya = arg(y, "y", shape=za.shape)
-    n = za.numel()
-    c = _Call([za, ya], rt, stream, "bce_with_logits")
+    c = _Call("bce_with_logits")
+    zp = c.inp(z, "z")
+    zs = tuple(c.shape)
+    yp = c.inp(y, "y", shape=zs)
+    n = _numel(zs)
+    c.bind(rt, stream)
     if wide is None:
         # Up to _BCE_WIDE_ONE_BLOCK the wide form is the one-block form:
         # no workspace to allocate for it.
         wide = (n > _BCE_WIDE_ONE_BLOCK and c.rt.lib.has("bce_with_logits_wide")
                 and (c.torch or workspace is not None))
-    loss, la = c.out(loss, "loss", (1,), zero=accumulate)
-    dza = None
+    loss, lp = c.out(loss, "loss", (1,), zero=accumulate)
+    dzp = 0
     if want_dz or dz is not None:
-        dz, dza = c.out(dz, "dz", za.shape)
+        dz, dzp = c.out(dz, "dz", zs)
+    acc = 1 if accumulate else 0
     if wide:
-        need = c.rt.bce_with_logits_workspace_size(n)
-        _keep, wp, wb = c.workspace(workspace, need)
-        c.run(c.rt.bce_with_logits_wide, za.ptr, ya.ptr, n, la.ptr, accumulate, ptr(dza), wp,
-              wb, c.stream)
+        need = c.size("bce_with_logits_workspace_size", n)   # AbiError before ABI 2.4
+        _keep, wsp, wsb = c.workspace(workspace, need)
+        c.launch("bce_with_logits_wide", zp, yp, n, lp, acc, dzp, wsp, wsb, c.stream)
     else:
-        c.run(c.rt.bce_with_logits, za.ptr, ya.ptr, n, la.ptr, accumulate, ptr(dza), c.stream)
+        c.launch("bce_with_logits", zp, yp, n, lp, acc, dzp, c.stream)
     return loss, dz
 
 
@@ -729,28 +881,27 @@ def adamw(param, grad, m, v, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight
           rt=None, stream=None):
     """Fused AdamW over one float32 tensor in place; step is one int32 on
     the device (1-based)."""
-    pa = arg(param, "param", writable=True)
-    ga = arg(grad, "grad", shape=pa.shape)
-    ma = arg(m, "m", shape=pa.shape, writable=True)
-    va = arg(v, "v", shape=pa.shape, writable=True)
-    sa = arg(step, "step", "i4")
-    if sa.numel() != 1:
-        raise ValueError("step: one int32 expected, got shape %s" % (sa.shape,))
-    c = _Call([pa, ga, ma, va, sa], rt, stream, "adamw")
-    a = AdamwArgs(n=pa.numel(), param=pa.ptr, grad=ga.ptr, m=ma.ptr, v=va.ptr, step=sa.ptr,
-                  lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay)
-    c.run(c.rt.adamw, a, c.stream)
+    c = _Call("adamw")
+    pp = c.inp(param, "param", writable=True)
+    ps = tuple(c.shape)
+    gp = c.inp(grad, "grad", shape=ps)
+    mp = c.inp(m, "m", shape=ps, writable=True)
+    vp = c.inp(v, "v", shape=ps, writable=True)
+    sp = c.inp(step, "step", "i4")
+    if _numel(c.shape) != 1:
+        raise ValueError("step: one int32 expected, got shape %s" % (tuple(c.shape),))
+    c.bind(rt, stream)
+    a = AdamwArgs(n=_numel(ps), param=pp, grad=gp, m=mp, v=vp, step=sp, lr=lr,
+                  beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay)
+    c.launch("adamw", _byref(a), c.stream)
     return param
 
 
 def increment_step(step, rt=None, stream=None):
     """step[0] += 1 on the device (one int32)."""
-    sa = arg(step, "step", "i4")
-    if sa.numel() != 1:
-        raise ValueError("step: one int32 expected, got shape %s" % (sa.shape,))
-    c = _Call([sa], rt, stream, "increment_step")
-    c.run(c.rt.increment_step, sa.ptr, c.stream)
+    c = _Call("increment_step")
+    sp = c.inp(step, "step", "i4")
+    if _numel(c.shape) != 1:
+        raise ValueError("step: one int32 expected, got shape %s" % (tuple(c.shape),))
+    c.bind(rt, stream).launch("increment_step", sp, c.stream)
     return step
-
-
-_ = _lib

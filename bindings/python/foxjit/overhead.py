@@ -2,10 +2,14 @@
 
 For a few ops at the trainers' shapes: host microseconds per call through
 the Python wrapper on torch tensors (foxjit.ops, with its checks), through
-the raw ctypes call on addresses (Runtime methods), and, with --c-json,
-through C (tools/examples/call_overhead, the same calls in a C loop); and
-the GPU microseconds per call through each (CUDA events around N calls
-back to back). Prints a Markdown table; --json FILE keeps the numbers."""
+the raw ctypes call on addresses (Runtime methods), through the autograd
+path where the op has one (foxjit.torch's custom op, parameters requiring
+grad: torch's dispatcher and autograd bookkeeping included) and, with
+--c-json, through C (tools/examples/call_overhead, the same calls in a C
+loop); and the GPU microseconds per call through each (CUDA events around
+N calls back to back). The wrapper / ctypes column is the wrappers' cost
+as a ratio (the package aims at 1.5 or less). Prints a Markdown table;
+--json FILE keeps the numbers."""
 
 import argparse
 import json
@@ -14,6 +18,7 @@ import time
 import torch
 
 import foxjit
+import foxjit.torch as ft
 from foxjit import ops
 
 
@@ -60,16 +65,18 @@ def cases():
                                    tau=p[3].data_ptr(), x=xc.data_ptr(), h=hc.data_ptr(),
                                    dt=dt.data_ptr(), u=u.data_ptr(), h_out=h_out.data_ptr())
     xp = x.data_ptr()
+    pg = [t.clone().requires_grad_(True) for t in p]
     yield ("column_sum 8192x42",
            lambda: ops.column_sum(x, out=out),
-           lambda: rt.column_sum(xp, 8192, 42, out.data_ptr(), False, s))
+           lambda: rt.column_sum(xp, 8192, 42, out.data_ptr(), False, s), None)
     yield ("rank_normalize 4096000",
            lambda: ops.rank_normalize(r, 1.0, 0.0, out=ro, workspace=ws),
            lambda: rt.rank_normalize(r.data_ptr(), r.numel(), 1.0, 0.0, "max", ro.data_ptr(),
-                                     ws.data_ptr(), ws_bytes, s))
+                                     ws.data_ptr(), ws_bytes, s), None)
     yield ("cfc_forward 32x128x128",
            lambda: ops.cfc_forward(xc, hc, dt, *p, h_out=h_out, u=u),
-           lambda: rt.cfc_forward(cargs, s))
+           lambda: rt.cfc_forward(cargs, s),
+           lambda: ft.cfc_step(xc, hc, dt, *pg))
 
 
 def main(argv=None):
@@ -83,23 +90,29 @@ def main(argv=None):
         with open(a.c_json) as f:
             c = json.load(f)
     rows = []
-    for name, wrapper, raw in cases():
+    for name, wrapper, raw, autograd in cases():
         row = {"op": name,
                "wrapper_host_us": host_us(wrapper, a.calls),
                "ctypes_host_us": host_us(raw, a.calls),
                "wrapper_gpu_us": gpu_us(wrapper, a.calls // 4),
                "ctypes_gpu_us": gpu_us(raw, a.calls // 4)}
+        row["wrapper_over_ctypes"] = row["wrapper_host_us"] / row["ctypes_host_us"]
+        if autograd is not None:
+            row["autograd_host_us"] = host_us(autograd, a.calls)
         row.update({k: v for k, v in c.get(name, {}).items()})
         rows.append(row)
-    print("| op | Python wrapper host us/call | raw ctypes host us/call | C host us/call "
-          "| GPU us/call (wrapper) | GPU us/call (ctypes) | GPU us/call (C) |")
-    print("|---|---|---|---|---|---|---|")
+
+    def opt(r, k):
+        return "%.2f" % r[k] if k in r else "-"
+    print("| op | Python wrapper host us/call | raw ctypes host us/call | wrapper / ctypes "
+          "| autograd op host us/call | C host us/call | GPU us/call (wrapper) "
+          "| GPU us/call (ctypes) | GPU us/call (C) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %.2f | %.2f | %s | %.2f | %.2f | %s |" % (
-            r["op"], r["wrapper_host_us"], r["ctypes_host_us"],
-            "%.2f" % r["c_host_us"] if "c_host_us" in r else "-",
-            r["wrapper_gpu_us"], r["ctypes_gpu_us"],
-            "%.2f" % r["c_gpu_us"] if "c_gpu_us" in r else "-"))
+        print("| %s | %.2f | %.2f | %.2f | %s | %s | %.2f | %.2f | %s |" % (
+            r["op"], r["wrapper_host_us"], r["ctypes_host_us"], r["wrapper_over_ctypes"],
+            opt(r, "autograd_host_us"), opt(r, "c_host_us"), r["wrapper_gpu_us"],
+            r["ctypes_gpu_us"], opt(r, "c_gpu_us")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -34,6 +34,8 @@ class Runtime:
                  disable_disk_cache=False, target=None, _raw=None, _owned=True):
         self.lib = lib if lib is not None else _lib.library()
         self._api = self.lib.api
+        self._fns = self.lib.fns     # the entries, for foxjit.ops' calls
+        self._sizes = {}             # size queries' answers by dims (foxjit.ops)
         self._owned = _owned
         if _raw is not None:
             self._rt = ctypes.c_void_p(_raw)

@@ -549,6 +549,75 @@ class Autograd(unittest.TestCase):
                          [rnd(3, 7, 12), rnd(12, lo=-.3, hi=.3)])
 
 
+@unittest.skipUnless(HAVE_GPU, "needs a GPU")
+class Modules(unittest.TestCase):
+    """foxjit.modules: each block equals its float64 reference with its own
+    parameters, gradients included; a net of them compiles whole
+    (torch.compile(fullgraph=True): no graph break) to the eager result."""
+
+    def setUp(self):
+        need_library(self)
+        torch.manual_seed(5)
+        from foxjit import modules
+        self.m = modules
+
+    def check(self, name, mod, ref, x, atol=1e-4):
+        params = list(mod.parameters())
+        out = mod(x)
+        g = rnd(*out.shape)
+        got = torch.autograd.grad((out * g).sum(), params)
+        want_out, want = f64_grads(ref, params, g)
+        close(self, name + " out", out, want_out, atol)
+        for i, (a, b) in enumerate(zip(got, want)):
+            close(self, "%s grad %d" % (name, i), a, b, atol)
+
+    def test_blocks_match_the_reference(self):
+        B, K, F, D, E, H = 3, 9, 6, 16, 8, 3
+        x, dt = rnd(B, K, F), rnd(B, K, lo=0.25, hi=1.75)
+        vsn = self.m.VariableSelection(F).cuda()
+        self.check("VariableSelection", vsn, lambda w, b: ref_vsn(x.double(), w, b), x)
+        cfc = self.m.CfCSequence(F, D).cuda()
+        h0 = torch.zeros(B, D, device="cuda", dtype=torch.float64)
+        out = cfc(x, dt)
+        g = rnd(*out.shape)
+        got = torch.autograd.grad((out * g).sum(), list(cfc.parameters()))
+        want_out, want = f64_grads(lambda *p: ref_cfc_seq(x.double(), dt.double(), *p, h0),
+                                   list(cfc.parameters()), g)
+        close(self, "CfCSequence out", out, want_out, 1e-3)
+        for i, (a, b) in enumerate(zip(got, want)):
+            close(self, "CfCSequence grad %d" % i, a, b, 1e-3)
+        hs = rnd(B, K, D)
+        pool = self.m.AttentionPooling(D).cuda()
+        self.check("AttentionPooling", pool, lambda q: ref_attn(hs.double(), q), hs)
+        heads = self.m.GRNHeads(D, E, H).cuda()
+        self.check("GRNHeads", heads, lambda *p: ref_heads(hs.double(), *p), hs, 1e-3)
+
+    def test_a_net_of_them_compiles_whole(self):
+        B, K, F, D, E, H = 4, 8, 6, 16, 8, 3
+        m = self.m
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vsn, self.cfc = m.VariableSelection(F), m.CfCSequence(F, D)
+                self.pool, self.heads = m.AttentionPooling(D), m.GRNHeads(D, E, H)
+
+            def forward(self, x, dt):
+                hs = self.cfc(self.vsn(x), dt)
+                return self.heads(hs).sum() + self.heads(self.pool(hs)).sum()
+
+        net = Net().cuda()
+        x, dt = rnd(B, K, F), rnd(B, K, lo=0.25, hi=1.75)
+        eager = net(x, dt)
+        eager_grads = torch.autograd.grad(eager, list(net.parameters()))
+        compiled = torch.compile(net, fullgraph=True)    # a graph break raises
+        got = compiled(x, dt)
+        got_grads = torch.autograd.grad(got, list(net.parameters()))
+        close(self, "compiled", got, eager, 1e-5)
+        for i, (a, b) in enumerate(zip(got_grads, eager_grads)):
+            close(self, "compiled grad %d" % i, a, b, 1e-5)
+
+
 # ---- the reference model (kernels.md "The reference perception model") ----------
 
 class Model(torch.nn.Module if torch is not None else object):

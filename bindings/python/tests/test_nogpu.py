@@ -374,6 +374,9 @@ class FakeTorch(types.ModuleType):
             def data_ptr(self):
                 return self._ptr
 
+            def get_device(self):
+                return self.device.index if self.device.type == "cuda" else -1
+
             def is_contiguous(self):
                 return True
 
@@ -396,7 +399,10 @@ class FakeTorch(types.ModuleType):
         return self._next
 
     def _make(self, what, shape, dtype, device):
-        t = self.Tensor(shape, dtype, int(device.split(":")[1]) if ":" in device else 0)
+        # device: an index (what foxjit.ops passes) or "cuda:N"
+        if isinstance(device, str):
+            device = int(device.split(":")[1]) if ":" in device else 0
+        t = self.Tensor(shape, dtype, device)
         self.log.append((what, t.data_ptr()))
         return t
 
@@ -457,22 +463,32 @@ class FakeDriver:
 
 
 class RecordingRuntime:
-    """A Runtime that logs each launch with the context current at it (and
-    raises foxjit.Error for the names in fail)."""
+    """A Runtime made in context ctx whose entries log each launch with the
+    context current at it and return the library's statuses: the context
+    errors when ctx is not current (the library's first check, before
+    anything is launched), INVALID_ARGUMENT for the names in fail."""
 
-    def __init__(self, log, driver, fail=()):
-        self.log, self.driver, self.fail = log, driver, fail
-        self.lib = types.SimpleNamespace(has=lambda entry: True)
+    def __init__(self, log, driver, ctx, fail=()):
+        self.log, self.driver, self.ctx, self.fail = log, driver, ctx, fail
+        self.lib = types.SimpleNamespace(has=lambda entry: True,
+                                         last_error=lambda: "recorded failure")
+        self._rt = ctypes.c_void_p(0x1000)
+        self._sizes = {}
+        self._fns = self
 
     def __getattr__(self, name):
         if name.endswith("_workspace_size"):
             return lambda *args: 256
 
-        def launch(*args):
-            self.log.append(("launch", name, self.driver.current(), args[-1]))
-            if name in self.fail:
-                raise foxjit.Error(foxjit.Status.INVALID_ARGUMENT, "recorded failure")
-        return launch
+        def entry(rt, *args):
+            cur = self.driver.current()
+            if not cur:
+                return foxjit.Status.NO_CONTEXT
+            if cur != self.ctx:
+                return foxjit.Status.WRONG_CONTEXT
+            self.log.append(("launch", name, cur, args[-1]))
+            return INV if name in self.fail else 0
+        return entry
 
 
 class TorchPath(unittest.TestCase):
@@ -481,7 +497,8 @@ class TorchPath(unittest.TestCase):
         self.log = []
         self.torch = FakeTorch(self.log)
         self.driver = FakeDriver(self.log, current=CTX)
-        self.rt = RecordingRuntime(self.log, self.driver)
+        self.rt = RecordingRuntime(self.log, self.driver, CTX)
+        self.rt1 = RecordingRuntime(self.log, self.driver, CTX + 1)
         saved_dtypes = dict(arrays._TORCH_DTYPES)
         saved = (sys.modules.get("torch"), ops._driver, dict(ops._runtimes), ops.Runtime)
 
@@ -502,7 +519,7 @@ class TorchPath(unittest.TestCase):
         ops._driver = self.driver
         ops._runtimes.clear()
         ops._runtimes[0] = (self.rt, CTX)
-        ops._runtimes[1] = (self.rt, CTX + 1)
+        ops._runtimes[1] = (self.rt1, CTX + 1)
 
     def t(self, *shape, device=0, dtype=None):
         return self.torch.Tensor(shape, dtype, device)
@@ -592,6 +609,29 @@ class TorchPath(unittest.TestCase):
         self.assertEqual(self.driver.stack, [0])
         self.assertIs(ops.runtime_for(self.torch.Tensor((1,)).device.index), self.rt)
         self.assertEqual(made, [CTX])       # made once
+
+    def test_nothing_asked_of_the_driver_on_the_common_path(self):
+        """With the runtime's context current, a call asks the driver
+        nothing (the library's own check answers); torch's current stream
+        comes from its raw query when torch has one; a workspace size is
+        asked of the library once per runtime and shape."""
+        calls = []
+        get = self.driver.cuCtxGetCurrent
+        self.driver.cuCtxGetCurrent = lambda ref: calls.append("get") or get(ref)
+        self.torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: SIDE + d)
+        ops.column_sum(self.t(8, 4), out=self.t(4))
+        ops.column_sum(self.t(8, 4, device=1), out=self.t(4, device=1))  # cuda:1's context?
+        self.assertEqual(self.launches(), [("launch", "column_sum", CTX, SIDE),
+                                           ("launch", "column_sum", CTX + 1, SIDE + 1)])
+        self.assertEqual(calls, ["get"])    # only after cuda:1's runtime was refused
+        asked = []
+        self.rt.cfc_seq_workspace_size = lambda *dims: asked.append(dims) or 512
+        b, k, n_in, n_hid = 2, 3, 4, 5
+        for _ in range(3):
+            ops.cfc_seq_backward(self.t(b, k, n_in), self.t(b, k), self.t(n_hid, n_in),
+                                 self.t(n_hid, n_hid), self.t(n_hid), self.t(n_hid),
+                                 self.t(b, k, n_hid), self.t(b, k, n_hid), self.t(b, k, n_hid))
+        self.assertEqual(asked, [(b, k, n_in, n_hid)])
 
     def test_allocations_ordered_before_the_op_on_another_stream(self):
         """With stream= another stream than torch's current one, the op waits
