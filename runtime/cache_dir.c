@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_io.h"
+
 /* How many symlinks among the parents are resolved before giving up, as
  * the kernel's own limit. */
 #define FJ_MAX_LINKS 40
@@ -174,7 +176,8 @@ restart:;
     char done[PATH_MAX] = "";
     int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, why_len, "cannot open /: %s", strerror(errno));
+        char text[200];
+        snprintf(why, why_len, "cannot open /: %s", fj_errno_text(errno, text, sizeof text));
         return -1;
     }
     char *p = path;
@@ -208,7 +211,6 @@ restart:;
             goto fail;
         }
         struct stat st;
-        int made = 0;   /* this call created the component */
         if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             if (errno != ENOENT || use != FJ_DIR_WRITABLE) {
                 int err = errno;
@@ -219,7 +221,12 @@ restart:;
                 goto fail;
             }
             if (mkdirat(fd, comp, mode) == 0) {
-                made = 1;
+                /* mkdirat's mode is cut by the umask: under umask 0777 the
+                 * cache would be mode 000, and a layer for other users
+                 * unreadable by them. The mode is set by name before the
+                 * directory is opened (a user could not open one of mode
+                 * 000); the name is ours, in a parent just checked. */
+                (void)fchmodat(fd, comp, mode, 0);
             } else if (errno != EEXIST) {
                 snprintf(why, why_len, "cannot create %s: %s; set FOXJIT_CACHE_DIR to a writable "
                          "directory", next, strerror(errno));
@@ -260,7 +267,9 @@ restart:;
         }
         int nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (nfd < 0) {
-            if (errno == ENOTDIR)
+            const int err = errno;
+            char text[200];
+            if (err == ENOTDIR)
                 snprintf(why, why_len, "%s path %s exists and is not a directory; %s", use ==
                          FJ_DIR_LAYER ? "read-only cache layer" : "cache", next,
                          use == FJ_DIR_LAYER ? "name the layer's directory in "
@@ -268,15 +277,11 @@ restart:;
                                              : "move that file away, or put the cache elsewhere "
                                                "(FOXJIT_CACHE_DIR, --cache-dir)");
             else
-                snprintf(why, why_len, "cannot open %s: %s%s", next, strerror(errno),
-                         errno == EACCES ? no_access_hint(use) : "");
+                snprintf(why, why_len, "cannot open %s: %s%s", next,
+                         fj_errno_text(err, text, sizeof text),
+                         err == EACCES ? no_access_hint(use) : "");
             goto fail;
         }
-        /* mkdirat's mode is cut by the umask: a layer for other users needs
-         * every directory it made readable by them, its parents included
-         * (only the cache directory itself is set again later). */
-        if (made && shared)
-            (void)fchmod(nfd, 0755);
         close(fd);
         fd = nfd;
         if (!strcmp(comp, "..")) {

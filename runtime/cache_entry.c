@@ -82,30 +82,44 @@ uint8_t *fj_entry_encode(const char *key, uint32_t kind, const void *payload,
         return -1;                                   \
     } while (0)
 
-int fj_entry_parse(const uint8_t *buf, size_t len, const char *expected_key,
-                   fj_entry_view *view, char *why, size_t why_len)
+int fj_entry_check_header(const uint8_t *hdr, uint64_t file_size, char *why, size_t why_len)
 {
-    if (len < FJ_ENTRY_HEADER_SIZE)
-        REJECT("short file (%zu bytes, header is %u)", len, FJ_ENTRY_HEADER_SIZE);
-    if (memcmp(buf, FJ_ENTRY_MAGIC, 8) != 0)
+    if (file_size < FJ_ENTRY_HEADER_SIZE)
+        REJECT("short file (%llu bytes, header is %u)", (unsigned long long)file_size,
+               FJ_ENTRY_HEADER_SIZE);
+    if (memcmp(hdr, FJ_ENTRY_MAGIC, 8) != 0)
         REJECT("not a fox-jit cache entry (bad magic)");
-    uint32_t version = get_u32(buf + 8);
+    uint32_t version = get_u32(hdr + 8);
     if (version != FJ_ENTRY_VERSION)
         REJECT("entry format version %u, expected %u", version, FJ_ENTRY_VERSION);
-    uint32_t kind = get_u32(buf + 12);
-    uint32_t key_len = get_u32(buf + 16);
-    uint64_t payload_len = get_u64(buf + 24);
+    uint32_t kind = get_u32(hdr + 12);
+    uint32_t key_len = get_u32(hdr + 16);
+    uint64_t payload_len = get_u64(hdr + 24);
     if (kind != FJ_ENTRY_KIND_CUBIN && kind != FJ_ENTRY_KIND_PTX)
         REJECT("unknown payload kind %u", kind);
-    if (get_u32(buf + 20) != 0)
+    if (get_u32(hdr + 20) != 0)
         REJECT("reserved header field is not zero");
     if (key_len == 0 || key_len > FJ_ENTRY_MAX_KEY)
         REJECT("key length %u out of range", key_len);
     if (payload_len == 0 || payload_len > FJ_ENTRY_MAX_PAYLOAD)
         REJECT("payload length %llu out of range", (unsigned long long)payload_len);
-    if ((uint64_t)len != FJ_ENTRY_HEADER_SIZE + (uint64_t)key_len + payload_len)
-        REJECT("file is %zu bytes, header says %llu (torn or truncated)", len,
+    if (file_size != FJ_ENTRY_HEADER_SIZE + (uint64_t)key_len + payload_len)
+        REJECT("file is %llu bytes, header says %llu (torn or truncated)",
+               (unsigned long long)file_size,
                (unsigned long long)(FJ_ENTRY_HEADER_SIZE + (uint64_t)key_len + payload_len));
+    return 0;
+}
+
+int fj_entry_parse(const uint8_t *buf, size_t len, const char *expected_key,
+                   fj_entry_view *view, char *why, size_t why_len)
+{
+    if (len < FJ_ENTRY_HEADER_SIZE)
+        REJECT("short file (%zu bytes, header is %u)", len, FJ_ENTRY_HEADER_SIZE);
+    if (fj_entry_check_header(buf, len, why, why_len) != 0)
+        return -1;
+    uint32_t kind = get_u32(buf + 12);
+    uint32_t key_len = get_u32(buf + 16);
+    uint64_t payload_len = get_u64(buf + 24);
     const char *key = (const char *)buf + FJ_ENTRY_HEADER_SIZE;
     uint8_t h[16];
     hash_into(h, buf, 48, key, key_len);

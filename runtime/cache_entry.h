@@ -42,6 +42,13 @@ typedef struct fj_entry_view {
 uint8_t *fj_entry_encode(const char *key, uint32_t kind, const void *payload,
                          size_t payload_len, size_t *out_len);
 
+/* The checks of fj_entry_parse that need only the header (its first
+ * FJ_ENTRY_HEADER_SIZE bytes) and the file's size: magic, version, kind,
+ * lengths, and that the file is exactly as long as the header says. 0, or
+ * -1 with why. A reader checks this before it reads the rest, so a large
+ * file that is no entry costs one header. */
+int fj_entry_check_header(const uint8_t *hdr, uint64_t file_size, char *why, size_t why_len);
+
 /* Checks and splits an entry. expected_key may be NULL (verify any entry).
  * Returns 0 and fills *view on success; -1 with a reason in why. Never
  * reads outside [buf, buf + len). */

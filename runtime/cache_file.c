@@ -11,6 +11,7 @@
 
 #include "cache_entry.h"
 #include "entry_key.h"
+#include "file_io.h"
 
 /* The status and sentence for an entry that could not be opened. */
 static fj_file_status open_failure(int dirfd, const char *name, int err, char *why,
@@ -20,8 +21,8 @@ static fj_file_status open_failure(int dirfd, const char *name, int err, char *w
     if (err == ENOENT)
         return FJ_FILE_ABSENT;
     if (err == ELOOP) {
-        snprintf(why, why_len, "is a symbolic link; fox-jit never follows links in its "
-                 "cache (remove it, or run fox-jit verify)");
+        snprintf(why, why_len, "is a symbolic link (fox-jit never follows links in its "
+                 "cache)");
         return FJ_FILE_UNSAFE;
     }
     if (err == EISDIR ||
@@ -90,34 +91,39 @@ static fj_file_status check_opened(int fd, int allow_root, size_t max_len, struc
     return FJ_FILE_OK;
 }
 
-/* Up to size bytes of fd (fewer when it shrank: a short entry). NULL with
- * FJ_FILE_IOERR when it cannot be read. */
-static uint8_t *read_all(int fd, size_t size, size_t *got, fj_file_status *status, char *why,
-                         size_t why_len)
+/* The entry in fd, of size bytes by fstat: its header is read and checked
+ * first (fj_entry_check_header), and the rest only for a header that fits
+ * the size, so a large file that is no entry costs one header read. NULL
+ * with FJ_FILE_BAD (why filled) for a bad header or a file that grew past
+ * what its header says, or FJ_FILE_IOERR when it cannot be read. A file
+ * that shrank meanwhile comes back short, for the parse to refuse. */
+static uint8_t *read_entry(int fd, size_t size, size_t *got, fj_file_status *status,
+                           char *why, size_t why_len)
 {
-    uint8_t *buf = malloc(size ? size : 1);
-    if (!buf) {
+    uint8_t hdr[FJ_ENTRY_HEADER_SIZE] = {0};
+    size_t want = size < sizeof hdr ? size : sizeof hdr;
+    ssize_t n = fj_read_upto(fd, hdr, want);
+    *got = 0;
+    if (n < 0) {
+        /* An I/O error says nothing about the entry: it is not a short
+         * (corrupt) file to delete, only one that could not be read now. */
         *status = FJ_FILE_IOERR;
-        snprintf(why, why_len, "out of memory reading it");
+        snprintf(why, why_len, "could not be read (%s)", strerror(errno));
         return NULL;
     }
-    *got = 0;
-    while (*got < size) {
-        ssize_t n = read(fd, buf + *got, size - *got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            /* An I/O error says nothing about the entry: it is not a short
-             * (corrupt) file to delete, only one that could not be read now. */
-            *status = FJ_FILE_IOERR;
-            snprintf(why, why_len, "could not be read (%s)", strerror(errno));
-            free(buf);
-            *got = 0;
-            return NULL;
-        }
-        if (n == 0)
-            break;
-        *got += (size_t)n;
+    if (fj_entry_check_header(hdr, (size_t)n < want ? (uint64_t)n : (uint64_t)size, why,
+                              why_len) != 0) {
+        *status = FJ_FILE_BAD;
+        return NULL;
+    }
+    const size_t rest = size - sizeof hdr;
+    uint8_t *buf = fj_read_bounded(fd, hdr, sizeof hdr, rest, rest, got);
+    if (!buf && errno == EFBIG) {
+        *status = FJ_FILE_BAD;
+        snprintf(why, why_len, "grew past the %zu bytes its header says while it was read", size);
+    } else if (!buf) {
+        *status = FJ_FILE_IOERR;
+        snprintf(why, why_len, "could not be read (%s)", strerror(errno));
     }
     return buf;
 }
@@ -143,11 +149,11 @@ uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int tou
     uint8_t *buf = NULL;
     *status = check_opened(fd, allow_root, max_len, &st, why, why_len);
     if (*status == FJ_FILE_OK)
-        buf = read_all(fd, (size_t)st.st_size, len, status, why, why_len);
+        buf = read_entry(fd, (size_t)st.st_size, len, status, why, why_len);
     if (buf && touch && *len == (size_t)st.st_size)
         futimens(fd, NULL); /* used now: the LRU order of eviction */
     /* Only a file the caller may go on to remove as bad is handed back. */
-    if (held && (*status == FJ_FILE_OK || *status == FJ_FILE_UNSAFE))
+    if (held && (*status == FJ_FILE_OK || *status == FJ_FILE_UNSAFE || *status == FJ_FILE_BAD))
         *held = fd;
     else
         close(fd);
@@ -296,6 +302,15 @@ int fj_cache_file_remove_ours(int dirfd, const char *name, const struct stat *li
     return rc;
 }
 
+int fj_cache_temp_is_stale(const struct stat *st, time_t now, long max_age)
+{
+    /* A write takes seconds: a temp file whose mtime is further from now
+     * than max_age, either way, belongs to no live writer. Dated in the
+     * future (a restored backup, a host whose clock is ahead) it would
+     * otherwise never age, and a disk filled by such files never heal. */
+    return st->st_mtime < now - max_age || st->st_mtime > now + max_age;
+}
+
 int fj_cache_remove_stale_temp(int dirfd, const char *name, long max_age, uint64_t *size)
 {
     if (!fj_cache_temp_name_ok(name))
@@ -307,7 +322,7 @@ int fj_cache_remove_stale_temp(int dirfd, const char *name, long max_age, uint64
         return 0;
     struct stat st;
     int removed = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                  (max_age <= 0 || time(NULL) - st.st_mtime > max_age) &&
+                  (max_age <= 0 || fj_cache_temp_is_stale(&st, time(NULL), max_age)) &&
                   fj_cache_file_unlink_same(dirfd, name, fd) == 0;
     close(fd);
     if (removed && size)

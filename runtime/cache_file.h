@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* Longest name of a temp file (see fj_cache_temp_name). */
 #define FJ_TEMP_NAME_MAX 128
@@ -19,7 +20,9 @@
 #define FJ_CACHEDIR_TAG "CACHEDIR.TAG"
 #define FJ_CACHEDIR_SIGNATURE "Signature: 8a477f597d28d172789f06886806bc55"
 
-/* A temp file older than this belongs to a process that died mid-write. */
+/* A temp file whose mtime is further than this from now, in the past or in
+ * the future, belongs to a process that died mid-write
+ * (fj_cache_temp_is_stale). */
 #define FJ_STALE_TEMP_SECONDS 600
 
 typedef enum fj_file_status {
@@ -29,15 +32,21 @@ typedef enum fj_file_status {
     FJ_FILE_IS_DIR,   /* a directory has the name */
     FJ_FILE_DENIED,   /* exists, but we may not read it (EACCES) */
     FJ_FILE_IOERR,    /* could not be read for a reason that says nothing about it */
+    FJ_FILE_BAD,      /* a regular file we may read whose header is no entry's, or that
+                         grew past what its header says: not read past the header */
 } fj_file_status;
 
-/* Reads a whole cache file relative to dirfd. allow_root: a file owned by
- * root is acceptable (read-only layers). touch: set its mtime to now (the
- * runtime's use, for LRU order). Returns a malloc'd buffer on FJ_FILE_OK,
- * else NULL with why filled. max_len bounds what is read. held (may be
- * NULL): on FJ_FILE_OK and FJ_FILE_UNSAFE, the descriptor of the very file
- * examined (an O_PATH one for a link), else -1; a caller that finds it bad
- * removes exactly it with fj_cache_file_unlink_same, then closes it. */
+/* Reads a cache entry file relative to dirfd: its header first, checked
+ * against the file's size (fj_entry_check_header), then the rest, so no
+ * more is read than a valid header gives. allow_root: a file owned by root
+ * is acceptable (read-only layers). touch: set its mtime to now (the
+ * runtime's use, for LRU order). Returns a malloc'd buffer on FJ_FILE_OK
+ * (still to be parsed: its checksums and key are not checked here), else
+ * NULL with why filled. A file larger than max_len is not read at all.
+ * held (may be NULL): on FJ_FILE_OK, FJ_FILE_BAD and FJ_FILE_UNSAFE, the
+ * descriptor of the very file examined (an O_PATH one for a link), else
+ * -1; a caller that finds it bad removes exactly it with
+ * fj_cache_file_unlink_same, then closes it. */
 uint8_t *fj_cache_file_read(int dirfd, const char *name, int allow_root, int touch,
                             size_t max_len, size_t *len, fj_file_status *status, char *why,
                             size_t why_len, int *held);
@@ -57,8 +66,12 @@ int fj_cache_temp_name_ok(const char *name);
  * the directory: .tmp.<hex>.<host name>.<16 hex digits of getrandom>. */
 void fj_cache_temp_name(const char *hex, char out[FJ_TEMP_NAME_MAX]);
 
-/* Deletes a temp file of our pattern when older than the stale age (or any
- * age when max_age is 0). 1 when removed (*size set), 0 otherwise. */
+/* 1 when a temp file of this stat belongs to no live writer: its mtime is
+ * more than max_age seconds before now, or more than max_age after. */
+int fj_cache_temp_is_stale(const struct stat *st, time_t now, long max_age);
+
+/* Deletes a temp file of our pattern when stale (fj_cache_temp_is_stale;
+ * at any age when max_age is 0). 1 when removed (*size set), 0 otherwise. */
 int fj_cache_remove_stale_temp(int dirfd, const char *name, long max_age, uint64_t *size);
 
 /* Removal by name, safe against other processes storing under that name:

@@ -26,6 +26,7 @@
 #include "cache_dir.h"
 #include "cache_entry.h"
 #include "cache_file.h"
+#include "file_io.h"
 
 /* Every version of fox-jit wrote exactly this. A tag is fox-jit's when it
  * starts with the signature and says it was created by fox-jit. */
@@ -127,11 +128,14 @@ static int write_tag(int dirfd, int shared, int replace)
                     shared ? 0644 : 0600);
     if (fd < 0)
         return -1;
-    if (shared)
-        fchmod(fd, 0644);
-    size_t len = sizeof tag_text - 1;
-    int ok = write(fd, tag_text, len) == (ssize_t)len;
-    ok = close(fd) == 0 && ok;
+    (void)fchmod(fd, shared ? 0644 : 0600); /* whatever the umask */
+    int ok = fj_write_all(fd, tag_text, sizeof tag_text - 1, NULL) == 0;
+    int write_err = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        write_err = errno;
+    }
+    errno = write_err;
     if (ok && (replace ? renameat(dirfd, tmp, dirfd, FJ_CACHEDIR_TAG)
                        : fj_cache_file_rename_noreplace(dirfd, tmp, FJ_CACHEDIR_TAG)) == 0)
         return 0;
@@ -224,7 +228,10 @@ int fj_cache_tag_check(int dirfd, const char *dir, int may_write, int shared, ch
         return 0; /* another fox-jit process wrote it meanwhile */
     if (tag == TAG_OTHER)
         return refuse_other(dir, what, why, why_len);
-    snprintf(why, why_len, "cannot write %s/%s: %s; set FOXJIT_CACHE_DIR to a writable "
-             "directory", dir, FJ_CACHEDIR_TAG, strerror(err));
+    /* A file-size limit says its own fix; another directory would not help. */
+    char text[300];
+    snprintf(why, why_len, "cannot write %s/%s: %s%s", dir, FJ_CACHEDIR_TAG,
+             fj_errno_text(err, text, sizeof text),
+             err == EFBIG ? "" : "; set FOXJIT_CACHE_DIR to a writable directory");
     return -1;
 }

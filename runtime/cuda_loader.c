@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_io.h"
 #include "log.h"
 #include "status.h"
 
@@ -32,6 +33,15 @@ static void load_driver(void)
 {
     const char *override = getenv("FOXJIT_CUDA_LIBRARY");
     const char *name = (override && *override) ? override : "libcuda.so.1";
+    /* dlopen of a FIFO waits for a writer for ever. */
+    const char *what = strchr(name, '/') ? fj_path_not_regular(name) : NULL;
+    if (what) {
+        load_status = FOXJIT_ERROR_DRIVER_NOT_FOUND;
+        snprintf(load_message, sizeof load_message,
+                 "FOXJIT_CUDA_LIBRARY=%s is %s, not a library file; point it at the driver's "
+                 "libcuda.so.1, or unset it", name, what);
+        return;
+    }
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         load_status = FOXJIT_ERROR_DRIVER_NOT_FOUND;

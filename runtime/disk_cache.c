@@ -17,6 +17,7 @@
 #include "cache_entry.h"
 #include "cache_file.h"
 #include "cache_size.h"
+#include "file_io.h"
 #include "log.h"
 #include "message.h"
 
@@ -34,11 +35,15 @@ struct fj_disk_cache {
     atomic_int warned_write;   /* the one cache I/O warning (reads and writes) was given */
     atomic_int warned_dir;     /* a directory named like an entry was reported */
     atomic_int warned_denied;  /* an unreadable entry of a read-only layer was reported */
+    atomic_int warned_foreign; /* files named like entries that are not ours were reported */
     /* The stale temps the sweep at open removed, reported by the first
      * prune or clear (the ones `fox-jit prune` and `clear` make). */
     atomic_long opened_temps;
     atomic_ullong opened_temp_bytes;
 };
+
+static long prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_name,
+                  fj_prune_stats *stats, int account);
 
 static ssize_t real_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
 static int real_fsync(int fd) { return fsync(fd); }
@@ -86,10 +91,19 @@ static int layer_known(const fj_disk_cache *c, int fd)
     return 0;
 }
 
+/* The longest stretch of a too-long layer path a warning quotes. */
+#define QUOTED_PATH 80
+
 static void add_layers(fj_disk_cache *c, const char *ro)
 {
-    char list[8192], why[1024];
-    snprintf(list, sizeof list, "%s", ro);
+    /* A copy of the whole value, however long: a layer path cut at a
+     * buffer's end would name another directory, a prefix of the real one. */
+    char *list = strdup(ro), why[1024];
+    if (!list) {
+        fj_warn("out of memory reading FOXJIT_CACHE_READONLY_DIRS; no read-only cache layer "
+                "is used");
+        return;
+    }
     char *save = NULL;
     for (char *d = strtok_r(list, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
         if (!*d)
@@ -98,6 +112,12 @@ static void add_layers(fj_disk_cache *c, const char *ro)
             fj_warn("more than %d read-only cache layers; ignoring %s and later ones",
                     FJ_CACHE_MAX_LAYERS, d);
             break;
+        }
+        if (strlen(d) >= sizeof c->layers[0]) {
+            fj_warn("read-only cache layer %.*s... (%zu bytes) is longer than PATH_MAX (%zu); "
+                    "ignoring it (FOXJIT_CACHE_READONLY_DIRS)", QUOTED_PATH, d, strlen(d),
+                    sizeof c->layers[0] - 1);
+            continue;
         }
         int fd = fj_cache_dir_open(d, FJ_DIR_LAYER, 0, why, sizeof why);
         if (fd < 0) {
@@ -112,8 +132,9 @@ static void add_layers(fj_disk_cache *c, const char *ro)
             continue;
         }
         c->layer_fds[c->layer_count] = fd;
-        snprintf(c->layers[c->layer_count++], sizeof c->layers[0], "%s", d);
+        memcpy(c->layers[c->layer_count++], d, strlen(d) + 1);
     }
+    free(list);
 }
 
 int fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters, fj_disk_cache **out)
@@ -156,7 +177,7 @@ int fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters, fj_dis
      * would keep them for ever. Only stale ones: a live writer's stay. */
     if (!c->inspect) {
         fj_prune_stats swept;
-        fj_disk_cache_prune(c, UINT64_MAX, NULL, &swept);
+        prune(c, UINT64_MAX, NULL, &swept, 0);
         atomic_store(&c->opened_temps, swept.temps);
         atomic_store(&c->opened_temp_bytes, swept.temp_bytes);
     }
@@ -175,6 +196,13 @@ void fj_disk_cache_close(fj_disk_cache *c)
 }
 
 const char *fj_disk_cache_dir(const fj_disk_cache *c) { return c->dir; }
+
+int fj_disk_cache_dir_removed(const fj_disk_cache *c)
+{
+    struct stat st;
+    return fstat(c->dirfd, &st) == 0 && st.st_nlink == 0;
+}
+
 int fj_disk_cache_layer_count(const fj_disk_cache *c) { return c->layer_count; }
 const char *fj_disk_cache_layer(const fj_disk_cache *c, int i) { return c->layers[i]; }
 uint64_t fj_disk_cache_max_bytes(const fj_disk_cache *c) { return c->max_bytes; }
@@ -234,6 +262,8 @@ int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, s
                         "run", dir, name, why);
             continue;
         }
+        /* FJ_FILE_BAD (its header is no entry's; why says so) or a parse
+         * that fails: a bad entry, from here on. */
         fj_entry_view view;
         if (buf && fj_entry_parse(buf, size, key->text, &view, why, sizeof why) == 0) {
             /* Hand out the file's own buffer with the payload moved to its
@@ -272,12 +302,18 @@ int fj_disk_cache_load(fj_disk_cache *c, const fj_key *key, uint8_t **payload, s
 static void warn_write_once(fj_disk_cache *c, const char *what, const char *name, int err)
 {
     fj_count(c->counters, write_failures, 1);
+    char text[300];
+    if (err == ENOENT && fj_disk_cache_dir_removed(c))
+        snprintf(text, sizeof text, "the cache directory was removed while this process used "
+                 "it");
+    else
+        fj_errno_text(err, text, sizeof text);
     if (atomic_exchange(&c->warned_write, 1) == 0)
         fj_warn("could not write cache entry %s/%s (%s: %s); kernels stay in memory for this "
                 "process (further cache I/O errors are not reported)", c->dir, name, what,
-                strerror(err));
+                text);
     else
-        fj_debug("cache write failed again: %s/%s: %s: %s", c->dir, name, what, strerror(err));
+        fj_debug("cache write failed again: %s/%s: %s: %s", c->dir, name, what, text);
 }
 
 /* Removes temp files older than the stale age: a writer killed mid-write
@@ -285,7 +321,7 @@ static void warn_write_once(fj_disk_cache *c, const char *what, const char *name
 static long sweep_stale_temps(fj_disk_cache *c)
 {
     fj_prune_stats s;
-    fj_disk_cache_prune(c, UINT64_MAX, NULL, &s);
+    prune(c, UINT64_MAX, NULL, &s, 0);
     return s.temps;
 }
 
@@ -307,22 +343,16 @@ static int store_once(fj_disk_cache *c, const char *name, const uint8_t *buf, si
         *what = "create";
         return -1;
     }
-    if (c->shared)
-        fchmod(fd, 0644); /* whatever the umask: a layer other users read */
-    size_t done = 0;
-    while (done < total) {
-        ssize_t n = io->write(fd, buf + done, total - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int err = n < 0 ? errno : ENOSPC;
-            close(fd);
-            unlinkat(c->dirfd, temp, 0);
-            *what = "write";
-            errno = err;
-            return -1;
-        }
-        done += (size_t)n;
+    /* The modes are the cache's, whatever the umask: under umask 0400 an
+     * entry would be 0200, unreadable and so never evicted or cleared. */
+    (void)fchmod(fd, c->shared ? 0644 : 0600);
+    if (fj_write_all(fd, buf, total, io->write) != 0) {
+        int err = errno;
+        close(fd);
+        unlinkat(c->dirfd, temp, 0);
+        *what = "write";
+        errno = err;
+        return -1;
     }
     if (io->fsync(fd) != 0) {
         int err = errno;
@@ -383,7 +413,7 @@ int fj_disk_cache_store(fj_disk_cache *c, const fj_key *key, uint32_t kind, cons
     }
     fj_count(c->counters, bytes_written, total);
     fj_debug("cache store %s/%s (%zu bytes)", c->dir, name, total);
-    fj_disk_cache_prune(c, c->max_bytes, name, NULL);
+    prune(c, c->max_bytes, name, NULL, 0);
     return 0;
 }
 
@@ -448,6 +478,12 @@ static void check_entry(int dirfd, int trust_root, fj_entry_info *e)
     fj_file_status st;
     uint8_t *buf = fj_cache_file_read(dirfd, e->name, trust_root, 0, FJ_ENTRY_MAX_FILE, &size,
                                       &st, e->why, sizeof e->why, NULL);
+    if (st == FJ_FILE_ABSENT) {
+        /* Listed, then gone before it was read: another process evicted or
+         * replaced it meanwhile. Nothing is wrong with the cache. */
+        e->gone = 1;
+        return;
+    }
     fj_entry_view v;
     if (buf && fj_entry_parse(buf, size, NULL, &v, e->why, sizeof e->why) == 0) {
         /* The name must be the hash of the key inside. */
@@ -463,9 +499,13 @@ static void check_entry(int dirfd, int trust_root, fj_entry_info *e)
     }
     free(buf);
     e->ours = !e->valid && fj_cache_file_is_ours(dirfd, e->name);
-    if (!e->valid && !e->ours && st == FJ_FILE_OK)
+    /* A foreign regular file, a link, a FIFO or a device: never deleted,
+     * by any command, which all say so ("not fox-jit's ... move it out of
+     * the cache"). A directory's own sentence says what to do; an
+     * unreadable file cannot be told. */
+    if (!e->valid && !e->ours && (st == FJ_FILE_OK || st == FJ_FILE_BAD || st == FJ_FILE_UNSAFE))
         snprintf(e->why + strlen(e->why), sizeof e->why - strlen(e->why),
-                 "; not a fox-jit file, so fox-jit leaves it alone: move it out of the cache");
+                 "; not fox-jit's, so fox-jit leaves it alone: move it out of the cache");
 }
 
 static long walk_dir(int dirfd, const char *dir, int layer, int trust_root, int check,
@@ -487,14 +527,18 @@ static long walk_dir(int dirfd, const char *dir, int layer, int trust_root, int 
         e.layer = layer;
         e.is_temp = is_temp;
         struct stat st;
-        if (fstatat(dirfd, e.name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        if (fstatat(dirfd, e.name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno != ENOENT || is_temp)
+                continue;
+            e.gone = 1;   /* listed, and gone since: evicted by another process */
+        } else if (is_temp && !S_ISREG(st.st_mode)) {
             continue;
-        if (is_temp && !S_ISREG(st.st_mode))
-            continue;
-        e.size = (uint64_t)st.st_size;
-        e.mtime = st.st_mtime;
-        if (check && !is_temp)
-            check_entry(dirfd, trust_root, &e);
+        } else {
+            e.size = (uint64_t)st.st_size;
+            e.mtime = st.st_mtime;
+            if (check && !is_temp)
+                check_entry(dirfd, trust_root, &e);
+        }
         count++;
         if (visit && visit(&e, ud))
             *stop = 1;
@@ -538,8 +582,52 @@ static int older_first(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_name,
-                         fj_prune_stats *stats)
+/* Files named like entries that are not fox-jit's: regular files without
+ * its header, links, FIFOs, devices, directories. */
+typedef struct foreign_files {
+    long count;
+    uint64_t bytes;       /* of the regular ones */
+    char example[NAME_MAX + 1];  /* the first one's name */
+    const char *kind;            /* and what it is */
+} foreign_files;
+
+static void add_foreign(foreign_files *f, const char *name, const struct stat *st)
+{
+    if (!f->count++) {
+        snprintf(f->example, sizeof f->example, "%s", name);
+        f->kind = S_ISREG(st->st_mode)   ? "a file without fox-jit's header"
+                  : S_ISLNK(st->st_mode) ? "a symbolic link"
+                  : S_ISDIR(st->st_mode) ? "a directory"
+                  : S_ISFIFO(st->st_mode) ? "a FIFO"
+                                          : "a special file";
+    }
+    if (S_ISREG(st->st_mode))
+        f->bytes += (uint64_t)st->st_size;
+}
+
+/* Once per cache: a store that evicts meets them again every time. */
+static void warn_foreign_once(fj_disk_cache *c, const foreign_files *f)
+{
+    if (!f->count || atomic_exchange(&c->warned_foreign, 1) != 0)
+        return;
+    if (f->count == 1)
+        fj_warn("cache %s holds a file named like an entry that is not fox-jit's (%s, %s; "
+                "%llu bytes); fox-jit neither counts nor removes it: move it out of the cache",
+                c->dir, f->example, f->kind, (unsigned long long)f->bytes);
+    else
+        fj_warn("cache %s holds %ld files named like entries that are not fox-jit's (such as "
+                "%s, %s; %llu bytes in all); fox-jit neither counts nor removes them: move "
+                "them out of the cache", c->dir, f->count, f->example, f->kind,
+                (unsigned long long)f->bytes);
+}
+
+/* account: classify every file named like an entry (its header read), so
+ * that what is left is counted exactly and foreign files are reported,
+ * as fox-jit prune and clear do; otherwise only when something is to be
+ * evicted (a store's eviction, which runs often, reads no header while
+ * under the cap). */
+static long prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_name,
+                  fj_prune_stats *stats, int account)
 {
     fj_prune_stats s;
     memset(&s, 0, sizeof s);
@@ -553,6 +641,7 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
     prune_item *items = NULL;
     size_t n = 0, cap = 0;
     uint64_t total = 0;
+    foreign_files foreign = {0};
     struct dirent *de;
     while ((de = readdir(d))) {
         struct stat st;
@@ -569,8 +658,12 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
         /* Only names of our entries count towards the cap; whether a file
          * is ours is checked before it is deleted. */
         if (!fj_cache_entry_name_ok(de->d_name) ||
-            fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
+        if (!S_ISREG(st.st_mode)) {
+            add_foreign(&foreign, de->d_name, &st);
+            continue;
+        }
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : 64;
             prune_item *grown = realloc(items, ncap * sizeof *items);
@@ -587,28 +680,22 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
         n++;
     }
     closedir(d);
-    if (total > max_bytes && n > 0) {
-        /* Over the cap: only files that are ours can be evicted, so only
-         * they count (a foreign file with an entry's name would otherwise
-         * make every real entry go, on every store). Their headers are read
-         * only now, when something is to be evicted. */
+    const int classify = account || (total > max_bytes && n > 0);
+    if (classify) {
+        /* Only files that are ours can be evicted, so only they count (a
+         * foreign file with an entry's name would otherwise make every real
+         * entry go, on every store). */
         size_t kept = 0;
-        uint64_t foreign = 0, foreign_bytes = 0;
         for (size_t i = 0; i < n; i++) {
             if (fj_cache_file_is_ours(c->dirfd, items[i].name)) {
                 items[kept++] = items[i];
             } else {
-                foreign++;
-                foreign_bytes += items[i].size;
+                add_foreign(&foreign, items[i].name, &items[i].st);
                 total -= items[i].size;
             }
         }
         n = kept;
-        if (foreign)
-            fj_warn("cache %s holds %llu file%s named like entries that are not fox-jit's "
-                    "(%llu bytes); they are not counted or removed: move them out", c->dir,
-                    (unsigned long long)foreign, foreign == 1 ? "" : "s",
-                    (unsigned long long)foreign_bytes);
+        warn_foreign_once(c, &foreign);
     }
     if (total > max_bytes && n > 0) {
         qsort(items, n, sizeof *items, older_first);
@@ -629,11 +716,21 @@ long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_
     }
     free(items);
     s.bytes_left = total;
+    if (classify) {
+        s.foreign = foreign.count;
+        s.foreign_bytes = foreign.bytes;
+    }
     s.temps += atomic_exchange(&c->opened_temps, 0);
     s.temp_bytes += atomic_exchange(&c->opened_temp_bytes, 0);
     if (stats)
         *stats = s;
     return s.entries;
+}
+
+long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_name,
+                         fj_prune_stats *stats)
+{
+    return prune(c, max_bytes, keep_name, stats, stats != NULL);
 }
 
 long fj_disk_cache_clear(fj_disk_cache *c, fj_prune_stats *stats)

@@ -15,10 +15,17 @@
  * (the store would replace it anyway); never by a name checked earlier:
  * another process may have stored a fresh entry under it since
  * (cache_file.h, fj_cache_file_unlink_same), and eviction keeps a file
- * stored again or used since it was listed. */
+ * stored again or used since it was listed.
+ *
+ * A resource limit never ends the process or fails the caller: a write
+ * past the file-size limit (SIGXFSZ, file_io.h), a full file table or
+ * memory is a store that did not happen, with the one warning saying why.
+ * Entries and directories get their modes explicitly (0600 and 0700, 0644
+ * and 0755 shared), whatever the umask. */
 #ifndef FJ_DISK_CACHE_H
 #define FJ_DISK_CACHE_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -52,6 +59,9 @@ int fj_disk_cache_open(const fj_cache_config *cfg, fj_counters *counters, fj_dis
 void fj_disk_cache_close(fj_disk_cache *c);
 
 const char *fj_disk_cache_dir(const fj_disk_cache *c);
+/* 1 when the writable directory was removed after it was opened (its
+ * entries went with it). */
+int fj_disk_cache_dir_removed(const fj_disk_cache *c);
 int fj_disk_cache_layer_count(const fj_disk_cache *c);
 const char *fj_disk_cache_layer(const fj_disk_cache *c, int i);
 uint64_t fj_disk_cache_max_bytes(const fj_disk_cache *c);
@@ -77,7 +87,7 @@ int fj_disk_cache_contains(fj_disk_cache *c, const fj_key *key);
 
 /* Administration (fox-jit list / verify / clear / prune). */
 typedef struct fj_entry_info {
-    char path[4200];
+    char path[PATH_MAX + 256];
     char name[256];
     uint64_t size;
     time_t mtime;
@@ -86,6 +96,9 @@ typedef struct fj_entry_info {
     int valid;             /* checked entries only */
     int ours;              /* checked entries only: starts with the fox-jit header, so
                               fj_disk_cache_remove_file may delete it */
+    int gone;              /* listed, then gone before it was examined (evicted or
+                              replaced by another process meanwhile): nothing else
+                              about it is known */
     char why[256];         /* why it is invalid */
     char key[FJ_ENTRY_MAX_KEY + 1]; /* the key bytes inside, NUL-terminated, when parsed
                                        (fj_key_describe reads them) */
@@ -94,10 +107,12 @@ typedef struct fj_entry_info {
 typedef int (*fj_entry_visitor)(const fj_entry_info *e, void *ud);
 
 /* Visits every entry (*.fjc) and temp file of our pattern of every
- * directory; check != 0 parses and verifies each entry. Never blocks on a
- * FIFO, follows a link or changes a file (not even its time). Returns the
- * number visited, -1 on a directory error. A visitor returning nonzero
- * stops the walk. */
+ * directory; check != 0 parses and verifies each entry (its header first:
+ * a file that is no entry is not read past it). Never blocks on a FIFO,
+ * follows a link or changes a file (not even its time). An entry that
+ * another process removed after the directory was listed is visited with
+ * gone set. Returns the number visited, -1 on a directory error. A visitor
+ * returning nonzero stops the walk. */
 long fj_disk_cache_walk(fj_disk_cache *c, int check, fj_entry_visitor visit, void *ud);
 
 /* Deletes name from the writable directory if it starts with the fox-jit
@@ -113,17 +128,25 @@ typedef struct fj_prune_stats {
     uint64_t entry_bytes;
     long temps;                /* stale temp files removed */
     uint64_t temp_bytes;
-    uint64_t bytes_left;       /* entries left in the writable directory */
+    uint64_t bytes_left;       /* entries left in the writable directory (fox-jit's
+                                  only, when stats are asked for) */
     long kept_temps;           /* temp files of writes in progress, kept */
+    long foreign;              /* files named like entries that are not fox-jit's,
+                                  left alone (when stats are asked for) */
+    uint64_t foreign_bytes;    /* their size, of the regular ones */
 } fj_prune_stats;
 
 /* Removes entries of the writable directory (oldest first) until its total
- * is at most max_bytes, and temp files older than the stale age. Only files
- * with the fox-jit header are evicted; an entry stored again by another
- * process while it was being evicted stays, and the next oldest goes in its
- * place. Returns entries removed (-1 when
- * the directory cannot be read). keep_name (may be NULL) is never removed;
- * stats may be NULL. */
+ * is at most max_bytes, and stale temp files (fj_cache_temp_is_stale). Only
+ * files with the fox-jit header are evicted or counted; an entry stored
+ * again by another process while it was being evicted stays, and the next
+ * oldest goes in its place. Files named like entries that are not
+ * fox-jit's (no header, links, FIFOs, directories) are warned about once
+ * per cache, and left. Returns entries removed (-1 when the directory
+ * cannot be read). keep_name (may be NULL) is never removed; stats may be
+ * NULL: with stats, every entry's header is read so that bytes_left and
+ * foreign are exact (fox-jit prune and clear); without, only when over the
+ * cap. */
 long fj_disk_cache_prune(fj_disk_cache *c, uint64_t max_bytes, const char *keep_name,
                          fj_prune_stats *stats);
 

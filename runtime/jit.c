@@ -39,6 +39,17 @@ static image_node *find_node(const fj_key *key)
     return NULL;
 }
 
+int fj_jit_memory_image(const fj_key *key, fj_image *out)
+{
+    pthread_mutex_lock(&table_lock);
+    const image_node *node = find_node(key);
+    int ready = node && node->state == NODE_READY;
+    if (ready)
+        *out = node->image;
+    pthread_mutex_unlock(&table_lock);
+    return ready;
+}
+
 /* Does the slow work for a key this thread leads. Called without the lock. */
 static foxjit_status produce(const fj_toolchain *tc, fj_disk_cache *cache, fj_counters *counters,
                              const fj_variant *v, const fj_target *t, const fj_key *key,

@@ -31,4 +31,8 @@ foxjit_status fj_jit_image(const fj_toolchain *tc, fj_disk_cache *cache, fj_coun
                            const fj_variant *v, const fj_target *t, int force_compile,
                            fj_image *out, fj_image_source *source);
 
+/* 1 with the image this process holds for key (built or loaded before),
+ * 0 when it holds none; never compiles or reads the disk. */
+int fj_jit_memory_image(const fj_key *key, fj_image *out);
+
 #endif

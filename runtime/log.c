@@ -1,11 +1,14 @@
 #include "log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "file_io.h"
 
 static fj_log_level threshold = FJ_LOG_WARN;
 static pthread_once_t threshold_once = PTHREAD_ONCE_INIT;
@@ -45,6 +48,11 @@ void fj_log(fj_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    /* One fprintf per line so lines from several threads do not interleave. */
-    fprintf(stderr, "foxjit: %s: %s\n", tags[level], line);
+    /* One fprintf per line so lines from several threads do not interleave.
+     * stderr may be a file past the file-size limit: a warning that cannot
+     * be written is lost, and must not end the process (file_io.h). */
+    fj_xfsz_guard guard;
+    fj_xfsz_hold(&guard);
+    int failed = fprintf(stderr, "foxjit: %s: %s\n", tags[level], line) < 0 && errno == EFBIG;
+    fj_xfsz_release(&guard, failed);
 }

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +92,10 @@ int fj_manifest_parse_ops(const char *text, const fj_manifest_op *const *ops, si
             char *end;
             errno = 0;
             long long value = strtoll(v, &end, 10);
-            if (!*v || *end || errno || !isdigit((unsigned char)v[0]))
+            if (!*v || *end || !isdigit((unsigned char)v[0]))
                 WHY("line %d: %s=%s is not a non-negative integer", line_no, word, v);
+            if (errno == ERANGE)
+                WHY("line %d: %s=%s is too large (max %lld)", line_no, word, v, LLONG_MAX);
             item.values[k] = value;
             seen[k] = 1;
         }

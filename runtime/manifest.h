@@ -6,7 +6,8 @@
  *
  * One op per line, then key=value pairs (decimal integers). Each op knows
  * which kernel variants its shapes use, so warm builds exactly what the ops
- * will load. */
+ * will load. A manifest is at most FJ_MANIFEST_MAX_BYTES: a reader refuses
+ * more (a FIFO, a pipe or /dev/zero given by mistake would never end). */
 #ifndef FJ_MANIFEST_H
 #define FJ_MANIFEST_H
 
@@ -17,6 +18,8 @@
 #include "registry.h"
 
 #define FJ_MANIFEST_MAX_KEYS FJ_OP_MAX_KEYS
+/* The built-in manifest is a few KiB; a thousand shapes fit many times. */
+#define FJ_MANIFEST_MAX_BYTES (1u << 20)
 #define FJ_MANIFEST_MAX_VARIANTS FJ_OP_MAX_VARIANTS
 
 /* A manifest names ops by their descriptors' names (runtime/op.h). */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_io.h"
 #include "log.h"
 #include "status.h"
 
@@ -34,6 +35,15 @@ static void load_nvrtc(void)
     void *lib = NULL;
     const char *override = getenv("FOXJIT_NVRTC_LIBRARY");
     if (override && *override) {
+        const char *what = strchr(override, '/') ? fj_path_not_regular(override) : NULL;
+        if (what) {
+            load_status = FOXJIT_ERROR_NVRTC_NOT_FOUND;
+            snprintf(load_message, sizeof load_message,
+                     "FOXJIT_NVRTC_LIBRARY=%s is %s, not a library file; point it at "
+                     "libnvrtc.so (e.g. /usr/local/cuda/lib64/libnvrtc.so.13), or unset it",
+                     override, what);
+            return;
+        }
         lib = try_open(override, tried, sizeof tried);
         if (lib)
             snprintf(nvrtc.library, sizeof nvrtc.library, "%s", override);

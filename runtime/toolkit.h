@@ -73,6 +73,16 @@ foxjit_status fj_tk_target_for_gpu(int device_cc, fj_tk_target *out);
 /* The built-in manifest: the trainer shapes of kernels.md, every op's. */
 const char *fj_tk_default_manifest(void);
 
+/* The most bytes a manifest may have (1 MiB): more is refused. */
+size_t fj_tk_manifest_max_bytes(void);
+
+/* Reads fd to its end, at most max bytes (the library's bounded reader,
+ * runtime/file_io.h): a malloc'd text with a NUL after its *len bytes, or
+ * NULL with errno (EFBIG when fd holds more than max: at most max + 1 bytes
+ * are read, so a FIFO, a pipe or /dev/zero ends it too). size_hint: the
+ * size fstat gave, or 0. */
+char *fj_tk_read_bounded(int fd, size_t max, size_t size_hint, size_t *len);
+
 typedef struct fj_tk_manifest fj_tk_manifest;
 
 /* 0 and a manifest (fj_tk_manifest_free), or -1 with "line N: what is
@@ -108,6 +118,8 @@ const char *fj_tk_cache_dir(const fj_tk_cache *c);
 int fj_tk_cache_layer_count(const fj_tk_cache *c);
 const char *fj_tk_cache_layer(const fj_tk_cache *c, int i);
 uint64_t fj_tk_cache_max_bytes(const fj_tk_cache *c);
+/* 1 when the writable directory was removed after it was opened. */
+int fj_tk_cache_dir_removed(const fj_tk_cache *c);
 /* What the cache counted since it was opened (hits, compiles stored, write
  * failures, evictions). */
 void fj_tk_cache_counters(const fj_tk_cache *c, foxjit_counters *out);
@@ -120,6 +132,8 @@ typedef struct fj_tk_entry {
     int layer;          /* -1: the writable directory, else a read-only layer's index */
     int is_temp;        /* a temp file of an unfinished write */
     int valid;          /* checked walks only */
+    int gone;           /* listed, then removed by another process before it was
+                           examined: nothing else is known of it */
     const char *why;    /* why it is not valid ("" when unknown) */
     char program[64];   /* what its key names ("?" where the walk did not read one) */
     char target[32];
@@ -143,13 +157,17 @@ typedef struct fj_tk_prune_stats {
     uint64_t entry_bytes;
     long temps;            /* stale temp files removed */
     uint64_t temp_bytes;
-    uint64_t bytes_left;   /* of entries, in the writable directory */
+    uint64_t bytes_left;   /* of fox-jit's entries, in the writable directory */
     long kept_temps;       /* temp files of writes in progress, kept */
+    long foreign;          /* files named like entries that are not fox-jit's: left,
+                              not counted (a warning names one) */
+    uint64_t foreign_bytes;
 } fj_tk_prune_stats;
 
 /* Evicts least recently used entries of the writable directory down to
  * max_bytes, and stale temp files; returns the entries removed, -1 when the
- * directory cannot be read. */
+ * directory cannot be read. Files named like entries that are not
+ * fox-jit's are left, not counted, and warned about. */
 long fj_tk_cache_prune(fj_tk_cache *c, uint64_t max_bytes, fj_tk_prune_stats *stats);
 /* Every entry and stale temp file of the writable directory. */
 long fj_tk_cache_clear(fj_tk_cache *c, fj_tk_prune_stats *stats);
@@ -189,6 +207,15 @@ foxjit_status fj_tk_unit_build(const fj_tk_units *u, size_t i, fj_tk_cache *c, i
  * warm built evicts it again), 1 when it does, -1 when unknown (its key
  * does not fit, or its name is taken by a directory: already reported). */
 int fj_tk_unit_cached(const fj_tk_units *u, size_t i, fj_tk_cache *c);
+
+/* The bytes unit i's entry takes in a cache, from the image this process
+ * built or loaded for it (0 when it holds none). */
+uint64_t fj_tk_unit_entry_bytes(const fj_tk_units *u, size_t i);
+
+/* Stores again the image this process holds for unit i (a warm whose entry
+ * another process removed meanwhile): 0, or -1 when it could not be stored
+ * (warned, as every cache write) or this process holds no image for it. */
+int fj_tk_unit_store(const fj_tk_units *u, size_t i, fj_tk_cache *c);
 
 /* A cold compile of unit i, straight through NVRTC with no cache: its
  * time in ms. */

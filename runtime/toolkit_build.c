@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_entry.h"
 #include "cache_key.h"
 #include "compiler.h"
+#include "file_io.h"
 #include "jit.h"
 #include "status.h"
 #include "target.h"
@@ -77,6 +79,13 @@ foxjit_status fj_tk_target_for_gpu(int device_cc, fj_tk_target *out)
 /* ---- manifests ------------------------------------------------------------ */
 
 const char *fj_tk_default_manifest(void) { return fj_default_manifest(); }
+
+size_t fj_tk_manifest_max_bytes(void) { return FJ_MANIFEST_MAX_BYTES; }
+
+char *fj_tk_read_bounded(int fd, size_t max, size_t size_hint, size_t *len)
+{
+    return (char *)fj_read_bounded(fd, NULL, 0, max, size_hint, len);
+}
 
 int fj_tk_manifest_parse(const char *text, fj_tk_manifest **out, char *why, size_t why_len)
 {
@@ -184,15 +193,41 @@ foxjit_status fj_tk_unit_build(const fj_tk_units *u, size_t i, fj_tk_cache *c, i
     return st;
 }
 
-int fj_tk_unit_cached(const fj_tk_units *u, size_t i, fj_tk_cache *c)
+
+/* Unit i's key, 0 or -1 (NVRTC missing, or the key does not fit). */
+static int unit_key(const fj_tk_units *u, size_t i, fj_key *key)
 {
     const fj_toolchain *tc;
-    fj_key key;
     fj_target t = fj_tk_target_in(&u->units[i].target);
-    if (fj_toolchain_get(&tc) != FOXJIT_OK ||
-        fj_key_build(&u->units[i].variant, &t, tc, &key) != 0)
+    if (fj_toolchain_get(&tc) != FOXJIT_OK || fj_key_build(&u->units[i].variant, &t, tc, key))
+        return -1;
+    return 0;
+}
+
+int fj_tk_unit_cached(const fj_tk_units *u, size_t i, fj_tk_cache *c)
+{
+    fj_key key;
+    if (unit_key(u, i, &key) != 0)
         return -1;
     return fj_disk_cache_contains(c->disk, &key);
+}
+
+uint64_t fj_tk_unit_entry_bytes(const fj_tk_units *u, size_t i)
+{
+    fj_key key;
+    fj_image img;
+    if (unit_key(u, i, &key) != 0 || !fj_jit_memory_image(&key, &img))
+        return 0;
+    return FJ_ENTRY_HEADER_SIZE + strlen(key.text) + img.size;
+}
+
+int fj_tk_unit_store(const fj_tk_units *u, size_t i, fj_tk_cache *c)
+{
+    fj_key key;
+    fj_image img;
+    if (unit_key(u, i, &key) != 0 || !fj_jit_memory_image(&key, &img))
+        return -1;
+    return fj_disk_cache_store(c->disk, &key, img.kind, img.data, img.size);
 }
 
 foxjit_status fj_tk_unit_compile(const fj_tk_units *u, size_t i, double *ms)

@@ -73,6 +73,8 @@ const char *fj_tk_cache_layer(const fj_tk_cache *c, int i)
 
 uint64_t fj_tk_cache_max_bytes(const fj_tk_cache *c) { return fj_disk_cache_max_bytes(c->disk); }
 
+int fj_tk_cache_dir_removed(const fj_tk_cache *c) { return fj_disk_cache_dir_removed(c->disk); }
+
 void fj_tk_cache_counters(const fj_tk_cache *c, foxjit_counters *out)
 {
     fj_counters_snapshot(&c->counters, out);
@@ -94,6 +96,7 @@ static int visit_entry(const fj_entry_info *e, void *ud)
                      .layer = e->layer,
                      .is_temp = e->is_temp,
                      .valid = e->valid,
+                     .gone = e->gone,
                      .why = e->why};
     /* An unread entry's key is empty: described as "?". */
     fj_key_describe(e->is_temp ? "" : e->key, t.program, sizeof t.program, t.target,
@@ -115,8 +118,14 @@ int fj_tk_cache_remove_file(fj_tk_cache *c, const char *name)
 static void copy_stats(const fj_prune_stats *s, fj_tk_prune_stats *out)
 {
     if (out)
-        *out = (fj_tk_prune_stats){s->entries,    s->entry_bytes, s->temps,
-                                   s->temp_bytes, s->bytes_left,  s->kept_temps};
+        *out = (fj_tk_prune_stats){.entries = s->entries,
+                                   .entry_bytes = s->entry_bytes,
+                                   .temps = s->temps,
+                                   .temp_bytes = s->temp_bytes,
+                                   .bytes_left = s->bytes_left,
+                                   .kept_temps = s->kept_temps,
+                                   .foreign = s->foreign,
+                                   .foreign_bytes = s->foreign_bytes};
 }
 
 long fj_tk_cache_prune(fj_tk_cache *c, uint64_t max_bytes, fj_tk_prune_stats *stats)

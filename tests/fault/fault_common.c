@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -148,8 +150,8 @@ int ft_main(const char *suite, const struct CMUnitTest *tests, size_t count, int
     return failed ? 1 : 0;
 }
 
-pid_t ft_spawn(const char *const argv[], const char *const env[], const char *out_path,
-               const char *err_path, int gate_fd)
+static pid_t spawn(const char *const argv[], const char *const env[], const char *out_path,
+                   const char *err_path, int gate_fd, const ft_child *child)
 {
     fflush(stdout);
     fflush(stderr);
@@ -175,10 +177,24 @@ pid_t ft_spawn(const char *const argv[], const char *const env[], const char *ou
     dup2(err, 2);
     close(out);
     close(err);
+    if (child && child->set_umask)
+        umask(child->umask);
+    if (child && child->set_fsize) {
+        struct rlimit rl = {(rlim_t)child->fsize, RLIM_INFINITY};
+        signal(SIGXFSZ, SIG_DFL);
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+            _exit(126);
+    }
     for (int i = 0; env && env[i]; i++)
         putenv((char *)env[i]);
     execv(argv[0], (char *const *)argv);
     _exit(127);
+}
+
+pid_t ft_spawn(const char *const argv[], const char *const env[], const char *out_path,
+               const char *err_path, int gate_fd)
+{
+    return spawn(argv, env, out_path, err_path, gate_fd, NULL);
 }
 
 int ft_wait(pid_t pid)
@@ -207,14 +223,42 @@ static void slurp(const char *path, char *out, size_t len)
 
 void ft_run_cmd(ft_run *r, const char *const env[], const char *const argv[])
 {
+    ft_run_with(r, env, argv, NULL);
+}
+
+/* Waits for pid, killing it once limit_ms have passed (0: no limit). */
+static int wait_limited(pid_t pid, double t0, double limit_ms)
+{
+    if (limit_ms <= 0)
+        return ft_wait(pid);
+    int st = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return -1;
+        if (ft_now_ms() - t0 > limit_ms) {
+            kill(pid, SIGKILL);
+            return ft_wait(pid);
+        }
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+void ft_run_with(ft_run *r, const char *const env[], const char *const argv[],
+                 const ft_child *child)
+{
     static int serial;
     char out[400], err[400];
     ft_path(out, sizeof out, "run-%d.out", serial);
     ft_path(err, sizeof err, "run-%d.err", serial++);
     double t0 = ft_now_ms();
-    pid_t pid = ft_spawn(argv, env, out, err, -1);
+    pid_t pid = spawn(argv, env, out, err, -1, child);
     assert_true(pid > 0);
-    r->status = ft_wait(pid);
+    r->status = wait_limited(pid, t0, child ? child->limit_ms : 0);
     r->ms = ft_now_ms() - t0;
     slurp(out, r->out, sizeof r->out);
     slurp(err, r->err, sizeof r->err);

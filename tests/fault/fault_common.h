@@ -73,6 +73,21 @@ typedef struct ft_run {
 /* Runs a command to completion, capturing its output. argv NULL-terminated. */
 void ft_run_cmd(ft_run *r, const char *const env[], const char *const argv[]);
 
+/* What a child gets besides its environment, as a user's shell would give
+ * it: a umask, a file-size limit (`ulimit -f`, with SIGXFSZ at its default
+ * action, which ends the process), and a time after which it is killed. */
+typedef struct ft_child {
+    int set_umask;
+    mode_t umask;
+    int set_fsize;
+    unsigned long long fsize;   /* bytes */
+    double limit_ms;            /* 0: none; else SIGKILL after it (status 128 + 9) */
+} ft_child;
+
+/* ft_run_cmd with those. */
+void ft_run_with(ft_run *r, const char *const env[], const char *const argv[],
+                 const ft_child *child);
+
 /* `fox-jit warm` of the suite's manifest into dir (-j 2, --quiet). */
 void ft_warm(ft_run *r, const char *dir, const char *const env[]);
 /* `fox-jit verify --cache-dir dir`. */

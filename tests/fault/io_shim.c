@@ -4,6 +4,17 @@
  *
  *   FJ_SHIM_FAULT  write:ENOSPC | write:EIO | write:short | fsync:EIO |
  *                  rename:EROFS | create:EROFS | create:EACCES |
+ *                  create:EMFILE | create:ENFILE | create:ENOMEM (limits:
+ *                  open files of the process, of the system, memory) |
+ *                  create:rmdir (the first create of a temp file finds the
+ *                  cache directory removed, with everything in it) |
+ *                  rename:cleared (every entry published is removed at
+ *                  once, as by a `fox-jit clear` running alongside) |
+ *                  rename:cleared-once (the same, once per entry name: an
+ *                  entry stored again stays) |
+ *                  open:evicted (the first entry opened for reading is
+ *                  removed just before, as by another process's eviction
+ *                  after the directory was listed) |
  *                  stat:vanish (fstatat of a temp file answers ENOENT: the
  *                  file was renamed or removed by another process since
  *                  the directory was read) | read:EIO (every read of a
@@ -17,9 +28,11 @@
  * fault. */
 /* Both open() and open64() are defined here, so neither may be renamed. */
 #undef _FILE_OFFSET_BITS
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -146,6 +159,63 @@ FJ_SHIM_API int fstatat(int fd, const char *name, struct stat *st, int flags)
     return real_fstatat(fd, name, st, flags);
 }
 
+/* The path of an open directory fd. */
+static int fd_path(int fd, char *out, size_t len)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, out, len - 1);
+    if (n <= 0)
+        return -1;
+    out[n] = '\0';
+    return 0;
+}
+
+/* rename:cleared and rename:cleared-once: the entry just published is
+ * removed, as a clear running at that moment would. */
+static void clear_published(int dirfd, const char *to)
+{
+    static char seen[64][40];
+    static int n_seen;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    size_t len = strlen(to);
+    if (len != 36 || strcmp(to + 32, ".fjc"))
+        return;
+    if (fault_is("rename:cleared-once")) {
+        pthread_mutex_lock(&lock);
+        int again = 0;
+        for (int i = 0; i < n_seen && !again; i++)
+            again = !strcmp(seen[i], to);
+        if (!again && n_seen < 64)
+            snprintf(seen[n_seen++], sizeof seen[0], "%s", to);
+        pthread_mutex_unlock(&lock);
+        if (again)
+            return;
+    } else if (!fault_is("rename:cleared")) {
+        return;
+    }
+    if (unlinkat(dirfd, to, 0) == 0)
+        atomic_fetch_add(&injected, 1);
+}
+
+/* create:rmdir: the cache directory (dirfd) and all in it removed, once. */
+static void remove_directory_once(int dirfd)
+{
+    static atomic_int done;
+    char path[4096];
+    if (atomic_exchange(&done, 1) || fd_path(dirfd, path, sizeof path) != 0)
+        return;
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlinkat(dirfd, de->d_name, 0);
+    if (d)
+        closedir(d);
+    if (rmdir(path) == 0)
+        atomic_fetch_add(&injected, 1);
+}
+
 FJ_SHIM_API int rename(const char *from, const char *to)
 {
     REAL(int, rename, (const char *, const char *));
@@ -159,17 +229,44 @@ FJ_SHIM_API int renameat(int fd1, const char *from, int fd2, const char *to)
     REAL(int, renameat, (int, const char *, int, const char *));
     if (fault_is("rename:EROFS") && temp_path(from))
         return inject(EROFS);
-    return real_renameat(fd1, from, fd2, to);
+    int rc = real_renameat(fd1, from, fd2, to);
+    if (rc == 0 && temp_path(from))
+        clear_published(fd2, to);
+    return rc;
 }
 
-static int create_fault(const char *path, int flags)
+/* open:evicted: the first entry opened to be read is removed first. */
+static void evict_first_entry(int dirfd, const char *path, int flags)
 {
+    static atomic_int done;
+    size_t len = path ? strlen(path) : 0;
+    if (!fault_is("open:evicted") || (flags & (O_CREAT | O_PATH)) || len < 4 ||
+        strcmp(path + len - 4, ".fjc") || strchr(path, '/'))
+        return;
+    struct stat st;
+    if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0 || atomic_exchange(&done, 1))
+        return;
+    if (unlinkat(dirfd, path, 0) == 0)
+        atomic_fetch_add(&injected, 1);
+}
+
+static int create_fault(int dirfd, const char *path, int flags)
+{
+    evict_first_entry(dirfd, path, flags);
     if (!(flags & O_CREAT) || !temp_path(path))
         return 0;
-    if (fault_is("create:EROFS"))
-        return inject(EROFS), 1;
-    if (fault_is("create:EACCES"))
-        return inject(EACCES), 1;
+    static const struct {
+        const char *fault;
+        int err;
+    } errors[] = {
+        {"create:EROFS", EROFS},   {"create:EACCES", EACCES}, {"create:EMFILE", EMFILE},
+        {"create:ENFILE", ENFILE}, {"create:ENOMEM", ENOMEM},
+    };
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (fault_is(errors[i].fault))
+            return inject(errors[i].err), 1;
+    if (fault_is("create:rmdir") && dirfd != AT_FDCWD)
+        remove_directory_once(dirfd);
     return 0;
 }
 
@@ -185,7 +282,7 @@ FJ_SHIM_API int open(const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = mode_arg(flags, ap);
     va_end(ap);
-    if (create_fault(path, flags))
+    if (create_fault(AT_FDCWD, path, flags))
         return -1;
     return real_open(path, flags, mode);
 }
@@ -197,7 +294,7 @@ FJ_SHIM_API int open64(const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = mode_arg(flags, ap);
     va_end(ap);
-    if (create_fault(path, flags))
+    if (create_fault(AT_FDCWD, path, flags))
         return -1;
     return real_open64(path, flags, mode);
 }
@@ -209,7 +306,7 @@ FJ_SHIM_API int openat(int dirfd, const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = mode_arg(flags, ap);
     va_end(ap);
-    if (create_fault(path, flags))
+    if (create_fault(dirfd, path, flags))
         return -1;
     return real_openat(dirfd, path, flags, mode);
 }
@@ -221,7 +318,7 @@ FJ_SHIM_API int openat64(int dirfd, const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = mode_arg(flags, ap);
     va_end(ap);
-    if (create_fault(path, flags))
+    if (create_fault(dirfd, path, flags))
         return -1;
     return real_openat64(dirfd, path, flags, mode);
 }

@@ -2,12 +2,14 @@
  *
  * Injected (the LD_PRELOAD shim io_shim.c): disk full and EIO on write, a
  * write that makes no progress, EIO on fsync, a read-only file system at
- * rename and at create, permission denied at create. Every variant must
- * still compile (0 failed), the process prints exactly one "could not write
- * cache entry" warning, warm's summary says entries could not be written and
- * its status is 1 (the cache is not filled), and nothing is left behind:
- * no entry and no temp file. Once the disk is healthy again a warm fills the
- * cache.
+ * rename and at create, permission denied at create, and the limits a
+ * process meets at create: its open files (EMFILE), the system's (ENFILE),
+ * memory (ENOMEM). Every variant must still compile (0 failed), the process
+ * prints exactly one "could not write cache entry" warning, which names the
+ * limit where one is the cause, warm's summary says entries could not be
+ * written and its status is 1 (the cache is not filled), without blaming
+ * the size cap, and nothing is left behind: no entry and no temp file.
+ * Once the disk is healthy again a warm fills the cache.
  *
  * A temp file that vanishes between readdir and stat (another process's,
  * renamed into place) does not make the directory look foreign.
@@ -33,16 +35,20 @@ static long injected_total;
 typedef struct shim_case {
     const char *fault;
     const char *what;
+    const char *says;   /* in the warning */
 } shim_case;
 
 static const shim_case shim_cases[] = {
-    {"write:ENOSPC", "disk full on write"},
-    {"write:EIO", "I/O error on write"},
-    {"write:short", "a write that makes no progress"},
-    {"fsync:EIO", "I/O error on fsync"},
-    {"rename:EROFS", "read-only file system at rename"},
-    {"create:EROFS", "read-only file system at create"},
-    {"create:EACCES", "permission denied at create"},
+    {"write:ENOSPC", "disk full on write", "No space left on device"},
+    {"write:EIO", "I/O error on write", "Input/output error"},
+    {"write:short", "a write that makes no progress", "No space left on device"},
+    {"fsync:EIO", "I/O error on fsync", "fsync: Input/output error"},
+    {"rename:EROFS", "read-only file system at rename", "Read-only file system"},
+    {"create:EROFS", "read-only file system at create", "Read-only file system"},
+    {"create:EACCES", "permission denied at create", "Permission denied"},
+    {"create:EMFILE", "the open-file limit at create", "open-file limit (ulimit -n: "},
+    {"create:ENFILE", "a full file table at create", "Too many open files in system"},
+    {"create:ENOMEM", "out of memory at create", "Cannot allocate memory"},
 };
 
 static void expect_nothing_left(const char *dir, const char *what)
@@ -77,9 +83,12 @@ static void test_injected_write_faults(void **state)
             fail_msg("%s: warm should compile everything, note the write failures and exit 1; "
                      "it exited %d:\n%s%s", c->what, r.status, r.out, r.err);
         int warnings = ft_count_lines(r.err, "could not write cache entry");
-        if (warnings != 1)
-            fail_msg("%s: %d 'could not write' warnings, expected exactly one:\n%s", c->what,
-                     warnings, r.err);
+        if (warnings != 1 || !strstr(r.err, c->says))
+            fail_msg("%s: %d 'could not write' warnings, expected exactly one saying '%s':\n%s",
+                     c->what, warnings, c->says, r.err);
+        /* The writes failed; the cap evicted nothing. */
+        if (strstr(r.err, "raise the cap") || strstr(r.err, "evicted"))
+            fail_msg("%s: warm blamed the size cap:\n%s", c->what, r.err);
         expect_nothing_left(dir, c->what);
         size_t len;
         char *count = (char *)ft_read_file(count_file, &len);
@@ -154,6 +163,8 @@ static int small_filesystem(const char *mnt)
                           r.out, r.err);
     if (ft_count_lines(r.err, "could not write cache entry") != 1)
         return child_fail("full disk: expected one warning:\n%s%s", r.err, "");
+    if (strstr(r.err, "raise the cap"))
+        return child_fail("full disk: warm blamed the size cap:\n%s%s", r.err, "");
     ft_scan s;
     ft_scan_dir(dir, &s);
     if (s.bad || s.temps)

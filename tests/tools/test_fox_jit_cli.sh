@@ -10,7 +10,13 @@
 # GPU, and refuses (1) one NVRTC cannot target instead of building other
 # archs; info refuses (1) a FOXJIT_TARGET newer than the GPU. A sibling
 # command's option is named as such; a column_sum shape past 2^40 elements
-# is refused by the manifest (2).
+# is refused by the manifest (2), naming the manifest file, and a number
+# past int64 is "too large". --print-manifest beside a build option, an
+# empty --max-bytes, a manifest with no end (/dev/zero, `yes |`) are bad
+# usage said plainly; `help version` describes version. Files named like
+# entries that are not fox-jit's (a foreign file, a symbolic link) get one
+# rule from verify, verify --remove, clear and prune, are never counted as
+# entries, and are warned about once per warm.
 #   test_fox_jit_cli.sh build/tools/fox-jit build/tests/libfake_cuda.so
 set -u
 foxjit=$1 fake_cuda=${2:+$(realpath "$2")}
@@ -85,14 +91,14 @@ echo "  warm --shared under umask 077: its directories are 755"
 "$foxjit" warm --arch sm_90 --manifest "$manifest" --cache-dir "$tmp/fc" --quiet > /dev/null 2>&1
 real=$(ls "$tmp/fc"/*.fjc | wc -l)
 head -c 100000 /dev/urandom > "$tmp/fc/0123456789abcdef0123456789abcdef.fjc"
-expect 0 "not fox-jit's (100000 bytes); they are not counted or removed" \
+expect 0 "is not fox-jit's (0123456789abcdef0123456789abcdef.fjc, a file without fox-jit's header; 100000 bytes); fox-jit neither counts nor removes it" \
     "$foxjit" prune --max-bytes 60K --cache-dir "$tmp/fc"
 grep -q "evicted 0 entries" "$tmp/out" || fail "prune evicted real entries for a foreign file"
 [ "$(ls "$tmp/fc"/*.fjc | wc -l)" = $((real + 1)) ] || fail "entries were removed"
 
 # verify --remove says, file by file, why a bad file was kept: the foreign
 # one is not fox-jit's.
-expect 1 "kept: not a fox-jit file (no fox-jit header); move it out yourself" \
+expect 1 "kept: not fox-jit's; move it out of the cache yourself" \
     "$foxjit" verify --remove --cache-dir "$tmp/fc"
 grep -q "(0 removed, 1 kept: see above)" "$tmp/out" ||
     fail "verify --remove summary: $(tail -n 1 "$tmp/out")"
@@ -113,7 +119,7 @@ expect 0 "0 compiled" "$foxjit" warm --arch sm_90 --manifest "$manifest" --cache
 mkdir "$tmp/fc/00112233445566778899aabbccddeeff.fjc"
 expect 1 "kept: verify removes only fox-jit's files; remove the directory yourself (rm -r)" \
     "$foxjit" verify --remove --cache-dir "$tmp/fc"
-grep -q "move it out yourself" "$tmp/out" && fail "verify gave the directory two pieces of advice"
+grep -q "move it out of the cache" "$tmp/out" && fail "verify gave the directory two pieces of advice"
 rmdir "$tmp/fc/00112233445566778899aabbccddeeff.fjc"
 
 # A GPU present (the fake driver's): warm builds for it, and one NVRTC
@@ -145,6 +151,14 @@ expect 0 "warm: 2 variants for sm_90:" "$foxjit" warm --arch sm_90,sm_090 \
     --manifest "$manifest" --cache-dir "$tmp/c"
 
 expect 2 "no command 'bogus' to describe" "$foxjit" help bogus
+# Both listed beside the commands are described too.
+expect 0 "usage: fox-jit version" "$foxjit" help version
+expect 0 "usage: fox-jit <command>" "$foxjit" help help
+# --print-manifest builds nothing: an option only a build uses, beside it,
+# is refused rather than ignored unchecked.
+expect 2 "so --manifest has no use beside it" "$foxjit" warm --print-manifest \
+    --manifest garbage --arch banana
+expect 2 "so --arch has no use beside it" "$foxjit" warm --arch banana --print-manifest
 # --print-manifest reads the whole command line first.
 expect 2 "unrecognized option" "$foxjit" warm --print-manifest --bogus
 expect 0 "column_sum rows=2 cols=63493" "$foxjit" warm --print-manifest
@@ -183,10 +197,56 @@ printf 'column_sum rows=2147483647 cols=2147483647\n' > "$tmp/huge"
 expect 2 "rows \* cols = 2147483647 x 2147483647 is past the limit (below 2^40 elements)" \
     "$foxjit" warm --arch sm_90 --manifest "$tmp/huge" \
     --cache-dir "$tmp/c"
+grep -q -- "$tmp/huge: line 1 (column_sum)" "$tmp/out" || fail "a range error does not name the manifest"
+printf 'column_sum rows=99999999999999999999 cols=3\n' > "$tmp/big"
+expect 2 "$tmp/big: line 1: rows=99999999999999999999 is too large (max 9223372036854775807)" \
+    "$foxjit" warm --arch sm_90 --manifest "$tmp/big" --cache-dir "$tmp/c"
 printf 'column_sum rows=0 cols=5\n' > "$tmp/zero"
 expect 2 "outside the supported range \[1, 2147483647\] (docs/kernels.md, section 1)" \
     "$foxjit" warm \
     --arch sm_90 --manifest "$tmp/zero" --cache-dir "$tmp/c"
+
+# A manifest with no end is refused after 1 MiB (a virtual memory limit
+# keeps a reader without that bound from taking the machine's memory).
+expect 2 "manifest /dev/zero is larger than 1048576 bytes (1 MiB)" \
+    bash -c 'ulimit -v 4000000; exec timeout 60 "$0" warm --arch sm_90 --manifest /dev/zero \
+    --cache-dir "$1"' "$foxjit" "$tmp/c"
+expect 2 "manifest on stdin is larger than 1048576 bytes (1 MiB)" \
+    bash -c 'yes | (ulimit -v 4000000; exec timeout 60 "$0" warm --arch sm_90 --manifest - \
+    --cache-dir "$1")' "$foxjit" "$tmp/c"
+expect 2 "fox-jit prune: --max-bytes is empty; give a number of bytes like 500M or 2G" \
+    "$foxjit" prune --max-bytes '' --cache-dir "$tmp/c"
+
+# A symbolic link and a foreign file named like entries: one rule (never
+# deleted, never counted, "not fox-jit's: move it out of the cache") from
+# verify, verify --remove, clear and prune.
+"$foxjit" warm --arch sm_90 --manifest "$manifest" --cache-dir "$tmp/sl" --quiet > /dev/null 2>&1
+ln -s /etc/hostname "$tmp/sl/00112233445566778899aabbccddeeff.fjc"
+expect 1 "00112233445566778899aabbccddeeff.fjc: is a symbolic link (fox-jit never follows links in its cache); not fox-jit's, so fox-jit leaves it alone: move it out of the cache" \
+    "$foxjit" verify --cache-dir "$tmp/sl"
+grep -q "run fox-jit verify" "$tmp/out" && fail "verify tells the user to run verify"
+expect 1 "kept: not fox-jit's; move it out of the cache yourself" \
+    "$foxjit" verify --remove --cache-dir "$tmp/sl"
+expect 0 "holds a file named like an entry that is not fox-jit's (00112233445566778899aabbccddeeff.fjc, a symbolic link" \
+    "$foxjit" clear --cache-dir "$tmp/sl"
+grep -q "left 1 file that is not fox-jit's" "$tmp/out" || fail "clear does not say what it left"
+[ -L "$tmp/sl/00112233445566778899aabbccddeeff.fjc" ] || fail "a symbolic link was removed"
+# prune counts fox-jit's entries only, at any cap: the same foreign 5-byte
+# file is "0 bytes of entries left" whether or not the cap is reached.
+printf 'hello' > "$tmp/sl/0123456789abcdef0123456789abcdef.fjc"
+for cap in 1G 0; do
+    expect 0 "0 bytes of entries left; left 2 files that are not fox-jit's (5 bytes" \
+        "$foxjit" prune --max-bytes $cap --cache-dir "$tmp/sl"
+    grep -q "holds 2 files named like entries that are not fox-jit's" "$tmp/out" ||
+        fail "prune --max-bytes $cap does not warn about the files it leaves"
+done
+# One warning for the whole warm, not one per store (4K is less than one
+# entry: every store evicts, and meets the two files; warm then says the
+# cap is too small, and exits 1).
+expect 1 "raise the cap" env FOXJIT_CACHE_MAX_BYTES=4K "$foxjit" warm --arch sm_89,sm_90 \
+    --manifest "$manifest" --cache-dir "$tmp/sl" --quiet
+n=$(grep -c "not fox-jit's" "$tmp/out")
+[ "$n" = 1 ] || fail "the foreign files were warned about $n times in one warm"
 
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
     "$foxjit" bench --samples abc

@@ -1,17 +1,25 @@
 /* unit: the disk cache. Bad entries are misses that get removed and
  * counted; unsafe directories are refused with a reason; writes that fail
- * never fail the caller; eviction is least recently used. */
+ * never fail the caller, and a file-size limit never ends the process;
+ * eviction is least recently used and counts only fox-jit's files; dead
+ * temp files go whichever way their mtime is off; a bad header costs one
+ * header read; a long layer list is used whole. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/temp_root.h"
@@ -399,6 +407,331 @@ static void test_write_failures_never_fail_and_warn_once(void **state)
     }
 }
 
+/* ---- resource limits ---- */
+
+static int pending_xfsz(void)
+{
+    sigset_t set;
+    return sigpending(&set) == 0 && sigismember(&set, SIGXFSZ) == 1;
+}
+
+static int blocked_xfsz(void)
+{
+    sigset_t set;
+    return pthread_sigmask(SIG_SETMASK, NULL, &set) == 0 && sigismember(&set, SIGXFSZ) == 1;
+}
+
+static int only_the_tag_in(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s' | grep -vx CACHEDIR.TAG)\"", dir);
+    return system(cmd) == 0;
+}
+
+/* In a child process with SIGXFSZ at its default action (the process ends):
+ * exit status 0 when every check holds, else the number of the first that
+ * failed. */
+static int file_size_limit_child(const char *none_dir, const char *dir)
+{
+    signal(SIGXFSZ, SIG_DFL);
+    /* No file at all: the tag of a new cache cannot be written. */
+    struct rlimit rl = {0, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+        return 2;
+    fj_cache_config cfg = {.dir = none_dir, .readonly_dirs = ""};
+    fj_disk_cache *c = NULL;
+    if (fj_disk_cache_open(&cfg, NULL, &c) == 0 ||
+        !strstr(foxjit_last_error(), "file-size limit (ulimit -f) is 0 bytes"))
+        return 3;
+    /* Room for the tag, not for an entry. */
+    rl.rlim_cur = 4096;
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+        return 4;
+    cfg.dir = dir;
+    if (fj_disk_cache_open(&cfg, NULL, &c) != 0)
+        return 5;
+    static uint8_t payload[64 << 10];
+    fj_key k;
+    key_for(900, &k);
+    if (fj_disk_cache_store(c, &k, FJ_ENTRY_KIND_CUBIN, payload, sizeof payload) != -1)
+        return 6;
+    /* The signal the write raised is consumed; the caller's mask is as it
+     * was; nothing half-written is left. */
+    if (pending_xfsz() || blocked_xfsz() || !only_the_tag_in(dir))
+        return 7;
+    /* A SIGXFSZ of the caller's own, pending while it is blocked, stays. */
+    sigset_t xfsz, old;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    raise(SIGXFSZ);
+    key_for(901, &k);
+    if (fj_disk_cache_store(c, &k, FJ_ENTRY_KIND_CUBIN, payload, sizeof payload) != -1)
+        return 8;
+    if (!pending_xfsz() || !blocked_xfsz())
+        return 9;
+    const struct timespec now = {0, 0};
+    sigtimedwait(&xfsz, NULL, &now);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    fj_disk_cache_close(c);
+    return 0;
+}
+
+/* A trainer that dlopens the library must not die from its cache: under
+ * `ulimit -f` smaller than an entry, a store is a write failure with one
+ * warning saying why, and the process goes on. */
+static void test_file_size_limit_ends_nothing(void **state)
+{
+    (void)state;
+    char none_dir[300], dir[300], log[300];
+    snprintf(none_dir, sizeof none_dir, "%s/fsize0", root);
+    snprintf(dir, sizeof dir, "%s/fsize", root);
+    snprintf(log, sizeof log, "%s/fsize.log", root);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 2) < 0)
+            _exit(1);
+        _exit(file_size_limit_child(none_dir, dir));
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (WIFSIGNALED(st))
+        fail_msg("the process was ended by signal %d (%s) during a cache write", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
+    if (WEXITSTATUS(st) != 0)
+        fail_msg("check %d of the file-size-limit child failed", WEXITSTATUS(st));
+    assert_int_equal(count_lines(log, "could not write cache entry"), 1);
+    assert_int_equal(count_lines(log, "file-size limit (ulimit -f) is 4096 bytes"), 1);
+}
+
+/* A temp file dated in the future (a restored backup, a host whose clock
+ * is ahead) is dead once it is further ahead than the stale age: it must
+ * not stay for ever. One a little ahead may be a live writer's. */
+static void test_future_dated_temps_are_swept(void **state)
+{
+    (void)state;
+    fj_counters n = {0};
+    fj_disk_cache *c = open_dir("future", &n, 0, NULL);
+    char far[4300], near[4300], recent[4300];
+    const char *d = fj_disk_cache_dir(c);
+    snprintf(far, sizeof far, "%s/.tmp.0123456789abcdef0123456789abcdef.h.far", d);
+    snprintf(near, sizeof near, "%s/.tmp.0123456789abcdef0123456789abcdef.h.near", d);
+    snprintf(recent, sizeof recent, "%s/.tmp.0123456789abcdef0123456789abcdef.h.recent", d);
+    const char *const files[] = {far, near, recent};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(files[i], "w");
+        fputs("half an entry", f);
+        fclose(f);
+    }
+    set_age(far, -24 * 3600);  /* a day ahead */
+    set_age(near, -60);        /* a minute ahead: a clock a little off */
+    set_age(recent, 60);
+    fj_prune_stats ps;
+    fj_disk_cache_prune(c, 1ull << 40, NULL, &ps);
+    if (access(far, F_OK) == 0)
+        fail_msg("a temp file dated a day in the future was kept");
+    assert_int_equal(access(near, F_OK), 0);
+    assert_int_equal(access(recent, F_OK), 0);
+    assert_int_equal(ps.temps, 1);
+    assert_int_equal(ps.kept_temps, 2);
+    fj_disk_cache_close(c);
+}
+
+/* FOXJIT_CACHE_READONLY_DIRS longer than any buffer: every layer path is
+ * used whole, never cut to a prefix that names another directory. */
+static void test_long_layer_list_is_used_whole(void **state)
+{
+    (void)state;
+    fj_counters n = {0};
+    fj_disk_cache *b = open_dir("lay", &n, 0, NULL);   /* a valid layer: root/lay */
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "%s", fj_disk_cache_dir(b));
+    fj_disk_cache_close(b);
+    /* The real path is root/layer-gone, which does not exist; an 8 KiB
+     * buffer cut it to root/lay. */
+    size_t pad = 8191 - strlen(prefix);
+    char *list = malloc(pad + strlen(prefix) + 32);
+    assert_non_null(list);
+    memset(list, ':', pad);
+    sprintf(list + pad, "%s-gone", prefix);
+    fj_disk_cache *c = open_dir("front-long", &n, 0, list);
+    for (int i = 0; i < fj_disk_cache_layer_count(c); i++)
+        if (!strcmp(fj_disk_cache_layer(c, i), prefix))
+            fail_msg("%s, a prefix of the layer named, was used as a layer", prefix);
+    assert_int_equal(fj_disk_cache_layer_count(c), 0);
+    fj_disk_cache_close(c);
+    /* Past the old buffer, the layer named is used. */
+    free(list);
+    list = malloc(9000 + strlen(prefix) + 1);
+    assert_non_null(list);
+    memset(list, ':', 9000);
+    strcpy(list + 9000, prefix);
+    c = open_dir("front-long2", &n, 0, list);
+    assert_int_equal(fj_disk_cache_layer_count(c), 1);
+    assert_string_equal(fj_disk_cache_layer(c, 0), prefix);
+    fj_disk_cache_close(c);
+    free(list);
+    /* A component longer than PATH_MAX: refused by name, with its length. */
+    char log[300];
+    snprintf(log, sizeof log, "%s/layers.log", root);
+    char *longest = malloc(PATH_MAX + 16);
+    assert_non_null(longest);
+    longest[0] = '/';
+    memset(longest + 1, 'a', PATH_MAX + 4);
+    longest[PATH_MAX + 5] = '\0';
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    c = open_dir("front-long3", &n, 0, longest);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(fj_disk_cache_layer_count(c), 0);
+    fj_disk_cache_close(c);
+    char needle[64];
+    snprintf(needle, sizeof needle, "(%d bytes) is longer than PATH_MAX", PATH_MAX + 5);
+    assert_int_equal(count_lines(log, needle), 1);
+    free(longest);
+}
+
+/* Bytes this process has read so far (/proc/self/io), or -1. */
+static long long bytes_read_so_far(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    long long n = -1;
+    char line[128];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "rchar: %lld", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static int count_visit(const fj_entry_info *e, void *ud)
+{
+    (void)e;
+    ++*(int *)ud;
+    return 0;
+}
+
+/* A 256 MiB file named like an entry, with a bad magic or a header that
+ * does not fit its size: one header read, not 256 MiB, by the runtime's
+ * load and by verify's walk. */
+static void test_bad_header_costs_one_read(void **state)
+{
+    (void)state;
+    if (bytes_read_so_far() < 0) {
+        printf("note: no /proc/self/io here; the read-cost check is skipped\n");
+        skip();
+    }
+    fj_counters n = {0};
+    fj_disk_cache *c = open_dir("huge", &n, 0, NULL);
+    fj_key k;
+    key_for(910, &k);
+    char path[4200];
+    entry_file(c, &k, path, sizeof path);
+    size_t len;
+    uint8_t *good = fj_entry_encode(k.text, FJ_ENTRY_KIND_CUBIN, "0123456789", 10, &len);
+    const off_t huge = (off_t)256 << 20;
+    for (int round = 0; round < 2; round++) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        /* Round 0: not an entry at all. Round 1: a real header, 256 MiB
+         * of file where it says 64 + key + 10 bytes. */
+        if (round == 0)
+            assert_int_equal(write(fd, "NOTMAGIC", 8), 8);
+        else
+            assert_int_equal(write(fd, good, 64), 64);
+        assert_int_equal(ftruncate(fd, huge), 0);   /* sparse: cheap to make */
+        close(fd);
+        long long before = bytes_read_so_far();
+        int visited = 0;
+        assert_int_equal(fj_disk_cache_walk(c, 1, count_visit, &visited), 1);
+        uint8_t *p;
+        uint32_t kind;
+        assert_int_equal(fj_disk_cache_load(c, &k, &p, &len, &kind), 0);
+        long long cost = bytes_read_so_far() - before;
+        if (cost > (1 << 20))
+            fail_msg("a 256 MiB file with %s cost %lld bytes of reads", round ? "a header "
+                     "that does not fit its size" : "a bad magic", cost);
+        assert_int_equal(access(path, F_OK), -1);   /* removed as bad, named like the key */
+    }
+    assert_int_equal(n.corrupt_entries, 2);
+    free(good);
+    fj_disk_cache_close(c);
+}
+
+/* Eviction over the cap meets a file named like an entry that is not
+ * fox-jit's at every store: it is warned about once per cache. */
+static void test_foreign_file_warned_once(void **state)
+{
+    (void)state;
+    fj_counters n = {0};
+    fj_disk_cache *c = open_dir("foreign", &n, 20000, NULL);
+    fj_key f;
+    key_for(920, &f);
+    static uint8_t blob[100000];
+    plant(c, &f, blob, sizeof blob);
+    char log[300];
+    snprintf(log, sizeof log, "%s/foreign.log", root);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    static uint8_t payload[1000];
+    for (int i = 0; i < 6; i++) {
+        fj_key k;
+        key_for(921 + i, &k);
+        assert_int_equal(fj_disk_cache_store(c, &k, FJ_ENTRY_KIND_CUBIN, payload,
+                                             sizeof payload), 0);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(count_lines(log, "not fox-jit's"), 1);
+    assert_int_equal(n.evictions, 0);   /* the real entries fit the cap */
+    fj_disk_cache_close(c);
+}
+
+/* prune and clear count fox-jit's entries only, at any cap: a foreign
+ * file and a link named like entries are left, counted apart. */
+static void test_prune_counts_only_ours(void **state)
+{
+    (void)state;
+    fj_counters n = {0};
+    fj_disk_cache *c = open_dir("ours", &n, 0, NULL);
+    fj_key k, foreign, link_key;
+    key_for(930, &k);
+    key_for(931, &foreign);
+    key_for(932, &link_key);
+    assert_int_equal(fj_disk_cache_store(c, &k, FJ_ENTRY_KIND_CUBIN, "cubin", 5), 0);
+    char entry[4200], link_path[4200];
+    entry_file(c, &k, entry, sizeof entry);
+    struct stat st;
+    assert_int_equal(stat(entry, &st), 0);
+    plant(c, &foreign, "hello", 5);
+    entry_file(c, &link_key, link_path, sizeof link_path);
+    assert_int_equal(symlink(entry, link_path), 0);
+    fj_prune_stats ps;
+    assert_int_equal(fj_disk_cache_prune(c, 1ull << 40, NULL, &ps), 0);
+    assert_int_equal(ps.bytes_left, (uint64_t)st.st_size);
+    assert_int_equal(ps.foreign, 2);
+    assert_int_equal(ps.foreign_bytes, 5);
+    assert_int_equal(fj_disk_cache_clear(c, &ps), 1);
+    assert_int_equal(ps.bytes_left, 0);
+    assert_int_equal(ps.foreign, 2);
+    assert_int_equal(lstat(link_path, &st), 0);   /* the link stays */
+    fj_disk_cache_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +746,15 @@ int main(void)
                                         remove_root),
         cmocka_unit_test_setup_teardown(test_write_failures_never_fail_and_warn_once, make_root,
                                         remove_root),
+        cmocka_unit_test_setup_teardown(test_file_size_limit_ends_nothing, make_root,
+                                        remove_root),
+        cmocka_unit_test_setup_teardown(test_future_dated_temps_are_swept, make_root,
+                                        remove_root),
+        cmocka_unit_test_setup_teardown(test_long_layer_list_is_used_whole, make_root,
+                                        remove_root),
+        cmocka_unit_test_setup_teardown(test_bad_header_costs_one_read, make_root, remove_root),
+        cmocka_unit_test_setup_teardown(test_foreign_file_warned_once, make_root, remove_root),
+        cmocka_unit_test_setup_teardown(test_prune_counts_only_ours, make_root, remove_root),
     };
     return cmocka_run_group_tests_name("disk_cache", tests, NULL, NULL);
 }

@@ -47,6 +47,10 @@ static void test_errors_name_the_line(void **state)
     expect_error("column_sum rows=1 rows=2 cols=3\n", "given twice");
     expect_error("column_sum rows=1 cols=3 depth=2\n", "has no key 'depth'");
     expect_error("column_sum rows=1 cols\n", "not key=value");
+    /* Past int64: said as such, with the most a value may be. */
+    expect_error("column_sum rows=99999999999999999999 cols=3\n",
+                 "line 1: rows=99999999999999999999 is too large (max 9223372036854775807)");
+    expect_error("column_sum rows=1 cols=9223372036854775808\n", "too large (max ");
 }
 
 static void test_comments_and_blank_lines(void **state)

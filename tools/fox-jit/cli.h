@@ -41,9 +41,10 @@ fj_tk_cache *cli_open_cache(const char *dir, int flags);
  * silently meaning the default. 0 when fine. */
 int cli_check_cache_dir(const char *cmd, const char *dir);
 
-/* Reads a manifest file ("-" = stdin; NULL = the built-in default). Returns
- * a malloc'd text or NULL after printing why (a missing or unreadable file,
- * a directory, a NUL byte: all bad usage, exit status 2). */
+/* Reads a manifest file ("-" = stdin; NULL = the built-in default), at
+ * most fj_tk_manifest_max_bytes(). Returns a malloc'd text or NULL after
+ * printing why (a missing or unreadable file, a directory, a NUL byte, a
+ * file or stream larger than the limit: all bad usage, exit status 2). */
 char *cli_read_manifest(const char *path);
 
 /* Parses a size like 500M, 2G, 123456 (fj_tk_parse_size). Returns 0 on

@@ -1,8 +1,10 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "toolkit.h"
 #include "cli.h"
@@ -42,46 +44,45 @@ char *cli_read_manifest(const char *path)
         fprintf(stderr, "fox-jit: --manifest is empty; give a file ('-' reads stdin)\n");
         return NULL;
     }
-    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-    if (!f) {
+    /* A FIFO given on purpose (a shell's <(...)) is read like stdin: its
+     * open waits for the writer, and the read below ends with it. */
+    const int is_stdin = !strcmp(path, "-");
+    int fd = is_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    if (is_stdin)
+        path = "on stdin";
+    if (fd < 0) {
         cannot_read_manifest(path, errno);
         return NULL;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    const int have_stat = fstat(fd, &st) == 0;
+    if (have_stat && S_ISDIR(st.st_mode)) {
         fprintf(stderr, "fox-jit: manifest %s is a directory; give the manifest file (one op "
                 "per line, see fox-jit warm --print-manifest)\n", path);
-        if (f != stdin)
-            fclose(f);
+        if (!is_stdin)
+            close(fd);
         return NULL;
     }
-    size_t cap = 4096, n = 0;
-    char *text = malloc(cap);
-    size_t got;
-    while (text && (got = fread(text + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *grown = realloc(text, cap * 2);
-            if (!grown) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = grown;
-            cap *= 2;
-        }
+    /* Bounded: /dev/zero, `yes |` or a huge file ends here, not when
+     * memory runs out. */
+    const size_t max = fj_tk_manifest_max_bytes();
+    size_t n = 0;
+    char *text = fj_tk_read_bounded(fd, max, have_stat && S_ISREG(st.st_mode)
+                                                 ? (size_t)st.st_size : 0, &n);
+    const int err = errno;
+    if (!is_stdin)
+        close(fd);
+    if (!text && err == EFBIG) {
+        fprintf(stderr, "fox-jit: manifest %s is larger than %zu bytes (1 MiB), the most a "
+                "manifest may be: it lists op shapes, one per line (see fox-jit warm "
+                "--print-manifest); give the manifest file\n", path, max);
+        return NULL;
     }
-    /* The read's errno, before fclose can change it. */
-    const int read_error = ferror(f) ? (errno ? errno : EIO) : 0;
-    if (f != stdin)
-        fclose(f);
     if (!text) {
-        fprintf(stderr, "fox-jit: out of memory reading %s\n", path);
-        return NULL;
-    }
-    if (read_error) {
-        cannot_read_manifest(path, read_error);
-        free(text);
+        if (err == ENOMEM)
+            fprintf(stderr, "fox-jit: out of memory reading %s\n", path);
+        else
+            cannot_read_manifest(path, err);
         return NULL;
     }
     /* A NUL byte would silently end the text there: the rest of the file
@@ -94,13 +95,18 @@ char *cli_read_manifest(const char *path)
         free(text);
         return NULL;
     }
-    text[n] = '\0';
     return text;
 }
 
 int cli_parse_size(const char *cmd, const char *option, const char *text, uint64_t *out)
 {
     char why[300];
+    if (!*text) {
+        fprintf(stderr, "fox-jit %s: %s is empty; give a number of bytes like 500M or 2G\n",
+                cmd, option);
+        return -1;
+    }
+    /* The parser's sentence starts with the value: "'abc' is not a size". */
     if (fj_tk_parse_size(text, out, why, sizeof why) != 0) {
         fprintf(stderr, "fox-jit %s: %s %s\n", cmd, option, why);
         return -1;
@@ -115,7 +121,8 @@ int cli_local_gpu_cc(char *why, size_t why_len)
     if (st != FOXJIT_OK) {
         /* Said to a machine that builds for others (a container image, a
          * CI host): no GPU is what matters, not how to install a driver. */
-        snprintf(why, why_len, "%s", st == FOXJIT_ERROR_DRIVER_NOT_FOUND
+        const char *lib = getenv("FOXJIT_CUDA_LIBRARY");
+        snprintf(why, why_len, "%s", st == FOXJIT_ERROR_DRIVER_NOT_FOUND && !(lib && *lib)
                                          ? "no CUDA driver or GPU here"
                                          : foxjit_last_error());
         return -1;

@@ -80,7 +80,7 @@ static int parse_common(const char *cmd, int argc, char **argv, const char **dir
 }
 
 typedef struct walk_totals {
-    long entries, temps, bad, removed, kept;
+    long entries, temps, bad, removed, kept, gone;
     unsigned long long bytes;
     int remove;
     fj_tk_cache *cache;
@@ -89,6 +89,8 @@ typedef struct walk_totals {
 static int print_entry(const fj_tk_entry *e, void *ud)
 {
     walk_totals *t = ud;
+    if (e->gone)
+        return 0;   /* removed by another process after the directory was read */
     char when[32];
     struct tm tm;
     localtime_r(&e->mtime, &tm);
@@ -134,6 +136,12 @@ static int verify_entry(const fj_tk_entry *e, void *ud)
         t->temps++;
         return 0;
     }
+    if (e->gone) {
+        /* Evicted or replaced by another process after the listing: that
+         * is a cache in use, not a damaged one. */
+        t->gone++;
+        return 0;
+    }
     t->entries++;
     if (e->valid)
         return 0;
@@ -149,14 +157,15 @@ static int verify_entry(const fj_tk_entry *e, void *ud)
              * header, but a denied or failed removal is not that. */
             t->kept++;
             const int dir = strstr(e->why, "is a directory") != NULL;
+            /* A file without fox-jit's header (EPERM) and a link (ELOOP:
+             * never followed, so never read) are alike: not fox-jit's. */
             printf("    kept: %s\n",
                    err == EPERM && dir
                        ? "verify removes only fox-jit's files; remove the directory yourself "
                          "(rm -r) if nothing in it is yours"
-                   : err == EPERM ? "not a fox-jit file (no fox-jit header); move it out yourself"
-                   : err == ELOOP ? "a symbolic link, which verify does not follow or remove; "
-                                    "remove it yourself"
-                                  : strerror(err));
+                   : err == EPERM || err == ELOOP ? "not fox-jit's; move it out of the cache "
+                                                    "yourself"
+                                                  : strerror(err));
         }
     }
     return 0;
@@ -200,9 +209,23 @@ int cmd_verify(int argc, char **argv)
     if (t.remove)
         snprintf(removed, sizeof removed, t.kept ? " (%ld removed, %ld kept: see above)"
                  : " (%ld removed)", t.removed, t.kept);
+    char gone[160] = "";
+    if (t.gone)
+        snprintf(gone, sizeof gone, "; %ld more removed by another process while verify ran "
+                 "(not checked, not a fault)", t.gone);
     printf("verify: %ld entries, %ld bad%s, %ld temp files of unfinished writes (ignored by "
-           "readers)\n", t.entries, t.bad, removed, t.temps);
+           "readers)%s\n", t.entries, t.bad, removed, t.temps, gone);
     return t.bad ? 1 : 0;
+}
+
+/* clear and prune count fox-jit's entries only, whatever the cap; what
+ * else is named like one is left and said so (the warning names one). */
+static void print_foreign(const fj_tk_prune_stats *s)
+{
+    if (s->foreign)
+        printf("; left %ld file%s that %s not fox-jit's (%llu bytes, not counted: see the "
+               "warning)", s->foreign, s->foreign == 1 ? "" : "s",
+               s->foreign == 1 ? "is" : "are", (unsigned long long)s->foreign_bytes);
 }
 
 int cmd_clear(int argc, char **argv)
@@ -229,6 +252,7 @@ int cmd_clear(int argc, char **argv)
            (unsigned long long)s.temp_bytes, fj_tk_cache_dir(c));
     if (s.kept_temps)
         printf("; kept %ld temp files of writes in progress", s.kept_temps);
+    print_foreign(&s);
     printf("\n");
     fj_tk_cache_close(c);
     return 0;
@@ -260,8 +284,10 @@ int cmd_prune(int argc, char **argv)
         return 1;
     }
     printf("prune: evicted %ld entries (%llu bytes) and removed %ld stale temp files (%llu "
-           "bytes); freed %llu bytes, %llu bytes of entries left\n", s.entries,
+           "bytes); freed %llu bytes, %llu bytes of entries left", s.entries,
            (unsigned long long)s.entry_bytes, s.temps, (unsigned long long)s.temp_bytes,
            (unsigned long long)(s.entry_bytes + s.temp_bytes), (unsigned long long)s.bytes_left);
+    print_foreign(&s);
+    printf("\n");
     return 0;
 }

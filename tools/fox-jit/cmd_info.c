@@ -46,7 +46,7 @@ typedef struct sizes {
 static int add_size(const fj_tk_entry *e, void *ud)
 {
     sizes *s = ud;
-    if (!e->is_temp) {
+    if (!e->is_temp && !e->gone) {
         s->entries++;
         s->bytes += e->size;
     }

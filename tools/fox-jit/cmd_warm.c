@@ -38,12 +38,15 @@ const char warm_usage[] =
     "  --print-manifest print the default manifest and exit\n"
     "\n"
     "Exit status: 0 when every variant is in the cache, 1 when any failed or could not be\n"
-    "kept (a write failed, or the size cap evicted it again), 2 on bad usage (bad options,\n"
-    "archs or manifest).\n";
+    "kept (a write failed, the size cap evicted it again, or another process removed it\n"
+    "again after warm stored it once more), 2 on bad usage (bad options, archs or\n"
+    "manifest, or --print-manifest with a build option).\n";
 
 /* What became of unit i of warm_state.units. */
 typedef struct warm_job {
     int status;        /* 0 pending, 1 compiled, 2 cached, 3 failed */
+    int stored;        /* in the cache right after it was built (else its store failed,
+                          and said why) */
     double ms;
     char *error;
 } warm_job;
@@ -83,6 +86,7 @@ static void *worker(void *arg)
             j->error = strdup(foxjit_last_error());
         } else {
             j->status = compiled ? 1 : 2;
+            j->stored = fj_tk_unit_cached(w->units, i, w->cache) != 0;
         }
         char desc[256];
         const char *target = fj_tk_unit_target(w->units, i)->name;
@@ -103,6 +107,19 @@ static void *worker(void *arg)
     }
 }
 
+/* The options that only a build uses (--print-manifest builds nothing). */
+static const char *build_option_name(int c)
+{
+    switch (c) {
+    case 'a': return "--arch";
+    case 'm': return "--manifest";
+    case 'c': return "--cache-dir";
+    case 's': return "--shared";
+    case 'j': return "-j";
+    default: return NULL;
+    }
+}
+
 static int target_seen(const fj_tk_target *seen, int n, const fj_tk_target *t)
 {
     for (int i = 0; i < n; i++)
@@ -111,11 +128,73 @@ static int target_seen(const fj_tk_target *seen, int n, const fj_tk_target *t)
     return 0;
 }
 
+/* How many of the variants built are not in the cache at the end, each
+ * cause said truly: a warm must leave them all there.
+ *  - a store that failed (a full disk, a file-size limit, the cache
+ *    directory removed) was warned about when it happened, with its reason,
+ *    and the summary says entries could not be written;
+ *  - stored, and gone since: a size cap smaller than what this warm needs
+ *    (its own stores evicted them again: raise the cap), the cache
+ *    directory removed (nothing it built survives: said again here), or
+ *    another process removed them (fox-jit clear or prune, another
+ *    process's eviction): those are stored once more from memory, and only
+ *    what is gone again after that is missing. */
+static size_t check_kept(warm_state *w)
+{
+    foxjit_counters snap;
+    fj_tk_cache_counters(w->cache, &snap);
+    size_t removed = 0;
+    uint64_t needed = 0;
+    char *gone = calloc(w->count ? w->count : 1, 1);
+    if (!gone)
+        return 0;
+    for (size_t i = 0; i < w->count; i++) {
+        const warm_job *j = &w->jobs[i];
+        if (j->status != 1 && j->status != 2)
+            continue;
+        needed += fj_tk_unit_entry_bytes(w->units, i);
+        /* Not there right after its build: its store failed (warned), or,
+         * where no store failed, another process removed it at once. */
+        gone[i] = (j->stored || !snap.write_failures) &&
+                  fj_tk_unit_cached(w->units, i, w->cache) == 0;
+        removed += gone[i];
+    }
+    const uint64_t cap = fj_tk_cache_max_bytes(w->cache);
+    size_t missing = removed;
+    if (removed && needed > cap) {
+        fprintf(stderr, "fox-jit warm: %zu of the %zu variants built are no longer in the "
+                "cache: they take %llu bytes, more than the size cap (%llu bytes, "
+                "FOXJIT_CACHE_MAX_BYTES), so they were evicted again; raise the cap\n", removed,
+                w->count, (unsigned long long)needed, (unsigned long long)cap);
+    } else if (removed && fj_tk_cache_dir_removed(w->cache)) {
+        fprintf(stderr, "fox-jit warm: the cache directory %s was removed while warm ran, and "
+                "what it had stored with it; run warm again\n", fj_tk_cache_dir(w->cache));
+    } else if (removed) {
+        missing = 0;
+        for (size_t i = 0; i < w->count; i++)
+            if (gone[i] && (fj_tk_unit_store(w->units, i, w->cache) != 0 ||
+                            fj_tk_unit_cached(w->units, i, w->cache) == 0))
+                missing++;
+        if (!missing && !w->quiet)
+            printf("warm: %zu entries were removed by another process while warm ran (fox-jit "
+                   "clear or prune, or another process's eviction) and are stored again\n",
+                   removed);
+        else if (missing)
+            fprintf(stderr, "fox-jit warm: %zu of the %zu variants built were removed from the "
+                    "cache by another process while warm ran (fox-jit clear or prune, or "
+                    "another process's eviction), and again after being stored once more; run "
+                    "warm again once nothing else is clearing the cache\n", missing, w->count);
+    }
+    free(gone);
+    return missing;
+}
+
 int cmd_warm(int argc, char **argv)
 {
     const char *arch_list = NULL, *manifest_path = NULL, *cache_dir = NULL;
     long jobs_n = sysconf(_SC_NPROCESSORS_ONLN);
     int quiet = 0, shared = 0, print_manifest = 0;
+    const char *build_option = NULL;   /* the first option that only a build uses */
     static const struct option opts[] = {
         {"shared", no_argument, NULL, 's'},
         {"arch", required_argument, NULL, 'a'},     {"manifest", required_argument, NULL, 'm'},
@@ -125,6 +204,8 @@ int cmd_warm(int argc, char **argv)
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "j:q", opts, NULL)) != -1) {
+        if (!build_option)
+            build_option = build_option_name(c);
         switch (c) {
         case 'a':
             if (arch_list) {
@@ -161,6 +242,14 @@ int cmd_warm(int argc, char **argv)
     }
     /* After the whole command line is read: a bad option beside it is
      * still bad usage. */
+    if (print_manifest && build_option) {
+        /* Neither validated nor used: a mistake beside it must not pass
+         * for a checked one. */
+        fprintf(stderr, "fox-jit warm: --print-manifest prints the built-in manifest and "
+                "builds nothing, so %s has no use beside it; give one or the other\n",
+                build_option);
+        return 2;
+    }
     if (print_manifest) {
         fputs(fj_tk_default_manifest(), stdout);
         return 0;
@@ -175,10 +264,14 @@ int cmd_warm(int argc, char **argv)
     char *text = cli_read_manifest(manifest_path);
     if (!text)
         return 2;
+    /* Every message about a line says which manifest it is in. */
+    const char *manifest_name = !manifest_path               ? "the built-in manifest"
+                                : !strcmp(manifest_path, "-") ? "the manifest on stdin"
+                                                              : manifest_path;
     fj_tk_manifest *m;
     char why[512];
     if (fj_tk_manifest_parse(text, &m, why, sizeof why) != 0) {
-        fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_path ? manifest_path : "manifest", why);
+        fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_name, why);
         free(text);
         return 2;
     }
@@ -187,7 +280,7 @@ int cmd_warm(int argc, char **argv)
         /* An empty file (or stdin) is a mistake more often than a wish. */
         fprintf(stderr, "fox-jit warm: %s lists no op shapes (lines like 'column_sum rows=8192 "
                 "cols=42'; `fox-jit warm --print-manifest` shows the default)\n",
-                manifest_path ? manifest_path : "the manifest");
+                manifest_name);
         fj_tk_manifest_free(m);
         return 2;
     }
@@ -273,7 +366,7 @@ int cmd_warm(int argc, char **argv)
                     (int)(sizeof seen / sizeof seen[0]));
             bad = 1;
         } else if ((seen[n_seen++] = t, fj_tk_units_add(w.units, m, &t, why, sizeof why)) != 0) {
-            fprintf(stderr, "fox-jit warm: manifest %s\n", why);
+            fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_name, why);
             bad = 1;
         }
         if (bad) {
@@ -335,17 +428,7 @@ int cmd_warm(int argc, char **argv)
         }
         free(j->error);
     }
-    /* A cap smaller than what was just built evicts it again: the next
-     * warm (or trainer) would compile it all once more. */
-    size_t evicted = 0;
-    for (size_t i = 0; i < w.count; i++)
-        if (w.jobs[i].status == 1 || w.jobs[i].status == 2)
-            evicted += fj_tk_unit_cached(w.units, i, w.cache) == 0;
-    if (evicted)
-        fprintf(stderr, "fox-jit warm: %zu of the %zu variants built are no longer in the "
-                "cache: the size cap (%llu bytes, FOXJIT_CACHE_MAX_BYTES) is smaller than what "
-                "this warm needs, so they were evicted again; raise the cap\n", evicted,
-                w.count, (unsigned long long)fj_tk_cache_max_bytes(w.cache));
+    size_t missing = check_kept(&w);
     if (shared)
         fj_tk_cache_make_shared(w.cache);
     foxjit_counters snap;
@@ -357,5 +440,5 @@ int cmd_warm(int argc, char **argv)
     free(w.jobs);
     fj_tk_units_free(w.units);
     fj_tk_cache_close(w.cache);
-    return failed || snap.write_failures || evicted ? 1 : 0;
+    return failed || snap.write_failures || missing ? 1 : 0;
 }

@@ -17,6 +17,12 @@ static const cli_command commands[] = {
      cmd_bench, bench_print_usage},
 };
 
+static const char version_usage[] =
+    "usage: fox-jit version (or fox-jit --version)\n\n"
+    "Prints fox-jit's version ('fox-jit X.Y.Z'). `fox-jit info` adds NVRTC's, CCCL's and\n"
+    "the driver's.\n"
+    "\nExit status: 0.\n";
+
 static void command_usage(const cli_command *c, FILE *f)
 {
     if (c->print_usage)
@@ -79,6 +85,15 @@ int main(int argc, char **argv)
                     command_usage(&commands[i], stdout);
                     return 0;
                 }
+            /* The two listed with the commands that have no table entry. */
+            if (!strcmp(argv[2], "version")) {
+                fputs(version_usage, stdout);
+                return 0;
+            }
+            if (!strcmp(argv[2], "help")) {
+                usage(stdout);
+                return 0;
+            }
             /* help for a command there is not: said, and bad usage. */
             fprintf(stderr, "fox-jit: no command '%s' to describe\n\n", argv[2]);
             usage(stderr);
