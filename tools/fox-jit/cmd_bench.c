@@ -211,10 +211,8 @@ int cmd_bench(int argc, char **argv)
     b.plan_overridden = plan.overridden;
     if (json_path) {
         b.json = bench_json_open(json_path);
-        if (!b.json) {
-            perror(json_path);
-            return 1;
-        }
+        if (!b.json)
+            return 1;   /* bench_json_open said why */
         time_t now = time(NULL);
         char when[64];
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));

@@ -4,6 +4,7 @@
  * GPU and NCCL (also dlopen'ed); with --dist, one rank of a job of one
  * process per GPU. See `fox-train --help` and
  * docs/trainer.md. */
+#include <signal.h>
 #include <stdio.h>
 
 #include "foxjit/foxjit.h"
@@ -23,6 +24,12 @@ int main(int argc, char **argv)
 {
     ft_options o;
     char why[512];
+    /* Under a file-size limit (ulimit -f) a write past it raises SIGXFSZ,
+     * which ends the process: ignored, the write fails with EFBIG and the
+     * output that made it (checkpoint, CSV, JSON) says so, while the run
+     * goes on or stops with its status. The library's cache writes never
+     * end the process either way. */
+    signal(SIGXFSZ, SIG_IGN);
     switch (ft_parse_args(argc, argv, &o, why, sizeof why)) {
     case FT_PARSE_HELP:
         fputs(ft_usage, stdout);
