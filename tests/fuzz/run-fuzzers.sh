@@ -18,8 +18,14 @@ if [ ! -f "$B/build.ninja" ]; then
 fi
 # Only the fuzz targets: libfoxjit.so does not link with clang's static
 # sanitizer runtimes (-Wl,--no-undefined), and is not needed here.
-ninja -C "$B" tests/fuzz/fuzz_cache_entry tests/fuzz/fuzz_manifest tests/fuzz/make_entry_seeds \
-    >/dev/null
+if ! ninja -C "$B" tests/fuzz/fuzz_cache_entry tests/fuzz/fuzz_manifest \
+        tests/fuzz/make_entry_seeds > "$B/ninja.log" 2>&1; then
+    tail -n 30 "$B/ninja.log"
+    for target in cache_entry manifest; do
+        echo "fuzz_$target: not built (ninja -C $B failed; log: $B/ninja.log)"
+    done
+    exit 1
+fi
 work=$(mktemp -d /tmp/foxjit-fuzz.XXXXXX)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
