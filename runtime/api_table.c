@@ -3,7 +3,7 @@
 #include <stddef.h>
 
 #include "foxjit/foxjit.h"
-#include "ops/op_list.h"
+#include "op_list.h"
 
 /* One table for the whole of ABI 2 (it was named api_v1, after ABI 1). */
 static const foxjit_api api_table = {

@@ -17,6 +17,13 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The shared device library's .cuh files and the ops' policy.h files. */
+static int is_header(const char *name)
+{
+    size_t n = strlen(name);
+    return (n > 4 && !strcmp(name + n - 4, ".cuh")) || (n > 2 && !strcmp(name + n - 2, ".h"));
+}
+
 foxjit_status fj_compile(const fj_toolchain *tc, const fj_variant *v, const fj_target *t,
                          uint8_t **image, size_t *size, uint32_t *kind, double *ms)
 {
@@ -37,13 +44,15 @@ foxjit_status fj_compile_with_ptx(const fj_toolchain *tc, const fj_variant *v,
     const fj_embedded_file *src = fj_program_source(v->program);
     if (!src)
         return fj_fail(FOXJIT_ERROR_COMPILE, "kernel source %s of %s is not embedded (a build "
-                       "problem: add it to kernel_src/meson.build)", v->program->source, desc);
+                       "problem: an op's kernel is embedded as \"<op>/kernel.cu\" when its "
+                       "line is in ops/op_list.h)", v->program->source, desc);
     if (v->program->uses_cccl && !tc->cccl_include[0])
         return fj_fail(FOXJIT_ERROR_COMPILE, "%s needs the CCCL (CUB) headers, which were not "
                        "found; set FOXJIT_CCCL_INCLUDE to <cuda>/include/cccl", desc);
 
-    /* Every embedded header is offered to NVRTC by name, so sources include
-     * each other with #include "x.cuh" and never touch the file system. */
+    /* Every embedded header is offered to NVRTC by its embedded name, so
+     * sources include each other by that name ("common.cuh",
+     * "colsum/policy.h") and never touch the file system. */
     const fj_source_set *sets[2] = {&fj_library_sources, v->program->sources};
     size_t room = fj_library_sources.count + (sets[1] ? sets[1]->count : 0);
     const char **header_names = malloc((room ? room : 1) * sizeof *header_names);
@@ -56,8 +65,7 @@ foxjit_status fj_compile_with_ptx(const fj_toolchain *tc, const fj_variant *v,
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; sets[s] && i < sets[s]->count; i++) {
             const char *name = sets[s]->files[i].name;
-            size_t n = strlen(name);
-            if (n > 4 && !strcmp(name + n - 4, ".cuh")) {
+            if (is_header(name)) {
                 header_names[nheaders] = name;
                 header_texts[nheaders] = sets[s]->files[i].text;
                 nheaders++;

@@ -1,7 +1,7 @@
 /* An op as one declared unit: what `fox-jit warm`, the manifest, prepare
  * and the program registry need to know of it, in one descriptor that the
- * op's file (runtime/ops/<op>.c) exports as fj_op_<op>. The list of ops is
- * runtime/ops/op_list.h. No CUDA here: the manifest and the tools read
+ * op's host side (ops/<op>/op.c) exports as fj_op_<op>. The list of ops is
+ * ops/op_list.h. No CUDA here: the manifest and the tools read
  * descriptors without a driver. */
 #ifndef FJ_OP_H
 #define FJ_OP_H

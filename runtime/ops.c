@@ -7,7 +7,7 @@
 
 #include "manifest.h"
 #include "op.h"
-#include "ops/op_list.h"
+#include "op_list.h"
 
 #define FJ_DECLARE_OP(op, entries) extern const fj_op fj_op_##op;
 FJ_OPS(FJ_DECLARE_OP)

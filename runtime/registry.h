@@ -14,13 +14,15 @@
 #define FJ_MAX_KERNEL_ARGS 32
 
 typedef struct fj_embedded_file {
-    const char *name;  /* path relative to kernel_src/, e.g. "colsum.cu" */
+    /* Its path below kernel_src/ or ops/: "common.cuh", "colsum/kernel.cu";
+     * kernels #include it by this name. */
+    const char *name;
     const char *text;
     size_t size;
 } fj_embedded_file;
 
-/* A set of embedded files, generated at build time from kernel_src/
- * (tools/embed_sources.py). */
+/* A set of embedded files, generated at build time from kernel_src/ and
+ * the op folders (tools/embed_sources.py). */
 typedef struct fj_source_set {
     const fj_embedded_file *files;
     size_t count;

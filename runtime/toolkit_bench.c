@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ops/colsum.h"
-#include "ops/perception.h"
-#include "ops/radix_sort.h"
-#include "ops/rank_normalize.h"
+#include "colsum/op.h"
+#include "common/perception.h"
+#include "radix_sort/op.h"
+#include "rank_normalize/op.h"
 #include "runtime.h"
 #include "status.h"
 #include "toolkit.h"

@@ -7,7 +7,7 @@
 #include "counters.h"
 #include "disk_cache.h"
 #include "manifest.h"
-#include "ops/colsum.h"
+#include "colsum/op.h"
 #include "registry.h"
 #include "toolkit.h"
 

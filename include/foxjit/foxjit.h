@@ -676,7 +676,7 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits_wide(foxjit_runtime *rt, CUdevic
  * captured graph can replay with an advancing step; see
  * foxjit_increment_step; a step below 1 counts as 1). n in [1, 2^40]; lr and
  * weight_decay >= 0, beta1 and beta2 in [0, 1), eps > 0, all finite. The
- * float32 operations are in a fixed order (kernel_src/train.cu), so the
+ * float32 operations are in a fixed order (ops/train/kernel.cu), so the
  * result is the same on every GPU. */
 typedef struct foxjit_adamw_args {
     int64_t n;

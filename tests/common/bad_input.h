@@ -1,8 +1,8 @@
 /* The bad-input checks of the gpu suite, shared by every op's test file.
  *
- * Each op of the op list (runtime/ops/op_list.h) defines, in its own gpu
- * test file (tests/gpu/test_<op>.c, or the file tests/meson.build maps it
- * to), its cases:
+ * Each op of the op list (ops/op_list.h) defines, in its test file
+ * (ops/<op>/test.c; the four per-step perception ops share
+ * tests/gpu/test_perception.c), its cases:
  *
  *     const bi_case cases_<op>[] = {
  *         {"foxjit_<entry>", setup, valid, prepare, refusals},

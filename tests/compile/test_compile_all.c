@@ -142,9 +142,9 @@ static void test_compile_error_has_log(void **state)
     (void)state;
     fj_target t;
     assert_int_equal(fj_target_for_name(tc->nvrtc, "sm_90", &t), FOXJIT_OK);
-    /* colsum.cu refuses to build without BLOCK (#error). */
+    /* colsum/kernel.cu refuses to build without BLOCK (#error). */
     static const fj_program broken = {
-        .name = "broken", .source = "colsum.cu", .params = {"ROWS_MODE", NULL},
+        .name = "broken", .source = "colsum/kernel.cu", .params = {"ROWS_MODE", NULL},
         .kernels = {{"colsum_rows", {FJ_PTR, FJ_I64, FJ_PTR, FJ_I32}}}};
     fj_variant v = {&broken, {1}};
     uint8_t *image;
@@ -167,11 +167,11 @@ static void test_mismatched_declaration_is_named(void **state)
     /* colsum_rows takes (const float *x, long long rows, float *out,
      * int accumulate): declare rows as an int. */
     static const fj_program wrong = {
-        .name = "colsum_rows_wrong", .source = "colsum.cu",
+        .name = "colsum_rows_wrong", .source = "colsum/kernel.cu",
         .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
         .kernels = {{"colsum_rows", {FJ_PTR, FJ_I32, FJ_PTR, FJ_I32}}}};
     static const fj_program extra = {
-        .name = "colsum_rows_extra", .source = "colsum.cu",
+        .name = "colsum_rows_extra", .source = "colsum/kernel.cu",
         .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
         .kernels = {{"colsum_rows", {FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_I32}}}};
     fj_variant v = {&wrong, {1, 3, 1, 256, 2}};

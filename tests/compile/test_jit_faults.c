@@ -35,7 +35,7 @@
 #include "compiler.h"
 #include "disk_cache.h"
 #include "jit.h"
-#include "ops/colsum.h"
+#include "colsum/op.h"
 #include "toolchain.h"
 
 static const fj_toolchain *tc;

@@ -9,7 +9,7 @@
 #include "arch.h"
 #include "cache_entry.h"
 #include "cache_key.h"
-#include "ops/colsum.h"
+#include "colsum/op.h"
 
 static int write_seed(const char *dir, const char *name, uint8_t flags, const uint8_t *entry,
                       size_t len)

@@ -1,7 +1,7 @@
 /* gpu suite: every public op refuses bad input with its documented status
  * and a message, and launches nothing.
  *
- * For each op of the op list (runtime/ops/op_list.h: column sums, radix
+ * For each op of the op list (ops/op_list.h: column sums, radix
  * sort, rank normalization, the perception forwards and backwards, the
  * whole-sequence ops, BCE, AdamW, the step counter) and its prepare and
  * workspace-size calls: sizes 0, negative and past the limit, NULL and
@@ -19,8 +19,8 @@
  * (FOXJIT_ERROR_NOT_PREPARED, and the captured graph has 0 nodes; after the
  * op's prepare the same capture records the launch).
  *
- * The cases are each op's own: cases_<op> in the op's gpu test file
- * (tests/common/bad_input.h), which meson compiles into this program too
+ * The cases are each op's own: cases_<op> in the op's test file
+ * (ops/<op>/test.c; tests/common/bad_input.h), which meson compiles into this program too
  * (its main renamed); this file is the walk over the op list and the
  * runtime calls that are no op's. */
 #include <stdio.h>
@@ -28,10 +28,10 @@
 #include <string.h>
 
 #include "bad_input.h"
-#include "ops/op_list.h"
+#include "op_list.h"
 
 /* ---- the table, from the op list ------------------------------------------
- * Each op of runtime/ops/op_list.h has its cases as cases_<op>: the table
+ * Each op of ops/op_list.h has its cases as cases_<op>: the table
  * below is FJ_OPS expanded, so an op added to the list without them does
  * not link ("undefined reference to `cases_<op>'"), and
  * entries_without_case fails, naming the entry, when an op's line names an
@@ -184,8 +184,9 @@ static int entries_without_case(void)
             if (!found) {
                 fprintf(stderr, "gpu/bad_input: op %s: entry point %s has no bad-input case; "
                         "add one named \"%s\" to cases_%s in the op's test file "
-                        "(tests/gpu/test_%s.c, or the file gpu_test_of_op in tests/meson.build "
-                        "names)\n", op_table[i].op, *e, *e, op_table[i].op, op_table[i].op);
+                        "(ops/%s/test.c; the per-step perception ops': "
+                        "tests/gpu/test_perception.c)\n", op_table[i].op, *e, *e, op_table[i].op,
+                        op_table[i].op);
                 missing++;
             }
         }

@@ -61,11 +61,11 @@ static void test_wrong_declaration_fails_to_load(void **state)
     /* colsum_rows takes (const float *x, long long rows, float *out,
      * int accumulate): rows declared as an int, and an extra argument. */
     static const fj_program wrong = {
-        .name = "colsum_rows_wrong_args", .source = "colsum.cu",
+        .name = "colsum_rows_wrong_args", .source = "colsum/kernel.cu",
         .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
         .kernels = {{"colsum_rows", {FJ_PTR, FJ_I32, FJ_PTR, FJ_I32}}}};
     static const fj_program extra = {
-        .name = "colsum_rows_extra_arg", .source = "colsum.cu",
+        .name = "colsum_rows_extra_arg", .source = "colsum/kernel.cu",
         .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
         .kernels = {{"colsum_rows", {FJ_PTR, FJ_I64, FJ_PTR, FJ_I32, FJ_PTR}}}};
     const fj_loaded *k;

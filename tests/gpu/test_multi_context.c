@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
-#include "ops/colsum.h"
+#include "colsum/op.h"
 
 /* Full sizes (the arrays below hold them); quick mode (FOXJIT_TEST_QUICK=1)
  * runs fewer rows, pairs and repeats on fewer threads (see the variables

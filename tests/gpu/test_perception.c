@@ -20,7 +20,7 @@
 #include "gpu_harness.h"
 #include "bad_input.h"
 #include "baselines.h"
-#include "ops/perception.h"
+#include "common/perception.h"
 #include "perception_cases.h"
 
 /* float32 results vs float64: sums of a few hundred terms. */

@@ -1,8 +1,11 @@
 #!/bin/bash
 # scripts: the layers hold.
-#  1. A tool (tools/fox-jit, tools/bench, tools/kloop, tools/fox-train)
-#     includes, of the runtime, only the public foxjit/foxjit.h and the
-#     internal toolkit.h; anything else it needs goes into toolkit.h.
+#  1. A tool (tools/fox-jit, tools/bench and the ops' ops/<op>/bench.c,
+#     tools/kloop, tools/fox-train) includes, of the runtime, only the
+#     public foxjit/foxjit.h and the internal toolkit.h (and an op's
+#     policy.h: plain constants); anything else it needs goes into
+#     toolkit.h. The ops' host headers (ops/<op>/op.h, ops/common/) are the
+#     runtime's too.
 #     tools/baselines is not a tool: it is the bench's and the tests'
 #     library of seed kernels, built on the runtime's internals like an op.
 #  2. runtime/disk_cache.c compiles with no CUDA include path: the cache
@@ -25,13 +28,19 @@ lib=${3:-}
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
-runtime_headers=$(cd "$root/runtime" && find . -name '*.h' | sed 's|^\./||' | grep -vx 'toolkit.h')
-for f in $(cd "$root" && find tools -path tools/baselines -prune -o \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) -print | sort); do
+runtime_headers=$( (cd "$root/runtime" && find . -name '*.h' | grep -vx './toolkit.h'
+                   cd "$root/ops" && find . -mindepth 2 -name '*.h' ! -name policy.h) |
+                 sed 's|^\./||')
+for f in $(cd "$root" && { find tools -path tools/baselines -prune -o \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) -print; find ops -name bench.c; } | sort); do
     while IFS= read -r inc; do
         name=${inc#*\"}; name=${name%\"*}
         base=${name##*/}
+        # A tool's own header of a runtime header's name is its own; next
+        # to an op's bench, every header but policy.h is the op's host side.
+        own=$root/$(dirname "$f")/$name
+        [ "${f#ops/}" = "$f" ] || [ "$base" = policy.h ] || own=
         if grep -qxF "$name" <<< "$runtime_headers" || grep -qxF "$base" <<< "$runtime_headers" &&
-           [ ! -e "$root/$(dirname "$f")/$name" ]; then
+           [ ! -e "$own" ]; then
             fail "$f includes the runtime header \"$name\"; tools use foxjit/foxjit.h and toolkit.h only (declare what is missing in runtime/toolkit.h and wrap it in runtime/toolkit_*.c)"
         fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$root/$f")

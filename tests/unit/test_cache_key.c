@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cache_key.h"
-#include "ops/colsum.h"
+#include "colsum/op.h"
 
 static fj_nvrtc fake_nvrtc = {.major = 13, .minor = 0};
 static fj_toolchain fake_tc = {.nvrtc = &fake_nvrtc, .cccl_include = "/x/cccl",

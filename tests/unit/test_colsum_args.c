@@ -6,7 +6,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "ops/colsum.h"
+#include "colsum/op.h"
 
 /* Never dereferenced: every call below fails argument checks first. */
 static foxjit_runtime *const fake_rt = (foxjit_runtime *)(uintptr_t)0x1000;

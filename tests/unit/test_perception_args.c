@@ -11,7 +11,7 @@
 
 #include "manifest.h"
 #include "baselines.h"
-#include "ops/perception.h"
+#include "common/perception.h"
 
 /* Never dereferenced: every call below fails argument checks first. */
 static foxjit_runtime *const fake_rt = (foxjit_runtime *)(uintptr_t)0x1000;

@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "ops/radix_sort.h"
-#include "ops/rank_normalize.h"
+#include "radix_sort/op.h"
+#include "rank_normalize/op.h"
 
 /* Never dereferenced: every call below fails its argument checks first. */
 static foxjit_runtime *const fake_rt = (foxjit_runtime *)(uintptr_t)0x1000;

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "cache_key.h"
-#include "ops/colsum.h"
-#include "ops/perception.h"
-#include "ops/train.h"
+#include "colsum/op.h"
+#include "common/perception.h"
+#include "train/op.h"
 #include "target.h"
 
 /* NVRTC 13.0's archs (no sm_70 any more). */

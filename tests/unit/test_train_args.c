@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/train.h"
+#include "train/op.h"
 
 /* Never dereferenced: every call below fails argument checks first. */
 static foxjit_runtime *const fake_rt = (foxjit_runtime *)(uintptr_t)0x1000;

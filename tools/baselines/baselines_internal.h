@@ -7,7 +7,7 @@
 #include "baselines.h"
 #include "manifest.h"
 #include "module_cache.h"
-#include "ops/perception.h"
+#include "common/perception.h"
 #include "registry.h"
 #include "runtime.h"
 #include "status.h"

@@ -1,7 +1,7 @@
 /* The column-sum baselines: kernel_src/baselines/colsum_legacy.cu. */
 #include "baselines_internal.h"
 
-#include "ops/colsum.h"
+#include "colsum/op.h"
 
 #define LEGACY_CHUNK 256 /* rows per p1 chunk, as in colsum_legacy.cu */
 

@@ -1,7 +1,7 @@
 /* The quadratic rank baseline: kernel_src/baselines/rank_legacy.cu. */
 #include "baselines_internal.h"
 
-#include "ops/rank_normalize.h"
+#include "rank_normalize/op.h"
 
 const fj_variant fj_rank_legacy_variant = {&fj_program_rank_legacy, {0}};
 

@@ -97,8 +97,8 @@ typedef struct bench_group {
     int (*run)(bench_ctx *b);
 } bench_group;
 
-/* An op's group: tools/bench/bench_<op>.c, for an op of the op list
- * (runtime/ops/op_list.h), defines
+/* An op's group: ops/<op>/bench.c, for an op of the op list
+ * (ops/op_list.h), defines
  *     const bench_group bench_group_<op> = {"name", "help", run};
  * Meson builds every such file that exists and lists those ops, in op list
  * order, in the generated bench_ops.h as BENCH_OPS (BENCH_OP(op) each), so a

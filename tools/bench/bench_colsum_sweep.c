@@ -1,7 +1,7 @@
 /* Developer sweep (fox-jit bench colsum_sweep): the column-sum kernels at the
  * DQN shapes over block sizes and cluster splits, graph-replayed, to choose
  * the geometry the runtime's column-sum plans use (fj_colsum_plan_for in
- * runtime/ops/colsum.c). Not part of `all`. */
+ * ops/colsum/op.c). Not part of `all`. */
 #include <stdio.h>
 
 #include "bench.h"

@@ -70,7 +70,7 @@ static int bench_groups(void)
             placed |= groups[g] == &others[i].g;
         if (!placed)
             fprintf(stderr, "fox-jit bench: group %s goes after op %s, which has no bench group "
-                    "(tools/bench/bench_%s.c); change its place in BENCH_OTHER_GROUPS "
+                    "(ops/%s/bench.c); change its place in BENCH_OTHER_GROUPS "
                     "(tools/bench/bench.h)\n", others[i].g.name, others[i].after,
                     others[i].after);
     }

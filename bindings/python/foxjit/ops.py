@@ -836,7 +836,7 @@ def vsn_seq_backward(x, w, bias, dy, dx=None, dw=None, dbias=None, grad_accumula
 # ---- training step ------------------------------------------------------------------------
 
 # foxjit_bce_with_logits_wide runs the one-block form up to this many values
-# (runtime/ops/train.h, FJ_BCE_WIDE_ONE_BLOCK_MAX).
+# (ops/train/op.h, FJ_BCE_WIDE_ONE_BLOCK_MAX).
 _BCE_WIDE_ONE_BLOCK = 8192
 
 

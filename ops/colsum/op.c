@@ -1,0 +1,385 @@
+/* Column sums (kernels.md section 1): argument checks, kernel choice,
+ * launch. Kernels: ops/colsum/kernel.cu. */
+#include "colsum/op.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "status.h"
+
+const fj_program fj_program_colsum_rows = {
+    .name = "colsum_rows",
+    .source = "colsum/kernel.cu",
+    .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "FJ_MAX_SPLIT", NULL},
+    .kernels = {
+        {"colsum_rows", {FJ_PTR, FJ_I64, FJ_PTR, FJ_I32}},
+    },
+    .cluster_param = "FJ_MAX_SPLIT",
+};
+
+const fj_program fj_program_colsum_tiles = {
+    .name = "colsum_tiles",
+    .source = "colsum/kernel.cu",
+    .params = {"ROWS_MODE", "COLS", "VEC", "BLOCK", "LANES", "FJ_MAX_SPLIT", NULL},
+    .kernels = {
+        {"colsum_tiles", {FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I32}},
+    },
+    .cluster_param = "FJ_MAX_SPLIT",
+};
+
+
+/* Widest column count summed with whole-row blocks. */
+#define ROWS_MODE_MAX_COLS 32
+/* Largest cols compiled in as a constant in tile mode. */
+#define TILE_CONST_MAX_COLS 256
+/* Wide inputs of at most this many rows (the sum of a few gradient
+ * buffers: fox-train adds its two heads calls' rows) give each thread its
+ * columns over all the rows: a block of row phases would leave most of its
+ * threads idle and take a wave of blocks more. */
+#define FEW_ROWS 8
+/* The alignment classes of an input pointer, in bytes: each can take its
+ * own kernel (vector width), so prepare and warm build all three. */
+static const unsigned align_classes[3] = {16, 8, 4};
+/* Aim for about this many blocks per SM so every SM has loads in flight
+ * (264 on the H200's 132 SMs, where it was measured). Only cluster splits
+ * use it: without clusters (before sm_90) a tile is one block. */
+#define TARGET_BLOCKS_PER_SM 2
+
+static unsigned vec_for(unsigned align, int64_t cols, int rows_mode)
+{
+    if (rows_mode)
+        return align >= 16 ? 4 : align >= 8 ? 2 : 1;
+    if (align >= 16 && cols % 4 == 0)
+        return 4;
+    if (align >= 8 && cols % 2 == 0)
+        return 2;
+    return 1;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+unsigned fj_colsum_split_limit(int cc)
+{
+    return cc >= 90 ? FJ_NON_PORTABLE_CLUSTER : 1;
+}
+
+/* Geometry measured on the H200 (fox-jit bench colsum_sweep, B = 8192,
+ * graph-replayed). The fixed cost of a launch grows with the block size
+ * and, once, with a cluster; what pays for it is the number of SMs that
+ * share the rows. So tall inputs use small blocks (256 threads) in clusters
+ * of 16 over narrow tiles: 42 columns in 6 tiles of 8 x 16 blocks took
+ * 3.63 us, against 4.59 us for 3 tiles of 16 x 8 blocks of 1024 threads;
+ * 128 columns 4.81 against 5.94; 256 columns 5.50 against 6.43. With the
+ * portable limit of 8, blocks of 512 were best (3.92, 5.05, 5.97). */
+void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
+                        fj_colsum_plan *p)
+{
+    fj_colsum_plan_for_sms(rows, cols, max_split, align, FJ_COLSUM_REFERENCE_SMS, p);
+}
+
+void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
+                            int sm_count, fj_colsum_plan *p)
+{
+    p->rows_mode = cols <= ROWS_MODE_MAX_COLS;
+    unsigned vec = vec_for(align, cols, p->rows_mode);
+    /* Small inputs (up to 128 KiB) are latency-bound: one block of 256
+     * threads, unless a cluster of 16 is at hand (8192 x 3: 2.87 us in 16
+     * blocks, 3.11 us in one; 8 blocks are no faster than one). */
+    int small = rows * cols <= (32 << 10);
+    int64_t units, tiles;
+    unsigned lanes = 0;
+    int few_rows = 0;
+    /* Clusters of 16 only where they were measured faster: whole rows and
+     * tall tiles. */
+    int split16_measured = 1;
+    if (p->rows_mode) {
+        p->block = max_split > FJ_PORTABLE_CLUSTER || small || rows < 1024 ? 256 : 1024;
+        int step = (int)cols / gcd((int)cols, (int)vec);
+        int s = ((int)p->block / step) * step;
+        int64_t rows_per_pass = (int64_t)vec * s / cols;
+        units = ceil_div(rows, rows_per_pass);
+        tiles = 1;
+    } else {
+        if (cols >= 4096 && rows <= FEW_ROWS) {
+            lanes = 256;  /* wide and short: one row phase, a column per thread */
+            p->block = 256;
+            split16_measured = 0;
+            few_rows = 1;
+        } else if (cols >= 4096) {
+            lanes = 32;  /* wide: 32 lanes of vec floats */
+            p->block = rows >= 1024 ? 1024 : 256;
+            split16_measured = 0;
+        } else if (rows >= 1024 && max_split > 1) {
+            /* Tall, split over clusters: tiles of 8 columns (16 with float4
+             * loads), many of them. */
+            lanes = vec == 1 ? 8 : 4;
+            p->block = max_split > FJ_PORTABLE_CLUSTER ? 256 : 512;
+        } else {
+            /* No clusters (before sm_90) or short inputs: 8 lanes x vec. */
+            lanes = vec >= 2 ? 8 : 16;
+            p->block = rows >= 1024 ? 1024 : 256;
+            split16_measured = 0;
+        }
+        tiles = ceil_div(cols, (int64_t)lanes * vec);
+        units = ceil_div(rows, p->block / lanes);
+    }
+    p->grid_x = (unsigned)tiles;
+    p->split = 1;
+    if (!split16_measured && max_split > FJ_PORTABLE_CLUSTER)
+        max_split = FJ_PORTABLE_CLUSTER;
+    if (max_split > 1) {
+        int64_t want =
+            ceil_div((int64_t)TARGET_BLOCKS_PER_SM * (sm_count > 0 ? sm_count : 1), tiles);
+        if (want > max_split)
+            want = max_split;
+        if (want > units)
+            want = units;
+        /* A wave of tiles already keeps every SM busy: a cluster would add
+         * its launch cost and a gather for a row or two a block. */
+        if (few_rows && tiles >= (sm_count > 0 ? sm_count : 1))
+            want = 1;
+        /* A small input: one block is as fast as a cluster of 8 or part of
+         * one; only a whole cluster of 16 is faster. */
+        if (p->rows_mode && small &&
+            (max_split <= FJ_PORTABLE_CLUSTER || want < (int64_t)max_split))
+            want = 1;
+        p->split = want < 1 ? 1 : (unsigned)want;
+    }
+    /* Kernels launched in clusters past the portable limit are their own
+     * variants (they alone get the non-portable opt-in). */
+    int split_max = p->split > FJ_PORTABLE_CLUSTER ? FJ_NON_PORTABLE_CLUSTER
+                                                   : FJ_PORTABLE_CLUSTER;
+    if (p->rows_mode)
+        p->variant = (fj_variant){&fj_program_colsum_rows,
+                                  {1, (int)cols, (int)vec, (int)p->block, split_max}};
+    else
+        p->variant = (fj_variant){&fj_program_colsum_tiles,
+                                  {0, cols <= TILE_CONST_MAX_COLS ? (int)cols : 0, (int)vec,
+                                   (int)p->block, (int)lanes, split_max}};
+}
+
+int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3])
+{
+    int n = 0;
+    for (int a = 0; a < 3; a++) {
+        fj_colsum_plan p;
+        fj_colsum_plan_for(rows, cols, fj_colsum_split_limit(cc), align_classes[a], &p);
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            seen |= fj_variant_equal(&out[i], &p.variant);
+        if (!seen)
+            out[n++] = p.variant;
+    }
+    return n;
+}
+
+static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols);
+
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    /* A shape the op refuses (its limit on the whole, rows x cols < 2^40)
+     * is not worth building. */
+    if (check_shape("column_sum", v[0], v[1]) != FOXJIT_OK) {
+        snprintf(why, why_len, "%s (docs/kernels.md, section 1)", foxjit_last_error());
+        return -1;
+    }
+    fj_variant tmp[3];
+    int n = fj_colsum_variants(v[0], v[1], cc, tmp);
+    for (int i = 0; i < n && i < max; i++)
+        out[i] = tmp[i];
+    return n <= max ? n : -1;
+}
+
+const fj_op fj_op_colsum = {
+    .name = "column_sum",
+    .keys = {"rows", "cols", NULL},
+    .limits = {FJ_COLSUM_MAX_DIM, FJ_COLSUM_MAX_DIM},
+    .limits_doc = "docs/kernels.md, section 1",
+    .help = "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]",
+    .variants = variants,
+    .programs = {&fj_program_colsum_rows, &fj_program_colsum_tiles, NULL},
+    .shapes = "# DQN backward bias gradients (B = 8192) and curiosity (N = 8192, 42 / 128)\n"
+              "column_sum rows=8192 cols=3\n"
+              "column_sum rows=8192 cols=42\n"
+              "column_sum rows=8192 cols=128\n"
+              "column_sum rows=8192 cols=256\n"
+              "# perception reducers at B = 32: the 17 parameter tensors (n_in 40 and 128)\n"
+              "column_sum rows=32 cols=40960\n"  /* heads W1  5x64x128 */
+              "column_sum rows=32 cols=20480\n"  /* heads W2  5x64x64  */
+              "column_sum rows=32 cols=16384\n"  /* CfC W_rec, W_in (n_in 128) */
+              "column_sum rows=32 cols=5120\n"   /* CfC W_in (n_in 40) */
+              "column_sum rows=32 cols=1600\n"   /* VSN W 40x40 */
+              "column_sum rows=32 cols=640\n"    /* heads w_skip */
+              "column_sum rows=32 cols=320\n"    /* heads b1, b2, w_gate, w_main */
+              "column_sum rows=32 cols=128\n"    /* CfC bias, tau; attention q */
+              "column_sum rows=32 cols=40\n"     /* VSN bias */
+              "column_sum rows=32 cols=5\n"      /* heads b_gate, b_main, b_skip */
+              "column_sum rows=2 cols=63493\n",  /* fox-train: its two heads calls' rows */
+};
+
+unsigned fj_colsum_runtime_split_limit(const foxjit_runtime *rt)
+{
+    int known = atomic_load_explicit(&rt->colsum_max_split, memory_order_acquire);
+    return known ? (unsigned)known : fj_colsum_split_limit(rt->cc);
+}
+
+/* Settles the runtime's cluster limit once, before its first plan, so that
+ * no plan changes under a caller: on sm_90+ the GPU is asked whether a
+ * cluster of 16 of the reference kernel (8192 x 3's) fits. Every H100 and
+ * H200 says yes; a GPU that refuses gets the portable 8 for good. */
+static foxjit_status settle_split_limit(foxjit_runtime *rt, CUstream stream, int check_capture)
+{
+    if (atomic_load_explicit(&rt->colsum_max_split, memory_order_acquire))
+        return FOXJIT_OK;
+    unsigned limit = fj_colsum_split_limit(rt->cc);
+    if (limit > FJ_PORTABLE_CLUSTER) {
+        fj_colsum_plan ref;
+        fj_colsum_plan_for(8192, 3, limit, 16, &ref);
+        const fj_loaded *k;
+        foxjit_status st = fj_module_get(rt, &ref.variant, stream, check_capture, &k);
+        if (st != FOXJIT_OK)
+            return st;
+        CUlaunchAttribute attr;
+        CUlaunchConfig cfg;
+        fj_cluster_config(&cfg, &attr, 1, limit, 1, ref.block, limit, NULL);
+        int clusters = 0;
+        CUresult r = rt->cu->cuOccupancyMaxActiveClusters(&clusters, k->fn[0].f, &cfg);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_CLUSTER_SIZE &&
+            r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE) {
+            char buf[200];
+            return fj_fail(FOXJIT_ERROR_CUDA, "checking whether this GPU runs clusters of 16 "
+                           "blocks (cuOccupancyMaxActiveClusters) failed: %s; nothing was "
+                           "launched. The context may be in an error state from earlier work: "
+                           "check it with cuCtxSynchronize, or recreate it",
+                           fj_cuda_error_text(r, buf, sizeof buf));
+        }
+        if (r != CUDA_SUCCESS || clusters < 1) {
+            fj_info("this GPU does not run clusters of 16 blocks; column sums use clusters of "
+                    "%d", FJ_PORTABLE_CLUSTER);
+            limit = FJ_PORTABLE_CLUSTER;
+        }
+    }
+    atomic_store_explicit(&rt->colsum_max_split, (int)limit, memory_order_release);
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols, unsigned align,
+                                  CUstream stream, int check_capture, fj_colsum_plan *plan,
+                                  const fj_loaded **k)
+{
+    foxjit_status st = settle_split_limit(rt, stream, check_capture);
+    if (st != FOXJIT_OK)
+        return st;
+    fj_colsum_plan_for_sms(rows, cols, fj_colsum_runtime_split_limit(rt), align, rt->sm_count,
+                           plan);
+    return fj_module_get(rt, &plan->variant, stream, check_capture, k);
+}
+
+foxjit_status fj_colsum_launch(const foxjit_runtime *rt, const fj_colsum_plan *p, fj_fn f,
+                               CUdeviceptr x, int64_t rows, int64_t cols, CUdeviceptr out,
+                               int accumulate, CUstream stream, const char *what)
+{
+    long long r = rows, c = cols;
+    int acc = accumulate ? 1 : 0;
+    FJ_ARGS(rows_args, x, r, out, acc);
+    FJ_ARGS(tiles_args, x, r, c, out, acc);
+    return fj_launch_cluster(rt, f, p->grid_x, p->split, p->block, p->split, stream,
+                             p->rows_mode ? &rows_args : &tiles_args, what);
+}
+
+static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols)
+{
+    foxjit_status st;
+    if ((st = fj_check_size(op, "rows", rows, FJ_COLSUM_MAX_DIM)) != FOXJIT_OK ||
+        (st = fj_check_size(op, "cols", cols, FJ_COLSUM_MAX_DIM)) != FOXJIT_OK)
+        return st;
+    /* The header promises rows * cols < 2^40: 2^40 itself is refused. */
+    if (rows > (FJ_COLSUM_MAX_ELEMENTS - 1) / cols)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: rows * cols = %lld x %lld is past the "
+                       "limit (below 2^40 elements)", op, (long long)rows, (long long)cols);
+    return FOXJIT_OK;
+}
+
+static unsigned alignment_of(CUdeviceptr p)
+{
+    return (p % 16 == 0) ? 16 : (p % 8 == 0) ? 8 : 4;
+}
+
+static foxjit_status column_sum(const char *op, foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
+                                int64_t cols, CUdeviceptr out, int accumulate, CUstream stream)
+{
+    /* Arguments first, then the context: a bad call is reported as such
+     * whatever the context state. */
+    fj_clear_error();
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL", op);
+    foxjit_status st;
+    if ((st = check_shape(op, rows, cols)) != FOXJIT_OK ||
+        (st = fj_check_ptr(op, "x", x)) != FOXJIT_OK ||
+        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK)
+        return st;
+    /* Blocks read x while others write out: in place would race. */
+    if (out < x + (CUdeviceptr)rows * (CUdeviceptr)cols * 4 && x < out + (CUdeviceptr)cols * 4)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: out overlaps x; the sums cannot be "
+                       "written in place: give out its own buffer", op);
+    if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
+        return st;
+    fj_colsum_plan plan;
+    const fj_loaded *k;
+    if ((st = fj_colsum_plan_load(rt, rows, cols, alignment_of(x), stream, 1, &plan, &k)) !=
+        FOXJIT_OK)
+        return st;
+    return fj_colsum_launch(rt, &plan, k->fn[0], x, rows, cols, out, accumulate, stream, op);
+}
+
+FOXJIT_API foxjit_status foxjit_column_sum(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
+                                           int64_t cols, CUdeviceptr out, int accumulate,
+                                           CUstream stream)
+{
+    return column_sum("foxjit_column_sum", rt, x, rows, cols, out, accumulate, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_bias_grad_reduce(foxjit_runtime *rt, CUdeviceptr dy,
+                                                 int64_t batch, int64_t out_dim, CUdeviceptr db,
+                                                 CUstream stream)
+{
+    return column_sum("foxjit_bias_grad_reduce", rt, dy, batch, out_dim, db, 1, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_curiosity_bias_grad_reduce(foxjit_runtime *rt, CUdeviceptr dy,
+                                                           int64_t rows, int64_t out_dim,
+                                                           CUdeviceptr db, CUstream stream)
+{
+    return column_sum("foxjit_curiosity_bias_grad_reduce", rt, dy, rows, out_dim, db, 0, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x, int64_t n_batch,
+                                             int64_t n_tail, CUdeviceptr out, CUstream stream)
+{
+    return column_sum("foxjit_reduce_axis0", rt, x, n_batch, n_tail, out, 0, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t rows,
+                                                   int64_t cols)
+{
+    fj_clear_error();
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "foxjit_column_sum_prepare: runtime is NULL");
+    foxjit_status st;
+    if ((st = check_shape("foxjit_column_sum_prepare", rows, cols)) != FOXJIT_OK ||
+        (st = fj_enter(rt, NULL)) != FOXJIT_OK)
+        return st;
+    /* Every alignment class: the kernels a call of this shape may use. */
+    for (int i = 0; i < 3; i++) {
+        fj_colsum_plan plan;
+        const fj_loaded *k;
+        if ((st = fj_colsum_plan_load(rt, rows, cols, align_classes[i], NULL, 0, &plan, &k)) !=
+            FOXJIT_OK)
+            return st;
+    }
+    return FOXJIT_OK;
+}

@@ -1,0 +1,438 @@
+/* Multi-horizon GRN heads over batch x steps rows (kernels.md sections 4 and
+ * 8): argument checks, workspace layout, launches. Kernels and their design:
+ * ops/heads_seq/kernel.cu.
+ *
+ * Forward: heads_seq_forward, a block per (row tile, head); with a save it also keeps
+ * the first layer's pre-activations A for the backward.
+ * Backward: heads_seq_rows (or heads_seq_rows_saved, which reads A from the
+ * save instead of recomputing it), the same blocks, then heads_seq_grads,
+ * one 1-D grid of vector, weight-product and dx blocks: two launches. */
+#include "common/perception.h"
+
+#include "status.h"
+
+const fj_program fj_program_heads_seq = {
+    .name = "heads_seq",
+    .source = "heads_seq/kernel.cu",
+    .params = {"HS_D", "HS_E", "HS_H", "HS_TM", NULL},
+    .kernels = {
+        {"heads_seq_forward",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTR}},
+        {"heads_seq_rows",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(5)}},
+        {"heads_seq_grads",
+         {FJ_PTRS(10), FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR,
+          FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTRS(5)}},
+        {"heads_seq_rows_saved",
+         {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(5),
+          FJ_PTR}},
+    },
+};
+enum { K_FORWARD, K_ROWS, K_GRADS, K_ROWS_SAVED };
+
+/* Launch geometry; every constant mirrors one in ops/heads_seq/kernel.cu. */
+#define NT 256        /* threads of every block */
+#define GT 64         /* edge of the weight-gradient and dx tiles */
+#define MAX_CHUNKS 32 /* row chunks of a weight-gradient tile */
+#define MIN_CHUNK 128 /* rows a chunk gets at least */
+#define BK2 16        /* chunks are multiples of 16 rows: what the SIMT tiles stage at a
+                       * time (the tensor-core tiles stage 32 and zero-fill a partial
+                       * last one) */
+
+static int cdiv(long long a, long long b) { return (int)((a + b - 1) / b); }
+
+/* The row-tile products' columns: E rounded up to 4 x a power of two. */
+static int np_of(int e)
+{
+    int p = 1;
+    while (4 * p < e)
+        p *= 2;
+    return 4 * p;
+}
+
+/* Rows of a tile of the first two kernels: TM x NP = 4096 outputs (16 a
+ * thread) and shared memory under 48 KB. The kernel asserts it agrees. */
+static int tm_of(int e)
+{
+    int np = np_of(e);
+    return np <= 64 ? 64 : np == 128 ? 32 : 16;
+}
+
+static int check_dims_why(int d, int e, int h, char *why, size_t why_len)
+{
+    return fj_perc_dim_why("d", d, FJ_PERC_MAX_D, why, why_len) ||
+           fj_perc_dim_why("e", e, FJ_PERC_MAX_E, why, why_len) ||
+           fj_perc_dim_why("h", h, FJ_PERC_MAX_H, why, why_len) ? -1 : 0;
+}
+
+int fj_heads_seq_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len)
+{
+    (void)cc; /* plain launches and static shared memory under 48 KB: any sm_70+ */
+    if (check_dims_why(d, e, h, why, why_len))
+        return -1;
+    *v = (fj_variant){&fj_program_heads_seq, {d, e, h, tm_of(e)}};
+    return 0;
+}
+
+/* Floats a row of dA (the workspace) and of A (the save) takes: H * E
+ * rounded up to 4, so rows are 16-byte aligned (LDW in the kernel). */
+static size_t ldw_of(int e, int h) { return ((size_t)h * (size_t)e + 3) / 4 * 4; }
+
+/* Everything the launches and the workspace depend on, from the dims. */
+typedef struct plan {
+    int rows, tiles;           /* R = batch * steps; tiles of TM rows */
+    int ng;                    /* dW1 tiles (a ticket each, and one for the vector blocks) */
+    int chunks, chunk_rows;    /* the rows' split for the weight gradients */
+    int nv;                    /* vector blocks */
+    int xn;                    /* dx tiles across D */
+    size_t ldw, pv, gps;       /* floats: workspace row, vector partials, tile partial */
+    size_t off_da, off_p, off_u, off_gp, bytes; /* workspace layout */
+} plan;
+
+static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static plan plan_of(int batch, int steps, int d, int e, int h)
+{
+    plan p;
+    const int he = h * e;
+    p.rows = batch * steps;
+    p.tiles = cdiv(p.rows, tm_of(e));
+    p.ng = cdiv(he, GT) * cdiv(d, GT);
+    /* Up to MAX_CHUNKS chunks of at least MIN_CHUNK rows: enough blocks at
+     * B = 32 x 64 steps, partials of a few MB at the largest row counts.
+     * Depends only on R, so the sums' order is fixed for given dims. */
+    int want = cdiv(p.rows, MIN_CHUNK);
+    if (want > MAX_CHUNKS)
+        want = MAX_CHUNKS;
+    p.chunk_rows = cdiv(cdiv(p.rows, want), BK2) * BK2;
+    p.chunks = cdiv(p.rows, p.chunk_rows); /* no empty chunk */
+    p.pv = 2 * (size_t)e + (size_t)d + 3;
+    p.nv = cdiv((long long)h * (long long)p.pv, NT);
+    p.xn = cdiv(d, GT);
+    p.ldw = ldw_of(e, h);
+    p.gps = GT * GT + GT;
+    const size_t f = sizeof(float), rows = (size_t)p.rows;
+    p.off_da = align256(((size_t)p.ng + 1) * sizeof(int)); /* tickets first */
+    p.off_p = p.off_da + align256(rows * p.ldw * f);
+    p.off_u = p.off_p + align256((size_t)p.tiles * (size_t)h * p.pv * f);
+    p.off_gp = p.off_u + align256((size_t)h * p.pv * f);
+    p.bytes = p.off_gp + align256((size_t)p.ng * (size_t)p.chunks * p.gps * f);
+    return p;
+}
+
+/* batch, steps, d, e, h in range (INVALID_ARGUMENT below 1, UNSUPPORTED above). */
+static foxjit_status check_dims(const char *op, int batch, int steps, int d, int e, int h)
+{
+    foxjit_status st;
+    if ((st = fj_check_size(op, "batch", batch, FJ_PERC_MAX_BATCH)) ||
+        (st = fj_check_size(op, "steps", steps, FJ_PERC_MAX_T)) ||
+        (st = fj_check_size(op, "d", d, FJ_PERC_MAX_D)) ||
+        (st = fj_check_size(op, "e", e, FJ_PERC_MAX_E)) ||
+        (st = fj_check_size(op, "h", h, FJ_PERC_MAX_H)))
+        return st;
+    return FOXJIT_OK;
+}
+
+/* Bytes of a save: A, [R, ldw] floats, then each head's p, q ([2][NP]) and
+ * bp, bq, padded to SPQ = 2 NP + 4 floats (ops/heads_seq/kernel.cu). */
+static size_t saved_bytes_of(int batch, int steps, int e, int h)
+{
+    const size_t spq = 2 * (size_t)np_of(e) + 4;
+    return ((size_t)batch * (size_t)steps * ldw_of(e, h) + (size_t)h * spq) * sizeof(float);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_saved_size(foxjit_runtime *rt, int batch, int steps,
+                                                     int d, int e, int h, size_t *bytes)
+{
+    const char *op = "foxjit_heads_seq_saved_size";
+    foxjit_status st;
+    if ((st = fj_size_query_begin(op, rt, bytes, "save's size")) ||
+        (st = check_dims(op, batch, steps, d, e, h)))
+        return st;
+    *bytes = saved_bytes_of(batch, steps, e, h);
+    return FOXJIT_OK;
+}
+
+/* A caller's save buffer, for the _save / _saved calls. */
+typedef struct save_buf {
+    CUdeviceptr ptr;
+    size_t bytes;
+} save_buf;
+
+/* A save of saved_bytes_of() bytes or more, 16-byte aligned (its rows are
+ * read and written as float4). Dims checked first. */
+static foxjit_status check_saved(const char *op, const foxjit_heads_seq_args *a,
+                                 const save_buf *save)
+{
+    const CUdeviceptr saved = save->ptr;
+    const size_t saved_bytes = save->bytes,
+                 need = saved_bytes_of(a->batch, a->steps, a->e, a->h);
+    if (!saved)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: saved is NULL; allocate "
+                       "foxjit_heads_seq_saved_size() bytes (%zu for these dims) and pass it, or "
+                       "call the plain forward / backward", op, need);
+    if (saved % 16)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: saved (0x%llx) is not 16-byte "
+                       "aligned; pass the start of an allocation", op,
+                       (unsigned long long)saved);
+    if (saved_bytes < need)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: saved_bytes is %zu; %d x %d rows "
+                       "need %zu (foxjit_heads_seq_saved_size)", op, saved_bytes, a->batch,
+                       a->steps, need);
+    return FOXJIT_OK;
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_workspace_size(foxjit_runtime *rt, int batch,
+                                                         int steps, int d, int e, int h,
+                                                         size_t *bytes)
+{
+    const char *op = "foxjit_heads_seq_workspace_size";
+    foxjit_status st;
+    if ((st = fj_size_query_begin(op, rt, bytes, "workspace size")) ||
+        (st = check_dims(op, batch, steps, d, e, h)))
+        return st;
+    *bytes = plan_of(batch, steps, d, e, h).bytes;
+    return FOXJIT_OK;
+}
+
+/* The strides of a [batch, steps] tensor of `width` floats a row. 0 = dense
+ * [batch, steps, width] (row stride steps * width, step stride width). An
+ * output's rows must not share floats: either each batch row holds its
+ * steps side by side, or each step holds its batch rows side by side. */
+static foxjit_status strides(const char *op, const char *name, int64_t row, int64_t step,
+                             int batch, int steps, int width, int output, long long *row_out,
+                             long long *step_out)
+{
+    if (steps == 1)
+        step = 0; /* unused with one step (as in foxjit_heads_forward) */
+    const char *bad = row < 0 ? "stride" : step < 0 ? "step_stride" : NULL;
+    if (bad)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s_%s is %lld; strides count floats "
+                       "and must be >= 0 (0 = dense [batch, steps, %d])", op, name, bad,
+                       (long long)(row < 0 ? row : step), width);
+    if (row > FJ_PERC_MAX_STRIDE || step > FJ_PERC_MAX_STRIDE)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s_%s is %lld, past the limit of 2^40",
+                       op, name, row > FJ_PERC_MAX_STRIDE ? "stride" : "step_stride",
+                       (long long)(row > FJ_PERC_MAX_STRIDE ? row : step));
+    long long r = row ? row : (long long)steps * width, s = step ? step : width;
+    if (r < width || s < width)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s_%s is %lld, less than the row width "
+                       "%d, so rows would overlap; pass 0 for dense rows", op, name,
+                       r < width ? "stride" : "step_stride", r < width ? r : s, width);
+    if (output && batch > 1 && steps > 1) {
+        int steps_within_rows = r >= s * (steps - 1) + width;
+        int rows_within_steps = s >= r * (batch - 1) + width;
+        if (!steps_within_rows && !rows_within_steps)
+            return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s_stride %lld and %s_step_stride "
+                           "%lld over %d x %d rows of %d floats make rows of this output overlap;"
+                           " give every (batch, step) row its own floats", op, name, r, name, s,
+                           batch, steps, width);
+    }
+    *row_out = r;
+    *step_out = s;
+    return FOXJIT_OK;
+}
+
+static const char *const param_names[10] = {"w1", "b1", "w2", "b2", "w_gate",
+                                             "b_gate", "w_main", "b_main", "w_skip", "b_skip"};
+static const char *const grad_names[10] = {"dw1", "db1", "dw2", "db2", "dw_gate",
+                                           "db_gate", "dw_main", "db_main", "dw_skip", "db_skip"};
+
+/* The device-side hs_params / hs_grads: ten pointers each. */
+typedef struct ptrs10 {
+    CUdeviceptr p[10];
+} ptrs10;
+
+static ptrs10 params_of(const foxjit_heads_seq_args *a)
+{
+    return (ptrs10){{a->w1, a->b1, a->w2, a->b2, a->w_gate, a->b_gate, a->w_main, a->b_main,
+                     a->w_skip, a->b_skip}};
+}
+
+static ptrs10 grads_of(const foxjit_heads_seq_args *a)
+{
+    return (ptrs10){{a->dw1, a->db1, a->dw2, a->db2, a->dw_gate, a->db_gate, a->dw_main,
+                     a->db_main, a->dw_skip, a->db_skip}};
+}
+
+/* Dims, parameters and x: what both directions read. */
+static foxjit_status check_common(const char *op, const foxjit_heads_seq_args *a, long long *xs,
+                                  long long *xss)
+{
+    foxjit_status st;
+    if ((st = check_dims(op, a->batch, a->steps, a->d, a->e, a->h)))
+        return st;
+    ptrs10 p = params_of(a);
+    for (int i = 0; i < 10; i++)
+        if ((st = fj_check_ptr(op, param_names[i], p.p[i])))
+            return st;
+    if ((st = fj_check_ptr(op, "x", a->x)) ||
+        (st = strides(op, "x", a->x_stride, a->x_step_stride, a->batch, a->steps, a->d, 0, xs,
+                      xss)))
+        return st;
+    return FOXJIT_OK;
+}
+
+static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
+                    size_t why_len)
+{
+    return max < 1 || fj_heads_seq_variant((int)v[0], (int)v[1], (int)v[2], cc, out, why, why_len) ? -1 : 1;
+}
+
+const fj_op fj_op_heads_seq = {
+    .name = "heads_seq",
+    .keys = {"d", "e", "h", NULL},
+    .limits = {FJ_PERC_MAX_D, FJ_PERC_MAX_E, FJ_PERC_MAX_H},
+    .help = "GRN heads over batch x steps rows, both directions",
+    .variants = variants,
+    .programs = {&fj_program_heads_seq, NULL},
+    .shapes = "heads_seq d=128 e=64 h=5\n",
+};
+
+static foxjit_status load(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
+                          CUstream stream, const fj_loaded **k)
+{
+    return fj_op_load(rt, &fj_op_heads_seq, (int64_t[]){a->d, a->e, a->h}, stream, op, k);
+}
+
+/* The forward; with a save (not NULL) it also writes A and the heads' p, q
+ * there. */
+static foxjit_status forward(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
+                             const save_buf *sb, CUstream stream)
+{
+    long long xs, xss, ls, lss;
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs, &xss)) ||
+        (sb && (st = check_saved(op, a, sb))) || (st = fj_check_ptr(op, "logits", a->logits)) ||
+        (st = strides(op, "logits", a->logits_stride, a->logits_step_stride, a->batch, a->steps,
+                      a->h, 1, &ls, &lss)))
+        return st;
+    ptrs10 p = params_of(a);
+    CUdeviceptr save = sb ? sb->ptr : 0;
+    fj_perc_named ins[11] = {{"x", a->x}};
+    for (int i = 0; i < 10; i++)
+        ins[i + 1] = (fj_perc_named){param_names[i], p.p[i]};
+    fj_perc_named outs[2] = {{"logits", a->logits}, {"saved", save}};
+    if ((st = fj_perc_distinct_all(op, outs, 2, ins, 11)) || (st = load(rt, op, a, stream, &k)))
+        return st;
+    plan pl = plan_of(a->batch, a->steps, a->d, a->e, a->h);
+    CUdeviceptr x = a->x, logits = a->logits;
+    int steps = a->steps, rows = pl.rows;
+    FJ_ARGS(args, p, x, xs, xss, logits, ls, lss, steps, rows, save);
+    return fj_launch(rt, k->fn[K_FORWARD], (unsigned)pl.tiles * (unsigned)a->h, 1, 1, NT, 0,
+                     stream, &args, op);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_forward(foxjit_runtime *rt,
+                                                  const foxjit_heads_seq_args *a,
+                                                  CUstream stream)
+{
+    return forward(rt, "foxjit_heads_seq_forward", a, NULL, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_forward_save(foxjit_runtime *rt,
+                                                       const foxjit_heads_seq_args *a,
+                                                       CUdeviceptr saved, size_t saved_bytes,
+                                                       CUstream stream)
+{
+    return forward(rt, "foxjit_heads_seq_forward_save", a, &(save_buf){saved, saved_bytes},
+                   stream);
+}
+
+/* The device-side hs_work. */
+typedef struct work_ptrs {
+    CUdeviceptr da, p, u, gp, tickets;
+} work_ptrs;
+
+/* The backward; with a save (not NULL) A is read from it, else recomputed. */
+static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
+                              const save_buf *sb, CUstream stream)
+{
+    long long xs, xss, zs, zss, dxs = 0, dxss = 0;
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs, &xss)) ||
+        (sb && (st = check_saved(op, a, sb))) ||
+        (st = fj_check_ptr(op, "dlogits", a->dlogits)) ||
+        (st = strides(op, "dlogits", a->dlogits_stride, a->dlogits_step_stride, a->batch,
+                      a->steps, a->h, 0, &zs, &zss)) ||
+        (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
+        (a->dx && (st = strides(op, "dx", a->dx_stride, a->dx_step_stride, a->batch, a->steps,
+                                a->d, 1, &dxs, &dxss))))
+        return st;
+    ptrs10 p = params_of(a), g = grads_of(a);
+    CUdeviceptr saved = sb ? sb->ptr : 0;
+    for (int i = 0; i < 10; i++)
+        if ((st = fj_check_ptr(op, grad_names[i], g.p[i])))
+            return st;
+    plan pl = plan_of(a->batch, a->steps, a->d, a->e, a->h);
+    if (!a->work)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: work is NULL; allocate "
+                       "foxjit_heads_seq_workspace_size() bytes (%zu for these dims) and pass "
+                       "it", op, pl.bytes);
+    if (a->work % 256)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: work (0x%llx) is not 256-byte "
+                       "aligned; pass the start of an allocation", op,
+                       (unsigned long long)a->work);
+    if (a->work_bytes < pl.bytes)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: work_bytes is %zu; %d x %d rows "
+                       "need %zu (foxjit_heads_seq_workspace_size)", op, a->work_bytes,
+                       a->batch, a->steps, pl.bytes);
+    fj_perc_named ins[13] = {{"x", a->x}, {"dlogits", a->dlogits}, {"saved", saved}};
+    for (int i = 0; i < 10; i++)
+        ins[i + 3] = (fj_perc_named){param_names[i], p.p[i]};
+    fj_perc_named outs[12] = {{"work", a->work}};
+    int n_outs = 1;
+    for (int i = 0; i < 10; i++)
+        outs[n_outs++] = (fj_perc_named){grad_names[i], g.p[i]};
+    if (a->dx)
+        outs[n_outs++] = (fj_perc_named){"dx", a->dx};
+    if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 13)) ||
+        (st = load(rt, op, a, stream, &k)))
+        return st;
+
+    work_ptrs w = {a->work + pl.off_da, a->work + pl.off_p, a->work + pl.off_u,
+                   a->work + pl.off_gp, a->work};
+    CUdeviceptr x = a->x, z = a->dlogits, dx = a->dx;
+    int steps = a->steps, rows = pl.rows, tiles = pl.tiles, chunks = pl.chunks,
+        chunk_rows = pl.chunk_rows;
+    int dx_acc = a->dx_accumulate ? 1 : 0, grad_acc = a->grad_accumulate ? 1 : 0;
+    FJ_ARGS(rows_args, p, x, xs, xss, z, zs, zss, steps, rows, w);
+    FJ_ARGS(rows_saved_args, p, x, xs, xss, z, zs, zss, steps, rows, w, saved);
+    const unsigned row_blocks = (unsigned)pl.tiles * (unsigned)a->h;
+    if ((st = fj_launch(rt, k->fn[saved ? K_ROWS_SAVED : K_ROWS], row_blocks, 1, 1, NT, 0, stream,
+                        saved ? &rows_saved_args : &rows_args, op)))
+        return st;
+    long long blocks = pl.nv + (long long)pl.ng * pl.chunks +
+                       (a->dx ? (long long)cdiv(pl.rows, GT) * pl.xn : 0);
+    FJ_ARGS(grads_args, p, g, x, xs, xss, z, zs, zss, dx, dxs, dxss, dx_acc, grad_acc, steps, rows,
+            tiles, chunks, chunk_rows, w);
+    return fj_launch(rt, k->fn[K_GRADS], (unsigned)blocks, 1, 1, NT, 0, stream, &grads_args, op);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
+                                                   const foxjit_heads_seq_args *a,
+                                                   CUstream stream)
+{
+    return backward(rt, "foxjit_heads_seq_backward", a, NULL, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_backward_saved(foxjit_runtime *rt,
+                                                         const foxjit_heads_seq_args *a,
+                                                         CUdeviceptr saved, size_t saved_bytes,
+                                                         CUstream stream)
+{
+    return backward(rt, "foxjit_heads_seq_backward_saved", a, &(save_buf){saved, saved_bytes},
+                    stream);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h)
+{
+    return fj_op_prepare(rt, &fj_op_heads_seq, (int64_t[]){d, e, h}, "foxjit_heads_seq_prepare");
+}
+
+int fj_heads_seq_kernels(int backward)
+{
+    return backward ? 2 : 1;  /* the row tiles, then the gradient products */
+}
