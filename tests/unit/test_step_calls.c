@@ -1,7 +1,9 @@
 /* unit: the exact calls of the reference model's training step
  * (tools/fox-train/model.c), recorded against a foxjit_api table and a
  * driver that only write down what they are asked, and compared line by
- * line with tests/unit/step_calls.txt.
+ * line with tests/unit/step_calls.txt: fox-train's steps, and `fox-jit
+ * bench kloop`'s (tools/kloop: the same step on every path, and the calls
+ * it times one at a time).
  *
  * Each line is one library or driver call with every argument: sizes,
  * flags, strides, and each device pointer named by the buffer it points
@@ -185,15 +187,19 @@ static void adamw_fields(const foxjit_adamw_args *a)
 #undef I
 #undef F
 
-#define STRUCT_CALL(fn, type, fields)                                                    \
-    static foxjit_status r_##fn(foxjit_runtime *rt, const type *a, CUstream s)          \
+/* r_<fn> records the library's entry fn; sb_<fn> the single-block path's
+ * (the bench's baselines, "single_block.<fn>"). */
+#define LINE_CALL(name, label, type, fields)                                             \
+    static foxjit_status name(foxjit_runtime *rt, const type *a, CUstream s)            \
     {                                                                                    \
         (void)rt;                                                                        \
-        put(#fn " %s", stream_name(s));                                                  \
+        put(label " %s", stream_name(s));                                                \
         fields(a);                                                                       \
         put("\n");                                                                       \
         return FOXJIT_OK;                                                                \
     }
+#define STRUCT_CALL(fn, type, fields) LINE_CALL(r_##fn, #fn, type, fields)
+#define SINGLE_BLOCK_CALL(fn, type, fields) LINE_CALL(sb_##fn, "single_block." #fn, type, fields)
 STRUCT_CALL(cfc_forward, foxjit_cfc_args, cfc_fields)
 STRUCT_CALL(cfc_backward, foxjit_cfc_args, cfc_fields)
 STRUCT_CALL(heads_forward, foxjit_heads_args, heads_fields)
@@ -208,31 +214,28 @@ STRUCT_CALL(heads_seq_forward, foxjit_heads_seq_args, heads_seq_fields)
 STRUCT_CALL(heads_seq_backward, foxjit_heads_seq_args, heads_seq_fields)
 STRUCT_CALL(vsn_seq_backward, foxjit_vsn_seq_args, vsn_seq_fields)
 STRUCT_CALL(adamw, foxjit_adamw_args, adamw_fields)
+SINGLE_BLOCK_CALL(cfc_backward, foxjit_cfc_args, cfc_fields)
+SINGLE_BLOCK_CALL(heads_backward, foxjit_heads_args, heads_fields)
+SINGLE_BLOCK_CALL(vsn_backward, foxjit_vsn_args, vsn_fields)
+SINGLE_BLOCK_CALL(attn_pool_backward, foxjit_attn_pool_args, attn_fields)
+#undef SINGLE_BLOCK_CALL
 #undef STRUCT_CALL
+#undef LINE_CALL
 
-static foxjit_status r_heads_seq_forward_save(foxjit_runtime *rt,
-                                              const foxjit_heads_seq_args *a,
-                                              CUdeviceptr saved, size_t bytes, CUstream s)
-{
-    (void)rt;
-    put("heads_seq_forward_save %s saved=%s saved_bytes=%zu", stream_name(s), ptr(saved),
-        bytes);
-    heads_seq_fields(a);
-    put("\n");
-    return FOXJIT_OK;
-}
-
-static foxjit_status r_heads_seq_backward_saved(foxjit_runtime *rt,
-                                                const foxjit_heads_seq_args *a,
-                                                CUdeviceptr saved, size_t bytes, CUstream s)
-{
-    (void)rt;
-    put("heads_seq_backward_saved %s saved=%s saved_bytes=%zu", stream_name(s), ptr(saved),
-        bytes);
-    heads_seq_fields(a);
-    put("\n");
-    return FOXJIT_OK;
-}
+/* The heads' forward with its save, and the backward from it. */
+#define SAVE_CALL(fn)                                                                    \
+    static foxjit_status r_##fn(foxjit_runtime *rt, const foxjit_heads_seq_args *a,     \
+                                CUdeviceptr saved, size_t bytes, CUstream s)             \
+    {                                                                                    \
+        (void)rt;                                                                        \
+        put(#fn " %s saved=%s saved_bytes=%zu", stream_name(s), ptr(saved), bytes);     \
+        heads_seq_fields(a);                                                             \
+        put("\n");                                                                       \
+        return FOXJIT_OK;                                                                \
+    }
+SAVE_CALL(heads_seq_forward_save)
+SAVE_CALL(heads_seq_backward_saved)
+#undef SAVE_CALL
 
 static foxjit_status r_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
                                     int64_t cols, CUdeviceptr out, CUstream s)
@@ -425,6 +428,15 @@ static foxjit_api api = {
     .heads_seq_backward_saved = r_heads_seq_backward_saved,
     .bce_with_logits_workspace_size = r_bce_ws,
     .bce_with_logits_wide = r_bce_wide,
+};
+
+/* The single-block path's four backward entries (the bench's baselines). */
+static const foxjit_api single_block = {
+    .struct_size = sizeof(foxjit_api),
+    .cfc_backward = sb_cfc_backward,
+    .heads_backward = sb_heads_backward,
+    .vsn_backward = sb_vsn_backward,
+    .attn_pool_backward = sb_attn_pool_backward,
 };
 
 /* ---- the recording driver ---------------------------------------------------------- */
@@ -648,6 +660,99 @@ static void record_trainer(const char *title, const foxjit_api *a, ft_path path,
     recording = 0;
 }
 
+/* ---- `fox-jit bench kloop`'s steps (tools/kloop) --------------------------------- */
+
+/* The calls the bench times one at a time, per path (bench_kloop.c: the
+ * per-op rows and the single-block calls beside them). */
+typedef struct op_call {
+    ft_op op;
+    int index;
+} op_call;
+
+static int bench_calls(ft_path path, op_call *out)
+{
+    const int K = dims.k;
+    int n = 0;
+    switch (path) {
+    case FT_PATH_PER_STEP:
+        out[n++] = (op_call){FT_OP_VSN_FWD, 0};
+        out[n++] = (op_call){FT_OP_CFC_FWD, K / 2};
+        out[n++] = (op_call){FT_OP_HEADS_FWD, FT_ALL_BARS};
+        out[n++] = (op_call){FT_OP_HEADS_FWD, K};
+        out[n++] = (op_call){FT_OP_ATTN_FWD, 0};
+        out[n++] = (op_call){FT_OP_HEADS_BWD, FT_ALL_BARS};
+        out[n++] = (op_call){FT_OP_HEADS_BWD, K};
+        out[n++] = (op_call){FT_OP_ATTN_BWD, 0};
+        out[n++] = (op_call){FT_OP_CFC_BWD, K / 2};
+        out[n++] = (op_call){FT_OP_VSN_BWD, 0};
+        for (int i = 0; i < FT_PARAM_COUNT; i++)
+            out[n++] = (op_call){FT_OP_REDUCE, i};
+        break;
+    case FT_PATH_SINGLE_BLOCK:
+        out[n++] = (op_call){FT_OP_HEADS_BWD, K / 2};
+        out[n++] = (op_call){FT_OP_HEADS_BWD, K};
+        out[n++] = (op_call){FT_OP_ATTN_BWD, 0};
+        out[n++] = (op_call){FT_OP_CFC_BWD, K / 2};
+        out[n++] = (op_call){FT_OP_VSN_BWD, 0};
+        break;
+    case FT_PATH_SEQUENCE_ONE_STREAM:
+        out[n++] = (op_call){FT_OP_VSN_FWD, 0};
+        out[n++] = (op_call){FT_OP_CFC_FWD, 0};
+        out[n++] = (op_call){FT_OP_HEADS_FWD, FT_ALL_BARS};
+        out[n++] = (op_call){FT_OP_ATTN_FWD, 0};
+        out[n++] = (op_call){FT_OP_HEADS_FWD, K};
+        out[n++] = (op_call){FT_OP_HEADS_BWD, K};
+        out[n++] = (op_call){FT_OP_ATTN_BWD, 0};
+        out[n++] = (op_call){FT_OP_HEADS_BWD, FT_ALL_BARS};
+        out[n++] = (op_call){FT_OP_CFC_BWD, 0};
+        out[n++] = (op_call){FT_OP_VSN_BWD, 0};
+        out[n++] = (op_call){FT_OP_REDUCE, FT_ATTN_Q};
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+/* One model with every path's buffers, as tools/kloop opens it; for each
+ * path the bench times, a step (zero, forward, backward, reducers) and the
+ * calls it times alone; then the two-stream step on the same buffers. */
+static void record_kloop(void)
+{
+    recording = 1;
+    put("== fox-jit bench kloop: one model of every path\n");
+    ft_model m;
+    main_stream = (CUstream)(uintptr_t)0x77;
+    n_regions = 0;
+    assert_int_equal(ft_model_alloc_paths(&m, &api, (foxjit_runtime *)(uintptr_t)0x10, &cu,
+                                          &dims, (1u << FT_PATH_COUNT) - 1), 0);
+    m.single_block = &single_block;
+    model = &m;
+    model_regions(&m);
+    static const ft_path paths[] = {FT_PATH_PER_STEP, FT_PATH_SINGLE_BLOCK,
+                                    FT_PATH_SEQUENCE_ONE_STREAM, FT_PATH_SEQUENCE};
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+        m.path = paths[p];
+        put("-- %s: step\n", ft_path_name(m.path));
+        assert_int_equal(ft_model_zero(&m, main_stream), FOXJIT_OK);
+        assert_int_equal(ft_model_forward(&m, main_stream), FOXJIT_OK);
+        assert_int_equal(ft_model_backward(&m, main_stream), FOXJIT_OK);
+        assert_int_equal(ft_model_reduce(&m, main_stream), FOXJIT_OK);
+        op_call calls[40];
+        const int n = bench_calls(m.path, calls);
+        if (n)
+            put("-- %s: the calls timed alone\n", ft_path_name(m.path));
+        for (int i = 0; i < n; i++)
+            assert_int_equal(ft_model_op(&m, calls[i].op, calls[i].index, main_stream),
+                             FOXJIT_OK);
+    }
+    put("-- free\n");
+    ft_model_free(&m);
+    model = NULL;
+    n_regions = 0;
+    recording = 0;
+}
+
 static void record_all(void)
 {
     rec_len = 0;
@@ -663,6 +768,7 @@ static void record_all(void)
     record_trainer("fox-train, held-out loss", &api, FT_PATH_SEQUENCE, EVAL, 0);
     record_trainer("fox-train, sequence path, ABI 2.2 library", &old, FT_PATH_SEQUENCE, EAGER,
                    0);
+    record_kloop();
 }
 
 /* ---- the test ------------------------------------------------------------------------ */

@@ -57,20 +57,38 @@ static CUdeviceptr take(carver *c, size_t floats)
 
 const char *ft_path_name(ft_path p)
 {
-    return p == FT_PATH_PER_STEP ? "per-step" : "sequence";
+    static const char *const names[FT_PATH_COUNT] = {"sequence", "per-step",
+                                                     "sequence, one stream", "single-block"};
+    return p >= 0 && p < FT_PATH_COUNT ? names[p] : "?";
 }
 
-/* The tensor that keeps per-batch scratch and a reducer on the sequence
- * path: attention pooling has no whole-sequence form (its backward is one
- * cheap call already; its [B, D] scratch is small). */
-static int seq_scratch(int which)
+/* The paths on the whole-sequence ops, and those on the per-step forward. */
+static int is_sequence(ft_path p)
 {
-    return which == FT_ATTN_Q;
+    return p == FT_PATH_SEQUENCE || p == FT_PATH_SEQUENCE_ONE_STREAM;
+}
+
+static int has_path(const ft_model *m, ft_path p)
+{
+    return p >= 0 && p < FT_PATH_COUNT && ((m->paths >> p) & 1u);
+}
+
+/* Whether a step of the path sums tensor `which` from per-batch scratch
+ * with a reducer: every tensor on the per-step path; on the sequence
+ * paths the attention query alone (pooling has no whole-sequence form:
+ * its backward is one cheap call already, its [B, D] scratch small); none
+ * on the single-block path, whose kernels add into the gradients. */
+static int reduces(ft_path p, int which)
+{
+    return p == FT_PATH_PER_STEP || (is_sequence(p) && which == FT_ATTN_Q);
 }
 
 static int has_scratch(const ft_model *m, int which)
 {
-    return m->path == FT_PATH_PER_STEP || seq_scratch(which);
+    for (int p = 0; p < FT_PATH_COUNT; p++)
+        if (has_path(m, (ft_path)p) && reduces((ft_path)p, which))
+            return 1;
+    return 0;
 }
 
 static int is_heads(int which)
@@ -149,7 +167,8 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     m->step = take(&c, 1);
     m->heads_work = take(&c, (m->heads_work_bytes + 3) / 4);
     m->heads_pooled_work = take(&c, (m->heads_pooled_work_bytes + 3) / 4);
-    m->heads_stack = m->path == FT_PATH_SEQUENCE ? take(&c, 2 * m->heads_span_floats) : 0;
+    m->heads_stack =
+        has_path(m, FT_PATH_SEQUENCE) ? take(&c, 2 * m->heads_span_floats) : 0;
     m->heads_saved = m->heads_saved_bytes ? take(&c, (m->heads_saved_bytes + 3) / 4) : 0;
     m->heads_pooled_saved =
         m->heads_pooled_saved_bytes ? take(&c, (m->heads_pooled_saved_bytes + 3) / 4) : 0;
@@ -163,7 +182,7 @@ static size_t layout(ft_model *m, CUdeviceptr base)
  * at its end). */
 #define API_HAS(a, entry) ((a)->struct_size >= offsetof(foxjit_api, entry) + sizeof(void *))
 
-/* The workspaces the path's backward calls need. */
+/* The workspaces the paths' calls need. */
 static int workspace_sizes(ft_model *m)
 {
     const foxjit_api *a = m->api;
@@ -178,10 +197,13 @@ static int workspace_sizes(ft_model *m)
                                                  &m->bce_work_bytes),
             "bce_with_logits_workspace_size"))
         return -1;
-    if (m->path == FT_PATH_PER_STEP) {
+    /* One heads workspace for the calls that run one after another: the
+     * per-step heads over the K bars, the sequence heads over the bars,
+     * and on one stream the pooled row's too. */
+    if (has_path(m, FT_PATH_PER_STEP) || has_path(m, FT_PATH_SINGLE_BLOCK))
         m->heads_work_bytes = a->heads_workspace_size(d->batch, d->k, d->e, d->h);
+    if (!has_path(m, FT_PATH_SEQUENCE) && !has_path(m, FT_PATH_SEQUENCE_ONE_STREAM))
         return 0;
-    }
     size_t bars = 0, pooled = 0;
     if (lib(m, a->heads_seq_workspace_size(m->rt, d->batch, d->k, d->d, d->e, d->h, &bars),
             "heads_seq_workspace_size") ||
@@ -192,8 +214,13 @@ static int workspace_sizes(ft_model *m)
         lib(m, a->vsn_seq_workspace_size(m->rt, d->batch, d->k, d->f, &m->vsn_work_bytes),
             "vsn_seq_workspace_size"))
         return -1;
-    m->heads_work_bytes = bars;
-    m->heads_pooled_work_bytes = pooled;
+    if (bars > m->heads_work_bytes)
+        m->heads_work_bytes = bars;
+    if (has_path(m, FT_PATH_SEQUENCE_ONE_STREAM) && pooled > m->heads_work_bytes)
+        m->heads_work_bytes = pooled;
+    /* The pooled row's own, beside the bars' call on two streams. */
+    if (has_path(m, FT_PATH_SEQUENCE))
+        m->heads_pooled_work_bytes = pooled;
     /* The heads' saves when the library has them (ABI 2.3): the backward
      * then skips the forward's product, with the same bits. */
     if (API_HAS(a, heads_seq_backward_saved) &&
@@ -209,9 +236,23 @@ static int workspace_sizes(ft_model *m)
 int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const ft_cuda *cu,
                    const ft_dims *dims, ft_path path)
 {
+    return ft_model_alloc_paths(m, api, rt, cu, dims, 1u << path);
+}
+
+int ft_model_alloc_paths(ft_model *m, const foxjit_api *api, foxjit_runtime *rt,
+                         const ft_cuda *cu, const ft_dims *dims, unsigned paths)
+{
     memset(m, 0, sizeof *m);
+    if (!paths || paths >> FT_PATH_COUNT) {
+        fail(m, FOXJIT_ERROR_INVALID_ARGUMENT,
+             "fox-train bug: no model of the paths %#x (known: bits 0 to %d)", paths,
+             FT_PATH_COUNT - 1);
+        return -1;
+    }
     m->dims = *dims;
-    m->path = path;
+    m->paths = paths;
+    while (!has_path(m, m->path))
+        m->path++;
     m->api = api, m->rt = rt, m->cu = cu;
     if (workspace_sizes(m))
         return -1;
@@ -251,7 +292,7 @@ int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const
      * Measured on an H200 (CHANGELOG.md, 0.2.0): 2-3.5% off the step at B = 128
      * and 512, eager and graph-replayed. Scheduling only: the same bits. */
     int least = 0, greatest = 0;
-    if (path == FT_PATH_SEQUENCE &&
+    if (has_path(m, FT_PATH_SEQUENCE) &&
         (drv(m, cu->cuCtxGetStreamPriorityRange(&least, &greatest),
              "cuCtxGetStreamPriorityRange") ||
          drv(m, cu->cuStreamCreateWithPriority(&m->side, CU_STREAM_NON_BLOCKING, greatest),
@@ -290,7 +331,7 @@ foxjit_status ft_model_prepare(ft_model *m)
 {
     const foxjit_api *a = m->api;
     const ft_dims *d = &m->dims;
-    const int seq = m->path == FT_PATH_SEQUENCE;
+    const int seq = is_sequence(m->path);
     foxjit_status st;
     if ((st = lib(m, a->vsn_prepare(m->rt, d->f), "vsn_prepare")) ||
         (seq && (st = lib(m, a->vsn_seq_prepare(m->rt, d->f), "vsn_seq_prepare"))) ||
@@ -302,30 +343,26 @@ foxjit_status ft_model_prepare(ft_model *m)
         (st = lib(m, a->training_prepare(m->rt), "training_prepare")))
         return st;
     for (int i = 0; i < FT_PARAM_COUNT; i++)
-        if (has_scratch(m, i) &&
+        if (reduces(m->path, i) &&
             (st = lib(m, a->column_sum_prepare(m->rt, d->batch, (int64_t)ft_param_size(d, i)),
                       "column_sum_prepare")))
             return st;
-    if (seq && (st = lib(m, a->column_sum_prepare(m->rt, 2, (int64_t)m->heads_span_floats),
-                         "column_sum_prepare (heads)")))
+    if (m->path == FT_PATH_SEQUENCE &&
+        (st = lib(m, a->column_sum_prepare(m->rt, 2, (int64_t)m->heads_span_floats),
+                  "column_sum_prepare (heads)")))
         return st;
     return FOXJIT_OK;
 }
 
-/* ---- the step ------------------------------------------------------------- */
+/* ---- the calls' arguments ------------------------------------------------------ */
 
-foxjit_status ft_model_zero(ft_model *m, CUstream s)
-{
-    return drv(m, m->cu->cuMemsetD32Async(m->scratch_base, 0, m->scratch_floats, s),
-               "cuMemsetD32Async of the gradient scratch");
-}
-
-/* Heads arguments with parameters and their scratch; x, logits, dlogits
- * and dx are per call. */
-static foxjit_heads_args heads_args(const ft_model *m)
+/* Heads arguments with parameters and the gradients g (per-batch scratch,
+ * or the gradients themselves on the single-block path); x, logits,
+ * dlogits and dx are per call. */
+static foxjit_heads_args heads_args(const ft_model *m, const CUdeviceptr *g)
 {
     const ft_dims *d = &m->dims;
-    const CUdeviceptr *p = m->param, *g = m->scratch;
+    const CUdeviceptr *p = m->param;
     return (foxjit_heads_args){
         .batch = d->batch, .d = d->d, .e = d->e, .h = d->h,
         .w1 = p[FT_HEADS_W1], .b1 = p[FT_HEADS_B1], .w2 = p[FT_HEADS_W2],
@@ -338,9 +375,10 @@ static foxjit_heads_args heads_args(const ft_model *m)
         .dw_skip = g[FT_HEADS_W_SKIP], .db_skip = g[FT_HEADS_B_SKIP]};
 }
 
-/* CfC arguments of bar t, forward and backward fields both filled. The
- * state before bar 0 is zero (h = 0 pointer), and bar 0 has no dh. */
-static foxjit_cfc_args cfc_args(const ft_model *m, int t)
+/* CfC arguments of bar t, forward and backward fields both filled, its
+ * parameter gradients into g. The state before bar 0 is zero (h = 0
+ * pointer), and bar 0 has no dh. */
+static foxjit_cfc_args cfc_args(const ft_model *m, int t, const CUdeviceptr *g)
 {
     const ft_dims *d = &m->dims;
     const int64_t K = d->k, F = d->f, D = d->d;
@@ -358,8 +396,8 @@ static foxjit_cfc_args cfc_args(const ft_model *m, int t)
         .dh_out = m->dhs + bar_d, .dh_out_stride = K * D,
         .dh = t ? m->dhs + prev_d : 0, .dh_stride = K * D, .dh_accumulate = 1,
         .dx = m->dy + bar_f, .dx_stride = K * F, .dx_accumulate = 0,
-        .dw_in = m->scratch[FT_CFC_W_IN], .dw_rec = m->scratch[FT_CFC_W_REC],
-        .dbias = m->scratch[FT_CFC_BIAS], .dtau = m->scratch[FT_CFC_TAU]};
+        .dw_in = g[FT_CFC_W_IN], .dw_rec = g[FT_CFC_W_REC],
+        .dbias = g[FT_CFC_BIAS], .dtau = g[FT_CFC_TAU]};
 }
 
 /* Logits block t of z (or dz): t = K is the sequence block. */
@@ -374,7 +412,7 @@ static foxjit_heads_args heads_all_bars(const ft_model *m)
 {
     const ft_dims *d = &m->dims;
     const int64_t row = (int64_t)d->k * d->d, bh = (int64_t)d->batch * d->h;
-    foxjit_heads_args h = heads_args(m);
+    foxjit_heads_args h = heads_args(m, m->scratch);
     h.steps = d->k;
     h.x = m->hs, h.x_stride = row, h.x_step_stride = d->d;
     h.logits = m->z, h.logits_step_stride = bh;
@@ -384,7 +422,36 @@ static foxjit_heads_args heads_all_bars(const ft_model *m)
     return h;
 }
 
-/* The sequence path's heads arguments: parameters, parameter-shaped
+/* The heads of the pooled row: x = pooled, logits block K; backward dx
+ * overwrites dpooled. */
+static foxjit_heads_args heads_pooled(const ft_model *m, int backward, const CUdeviceptr *g)
+{
+    foxjit_heads_args h = heads_args(m, g);
+    h.x = m->pooled, h.x_stride = 0;
+    if (!backward) {
+        h.logits = logits_block(m, m->z, m->dims.k);
+        return h;
+    }
+    h.dlogits = logits_block(m, m->dz, m->dims.k);
+    h.dx = m->dpooled, h.dx_accumulate = 0;
+    return h;
+}
+
+/* The single-block path's heads of bar t alone, backward: dx added into
+ * dhs[:, t], the gradients added into grad. */
+static foxjit_heads_args heads_bar(const ft_model *m, int t)
+{
+    const ft_dims *d = &m->dims;
+    const int64_t row = (int64_t)d->k * d->d;
+    foxjit_heads_args h = heads_args(m, m->grad);
+    h.x = m->hs + (CUdeviceptr)((int64_t)t * d->d) * F4, h.x_stride = row;
+    h.dlogits = logits_block(m, m->dz, t);
+    h.dx = m->dhs + (CUdeviceptr)((int64_t)t * d->d) * F4, h.dx_stride = row;
+    h.dx_accumulate = 1;
+    return h;
+}
+
+/* The sequence paths' heads arguments: parameters, parameter-shaped
  * gradients, the workspace; rows per call. */
 static foxjit_heads_seq_args heads_seq_args(const ft_model *m)
 {
@@ -419,8 +486,10 @@ static void heads_seq_into_stack(const ft_model *m, foxjit_heads_seq_args *h, in
 }
 
 /* Rows (b, t) of the K bars: x = hs (dense [B, K, D]), logits step-major
- * ([K, B, H]: row stride H, step stride B*H); dx overwrites dhs (the
- * pooling adds its share after); gradients into row 0 of the stack. */
+ * ([K, B, H]: row stride H, step stride B*H). On two streams dx
+ * overwrites dhs (the pooling adds its share after) and the gradients go
+ * into row 0 of the stack; on one, after the pooled row's call and the
+ * pooling, dx and the gradients are added. */
 static foxjit_heads_seq_args heads_seq_bars(const ft_model *m)
 {
     const ft_dims *d = &m->dims;
@@ -430,14 +499,20 @@ static foxjit_heads_seq_args heads_seq_bars(const ft_model *m)
     h.logits = m->z, h.logits_stride = d->h, h.logits_step_stride = (int64_t)d->batch * d->h;
     h.dlogits = m->dz, h.dlogits_stride = d->h,
     h.dlogits_step_stride = (int64_t)d->batch * d->h;
-    h.dx = m->dhs, h.dx_accumulate = 0;
-    heads_seq_into_stack(m, &h, 0);
+    h.dx = m->dhs;
+    if (m->path == FT_PATH_SEQUENCE) {
+        h.dx_accumulate = 0;
+        heads_seq_into_stack(m, &h, 0);
+    } else {
+        h.dx_accumulate = 1, h.grad_accumulate = 1;
+    }
     return h;
 }
 
-/* The pooled row: x = pooled [B, D], logits block K; dx overwrites dpooled;
- * its own workspace (it runs beside the bars' call); gradients into row 1
- * of the stack. */
+/* The pooled row: x = pooled [B, D], logits block K; dx overwrites
+ * dpooled. On two streams it has its own workspace (it runs beside the
+ * bars' call) and its gradients go into row 1 of the stack; on one it
+ * comes first and overwrites the gradients. */
 static foxjit_heads_seq_args heads_seq_pooled(const ft_model *m)
 {
     foxjit_heads_seq_args h = heads_seq_args(m);
@@ -445,8 +520,10 @@ static foxjit_heads_seq_args heads_seq_pooled(const ft_model *m)
     h.logits = logits_block(m, m->z, m->dims.k);
     h.dlogits = logits_block(m, m->dz, m->dims.k);
     h.dx = m->dpooled, h.dx_accumulate = 0;
-    h.work = m->heads_pooled_work, h.work_bytes = m->heads_pooled_work_bytes;
-    heads_seq_into_stack(m, &h, 1);
+    if (m->path == FT_PATH_SEQUENCE) {
+        h.work = m->heads_pooled_work, h.work_bytes = m->heads_pooled_work_bytes;
+        heads_seq_into_stack(m, &h, 1);
+    }
     return h;
 }
 
@@ -463,6 +540,182 @@ static foxjit_cfc_seq_args cfc_seq_args(const ft_model *m)
         .dbias = m->grad[FT_CFC_BIAS], .dtau = m->grad[FT_CFC_TAU], .grad_accumulate = 0,
         .work = m->cfc_work, .work_bytes = m->cfc_work_bytes};
 }
+
+/* ---- the step's calls ------------------------------------------------------------- */
+
+/* The heads over the bars or the pooled row: forward, keeping its save
+ * when there is one, or backward, from the save. */
+static foxjit_status heads_seq(ft_model *m, int backward, int pooled, CUstream s)
+{
+    static const char *const what[2][2] = {{"heads_seq_forward", "heads_seq_forward (pooled)"},
+                                           {"heads_seq_backward", "heads_seq_backward (pooled)"}};
+    const foxjit_api *a = m->api;
+    const foxjit_heads_seq_args h = pooled ? heads_seq_pooled(m) : heads_seq_bars(m);
+    const CUdeviceptr saved = pooled ? m->heads_pooled_saved : m->heads_saved;
+    const size_t bytes = pooled ? m->heads_pooled_saved_bytes : m->heads_saved_bytes;
+    foxjit_status st;
+    if (backward)
+        st = saved ? a->heads_seq_backward_saved(m->rt, &h, saved, bytes, s)
+                   : a->heads_seq_backward(m->rt, &h, s);
+    else
+        st = saved ? a->heads_seq_forward_save(m->rt, &h, saved, bytes, s)
+                   : a->heads_seq_forward(m->rt, &h, s);
+    return lib(m, st, what[backward][pooled]);
+}
+
+/* The memset that starts a step: the per-batch scratch the step's
+ * backward adds into (the sequence paths: the attention query's, the last
+ * of the span), or the single-block path's gradients with the padding
+ * after the last tensor. */
+static foxjit_status zero(ft_model *m, CUstream s)
+{
+    CUdeviceptr p = m->scratch_base;
+    size_t n = m->scratch_floats;
+    const char *what = "cuMemsetD32Async of the gradient scratch";
+    if (is_sequence(m->path)) {
+        p = m->scratch[FT_ATTN_Q];
+        n -= (size_t)(p - m->scratch_base) / sizeof(float);
+    } else if (m->path == FT_PATH_SINGLE_BLOCK) {
+        p = m->grad_base;
+        n = (m->grad_floats + 63) & ~(size_t)63;
+        what = "cuMemsetD32Async of the gradients";
+    }
+    return drv(m, m->cu->cuMemsetD32Async(p, 0, n, s), what);
+}
+
+/* Whether a step of the path makes call `op` at `index` (ft_op). */
+static int makes_call(const ft_dims *d, ft_path path, ft_op op, int index)
+{
+    switch (op) {
+    case FT_OP_CFC_FWD: case FT_OP_CFC_BWD:
+        return index >= 0 && index < ft_model_op_calls(d, path, op);
+    case FT_OP_HEADS_FWD:
+        return index == FT_ALL_BARS || index == d->k;
+    case FT_OP_HEADS_BWD:
+        return path == FT_PATH_SINGLE_BLOCK ? index >= 0 && index <= d->k
+                                            : index == FT_ALL_BARS || index == d->k;
+    case FT_OP_REDUCE:
+        return index >= 0 && index < FT_PARAM_COUNT && reduces(path, index);
+    case FT_OP_COUNT:
+        return 0;
+    default:
+        return index == 0 && ft_model_op_calls(d, path, op) > 0;
+    }
+}
+
+foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    const int seq = is_sequence(m->path), single = m->path == FT_PATH_SINGLE_BLOCK;
+    /* The single-block path's backward kernels, and where they add. */
+    const foxjit_api *b = single ? m->single_block : a;
+    const CUdeviceptr *g = single ? m->grad : m->scratch;
+    if (!has_path(m, m->path) || !b || !makes_call(d, m->path, op, index))
+        return fail(m, FOXJIT_ERROR_INVALID_ARGUMENT, "fox-train bug: call %d at %d of the %s "
+                    "path: %s", (int)op, index, ft_path_name(m->path),
+                    !has_path(m, m->path) ? "the model has no buffers for that path"
+                    : !b ? "no table of the single-block kernels (m->single_block)"
+                         : "the path makes no such call");
+    foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
+                         .bias = m->param[FT_VSN_BIAS], .x = m->x};
+    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
+                               .q = m->param[FT_ATTN_Q], .hs = m->hs};
+    foxjit_cfc_args c;
+    foxjit_cfc_seq_args cs;
+    foxjit_heads_args h;
+    switch (op) {
+    case FT_OP_ZERO:
+        return zero(m, s);
+    case FT_OP_VSN_FWD:
+        v.y = m->y;
+        return lib(m, a->vsn_forward(m->rt, &v, s), "vsn_forward");
+    case FT_OP_CFC_FWD:
+        if (seq) {
+            cs = cfc_seq_args(m);
+            return lib(m, a->cfc_seq_forward(m->rt, &cs, s), "cfc_seq_forward");
+        }
+        c = cfc_args(m, index, m->scratch);
+        return lib(m, a->cfc_forward(m->rt, &c, s), "cfc_forward");
+    case FT_OP_HEADS_FWD:
+        if (seq)
+            return heads_seq(m, 0, index == d->k, s);
+        if (index == d->k) {
+            h = heads_pooled(m, 0, m->scratch);
+            return lib(m, a->heads_forward(m->rt, &h, s), "heads_forward (pooled)");
+        }
+        h = heads_all_bars(m);
+        return lib(m, a->heads_forward(m->rt, &h, s), "heads_forward");
+    case FT_OP_ATTN_FWD:
+        p.pooled = m->pooled;
+        return lib(m, a->attn_pool_forward(m->rt, &p, s), "attn_pool_forward");
+    case FT_OP_HEADS_BWD:
+        if (seq)
+            return heads_seq(m, 1, index == d->k, s);
+        h = index == d->k ? heads_pooled(m, 1, g) : single ? heads_bar(m, index)
+                                                           : heads_all_bars(m);
+        return lib(m, b->heads_backward(m->rt, &h, s),
+                   index == d->k ? "heads_backward (pooled)" : "heads_backward");
+    case FT_OP_ATTN_BWD:
+        /* Two streams: after the bars' heads, which overwrote dhs. */
+        p.dpooled = m->dpooled, p.dhs = m->dhs, p.dq = g[FT_ATTN_Q];
+        p.dhs_accumulate = m->path == FT_PATH_SEQUENCE;
+        return lib(m, b->attn_pool_backward(m->rt, &p, s), "attn_pool_backward");
+    case FT_OP_HEADS_SUM:
+        return lib(m, a->reduce_axis0(m->rt, m->heads_stack, 2, (int64_t)m->heads_span_floats,
+                                      m->grad[FT_HEADS_W1], s), "reduce_axis0 (heads)");
+    case FT_OP_CFC_BWD:
+        if (seq) {
+            cs = cfc_seq_args(m);
+            return lib(m, a->cfc_seq_backward(m->rt, &cs, s), "cfc_seq_backward");
+        }
+        c = cfc_args(m, index, g);
+        return lib(m, b->cfc_backward(m->rt, &c, s), "cfc_backward");
+    case FT_OP_VSN_BWD:
+        if (seq) {
+            foxjit_vsn_seq_args vs = {
+                .batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
+                .bias = m->param[FT_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
+                .dw = m->grad[FT_VSN_W], .dbias = m->grad[FT_VSN_BIAS], .grad_accumulate = 0,
+                .work = m->vsn_work, .work_bytes = m->vsn_work_bytes};
+            return lib(m, a->vsn_seq_backward(m->rt, &vs, s), "vsn_seq_backward");
+        }
+        v.dy = m->dy, v.dx = 0, v.dw = g[FT_VSN_W], v.dbias = g[FT_VSN_BIAS];
+        return lib(m, b->vsn_backward(m->rt, &v, s), "vsn_backward");
+    case FT_OP_REDUCE:
+        return lib(m, a->reduce_axis0(m->rt, m->scratch[index], d->batch,
+                                      (int64_t)ft_param_size(d, index), m->grad[index], s),
+                   "reduce_axis0");
+    default:
+        return FOXJIT_ERROR_INVALID_ARGUMENT;  /* makes_call refused it */
+    }
+}
+
+int ft_model_op_calls(const ft_dims *d, ft_path path, ft_op op)
+{
+    switch (op) {
+    case FT_OP_CFC_FWD: case FT_OP_CFC_BWD:
+        return is_sequence(path) ? 1 : d->k;
+    case FT_OP_HEADS_FWD:
+        return 2;
+    case FT_OP_HEADS_BWD:
+        return path == FT_PATH_SINGLE_BLOCK ? d->k + 1 : 2;
+    case FT_OP_HEADS_SUM:
+        return path == FT_PATH_SEQUENCE;
+    case FT_OP_REDUCE: {
+        int n = 0;
+        for (int i = 0; i < FT_PARAM_COUNT; i++)
+            n += reduces(path, i);
+        return n;
+    }
+    case FT_OP_COUNT:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* ---- the step ------------------------------------------------------------- */
 
 /* The side stream waits for what s has enqueued so far. */
 static foxjit_status fork_side(ft_model *m, CUstream s)
@@ -482,79 +735,32 @@ static foxjit_status join_side(ft_model *m, CUstream s)
     return drv(m, m->cu->cuStreamWaitEvent(s, m->join, 0), "cuStreamWaitEvent");
 }
 
-/* The heads forward over some rows, keeping its save when there is one. */
-static foxjit_status heads_forward(ft_model *m, const foxjit_heads_seq_args *h,
-                                   CUdeviceptr saved, size_t saved_bytes, CUstream s,
-                                   const char *what)
+foxjit_status ft_model_zero(ft_model *m, CUstream s)
 {
-    const foxjit_api *a = m->api;
-    return lib(m, saved ? a->heads_seq_forward_save(m->rt, h, saved, saved_bytes, s)
-                        : a->heads_seq_forward(m->rt, h, s), what);
-}
-
-/* Its backward, from the save when there is one. */
-static foxjit_status heads_backward(ft_model *m, const foxjit_heads_seq_args *h,
-                                    CUdeviceptr saved, size_t saved_bytes, CUstream s,
-                                    const char *what)
-{
-    const foxjit_api *a = m->api;
-    return lib(m, saved ? a->heads_seq_backward_saved(m->rt, h, saved, saved_bytes, s)
-                        : a->heads_seq_backward(m->rt, h, s), what);
-}
-
-static foxjit_status forward_sequence(ft_model *m, CUstream s)
-{
-    const foxjit_api *a = m->api;
-    const ft_dims *d = &m->dims;
-    foxjit_status st;
-    foxjit_vsn_args vsn = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
-                           .bias = m->param[FT_VSN_BIAS], .x = m->x, .y = m->y};
-    foxjit_cfc_seq_args c = cfc_seq_args(m);
-    foxjit_heads_seq_args bars = heads_seq_bars(m), pooled = heads_seq_pooled(m);
-    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
-                               .q = m->param[FT_ATTN_Q], .hs = m->hs, .pooled = m->pooled};
-    /* The bars' heads on s; the pooling and the pooled row's heads beside
-     * them (they write pooled and logit block K, the bars' call blocks
-     * 0..K-1). */
-    if ((st = lib(m, a->vsn_forward(m->rt, &vsn, s), "vsn_forward")) ||
-        (st = lib(m, a->cfc_seq_forward(m->rt, &c, s), "cfc_seq_forward")) ||
-        (st = fork_side(m, s)) ||
-        (st = heads_forward(m, &bars, m->heads_saved, m->heads_saved_bytes, s,
-                            "heads_seq_forward")) ||
-        (st = lib(m, a->attn_pool_forward(m->rt, &p, m->side), "attn_pool_forward")) ||
-        (st = heads_forward(m, &pooled, m->heads_pooled_saved, m->heads_pooled_saved_bytes,
-                            m->side, "heads_seq_forward (pooled)")))
-        return st;
-    return join_side(m, s);
+    return ft_model_op(m, FT_OP_ZERO, 0, s);
 }
 
 foxjit_status ft_model_forward(ft_model *m, CUstream s)
 {
-    if (m->path == FT_PATH_SEQUENCE)
-        return forward_sequence(m, s);
-    const foxjit_api *a = m->api;
-    const ft_dims *d = &m->dims;
+    const int two_streams = m->path == FT_PATH_SEQUENCE;
+    const CUstream side = two_streams ? m->side : s;
+    const int bars = ft_model_op_calls(&m->dims, m->path, FT_OP_CFC_FWD);
     foxjit_status st;
-    foxjit_vsn_args vsn = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
-                           .bias = m->param[FT_VSN_BIAS], .x = m->x, .y = m->y};
-    if ((st = lib(m, a->vsn_forward(m->rt, &vsn, s), "vsn_forward")))
+    if ((st = ft_model_op(m, FT_OP_VSN_FWD, 0, s)))
         return st;
-    for (int t = 0; t < d->k; t++) {
-        foxjit_cfc_args c = cfc_args(m, t);
-        if ((st = lib(m, a->cfc_forward(m->rt, &c, s), "cfc_forward")))
+    for (int t = 0; t < bars; t++)
+        if ((st = ft_model_op(m, FT_OP_CFC_FWD, t, s)))
             return st;
-    }
-    /* The heads of every bar in one call: they do not feed the recurrence. */
-    foxjit_heads_args h = heads_all_bars(m);
-    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
-                               .q = m->param[FT_ATTN_Q], .hs = m->hs, .pooled = m->pooled};
-    if ((st = lib(m, a->heads_forward(m->rt, &h, s), "heads_forward")) ||
-        (st = lib(m, a->attn_pool_forward(m->rt, &p, s), "attn_pool_forward")))
+    /* The heads of every bar in one call: they do not feed the recurrence.
+     * The pooling and the pooled row's heads after it, or beside it on the
+     * second stream (they write pooled and logit block K, the bars' call
+     * blocks 0..K-1). */
+    if ((two_streams && (st = fork_side(m, s))) ||
+        (st = ft_model_op(m, FT_OP_HEADS_FWD, FT_ALL_BARS, s)) ||
+        (st = ft_model_op(m, FT_OP_ATTN_FWD, 0, side)) ||
+        (st = ft_model_op(m, FT_OP_HEADS_FWD, m->dims.k, side)))
         return st;
-    h = heads_args(m);
-    h.x = m->pooled, h.x_stride = 0;
-    h.logits = logits_block(m, m->z, d->k);
-    return lib(m, a->heads_forward(m->rt, &h, s), "heads_forward (pooled)");
+    return two_streams ? join_side(m, s) : FOXJIT_OK;
 }
 
 /* One of the loss's BCE calls (0: the bars', 1: the sequence's): the wide
@@ -586,84 +792,48 @@ foxjit_status ft_model_loss(ft_model *m, int with_dz, CUstream s)
     return bce(m, 1, z_seq, y_seq, seq, with_dz ? logits_block(m, m->dz, d->k) : 0, s);
 }
 
-static foxjit_status backward_sequence(ft_model *m, CUstream s)
-{
-    const foxjit_api *a = m->api;
-    const ft_dims *d = &m->dims;
-    foxjit_status st;
-    foxjit_heads_seq_args pooled = heads_seq_pooled(m), bars = heads_seq_bars(m);
-    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
-                               .q = m->param[FT_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
-                               .dhs = m->dhs, .dhs_accumulate = 1, .dq = m->scratch[FT_ATTN_Q]};
-    foxjit_cfc_seq_args c = cfc_seq_args(m);
-    foxjit_vsn_seq_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
-                             .bias = m->param[FT_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
-                             .dw = m->grad[FT_VSN_W], .dbias = m->grad[FT_VSN_BIAS],
-                             .grad_accumulate = 0, .work = m->vsn_work,
-                             .work_bytes = m->vsn_work_bytes};
-    /* The two heads calls side by side, each into its own row of the stack
-     * and its own dx (dhs =, dpooled =); then the pooling adds its share
-     * into dhs, the stack's rows are added into the heads gradients, and
-     * the recurrence consumes dhs. Every sum that joins the two calls adds
-     * the same two terms as the one-stream order (pooled row first, bars
-     * added to it) did, so the bits are the same. */
-    if ((st = fork_side(m, s)) ||
-        (st = heads_backward(m, &bars, m->heads_saved, m->heads_saved_bytes, s,
-                             "heads_seq_backward")) ||
-        (st = heads_backward(m, &pooled, m->heads_pooled_saved, m->heads_pooled_saved_bytes,
-                             m->side, "heads_seq_backward (pooled)")) ||
-        (st = join_side(m, s)) ||
-        (st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")) ||
-        (st = lib(m, a->reduce_axis0(m->rt, m->heads_stack, 2, (int64_t)m->heads_span_floats,
-                                     m->grad[FT_HEADS_W1], s), "reduce_axis0 (heads)")) ||
-        (st = lib(m, a->cfc_seq_backward(m->rt, &c, s), "cfc_seq_backward")))
-        return st;
-    return lib(m, a->vsn_seq_backward(m->rt, &v, s), "vsn_seq_backward");
-}
-
 foxjit_status ft_model_backward(ft_model *m, CUstream s)
 {
-    if (m->path == FT_PATH_SEQUENCE)
-        return backward_sequence(m, s);
-    const foxjit_api *a = m->api;
-    const ft_dims *d = &m->dims;
+    const int K = m->dims.k, single = m->path == FT_PATH_SINGLE_BLOCK;
+    const int bars = ft_model_op_calls(&m->dims, m->path, FT_OP_CFC_BWD);
     foxjit_status st;
-    foxjit_heads_args h = heads_args(m);
-    h.x = m->pooled, h.x_stride = 0;
-    h.dlogits = logits_block(m, m->dz, d->k);
-    h.dx = m->dpooled, h.dx_accumulate = 0;
-    if ((st = lib(m, a->heads_backward(m->rt, &h, s), "heads_backward (pooled)")))
-        return st;
-    /* Overwrites dhs: the first of the three contributions to dL/dh_t. */
-    foxjit_attn_pool_args p = {.batch = d->batch, .t = d->k, .d = d->d,
-                               .q = m->param[FT_ATTN_Q], .hs = m->hs, .dpooled = m->dpooled,
-                               .dhs = m->dhs, .dhs_accumulate = 0, .dq = m->scratch[FT_ATTN_Q]};
-    /* Then the heads of every bar add their dx into dhs[t], all in one call;
-     * then cfc(t), from the last bar, adds its dh into dhs[t-1] and consumes
-     * dhs[t]. */
-    h = heads_all_bars(m);
-    if ((st = lib(m, a->attn_pool_backward(m->rt, &p, s), "attn_pool_backward")) ||
-        (st = lib(m, a->heads_backward(m->rt, &h, s), "heads_backward")))
-        return st;
-    for (int t = d->k - 1; t >= 0; t--) {
-        foxjit_cfc_args c = cfc_args(m, t);
-        if ((st = lib(m, a->cfc_backward(m->rt, &c, s), "cfc_backward")))
+    if (m->path == FT_PATH_SEQUENCE) {
+        /* The two heads calls side by side, each into its own row of the
+         * stack and its own dx (dhs =, dpooled =); then the pooling adds
+         * its share into dhs, the stack's rows are added into the heads
+         * gradients, and the recurrence consumes dhs. Every sum that joins
+         * the two calls adds the same two terms as the one-stream order
+         * below (pooled row first, bars added to it), so the bits are the
+         * same. */
+        if ((st = fork_side(m, s)) ||
+            (st = ft_model_op(m, FT_OP_HEADS_BWD, FT_ALL_BARS, s)) ||
+            (st = ft_model_op(m, FT_OP_HEADS_BWD, K, m->side)) || (st = join_side(m, s)) ||
+            (st = ft_model_op(m, FT_OP_ATTN_BWD, 0, s)) ||
+            (st = ft_model_op(m, FT_OP_HEADS_SUM, 0, s)))
+            return st;
+    } else {
+        /* z_seq = heads(pool(h)): its gradient reaches every h_t first (the
+         * pooling overwrites dhs), then the heads of every bar add theirs
+         * in one call (the single-block path: bar by bar, in the loop). */
+        if ((st = ft_model_op(m, FT_OP_HEADS_BWD, K, s)) ||
+            (st = ft_model_op(m, FT_OP_ATTN_BWD, 0, s)) ||
+            (!single && (st = ft_model_op(m, FT_OP_HEADS_BWD, FT_ALL_BARS, s))))
             return st;
     }
-    foxjit_vsn_args v = {.batch = d->batch, .t = d->k, .f = d->f, .w = m->param[FT_VSN_W],
-                         .bias = m->param[FT_VSN_BIAS], .x = m->x, .dy = m->dy, .dx = 0,
-                         .dw = m->scratch[FT_VSN_W], .dbias = m->scratch[FT_VSN_BIAS]};
-    return lib(m, a->vsn_backward(m->rt, &v, s), "vsn_backward");
+    /* The recurrence from the last bar: cfc(t) adds its dh into dhs[t-1]
+     * and consumes dhs[t] (the sequence paths: all bars in one call). */
+    for (int t = bars - 1; t >= 0; t--)
+        if ((single && (st = ft_model_op(m, FT_OP_HEADS_BWD, t, s))) ||
+            (st = ft_model_op(m, FT_OP_CFC_BWD, t, s)))
+            return st;
+    return ft_model_op(m, FT_OP_VSN_BWD, 0, s);
 }
 
 foxjit_status ft_model_reduce(ft_model *m, CUstream s)
 {
     foxjit_status st;
     for (int i = 0; i < FT_PARAM_COUNT; i++)
-        if (has_scratch(m, i) &&
-            (st = lib(m, m->api->reduce_axis0(m->rt, m->scratch[i], m->dims.batch,
-                                              (int64_t)ft_param_size(&m->dims, i), m->grad[i],
-                                              s), "reduce_axis0")))
+        if (reduces(m->path, i) && (st = ft_model_op(m, FT_OP_REDUCE, i, s)))
             return st;
     return FOXJIT_OK;
 }

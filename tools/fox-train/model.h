@@ -1,7 +1,10 @@
-/* The reference perception model on the GPU, driven only through the
- * foxjit_api table (the plugin) and the driver API: buffers, parameter
- * state, and one training step as a fixed sequence of calls on one stream
- * (kernels.md, "The reference perception model and its K-loop"):
+/* The reference perception model on the GPU, driven only through a
+ * foxjit_api table (the caller's: fox-train's from the plugin, `fox-jit
+ * bench kloop`'s from the library it links) and the driver API: buffers,
+ * parameter state, and one training step as a fixed sequence of calls on
+ * one stream (kernels.md, "The reference perception model and its
+ * K-loop"). This file is the one place the step is written; every user
+ * runs these calls.
  *
  *   zero     one memset of all per-batch gradient scratch
  *   forward  vsn_forward; for t in 0..K-1: cfc_forward(t); heads_forward
@@ -36,6 +39,23 @@
  *   reduce   reduce_axis0 of the attention scratch (1 tensor)
  *   update   as above
  *
+ * Two more paths serve `fox-jit bench kloop` (tools/kloop), which times
+ * the step's calls one by one against what they replaced; fox-train never
+ * takes them:
+ *
+ *   FT_PATH_SEQUENCE_ONE_STREAM  the sequence path's calls on one stream in
+ *            the one-stream order of kernels.md: heads_seq_backward(pooled)
+ *            overwrites dpooled and the heads gradients, attn_pool_backward
+ *            overwrites dhs, heads_seq_backward over the K bars adds to
+ *            both; no stack. The same bits as FT_PATH_SEQUENCE.
+ *   FT_PATH_SINGLE_BLOCK  the per-step forward, then the original
+ *            trainer's backward: single-block kernels that add straight
+ *            into the gradients (zeroed first; no scratch, no reducers),
+ *            the heads one bar at a time inside the recurrence's loop.
+ *            Those kernels are no part of the library: their four entries
+ *            (cfc_backward, heads_backward, vsn_backward,
+ *            attn_pool_backward) come from the table in m->single_block.
+ *
  * AdamW runs once per weight-decay group (2 calls): the tensors of a group
  * lie back to back, at the same offsets in the parameter, gradient and
  * moment spans, with the padding between them zeroed at allocation (AdamW
@@ -46,7 +66,7 @@
  * graph, and replaying it gives the bits of eager launches. The sequence
  * path's two streams change no bits either: the calls beside each other
  * write disjoint buffers, and the sums that join them add the same two
- * terms as the one-stream order did (a + b is b + a in float32).
+ * terms as the one-stream order does (a + b is b + a in float32).
  *
  * Layouts: x [B,K,F], dt [B,K], y (VSN out) [B,K,F], hs and u [B,K,D]
  * (bar t of row b at (b*K + t)*D: the CfC reads and writes strided views),
@@ -68,10 +88,13 @@ typedef struct ft_hparams {
 
 typedef struct ft_model ft_model;
 
-/* Which ops carry the K-loop (see the top of this file). */
+/* Which ops carry the K-loop, in which order (see the top of this file). */
 typedef enum ft_path {
     FT_PATH_SEQUENCE = 0,  /* the whole-sequence ops (the default) */
     FT_PATH_PER_STEP = 1,  /* the per-step ops, per-batch scratch and reducers */
+    FT_PATH_SEQUENCE_ONE_STREAM = 2,  /* the bench's: the sequence ops on one stream */
+    FT_PATH_SINGLE_BLOCK = 3,         /* the bench's: the original trainer's backward */
+    FT_PATH_COUNT
 } ft_path;
 
 const char *ft_path_name(ft_path p);
@@ -83,8 +106,12 @@ typedef foxjit_status (*ft_after_reduce_fn)(ft_model *m, CUstream s, void *arg);
 
 struct ft_model {
     ft_dims dims;
-    ft_path path;
+    ft_path path;              /* the path the step takes: one of paths */
+    unsigned paths;            /* the paths allocated for (bit 1 << ft_path) */
     const foxjit_api *api;
+    /* FT_PATH_SINGLE_BLOCK only: the table its four single-block backward
+     * entries come from (the caller's; NULL for the other paths). */
+    const foxjit_api *single_block;
     foxjit_runtime *rt;
     const ft_cuda *cu;
     CUdeviceptr base;  /* the one allocation everything below lives in */
@@ -151,10 +178,18 @@ struct ft_model {
  * ft_model_set_state). Returns 0, or -1 with the reason in m->why. */
 int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const ft_cuda *cu,
                    const ft_dims *dims, ft_path path);
+/* The same for several paths at once (a mask of 1 << ft_path): the buffers
+ * and workspaces of each, so that the caller can switch m->path between
+ * them (the first of them to start with). What a step of one path is given
+ * is what a model of that path alone would give it, but for the heads'
+ * workspace, which is the largest the paths ask for. */
+int ft_model_alloc_paths(ft_model *m, const foxjit_api *api, foxjit_runtime *rt,
+                         const ft_cuda *cu, const ft_dims *dims, unsigned paths);
 void ft_model_free(ft_model *m);
 
-/* Compiles (or loads from the cache) every kernel a step uses: call once
- * before capturing a step into a graph. */
+/* Compiles (or loads from the cache) every kernel a step of m->path uses:
+ * call once before capturing a step into a graph (FT_PATH_SINGLE_BLOCK: but
+ * its single-block kernels, which the caller prepares). */
 foxjit_status ft_model_prepare(ft_model *m);
 
 /* The parts of a step, in order (see the top of this file). with_dz = 0
@@ -168,9 +203,35 @@ foxjit_status ft_model_update(ft_model *m, const ft_hparams *hp, CUstream s);
 /* zero, forward, loss, backward, reduce, after_reduce (when set), update. */
 foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s);
 
-/* Library calls and memsets one ft_model_step enqueues (a library call
- * may launch more than one kernel: the graph's node count says how many). */
+/* Library calls and memsets one ft_model_step of FT_PATH_SEQUENCE or
+ * FT_PATH_PER_STEP enqueues (a library call may launch more than one
+ * kernel: the graph's node count says how many). */
 int ft_model_launches_per_step(const ft_dims *d, ft_path path);
+
+/* The calls of zero, forward, backward and reduce one at a time, each
+ * exactly as the step makes it (the bench times each kind). */
+#define FT_ALL_BARS (-1)
+typedef enum ft_op {
+    FT_OP_ZERO,        /* the memset */
+    FT_OP_VSN_FWD,
+    FT_OP_CFC_FWD,     /* index: bar t; the sequence paths: 0, the one call */
+    FT_OP_HEADS_FWD,   /* index: FT_ALL_BARS (the K bars in one call) or K (the
+                          pooled row) */
+    FT_OP_ATTN_FWD,
+    FT_OP_HEADS_BWD,   /* index as FT_OP_HEADS_FWD; FT_PATH_SINGLE_BLOCK: bar t
+                          or K */
+    FT_OP_ATTN_BWD,
+    FT_OP_HEADS_SUM,   /* FT_PATH_SEQUENCE: the stack's reducer */
+    FT_OP_CFC_BWD,     /* index as FT_OP_CFC_FWD */
+    FT_OP_VSN_BWD,
+    FT_OP_REDUCE,      /* index: the parameter tensor (ft_param) */
+    FT_OP_COUNT
+} ft_op;
+
+/* One call of the step of m->path on stream s. */
+foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s);
+/* How many calls of op one step of `path` makes. */
+int ft_model_op_calls(const ft_dims *d, ft_path path, ft_op op);
 
 /* Parameters (packed, params.h order), moments and the step counter from
  * or to the host; m_host / v_host NULL = zeros. Synchronous on stream s.
