@@ -1,26 +1,33 @@
 /* gpu suite: one training step of the reference perception model
- * (tools/kloop/kloop_step.c, kernels.md "The reference perception model and
- * its K-loop"): the block-per-batch step against the float64 model, the
- * legacy step against the new one, the whole-sequence step likewise, and
- * the whole step captured in one CUDA graph and replayed giving the same
- * bits as eager launches. */
+ * (tools/fox-train/model.c as tools/kloop runs it, kernels.md "The
+ * reference perception model and its K-loop"): the step of every path (the
+ * per-step ops, the single-block backwards, the whole-sequence ops on one
+ * stream and on two) against the float64 model, the two-stream order
+ * against the one-stream order bit for bit, and the whole step captured in
+ * one CUDA graph and replayed giving the same bits as eager launches. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu_harness.h"
-#include "kloop_step.h"
+#include "kloop.h"
 #include "perception_ref.h"
 
-_Static_assert((int)KL_PARAM_COUNT == (int)PR_PARAM_COUNT, "kloop and reference disagree");
+_Static_assert((int)FT_PARAM_COUNT == (int)PR_PARAM_COUNT, "model and reference disagree");
 
-/* Host copies of the step's inputs, as float and as float64. */
+/* The paths a step is checked on. */
+static const ft_path all_paths[] = {FT_PATH_PER_STEP, FT_PATH_SINGLE_BLOCK,
+                                    FT_PATH_SEQUENCE_ONE_STREAM, FT_PATH_SEQUENCE};
+#define N_PATHS (sizeof all_paths / sizeof all_paths[0])
+
+/* Host copies of the step's inputs, as float and as float64. The model
+ * (k.m) points into k: a step_data does not move. */
 typedef struct step_data {
-    kloop_dims dims;
-    kloop_model m;
-    float *param[KL_PARAM_COUNT];
-    double *param_ref[KL_PARAM_COUNT];
+    ft_dims dims;
+    kloop k;
+    float *param[FT_PARAM_COUNT];
+    double *param_ref[FT_PARAM_COUNT];
     float *x, *dt, *dz;
     double *x_ref, *dt_ref, *dz_ref;
     size_t nx, ndt, nz;
@@ -36,28 +43,29 @@ static float *frand(size_t n, uint64_t *s, float lo, float hi, double **ref)
     return v;
 }
 
-static void step_make(step_data *d, kloop_dims dims, uint64_t seed)
+static void step_make(step_data *d, ft_dims dims, uint64_t seed)
 {
     memset(d, 0, sizeof *d);
     d->dims = dims;
-    assert_int_equal(kloop_alloc(gh.rt, gh.cu, &dims, &d->m), 0);
+    assert_int_equal(kloop_open(&d->k, gh.rt, &dims), 0);
+    const ft_model *m = &d->k.m;
     uint64_t s = seed;
-    for (int i = 0; i < KL_PARAM_COUNT; i++) {
-        size_t n = kloop_param_size(&dims, i);
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        size_t n = ft_param_size(&dims, i);
         float a = 0.3f;
         switch (i) {
-        case KL_CFC_W_IN: case KL_CFC_W_REC: a = 1.5f / sqrtf((float)(dims.f + dims.d)); break;
-        case KL_HEADS_W1: case KL_HEADS_W_SKIP: a = 1.5f / sqrtf((float)dims.d); break;
-        case KL_HEADS_W2: case KL_HEADS_W_GATE: case KL_HEADS_W_MAIN:
+        case FT_CFC_W_IN: case FT_CFC_W_REC: a = 1.5f / sqrtf((float)(dims.f + dims.d)); break;
+        case FT_HEADS_W1: case FT_HEADS_W_SKIP: a = 1.5f / sqrtf((float)dims.d); break;
+        case FT_HEADS_W2: case FT_HEADS_W_GATE: case FT_HEADS_W_MAIN:
             a = 1.5f / sqrtf((float)dims.e);
             break;
-        case KL_VSN_W: a = 2.0f / sqrtf((float)dims.f); break;
-        case KL_ATTN_Q: a = 1.0f; break;
+        case FT_VSN_W: a = 2.0f / sqrtf((float)dims.f); break;
+        case FT_ATTN_Q: a = 1.0f; break;
         default: break;
         }
-        d->param[i] = i == KL_CFC_TAU ? frand(n, &s, 0.3f, 3.0f, &d->param_ref[i])
+        d->param[i] = i == FT_CFC_TAU ? frand(n, &s, 0.3f, 3.0f, &d->param_ref[i])
                                       : frand(n, &s, -a, a, &d->param_ref[i]);
-        gh_upload(d->m.param[i], d->param[i], n * sizeof(float));
+        gh_upload(m->param[i], d->param[i], n * sizeof(float));
     }
     d->nx = (size_t)dims.batch * dims.k * dims.f;
     d->ndt = (size_t)dims.batch * dims.k;
@@ -67,17 +75,17 @@ static void step_make(step_data *d, kloop_dims dims, uint64_t seed)
     /* A loss gradient of the size BCE gives: (sigmoid(z) - y) / n. */
     d->dz = frand(d->nz, &s, -1.0f / (float)(dims.batch * dims.h),
                   1.0f / (float)(dims.batch * dims.h), &d->dz_ref);
-    gh_upload(d->m.x, d->x, d->nx * sizeof(float));
-    gh_upload(d->m.dt, d->dt, d->ndt * sizeof(float));
-    gh_upload(d->m.dz, d->dz, d->nz * sizeof(float));
+    gh_upload(m->x, d->x, d->nx * sizeof(float));
+    gh_upload(m->dt, d->dt, d->ndt * sizeof(float));
+    gh_upload(m->dz, d->dz, d->nz * sizeof(float));
 }
 
 static void step_free(step_data *d)
 {
-    for (int i = 0; i < KL_PARAM_COUNT; i++)
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
         free(d->param[i]), free(d->param_ref[i]);
     free(d->x), free(d->dt), free(d->dz), free(d->x_ref), free(d->dt_ref), free(d->dz_ref);
-    kloop_free(&d->m);
+    kloop_close(&d->k);
 }
 
 /* Downloads grad[i] and z into fresh host buffers. */
@@ -110,27 +118,35 @@ static void check_close(const char *what, const float *got, const double *want, 
         printf("  %-70s worst error %.3f of allowed\n", what, worst);
 }
 
-/* Every buffer a step of `form` writes, as (pointer, floats) pairs (the
- * sequence form's only per-batch scratch is the attention query's). */
+/* Every buffer a step of `path` writes, as (pointer, floats) pairs (the
+ * sequence paths' only per-batch scratch is the attention query's). */
 typedef struct span {
     CUdeviceptr p;
     size_t n;
 } span;
 
-static size_t step_outputs(const step_data *d, kloop_form form, span *out);
+static size_t step_outputs(const step_data *d, ft_path path, span *out);
 static void poison_outputs(const span *s, size_t n);
 
-static void check_against_model(kloop_dims dims, uint64_t seed)
+/* Runs a step of the path, failing with the model's reason. */
+static void step(step_data *d, ft_path path)
+{
+    if (kloop_step(&d->k, path, gh.stream) != FOXJIT_OK)
+        fail_msg("the %s step failed: %s", ft_path_name(path), d->k.m.why);
+}
+
+static void check_against_model(ft_dims dims, uint64_t seed)
 {
     step_data d;
     step_make(&d, dims, seed);
-    span outs[2 * KL_PARAM_COUNT + 8];
-    for (int form = 0; form < KLOOP_FORM_COUNT; form++) {
-        /* Every output poisoned, the logits too: the forms run one after
-         * another on the same buffers, so a form that left z unwritten
-         * would otherwise be checked on the previous form's logits. */
-        poison_outputs(outs, step_outputs(&d, (kloop_form)form, outs));
-        GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
+    span outs[2 * FT_PARAM_COUNT + 8];
+    for (size_t pi = 0; pi < N_PATHS; pi++) {
+        const ft_path path = all_paths[pi];
+        /* Every output poisoned, the logits too: the paths run one after
+         * another on the same buffers, so a path that left z unwritten
+         * would otherwise be checked on the previous path's logits. */
+        poison_outputs(outs, step_outputs(&d, path, outs));
+        step(&d, path);
         gh_sync();
         pr_model_dims md = {dims.batch, dims.k, dims.f, dims.d, dims.e, dims.h};
         pr_model_acts acts;
@@ -141,17 +157,17 @@ static void check_against_model(kloop_dims dims, uint64_t seed)
             grad[i] = calloc(pr_param_size(&md, i), sizeof(double));
         pr_model_backward(&md, d.param_ref, d.x_ref, d.dt_ref, &acts, d.dz_ref, grad, NULL);
         char what[128];
-        float *z = fetch(d.m.z, d.nz);
+        float *z = fetch(d.k.m.z, d.nz);
         snprintf(what, sizeof what, "step B=%d K=%d F=%d D=%d E=%d H=%d %s: logits z",
-                 dims.batch, dims.k, dims.f, dims.d, dims.e, dims.h, kloop_form_name(form));
+                 dims.batch, dims.k, dims.f, dims.d, dims.e, dims.h, ft_path_name(path));
         check_close(what, z, acts.z, d.nz, 1e-4);
         free(z);
-        for (int i = 0; i < KL_PARAM_COUNT; i++) {
-            size_t n = kloop_param_size(&dims, i);
-            float *g = fetch(d.m.grad[i], n);
+        for (int i = 0; i < FT_PARAM_COUNT; i++) {
+            size_t n = ft_param_size(&dims, i);
+            float *g = fetch(d.k.m.grad[i], n);
             snprintf(what, sizeof what, "step B=%d K=%d F=%d D=%d E=%d H=%d %s: %s", dims.batch,
-                     dims.k, dims.f, dims.d, dims.e, dims.h, kloop_form_name(form),
-                     kloop_param_name(i));
+                     dims.k, dims.f, dims.d, dims.e, dims.h, ft_path_name(path),
+                     ft_param_name(i));
             check_close(what, g, grad[i], n, 2e-4);
             free(g);
             free(grad[i]);
@@ -167,38 +183,44 @@ static void check_against_model(kloop_dims dims, uint64_t seed)
  * without clusters and the heads sum kernel stages all 4 steps at once; the
  * split reducers and several step chunks are covered by gpu_colsum (32 x
  * 5120) and gpu_perception (11 steps). */
-static kloop_dims trainer_dims(void)
+static ft_dims trainer_dims(void)
 {
-    return (kloop_dims){.batch = GH_QUICK(32, 4), .k = GH_QUICK(64, 4), .f = 40, .d = 128,
-                        .e = 64, .h = 5};
+    return (ft_dims){.batch = GH_QUICK(32, 4), .k = GH_QUICK(64, 4), .f = 40, .d = 128,
+                     .e = 64, .h = 5};
 }
 
 static void test_step_matches_float64_model(void **state)
 {
     (void)state;
-    check_against_model((kloop_dims){.batch = 1, .k = 1, .f = 1, .d = 1, .e = 1, .h = 1}, 11);
-    check_against_model((kloop_dims){.batch = 3, .k = 5, .f = 7, .d = 16, .e = 8, .h = 3}, 12);
+    check_against_model((ft_dims){.batch = 1, .k = 1, .f = 1, .d = 1, .e = 1, .h = 1}, 11);
+    check_against_model((ft_dims){.batch = 3, .k = 5, .f = 7, .d = 16, .e = 8, .h = 3}, 12);
     check_against_model(trainer_dims(), 13);
 }
 
-static size_t step_outputs(const step_data *d, kloop_form form, span *out)
+static int is_sequence(ft_path p)
 {
-    const kloop_dims *k = &d->dims;
+    return p == FT_PATH_SEQUENCE || p == FT_PATH_SEQUENCE_ONE_STREAM;
+}
+
+static size_t step_outputs(const step_data *d, ft_path path, span *out)
+{
+    const ft_dims *k = &d->dims;
+    const ft_model *m = &d->k.m;
     size_t B = (size_t)k->batch, K = (size_t)k->k, F = (size_t)k->f, D = (size_t)k->d;
     size_t n = 0;
-    for (int i = 0; i < KL_PARAM_COUNT; i++) {
-        out[n++] = (span){d->m.grad[i], kloop_param_size(k, i)};
-        if (form != KLOOP_SEQ || i == KL_ATTN_Q)
-            out[n++] = (span){d->m.scratch[i], B * kloop_param_size(k, i)};
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        out[n++] = (span){m->grad[i], ft_param_size(k, i)};
+        if (!is_sequence(path) || i == FT_ATTN_Q)
+            out[n++] = (span){m->scratch[i], B * ft_param_size(k, i)};
     }
-    out[n++] = (span){d->m.y, B * K * F};
-    out[n++] = (span){d->m.hs, B * K * D};
-    out[n++] = (span){d->m.u, B * K * D};
-    out[n++] = (span){d->m.pooled, B * D};
-    out[n++] = (span){d->m.z, d->nz};
-    out[n++] = (span){d->m.dhs, B * K * D};
-    out[n++] = (span){d->m.dy, B * K * F};
-    out[n++] = (span){d->m.dpooled, B * D};
+    out[n++] = (span){m->y, B * K * F};
+    out[n++] = (span){m->hs, B * K * D};
+    out[n++] = (span){m->u, B * K * D};
+    out[n++] = (span){m->pooled, B * D};
+    out[n++] = (span){m->z, d->nz};
+    out[n++] = (span){m->dhs, B * K * D};
+    out[n++] = (span){m->dy, B * K * F};
+    out[n++] = (span){m->dpooled, B * D};
     return n;
 }
 
@@ -220,7 +242,7 @@ static void all_written(const char *what, float *const *v, const span *s, size_t
         for (size_t k = 0; k < s[i].n; k++)
             if (!isfinite(v[i][k]))
                 fail_msg("%s: output buffer %zu (of %zu; gradients and scratch first, in "
-                         "kloop_param order) element %zu is %.9g: not written", what, i, n, k,
+                         "ft_param order) element %zu is %.9g: not written", what, i, n, k,
                          v[i][k]);
 }
 
@@ -245,56 +267,58 @@ static void same_outputs(const char *what, const span *s, size_t n, float **firs
         for (size_t k = 0; k < s[i].n; k++)
             if (memcmp(&got[k], &first[i][k], sizeof(float)))
                 fail_msg("%s: output buffer %zu (of %zu; gradients and scratch first, in "
-                         "kloop_param order) differs bitwise at element %zu: %.9g vs %.9g",
+                         "ft_param order) differs bitwise at element %zu: %.9g vs %.9g",
                          what, i, n, k, got[k], first[i][k]);
         free(got);
     }
 }
 
-/* The step eagerly twice (each form), then the new and the sequence forms
- * each captured once in a CUDA graph and replayed three times: every run
- * gives the bits of the first, and the graph holds exactly the step's
- * kernels and memset. Quick mode: the smaller trainer_dims(), two replays. */
+/* The step eagerly twice (each path the bench times), then the per-step
+ * and the one-stream sequence paths each captured once in a CUDA graph and
+ * replayed three times: every run gives the bits of the first, and the
+ * graph holds exactly the step's kernels and memset. Quick mode: the
+ * smaller trainer_dims(), two replays. */
 static void test_graph_replay_matches_eager(void **state)
 {
     (void)state;
-    const kloop_dims dims = trainer_dims();
+    const ft_dims dims = trainer_dims();
     step_data d;
     step_make(&d, dims, gh_seed() + 21);
-    GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_NEW));
-    GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_LEGACY));
-    GH_CHECK(kloop_prepare(gh.rt, &dims, KLOOP_SEQ));
-    span outs[2 * KL_PARAM_COUNT + 8];
-    static const kloop_form forms[] = {KLOOP_LEGACY, KLOOP_NEW, KLOOP_SEQ};
-    for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
-        const kloop_form form = forms[fi];
-        size_t n = step_outputs(&d, form, outs);
+    static const ft_path paths[] = {FT_PATH_SINGLE_BLOCK, FT_PATH_PER_STEP,
+                                    FT_PATH_SEQUENCE_ONE_STREAM};
+    for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++)
+        if (kloop_prepare(&d.k, paths[pi]) != FOXJIT_OK)
+            fail_msg("preparing the %s path failed: %s", ft_path_name(paths[pi]), d.k.m.why);
+    const ft_model *m = &d.k.m;
+    span outs[2 * FT_PARAM_COUNT + 8];
+    for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++) {
+        const ft_path path = paths[pi];
+        size_t n = step_outputs(&d, path, outs);
         char what0[80];
-        snprintf(what0, sizeof what0, "%s step, eager run 2 vs run 1", kloop_form_name(form));
+        snprintf(what0, sizeof what0, "%s step, eager run 2 vs run 1", ft_path_name(path));
         poison_outputs(outs, n);
-        GH_CU(gh.cu->cuMemsetD32Async(d.m.scratch_base, 0, d.m.scratch_floats, gh.stream));
-        GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
+        GH_CU(gh.cu->cuMemsetD32Async(m->scratch_base, 0, m->scratch_floats, gh.stream));
+        step(&d, path);
         float **first = fetch_outputs(outs, n);
         all_written(what0, first, outs, n);
         poison_outputs(outs, n);
-        GH_CU(gh.cu->cuMemsetD32Async(d.m.scratch_base, 0, d.m.scratch_floats, gh.stream));
-        GH_CHECK(kloop_step(gh.rt, &d.m, (kloop_form)form, gh.stream));
+        GH_CU(gh.cu->cuMemsetD32Async(m->scratch_base, 0, m->scratch_floats, gh.stream));
+        step(&d, path);
         same_outputs(what0, outs, n, first);
-        if (form == KLOOP_LEGACY) {
+        if (path == FT_PATH_SINGLE_BLOCK) {
             free_outputs(first, n);
             continue;
         }
         CUgraph graph;
         CUgraphExec exec;
         GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-        foxjit_status st = kloop_step(gh.rt, &d.m, form, gh.stream);
+        foxjit_status st = kloop_step(&d.k, path, gh.stream);
         GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
         if (st != FOXJIT_OK)
-            fail_msg("capturing the step failed: %s", foxjit_last_error());
+            fail_msg("capturing the step failed: %s", m->why);
         size_t nodes = 0;
         GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
-        size_t want_nodes = (size_t)kloop_kernels_per_step(&dims, form) +
-                            (size_t)kloop_memsets_per_step(form);
+        size_t want_nodes = (size_t)kloop_kernels_per_step(&dims, path) + 1;  /* + the memset */
         if (nodes != want_nodes)
             fail_msg("the captured step has %zu nodes, want %zu (kernels + memsets)", nodes,
                      want_nodes);
@@ -305,7 +329,7 @@ static void test_graph_replay_matches_eager(void **state)
             GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
             char what[64];
             snprintf(what, sizeof what, "%s step: graph replay %d vs eager",
-                     kloop_form_name(form), rep);
+                     ft_path_name(path), rep);
             same_outputs(what, outs, n, first);
         }
         gh.cu->cuGraphExecDestroy(exec);
@@ -315,11 +339,33 @@ static void test_graph_replay_matches_eager(void **state)
     step_free(&d);
 }
 
+/* fox-train's sequence path runs the pooled row's calls on a second
+ * stream and joins their sums in the other order (kernels.md): its step
+ * gives the bits of the one-stream order, which adds the same two terms. */
+static void test_two_streams_match_one_stream(void **state)
+{
+    (void)state;
+    step_data d;
+    step_make(&d, trainer_dims(), gh_seed() + 31);
+    span outs[2 * FT_PARAM_COUNT + 8];
+    const size_t n = step_outputs(&d, FT_PATH_SEQUENCE, outs);
+    poison_outputs(outs, n);
+    step(&d, FT_PATH_SEQUENCE_ONE_STREAM);
+    float **one = fetch_outputs(outs, n);
+    all_written("the one-stream step", one, outs, n);
+    poison_outputs(outs, n);
+    step(&d, FT_PATH_SEQUENCE);
+    same_outputs("the two-stream step vs the one-stream step", outs, n, one);
+    free_outputs(one, n);
+    step_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_matches_float64_model),
         cmocka_unit_test(test_graph_replay_matches_eager),
+        cmocka_unit_test(test_two_streams_match_one_stream),
     };
     return gh_main("gpu/kloop", tests, sizeof tests / sizeof tests[0]);
 }

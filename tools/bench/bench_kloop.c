@@ -1,24 +1,25 @@
 /* `fox-jit bench kloop`: one training step of the reference perception
- * model (kernels.md; forward, backward and the reducers, no optimizer) at
- * B = 32, K = 64, n_hid = D = 128, F = 40, H = 5, E = 64, on both paths:
- * the per-step ops (K CfC calls each way, per-batch scratch, 17 reducers;
- * next to the legacy single-block backwards) and the whole-sequence ops
- * (the default of fox-train), each launched eagerly and captured once in a
- * CUDA graph and replayed. Also B = 128 and 512, and per step: the kernel
- * count, the host's enqueue time, and the kernel time (each op's
- * graph-replayed time per call times its calls per step) against the
- * launch overhead. */
+ * model (kernels.md; forward, backward and the reducers, no optimizer) as
+ * fox-train's step runs it (tools/fox-train/model.c, through tools/kloop),
+ * at B = 32, K = 64, n_hid = D = 128, F = 40, H = 5, E = 64, on both
+ * paths: the per-step ops (K CfC calls each way, per-batch scratch, 17
+ * reducers; next to the original trainer's single-block backwards) and the
+ * whole-sequence ops (the default of fox-train; here in their one-stream
+ * order), each launched eagerly and captured once in a CUDA graph and
+ * replayed. Also B = 128 and 512, and per step: the kernel count, the
+ * host's enqueue time, and the kernel time (each op's graph-replayed time
+ * per call times its calls per step) against the launch overhead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "kloop_step.h"
+#include "kloop.h"
 
 typedef struct kloop_bench {
-    kloop_model m;
-    kloop_form form;
-    kloop_op op;    /* per-op rows; KLOOP_OP_COUNT = the whole step */
+    kloop k;
+    ft_path form;  /* per-step (next to the single-block), or the sequence ops */
+    ft_op op;      /* per-op rows; FT_OP_COUNT = the whole step */
     int index;
 } kloop_bench;
 
@@ -26,23 +27,36 @@ static int run_once(bench_ctx *b, void *ud, int iter)
 {
     (void)iter;
     kloop_bench *k = ud;
-    foxjit_status st = k->op == KLOOP_OP_COUNT
-                           ? kloop_step(b->rt, &k->m, k->form, b->stream)
-                           : kloop_run_op(b->rt, &k->m, k->form, k->op, k->index, b->stream);
+    foxjit_status st = k->op == FT_OP_COUNT
+                           ? kloop_step(&k->k, k->form, b->stream)
+                           : kloop_op(&k->k, k->form, k->op, k->index, b->stream);
     if (st != FOXJIT_OK) {
-        fprintf(stderr, "bench kloop: %s\n", foxjit_last_error());
+        fprintf(stderr, "bench kloop: %s\n", k->k.m.why);
         return 1;
     }
     return 0;
 }
 
-/* Parameters and inputs in the ranges a trainer sees (tau and dt > 0). */
-static void fill_model(bench_ctx *b, kloop_model *m)
+/* A row's name for each kind of call. */
+static const char *op_name(ft_op op)
 {
-    const kloop_dims *d = &m->dims;
-    for (int i = 0; i < KL_PARAM_COUNT; i++)
-        bench_fill_random(b, m->param[i], kloop_param_size(d, i), (unsigned)i + 1);
-    size_t n = kloop_param_size(d, KL_CFC_TAU), ndt = (size_t)d->batch * d->k;
+    static const char *const names[FT_OP_COUNT] = {
+        [FT_OP_ZERO] = "memset", [FT_OP_VSN_FWD] = "vsn_forward",
+        [FT_OP_CFC_FWD] = "cfc_forward", [FT_OP_HEADS_FWD] = "heads_forward",
+        [FT_OP_ATTN_FWD] = "attn_pool_forward", [FT_OP_HEADS_BWD] = "heads_backward",
+        [FT_OP_ATTN_BWD] = "attn_pool_backward", [FT_OP_HEADS_SUM] = "reduce_axis0 (heads)",
+        [FT_OP_CFC_BWD] = "cfc_backward", [FT_OP_VSN_BWD] = "vsn_backward",
+        [FT_OP_REDUCE] = "reduce_axis0"};
+    return op >= 0 && op < FT_OP_COUNT ? names[op] : "?";
+}
+
+/* Parameters and inputs in the ranges a trainer sees (tau and dt > 0). */
+static void fill_model(bench_ctx *b, ft_model *m)
+{
+    const ft_dims *d = &m->dims;
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        bench_fill_random(b, m->param[i], ft_param_size(d, i), (unsigned)i + 1);
+    size_t n = ft_param_size(d, FT_CFC_TAU), ndt = (size_t)d->batch * d->k;
     size_t big = n > ndt ? n : ndt;
     float *h = malloc(big * sizeof *h);
     if (!h) {
@@ -51,11 +65,23 @@ static void fill_model(bench_ctx *b, kloop_model *m)
     }
     for (size_t i = 0; i < big; i++)
         h[i] = 0.5f + (float)(i % 17) * 0.1f;
-    b->cu->cuMemcpyHtoD(m->param[KL_CFC_TAU], h, n * sizeof *h);
+    b->cu->cuMemcpyHtoD(m->param[FT_CFC_TAU], h, n * sizeof *h);
     b->cu->cuMemcpyHtoD(m->dt, h, ndt * sizeof *h);
     free(h);
     bench_fill_random(b, m->x, (size_t)d->batch * d->k * d->f, 101);
     bench_fill_random(b, m->dz, (size_t)(d->k + 1) * d->batch * d->h, 102);
+}
+
+/* `calls` times one call of k->op on the path at index, eagerly and
+ * replayed from a graph, timed in batches of `batch` back-to-back calls.
+ * Returns 0, or -1 when a timing failed. */
+static int time_op(bench_ctx *b, kloop_bench *k, ft_path path, int index, int batch, int calls,
+                   double *us, double *graph_us)
+{
+    k->form = path, k->index = index;
+    *us = calls * bench_time_us(b, run_once, k, batch);
+    *graph_us = calls * bench_time_graph_us(b, run_once, k, batch);
+    return *us > 0 && *graph_us > 0 ? 0 : -1;
 }
 
 /* Median CPU time to enqueue one step (the GPU drained before each). */
@@ -82,30 +108,25 @@ static double enqueue_us(bench_ctx *b, kloop_bench *k)
 static double op_row(bench_ctx *b, kloop_bench *k, const char *shape, const char *name,
                      int index, int calls, int legacy_index, int legacy_calls)
 {
-    const kloop_op op = k->op;
+    const ft_op op = k->op;
     bench_row row = {.group = "kloop", .name = name};
     snprintf(row.shape, sizeof row.shape, "%s", shape);
-    k->form = KLOOP_NEW;
-    k->index = index;
-    row.us = bench_time_us(b, run_once, k, 10);
-    row.graph_us = bench_time_graph_us(b, run_once, k, 10);
-    if (row.us <= 0 || row.graph_us <= 0)
+    if (time_op(b, k, FT_PATH_PER_STEP, index, 10, 1, &row.us, &row.graph_us))
         return -1;
-    int backward = op == KLOOP_OP_HEADS_BWD || op == KLOOP_OP_ATTN_BWD ||
-                   op == KLOOP_OP_CFC_BWD || op == KLOOP_OP_VSN_BWD;
+    int backward = op == FT_OP_HEADS_BWD || op == FT_OP_ATTN_BWD || op == FT_OP_CFC_BWD ||
+                   op == FT_OP_VSN_BWD;
     char note[80];  /* bench_emit prints the row before this returns */
     snprintf(note, sizeof note, "%d per step", calls);
     if (backward) {
         int save = b->samples;
-        if (k->m.dims.batch > 32 && b->samples > 5)
+        if (k->k.m.dims.batch > 32 && b->samples > 5)
             b->samples = 5;  /* the single-block kernels are slow */
-        k->form = KLOOP_LEGACY;
-        k->index = legacy_index;
         row.base1_name = "legacy";
-        row.base1_us = legacy_calls * bench_time_us(b, run_once, k, 2);
-        row.base1_graph_us = legacy_calls * bench_time_graph_us(b, run_once, k, 2);
+        int failed = time_op(b, k, FT_PATH_SINGLE_BLOCK, legacy_index, 2, legacy_calls,
+                             &row.base1_us, &row.base1_graph_us);
         b->samples = save;
-        k->form = KLOOP_NEW;
+        if (failed)
+            return -1;
         if (legacy_calls > 1)
             snprintf(note, sizeof note, "%d per step; legacy: %d calls of one step", calls,
                      legacy_calls);
@@ -122,19 +143,13 @@ static double seq_row(bench_ctx *b, kloop_bench *k, const char *shape, const cha
 {
     bench_row row = {.group = "kloop", .name = name};
     snprintf(row.shape, sizeof row.shape, "%s", shape);
-    k->form = KLOOP_SEQ;
-    k->index = index;
-    row.us = bench_time_us(b, run_once, k, 10);
-    row.graph_us = bench_time_graph_us(b, run_once, k, 10);
-    if (row.us <= 0 || row.graph_us <= 0)
+    if (time_op(b, k, FT_PATH_SEQUENCE_ONE_STREAM, index, 10, 1, &row.us, &row.graph_us))
         return -1;
     if (base_calls > 0) {
-        k->form = KLOOP_NEW;
-        k->index = base_index;
         row.base1_name = "per-step";
-        row.base1_us = base_calls * bench_time_us(b, run_once, k, 5);
-        row.base1_graph_us = base_calls * bench_time_graph_us(b, run_once, k, 5);
-        k->form = KLOOP_SEQ;
+        if (time_op(b, k, FT_PATH_PER_STEP, base_index, 5, base_calls, &row.base1_us,
+                    &row.base1_graph_us))
+            return -1;
     }
     row.note = base_note;
     bench_emit(b, &row);
@@ -145,28 +160,28 @@ static double seq_row(bench_ctx *b, kloop_bench *k, const char *shape, const cha
  * the step's kernel time in us, or -1. */
 static double seq_op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
 {
-    const int K = k->m.dims.k;
+    const int K = k->k.m.dims.k;
     char per_step[64];
     snprintf(per_step, sizeof per_step, "per-step: %d calls of one step", K);
     struct {
-        kloop_op op;
+        ft_op op;
         const char *name;
         int index, base_index, base_calls;
         const char *note;
     } rows[] = {
-        {KLOOP_OP_VSN_FWD, "vsn_forward", 0, 0, 0, "same call on both paths"},
-        {KLOOP_OP_CFC_FWD, "cfc_seq_forward", 0, K / 2, K, per_step},
-        {KLOOP_OP_HEADS_FWD, "heads_seq_forward (K steps)", KLOOP_ALL_STEPS, KLOOP_ALL_STEPS, 1,
+        {FT_OP_VSN_FWD, "vsn_forward", 0, 0, 0, "same call on both paths"},
+        {FT_OP_CFC_FWD, "cfc_seq_forward", 0, K / 2, K, per_step},
+        {FT_OP_HEADS_FWD, "heads_seq_forward (K steps)", FT_ALL_BARS, FT_ALL_BARS, 1,
          "per-step: heads_forward over the K steps"},
-        {KLOOP_OP_ATTN_FWD, "attn_pool_forward", 0, 0, 0, "same call on both paths"},
-        {KLOOP_OP_HEADS_FWD, "heads_seq_forward (pooled)", K, K, 1, "per-step: heads_forward"},
-        {KLOOP_OP_HEADS_BWD, "heads_seq_backward (pooled)", K, K, 1,
+        {FT_OP_ATTN_FWD, "attn_pool_forward", 0, 0, 0, "same call on both paths"},
+        {FT_OP_HEADS_FWD, "heads_seq_forward (pooled)", K, K, 1, "per-step: heads_forward"},
+        {FT_OP_HEADS_BWD, "heads_seq_backward (pooled)", K, K, 1,
          "per-step: heads_backward to scratch (+ its reducers, not shown)"},
-        {KLOOP_OP_ATTN_BWD, "attn_pool_backward", 0, 0, 0, "same call on both paths"},
-        {KLOOP_OP_HEADS_BWD, "heads_seq_backward (K steps)", KLOOP_ALL_STEPS, KLOOP_ALL_STEPS,
-         1, "per-step: heads_backward over the K steps to scratch (+ reducers)"},
-        {KLOOP_OP_CFC_BWD, "cfc_seq_backward", 0, K / 2, K, per_step},
-        {KLOOP_OP_VSN_BWD, "vsn_seq_backward", 0, 0, 1,
+        {FT_OP_ATTN_BWD, "attn_pool_backward", 0, 0, 0, "same call on both paths"},
+        {FT_OP_HEADS_BWD, "heads_seq_backward (K steps)", FT_ALL_BARS, FT_ALL_BARS, 1,
+         "per-step: heads_backward over the K steps to scratch (+ reducers)"},
+        {FT_OP_CFC_BWD, "cfc_seq_backward", 0, K / 2, K, per_step},
+        {FT_OP_VSN_BWD, "vsn_seq_backward", 0, 0, 1,
          "per-step: vsn_backward to scratch (+ its 2 reducers, not shown)"},
     };
     double kernel_us = 0;
@@ -181,19 +196,13 @@ static double seq_op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
     /* The reducer left: the attention query's. */
     bench_row row = {.group = "kloop", .name = "reduce_axis0 x1"};
     snprintf(row.shape, sizeof row.shape, "%s", shape);
-    k->op = KLOOP_OP_REDUCE;
-    k->form = KLOOP_SEQ;
-    for (int i = 0; i < kloop_op_calls(&k->m.dims, KLOOP_SEQ, KLOOP_OP_REDUCE); i++) {
-        k->index = i;
-        double e = bench_time_us(b, run_once, k, 5), g = bench_time_graph_us(b, run_once, k, 5);
-        if (e <= 0 || g <= 0)
-            return -1;
-        row.us += e, row.graph_us += g;
-    }
+    k->op = FT_OP_REDUCE;
+    if (time_op(b, k, FT_PATH_SEQUENCE_ONE_STREAM, FT_ATTN_Q, 5, 1, &row.us, &row.graph_us))
+        return -1;
     row.note = "pooling keeps per-batch scratch";
     bench_emit(b, &row);
     kernel_us += row.graph_us;
-    k->op = KLOOP_OP_COUNT;
+    k->op = FT_OP_COUNT;
     return kernel_us;
 }
 
@@ -201,23 +210,22 @@ static double seq_op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
  * kernel time in us: sum over ops of calls x graph time per call. */
 static double op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
 {
-    const int K = k->m.dims.k;
+    const int K = k->k.m.dims.k;
     double kernel_us = 0;
-    for (int op = KLOOP_OP_VSN_FWD; op < KLOOP_OP_COUNT; op++) {
-        k->op = (kloop_op)op;
-        const char *name = kloop_op_name(k->op);
+    for (int op = FT_OP_VSN_FWD; op < FT_OP_COUNT; op++) {
+        k->op = (ft_op)op;
+        const char *name = op_name(k->op);
         double us;
-        if (op == KLOOP_OP_REDUCE) {
+        if (ft_model_op_calls(&k->k.m.dims, FT_PATH_PER_STEP, k->op) == 0)
+            continue;
+        if (op == FT_OP_REDUCE) {
             /* One figure for all 17 reducers (their shapes differ). */
             bench_row row = {.group = "kloop", .name = "reduce_axis0 x17"};
             snprintf(row.shape, sizeof row.shape, "%s", shape);
             double sum = 0, sum_g = 0;
-            k->form = KLOOP_NEW;
-            for (int i = 0; i < KL_PARAM_COUNT; i++) {
-                k->index = i;
-                double e = bench_time_us(b, run_once, k, 5);
-                double g = bench_time_graph_us(b, run_once, k, 5);
-                if (e <= 0 || g <= 0)
+            for (int i = 0; i < FT_PARAM_COUNT; i++) {
+                double e, g;
+                if (time_op(b, k, FT_PATH_PER_STEP, i, 5, 1, &e, &g))
                     return -1;
                 sum += e, sum_g += g;
             }
@@ -227,42 +235,42 @@ static double op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
             bench_emit(b, &row);
             continue;
         }
-        if (op == KLOOP_OP_HEADS_FWD || op == KLOOP_OP_HEADS_BWD) {
+        if (op == FT_OP_HEADS_FWD || op == FT_OP_HEADS_BWD) {
             /* The K steps in one call, and the pooled state's call. */
             char all[48], pooled[48];
             snprintf(all, sizeof all, "%s (%d steps)", name, K);
             snprintf(pooled, sizeof pooled, "%s (pooled)", name);
-            double a = op_row(b, k, shape, all, KLOOP_ALL_STEPS, 1, K / 2, K);
+            double a = op_row(b, k, shape, all, FT_ALL_BARS, 1, K / 2, K);
             double p = op_row(b, k, shape, pooled, K, 1, K, 1);
             if (a < 0 || p < 0)
                 return -1;
             kernel_us += a + p;
             continue;
         }
-        int index = op == KLOOP_OP_CFC_FWD || op == KLOOP_OP_CFC_BWD ? K / 2 : 0;
-        us = op_row(b, k, shape, name, index, kloop_op_calls(&k->m.dims, KLOOP_NEW, k->op),
-                    index, 1);
+        int index = op == FT_OP_CFC_FWD || op == FT_OP_CFC_BWD ? K / 2 : 0;
+        us = op_row(b, k, shape, name, index,
+                    ft_model_op_calls(&k->k.m.dims, FT_PATH_PER_STEP, k->op), index, 1);
         if (us < 0)
             return -1;
         kernel_us += us;
     }
-    k->op = KLOOP_OP_COUNT;
+    k->op = FT_OP_COUNT;
     return kernel_us;
 }
 
 static int bench_batch(bench_ctx *b, int batch, int per_op)
 {
-    kloop_bench k = {.op = KLOOP_OP_COUNT};
-    const kloop_dims dims = {.batch = batch, .k = 64, .f = 40, .d = 128, .e = 64, .h = 5};
-    if (kloop_alloc(b->rt, b->cu, &dims, &k.m) != 0)
+    kloop_bench k = {.op = FT_OP_COUNT};
+    const ft_dims dims = {.batch = batch, .k = 64, .f = 40, .d = 128, .e = 64, .h = 5};
+    if (kloop_open(&k.k, b->rt, &dims) != 0)
         return 1;
-    fill_model(b, &k.m);
+    fill_model(b, &k.k.m);
     foxjit_status st;
-    if ((st = kloop_prepare(b->rt, &dims, KLOOP_NEW)) ||
-        (st = kloop_prepare(b->rt, &dims, KLOOP_LEGACY)) ||
-        (st = kloop_prepare(b->rt, &dims, KLOOP_SEQ))) {
-        fprintf(stderr, "bench kloop: %s\n", foxjit_last_error());
-        kloop_free(&k.m);
+    if ((st = kloop_prepare(&k.k, FT_PATH_PER_STEP)) ||
+        (st = kloop_prepare(&k.k, FT_PATH_SINGLE_BLOCK)) ||
+        (st = kloop_prepare(&k.k, FT_PATH_SEQUENCE_ONE_STREAM))) {
+        fprintf(stderr, "bench kloop: %s\n", k.k.m.why);
+        kloop_close(&k.k);
         return 1;
     }
     char shape[64];
@@ -274,26 +282,26 @@ static int bench_batch(bench_ctx *b, int batch, int per_op)
         b->samples = b->samples > 5 ? 5 : b->samples;
         b->warmup = 1;
     }
-    k.form = KLOOP_LEGACY;
+    k.form = FT_PATH_SINGLE_BLOCK;
     double legacy = bench_time_us(b, run_once, &k, 1);
     double legacy_g = bench_time_graph_us(b, run_once, &k, 1);
     b->samples = save_s, b->warmup = save_w;
-    k.form = KLOOP_SEQ;
+    k.form = FT_PATH_SEQUENCE_ONE_STREAM;
     double seq = bench_time_us(b, run_once, &k, 1);
     double seq_g = bench_time_graph_us(b, run_once, &k, 1);
     double seq_host = enqueue_us(b, &k);
-    k.form = KLOOP_NEW;
+    k.form = FT_PATH_PER_STEP;
     double eager = bench_time_us(b, run_once, &k, 1);
     double graph = bench_time_graph_us(b, run_once, &k, 1);
     double host = enqueue_us(b, &k);
     if (legacy <= 0 || legacy_g <= 0 || eager <= 0 || graph <= 0 || host <= 0 || seq <= 0 ||
         seq_g <= 0 || seq_host <= 0) {
-        kloop_free(&k.m);
+        kloop_close(&k.k);
         return 1;
     }
-    int kernels = kloop_kernels_per_step(&dims, KLOOP_NEW);
-    int legacy_kernels = kloop_kernels_per_step(&dims, KLOOP_LEGACY);
-    int seq_kernels = kloop_kernels_per_step(&dims, KLOOP_SEQ);
+    int kernels = kloop_kernels_per_step(&dims, FT_PATH_PER_STEP);
+    int legacy_kernels = kloop_kernels_per_step(&dims, FT_PATH_SINGLE_BLOCK);
+    int seq_kernels = kloop_kernels_per_step(&dims, FT_PATH_SEQUENCE_ONE_STREAM);
     bench_row row = {.group = "kloop", .name = "step (sequence)", .us = seq, .graph_us = seq_g,
                      .base1_name = "per-step", .base1_us = eager, .base1_graph_us = graph,
                      .base2_name = "legacy", .base2_us = legacy, .base2_graph_us = legacy_g};
@@ -339,7 +347,7 @@ static int bench_batch(bench_ctx *b, int batch, int per_op)
                 legacy / graph, seq_kernels, seq, seq_g, seq_host, seq_kernel_us);
         b->json_rows++;
     }
-    kloop_free(&k.m);
+    kloop_close(&k.k);
     return 0;
 }
 
