@@ -4,7 +4,7 @@
 # Extra arguments go to `fox-jit warm` (e.g. --arch sm_90).
 set -eu
 cd "$(dirname "$0")/.."
-sh tools/install-deps.sh
+FOXJIT_DEPS=build sh tools/install-deps.sh   # the build only: no test tools
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 [ -f build/build.ninja ] || meson setup build -Dtoolkit="$cuda"
 ninja -C build

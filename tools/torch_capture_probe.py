@@ -63,8 +63,9 @@ def main():
     if a.child:
         child(a.child[0], a.child[1] == "1")
         return 0
-    cases = [("global", "1", {}), ("thread_local", "1", {}), ("relaxed", "1", {}),
-             ("global", "1", {"TORCHINDUCTOR_COMPILE_THREADS": "1"}), ("global", "0", {})]
+    cases = [("global", "1", {}), ("thread_local", "1", {}),
+             ("global", "1", {"TORCHINDUCTOR_COMPILE_THREADS": "1"}), ("relaxed", "1", {}),
+             ("global", "0", {})]
     rows = []
     for mode, comp, env in cases:
         e = dict(os.environ, **env)

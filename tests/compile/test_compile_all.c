@@ -2,7 +2,9 @@
  * baselines' manifest, for sm_89 and sm_90, through the real NVRTC path (no
  * GPU needed), and each kernel's declared arguments against the parameter
  * list of its PTX .entry. Compiles straight through fj_compile so nothing is
- * served from a cache. */
+ * served from a cache. FOXJIT_COMPILE_ARCHS="sm_90" (a comma list) compiles
+ * for those archs only and reports the others skipped: tools/run-tests.sh
+ * --quick, and its ASan run, whose host code is the same for every arch. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -77,8 +79,29 @@ static int check_kernel_args(const fj_variant *v, const char *ptx, const char *d
     return 0;
 }
 
+/* Whether FOXJIT_COMPILE_ARCHS (unset: every arch) names arch. */
+static int arch_selected(const char *arch)
+{
+    const char *list = getenv("FOXJIT_COMPILE_ARCHS");
+    if (!list || !*list)
+        return 1;
+    size_t n = strlen(arch);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, arch, n))
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 static void compile_all_for(const char *arch)
 {
+    if (!arch_selected(arch)) {
+        printf("  %s: not in FOXJIT_COMPILE_ARCHS=%s, skipped\n", arch,
+               getenv("FOXJIT_COMPILE_ARCHS"));
+        skip();
+    }
     fj_target t;
     if (fj_target_for_name(tc->nvrtc, arch, &t) != FOXJIT_OK)
         fail_msg("%s", foxjit_last_error());
