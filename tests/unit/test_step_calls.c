@@ -858,6 +858,48 @@ static void test_recording_sees_an_argument(void **state)
     free(first);
 }
 
+/* A call the model cannot make is refused, saying why, and enqueues nothing. */
+static void refused(ft_model *m, ft_path path, ft_op op, int index, const char *why)
+{
+    m->path = path;
+    m->why[0] = '\0';
+    rec_len = 0;
+    recording = 1;
+    assert_int_equal(ft_model_op(m, op, index, main_stream), FOXJIT_ERROR_INVALID_ARGUMENT);
+    recording = 0;
+    assert_int_equal(rec_len, 0);
+    if (!strstr(m->why, why))
+        fail_msg("op %d at %d on the %s path: \"%s\" does not say \"%s\"", (int)op, index,
+                 ft_path_name(path), m->why, why);
+}
+
+static void test_op_refuses_what_the_path_does_not_do(void **state)
+{
+    (void)state;
+    ft_model m;
+    main_stream = (CUstream)(uintptr_t)0x77;
+    assert_int_equal(ft_model_alloc_paths(&m, &api, (foxjit_runtime *)(uintptr_t)0x10, &cu,
+                                          &dims, (1u << FT_PATH_PER_STEP) |
+                                                     (1u << FT_PATH_SINGLE_BLOCK)), 0);
+    assert_int_equal(m.path, FT_PATH_PER_STEP);
+    const char *no_call = "the path makes no such call";
+    refused(&m, FT_PATH_PER_STEP, FT_OP_HEADS_SUM, 0, no_call);
+    refused(&m, FT_PATH_PER_STEP, FT_OP_CFC_FWD, dims.k, no_call);
+    refused(&m, FT_PATH_PER_STEP, FT_OP_HEADS_BWD, 1, no_call);
+    refused(&m, FT_PATH_PER_STEP, FT_OP_REDUCE, FT_PARAM_COUNT, no_call);
+    refused(&m, FT_PATH_PER_STEP, FT_OP_VSN_FWD, 1, no_call);
+    refused(&m, FT_PATH_SEQUENCE, FT_OP_VSN_FWD, 0, "no buffers for that path");
+    refused(&m, FT_PATH_COUNT, FT_OP_VSN_FWD, 0, "no buffers for that path");
+    refused(&m, FT_PATH_SINGLE_BLOCK, FT_OP_CFC_BWD, 0, "m->single_block");
+    m.single_block = &single_block;
+    refused(&m, FT_PATH_SINGLE_BLOCK, FT_OP_REDUCE, 0, no_call);
+    refused(&m, FT_PATH_SINGLE_BLOCK, FT_OP_HEADS_BWD, FT_ALL_BARS, no_call);
+    ft_model_free(&m);
+    assert_int_equal(ft_model_alloc_paths(&m, &api, (foxjit_runtime *)(uintptr_t)0x10, &cu,
+                                          &dims, 1u << FT_PATH_COUNT), -1);
+    assert_non_null(strstr(m.why, "no model of the paths"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -868,6 +910,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_calls_unchanged),
         cmocka_unit_test(test_recording_sees_an_argument),
+        cmocka_unit_test(test_op_refuses_what_the_path_does_not_do),
     };
     return cmocka_run_group_tests_name("step_calls", tests, NULL, NULL);
 }

@@ -228,7 +228,10 @@ typedef enum ft_op {
     FT_OP_COUNT
 } ft_op;
 
-/* One call of the step of m->path on stream s. */
+/* One call of the step of m->path on stream s. Returns FOXJIT_OK, or an
+ * error with the reason in m->why (FOXJIT_ERROR_INVALID_ARGUMENT: a call
+ * the path does not make, a path the model has no buffers for, or the
+ * single-block path without m->single_block). */
 foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s);
 /* How many calls of op one step of `path` makes. */
 int ft_model_op_calls(const ft_dims *d, ft_path path, ft_op op);
