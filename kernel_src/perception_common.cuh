@@ -15,15 +15,6 @@
 __host__ __device__ constexpr int fj_cmin(int a, int b) { return a < b ? a : b; }
 __host__ __device__ constexpr int fj_cmax(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int fj_cdiv(int a, int b) { return (a + b - 1) / b; }
-// n rounded up to 4 x a power of two: the column count of a row-tile
-// product whose NP / 4 column groups of four divide a block.
-__host__ __device__ constexpr int fj_np4(int n)
-{
-    int p = 1;
-    while (4 * p < n)
-        p *= 2;
-    return 4 * p;
-}
 
 // The last of `count` blocks to arrive: each block's global writes before
 // the call are fenced (in L2 before its ticket is taken), one ticket is

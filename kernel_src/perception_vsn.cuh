@@ -1,9 +1,10 @@
-// Variable selection pieces shared by vsn.cu and its seed baseline (kernels.md
-// section 5). Needs VSN_F and BLOCK defined. Rows live in shared memory as
-// [rows][F] arrays.
+// Variable selection pieces shared by vsn/kernel.cu and its baseline in
+// kernel_src/baselines/ (kernels.md section 5). Needs VSN_F and BLOCK
+// defined. Rows live in shared memory as [rows][F] arrays.
 #pragma once
 
 #include "perception_common.cuh"
+#include "vsn/policy.h"
 
 #if !defined(VSN_F) || !defined(BLOCK)
 #error "VSN_F and BLOCK must be defined"
@@ -38,10 +39,10 @@ FJ_DEVICE float fj_vsn_logit(const float *wt, const float *__restrict__ bias, co
     return __fadd_rn(fj_group_sum<1>(p), __ldg(bias + j));
 }
 
-// The logits' form: for F <= 64 a thread per (r, j) with W^T staged in
-// shared memory (fj_vsn_logit); else one warp per j holding W row j in
-// registers.
-constexpr bool VSN_WT = NK <= 2;
+// The logits' form: up to FJ_VSN_REG_MAX_F (64) a thread per (r, j) with
+// W^T staged in shared memory (fj_vsn_logit); else one warp per j holding
+// W row j in registers.
+constexpr bool VSN_WT = F <= FJ_VSN_REG_MAX_F;
 constexpr int VSN_WT_FLOATS = VSN_WT ? F * F : 1;
 
 // W^T into wt (VSN_WT): wt[k * F + j] = W[j][k]. The caller synchronizes

@@ -11,13 +11,9 @@
 #pragma once
 
 #include "common.cuh"
+#include "radix_sort/policy.h"  // digits, passes, the two kernels' blocks
 
-#define FJ_RADIX_BITS 8
-#define FJ_RADIX_DIGITS 256
-#define FJ_RADIX_MAX_PASSES 4
-#define FJ_HIST_BLOCK 512
 #define FJ_HIST_UNROLL 4
-#define FJ_REDUCE_BLOCK 1024
 
 // Bits [shift, shift + width) of a key, the digit of one pass.
 struct fj_digit_of {
@@ -38,7 +34,7 @@ FJ_DEVICE fj_digit_of fj_pass_digit(int begin_bit, int end_bit, int pass)
     return d;
 }
 
-// key_at(i) gives key i (i < n). Launch with FJ_HIST_BLOCK threads.
+// key_at(i) gives key i (i < n). Launch with FJ_RADIX_HIST_BLOCK threads.
 template <class KeyAt>
 FJ_DEVICE void fj_radix_hist(const KeyAt &key_at, unsigned n, int passes, int begin_bit,
                              int end_bit, unsigned *partial, unsigned long long *lookback,
@@ -46,7 +42,7 @@ FJ_DEVICE void fj_radix_hist(const KeyAt &key_at, unsigned n, int passes, int be
 {
     __shared__ unsigned hist[FJ_RADIX_MAX_PASSES * FJ_RADIX_DIGITS];
     const unsigned t = threadIdx.x;
-    for (unsigned i = t; i < FJ_RADIX_MAX_PASSES * FJ_RADIX_DIGITS; i += FJ_HIST_BLOCK)
+    for (unsigned i = t; i < FJ_RADIX_MAX_PASSES * FJ_RADIX_DIGITS; i += FJ_RADIX_HIST_BLOCK)
         hist[i] = 0;
     if (blockIdx.x == 0 && t < FJ_RADIX_MAX_PASSES)
         counters[t] = 0;
@@ -55,8 +51,8 @@ FJ_DEVICE void fj_radix_hist(const KeyAt &key_at, unsigned n, int passes, int be
         // aligned: 16-byte stores.
         ulonglong2 *w = reinterpret_cast<ulonglong2 *>(lookback);
         const unsigned long long pairs = lookback_words / 2;
-        for (unsigned long long i = (unsigned long long)blockIdx.x * FJ_HIST_BLOCK + t; i < pairs;
-             i += (unsigned long long)gridDim.x * FJ_HIST_BLOCK)
+        for (unsigned long long i = (unsigned long long)blockIdx.x * FJ_RADIX_HIST_BLOCK + t;
+             i < pairs; i += (unsigned long long)gridDim.x * FJ_RADIX_HIST_BLOCK)
             w[i] = make_ulonglong2(0ull, 0ull);
     }
     __syncthreads();
@@ -75,8 +71,9 @@ FJ_DEVICE void fj_radix_hist(const KeyAt &key_at, unsigned n, int passes, int be
         cur[p] = 0xffffffffu;
         cnt[p] = 0;
     }
-    const unsigned stride = gridDim.x * FJ_HIST_BLOCK;  // <= 2^17: no overflow below
-    for (unsigned i0 = blockIdx.x * FJ_HIST_BLOCK + t; i0 < n; i0 += FJ_HIST_UNROLL * stride) {
+    const unsigned stride = gridDim.x * FJ_RADIX_HIST_BLOCK;  // <= 2^17: no overflow below
+    for (unsigned i0 = blockIdx.x * FJ_RADIX_HIST_BLOCK + t; i0 < n;
+         i0 += FJ_HIST_UNROLL * stride) {
         unsigned k[FJ_HIST_UNROLL];
 #pragma unroll
         for (int j = 0; j < FJ_HIST_UNROLL; j++) {
@@ -109,29 +106,29 @@ FJ_DEVICE void fj_radix_hist(const KeyAt &key_at, unsigned n, int passes, int be
             atomicAdd(&hist[p * FJ_RADIX_DIGITS + cur[p]], cnt[p]);
     __syncthreads();
     unsigned *mine = partial + (unsigned long long)blockIdx.x * passes * FJ_RADIX_DIGITS;
-    for (int i = (int)t; i < passes * FJ_RADIX_DIGITS; i += FJ_HIST_BLOCK)
+    for (int i = (int)t; i < passes * FJ_RADIX_DIGITS; i += FJ_RADIX_HIST_BLOCK)
         mine[i] = hist[i];
 }
 
-// Grid (FJ_RADIX_DIGITS / 32, passes), FJ_REDUCE_BLOCK threads: block
+// Grid (FJ_RADIX_DIGITS / 32, passes), FJ_RADIX_REDUCE_BLOCK threads: block
 // (x, p) sums digits [32x, 32x + 32) of pass p over the histogram blocks,
 // warp w taking blocks w, w + 32, ...; then warp 0 adds the 32 warps' sums
 // in order. Deterministic, and short: at most 8 loads per thread.
 FJ_DEVICE void fj_radix_reduce(const unsigned *partial, unsigned blocks, int passes,
                                unsigned *totals)
 {
-    __shared__ unsigned part[FJ_REDUCE_BLOCK / 32][33];
+    __shared__ unsigned part[FJ_RADIX_REDUCE_BLOCK / 32][33];
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     const unsigned p = blockIdx.y;
     const unsigned d = blockIdx.x * 32u + lane;
     unsigned s = 0;
-    for (unsigned b = warp; b < blocks; b += FJ_REDUCE_BLOCK / 32)
+    for (unsigned b = warp; b < blocks; b += FJ_RADIX_REDUCE_BLOCK / 32)
         s += partial[((unsigned long long)b * passes + p) * FJ_RADIX_DIGITS + d];
     part[warp][lane] = s;
     __syncthreads();
     if (warp == 0) {
         s = 0;
-        for (int w = 0; w < FJ_REDUCE_BLOCK / 32; w++)
+        for (int w = 0; w < FJ_RADIX_REDUCE_BLOCK / 32; w++)
             s += part[w][lane];
         totals[p * FJ_RADIX_DIGITS + d] = s;
     }

@@ -1,5 +1,5 @@
 // The math of reward rank normalization (kernels.md section 2), shared by
-// the sort-based op (rank_normalize.cu) and the quadratic seed baseline
+// the sort-based op (rank_normalize/kernel.cu) and the quadratic seed baseline
 // (baselines/) so that both compute bit-identical results:
 //
 //     s_i     = std > 1e-6 ? (r_i - mean) / std : r_i          (float32)
@@ -19,8 +19,7 @@
 #define FJ_RANK_TRADE_MIN_BITS 0x3a83126fu  // bit pattern of 0.001f
 #define FJ_RANK_INF_BITS 0x7f800000u
 #define FJ_RANK_NAN_KEY 0x7fffffffu
-#define FJ_RANK_KEY_MASK 0x7fffffffu
-#define FJ_RANK_KEY_BITS 31
+#define FJ_RANK_KEY_MASK 0x7fffffffu  // the FJ_RANK_KEY_BITS (rank_normalize/policy.h) sorted
 
 FJ_DEVICE float fj_rank_s(float r, float std_ema, float mean_ema)
 {

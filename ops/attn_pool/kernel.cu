@@ -1,8 +1,12 @@
 // Attention pooling with a learned query, forward and backward (kernels.md
 // section 6). Grid = B, one block per batch row; the softmax over T sits in
 // dynamic shared memory (T floats forward, 2T backward; T <= 4096).
-// Compile-time dim: ATTN_D; launch shape: BLOCK.
+// Compile-time dim: ATTN_D; launch shape: BLOCK (attn_pool/policy.h, with
+// the shared memory's slack).
+#include "attn_pool/policy.h"
 #include "perception_attn.cuh"
+
+static_assert(BLOCK == FJ_ATTN_BLOCK, "the launch shape of attn_pool/policy.h");
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 attn_pool_forward(const float *__restrict__ q, const float *__restrict__ hs,

@@ -1,6 +1,7 @@
 /* Attention pooling (kernels.md section 6): argument checks, launch.
  * Kernels: ops/attn_pool/kernel.cu; one
  * block per batch row, the T softmax weights in dynamic shared memory. */
+#include "attn_pool/policy.h"
 #include "common/perception.h"
 
 #include "status.h"
@@ -16,13 +17,11 @@ const fj_program fj_program_attn_pool = {
     },
 };
 
-#define BLOCK 256
-
 int fj_attn_pool_variant(int d, fj_variant *v, char *why, size_t why_len)
 {
     if (fj_perc_dim_why("d", d, FJ_PERC_MAX_D, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_attn_pool, {d, BLOCK}};
+    *v = (fj_variant){&fj_program_attn_pool, {d, FJ_ATTN_BLOCK}};
     return 0;
 }
 
@@ -75,9 +74,9 @@ FOXJIT_API foxjit_status foxjit_attn_pool_forward(foxjit_runtime *rt,
     CUdeviceptr q = a->q, hs = a->hs, pooled = a->pooled;
     int t = a->t;
     FJ_ARGS(args, q, hs, pooled, t);
-    return fj_launch(rt, k->fn[0], (unsigned)a->batch, 1, 1, BLOCK,
-                     (unsigned)((a->t + FJ_ATTN_SMEM_PAD) * sizeof(float)), stream, &args,
-                     op);
+    return fj_launch(rt, k->fn[0], (unsigned)a->batch, 1, 1, FJ_ATTN_BLOCK,
+                     (unsigned)(fj_attn_pool_smem_floats(a->t, 0) * sizeof(float)), stream,
+                     &args, op);
 }
 
 foxjit_status fj_attn_pool_check_backward(const char *op, const foxjit_runtime *rt,
@@ -106,8 +105,9 @@ FOXJIT_API foxjit_status foxjit_attn_pool_backward(foxjit_runtime *rt,
     CUdeviceptr q = a->q, hs = a->hs, dpooled = a->dpooled, dhs = a->dhs, dq = a->dq;
     int acc = a->dhs_accumulate ? 1 : 0, t = a->t;
     FJ_ARGS(args, q, hs, dpooled, dhs, acc, dq, t);
-    unsigned smem = (unsigned)((2 * a->t + FJ_ATTN_SMEM_PAD) * sizeof(float));
-    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, BLOCK, smem, stream, &args, op);
+    unsigned smem = (unsigned)(fj_attn_pool_smem_floats(a->t, 1) * sizeof(float));
+    return fj_launch(rt, k->fn[1], (unsigned)a->batch, 1, 1, FJ_ATTN_BLOCK, smem, stream, &args,
+                     op);
 }
 
 FOXJIT_API foxjit_status foxjit_attn_pool_prepare(foxjit_runtime *rt, int d)

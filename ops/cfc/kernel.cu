@@ -5,14 +5,18 @@
 // element, +=) and the columns of dh[b] and dx[b] of slice s.
 //
 // Compile-time dims: N_IN, N_HID; launch shape: SPLIT, FWD_BLOCK, BWD_BLOCK
-// (chosen by ops/cfc/op.c). SPLIT depends only on the dims, so each
-// row's arithmetic, and therefore its bits, does not depend on B.
+// (cfc/policy.h). SPLIT depends only on the dims, so each row's
+// arithmetic, and therefore its bits, does not depend on B.
+#include "cfc/policy.h"
 #include "perception_common.cuh"
 
 #if !defined(N_IN) || !defined(N_HID) || !defined(SPLIT) || !defined(FWD_BLOCK) || \
     !defined(BWD_BLOCK)
 #error "N_IN, N_HID, SPLIT, FWD_BLOCK and BWD_BLOCK must be defined"
 #endif
+static_assert(SPLIT == fj_cfc_split(N_HID) && FWD_BLOCK == fj_cfc_fwd_block(N_HID) &&
+                  BWD_BLOCK == FJ_CFC_BWD_BLOCK,
+              "the launch shape of cfc/policy.h");
 
 constexpr int ROWS = fj_cdiv(N_HID, SPLIT);  // hidden units (and dh columns) per block
 constexpr int XCOLS = fj_cdiv(N_IN, SPLIT);  // dx columns per block

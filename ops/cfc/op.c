@@ -1,5 +1,6 @@
 /* CfC step (kernels.md section 3): argument checks, launch shape, launch.
  * Kernels: ops/cfc/kernel.cu (grid (B, split)). */
+#include "cfc/policy.h"
 #include "common/perception.h"
 
 #include "status.h"
@@ -19,19 +20,6 @@ const fj_program fj_program_cfc = {
     },
 };
 
-#define BWD_BLOCK 256
-
-/* A block per 32 hidden units: at B = 32, n_hid = 128 that is 128 blocks,
- * about one per SM, each reading a quarter of the weights. Depends only on
- * n_hid, so a row's arithmetic never depends on B. */
-int fj_cfc_split(int n_hid) { return (n_hid + 31) / 32; }
-
-static int fwd_block(int n_hid)
-{
-    int split = fj_cfc_split(n_hid), rows = (n_hid + split - 1) / split;
-    return 32 * (rows < 8 ? rows : 8);  /* a warp per hidden unit, up to 8 warps */
-}
-
 static int check_dims(int n_in, int n_hid, char *why, size_t why_len)
 {
     return fj_perc_dim_why("n_in", n_in, FJ_PERC_MAX_N_IN, why, why_len) ||
@@ -42,8 +30,9 @@ int fj_cfc_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len
 {
     if (check_dims(n_in, n_hid, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_cfc,
-                      {n_in, n_hid, fj_cfc_split(n_hid), fwd_block(n_hid), BWD_BLOCK}};
+    *v = (fj_variant){
+        &fj_program_cfc,
+        {n_in, n_hid, fj_cfc_split(n_hid), fj_cfc_fwd_block(n_hid), FJ_CFC_BWD_BLOCK}};
     return 0;
 }
 
@@ -149,7 +138,7 @@ FOXJIT_API foxjit_status foxjit_cfc_forward(foxjit_runtime *rt, const foxjit_cfc
                 h = a->h, dt = a->dt, u = a->u, h_out = a->h_out;
     FJ_ARGS(args, w_in, w_rec, bias, tau, x, s.x, h, s.h, dt, s.dt, u, s.u, h_out, s.h_out);
     return fj_launch(rt, k->fn[0], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
-                     (unsigned)fwd_block(a->n_hid), 0, stream, &args, op);
+                     (unsigned)fj_cfc_fwd_block(a->n_hid), 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cfc_args *a,
@@ -169,7 +158,7 @@ FOXJIT_API foxjit_status foxjit_cfc_backward(foxjit_runtime *rt, const foxjit_cf
     FJ_ARGS(args, w_in, w_rec, tau, x, s.x, h, s.h, dt, s.dt, u, s.u, dh_out, s.dh_out, dh, s.dh,
             dh_acc, dx, s.dx, dx_acc, dw_in, dw_rec, dbias, dtau);
     return fj_launch(rt, k->fn[1], (unsigned)a->batch, (unsigned)fj_cfc_split(a->n_hid), 1,
-                     BWD_BLOCK, 0, stream, &args, op);
+                     FJ_CFC_BWD_BLOCK, 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_cfc_prepare(foxjit_runtime *rt, int n_in, int n_hid)

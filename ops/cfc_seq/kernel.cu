@@ -46,16 +46,22 @@
 // bits whatever B is, and runs repeat bit for bit. No float atomics. The
 // element-wise formulas use __fmul_rn / __fadd_rn so that no template
 // instance contracts them differently.
+#include "cfc_seq/policy.h"
 #include "perception_common.cuh"
 
-// The gradient kernel's block products (tile_gemm.cuh) run 256 threads.
-#define TG_NT 256
+// The gradient kernel's block products (tile_gemm.cuh) run its threads.
+#define TG_NT FJ_CFC_SEQ_GEMM_THREADS
 #include "tile_gemm.cuh"
 
 #if !defined(N_IN) || !defined(N_HID) || !defined(SPLIT) || !defined(THREADS) || \
     !defined(RMAX) || !defined(WREG)
 #error "N_IN, N_HID, SPLIT, THREADS, RMAX and WREG must be defined"
 #endif
+static_assert(fj_cfc_seq_shape_of(N_HID).split == SPLIT &&
+                  fj_cfc_seq_shape_of(N_HID).threads == THREADS &&
+                  fj_cfc_seq_shape_of(N_HID).rmax == RMAX &&
+                  fj_cfc_seq_shape_of(N_HID).wreg == WREG,
+              "SPLIT, THREADS, RMAX and WREG: the layout cfc_seq/policy.h picks for N_HID");
 
 constexpr int S = SPLIT;                  // lanes per hidden unit
 constexpr int NT = THREADS;
@@ -634,15 +640,16 @@ cfc_seq_backward_rec(const float *__restrict__ w_rec, const float *__restrict__ 
 // The columns of [x | h_{t-1}] are padded so that h's start at XW, a
 // multiple of 4: a run of 4 columns then never spans x and h.
 
-constexpr int GT = 64;                         // output tile edge
+constexpr int GT = FJ_CFC_SEQ_GEMM_TILE;       // output tile edge
 constexpr int GTH = TG_NT;                     // threads of the gradient kernel
-constexpr int XW = fj_cdiv(N_IN, 4) * 4;       // x's columns, padded
+constexpr int XW = fj_cfc_seq_x_width(N_IN);   // x's columns, padded
 constexpr int GW = XW + N_HID;                 // columns of [x | h_{t-1}]
 constexpr int TILES_J = fj_cdiv(GW, GT);
-constexpr int TILES = fj_cdiv(N_HID, GT) * TILES_J;
-constexpr int DX_TILES_J = fj_cdiv(N_IN, GT);
-constexpr int SUM_COLS = 8;                    // dbias / dtau columns per sum block
-constexpr int SUM_BLOCKS = fj_cdiv(2 * N_HID, SUM_COLS);
+constexpr int TILES = fj_cfc_seq_grad_tiles(N_IN, N_HID);
+static_assert(TILES == fj_cdiv(N_HID, GT) * TILES_J, "tiles of n_hid rows by GW columns");
+constexpr int DX_TILES_J = fj_cfc_seq_dx_tiles_across(N_IN);
+constexpr int SUM_COLS = FJ_CFC_SEQ_SUM_COLS;  // dbias / dtau columns per sum block
+constexpr int SUM_BLOCKS = fj_cfc_seq_sum_blocks(N_HID);
 constexpr bool TCG = tg_use_tc(GT, GT);
 constexpr int BKG = TCG ? 32 : 16;             // rows (or units) staged at a time
 using GradTile = tg_tile<GT, GT, BKG, true>;

@@ -11,11 +11,12 @@
 //
 // Two programs share this file:
 //   colsum_rows  (ROWS_MODE=1): cols = COLS, few (the host picks this mode
-//                up to ROWS_MODE_MAX_COLS, ops/colsum/op.c), and a block reads whole
-//                rows, i.e. one contiguous range of memory, VEC floats per
-//                load, perfectly coalesced for any COLS.
+//                up to FJ_COLSUM_ROWS_MODE_MAX_COLS, colsum/policy.h), and a
+//                block reads whole rows, i.e. one contiguous range of memory,
+//                VEC floats per load, perfectly coalesced for any COLS.
 //   colsum_tiles (ROWS_MODE=0): a block owns LANES * VEC adjacent columns;
 //                cols is COLS, or a kernel argument when COLS == 0.
+#include "colsum/policy.h"
 #include "common.cuh"
 
 #ifndef BLOCK
@@ -28,13 +29,11 @@
 #define COLS 0
 #endif
 
-// Loads a thread keeps in flight (16 measured slower on the H200: registers).
-#define UNROLL 8
 // Largest cluster this variant is launched with: the portable 8, or 16
 // (variants of their own that get the non-portable opt-in at load; see
 // fj_colsum_plan_for in ops/colsum/op.c).
 #ifndef FJ_MAX_SPLIT
-#define FJ_MAX_SPLIT 8
+#error "FJ_MAX_SPLIT must be defined"
 #endif
 
 template <int V> struct fj_vec;
@@ -145,7 +144,7 @@ colsum_rows(const float *__restrict__ x, long long rows, float *__restrict__ out
         const long long full_end = rb + (re - rb) / RP * RP;  // rows in whole passes
         const vec_t *xv = reinterpret_cast<const vec_t *>(x + rb * COLS) + t;
         const long long passes = (full_end - rb) / RP;
-#pragma unroll UNROLL
+#pragma unroll FJ_COLSUM_UNROLL
         for (long long p = 0; p < passes; p++)
             fj_vec<VEC>::add(acc, __ldg(xv + p * S));
         // Last, partial pass: element by element.
@@ -200,7 +199,7 @@ colsum_tiles(const float *__restrict__ x, long long rows, long long cols_arg,
         const float *p = x + (rb + ph) * cols + c;
         const long long stride = (long long)R * cols;
         const long long n = rb + ph < re ? (re - rb - ph + R - 1) / R : 0;
-#pragma unroll UNROLL
+#pragma unroll FJ_COLSUM_UNROLL
         for (long long k = 0; k < n; k++)
             fj_vec<VEC>::add(acc, __ldg(reinterpret_cast<const vec_t *>(p + k * stride)));
     }

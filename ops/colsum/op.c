@@ -29,33 +29,9 @@ const fj_program fj_program_colsum_tiles = {
 };
 
 
-/* Widest column count summed with whole-row blocks. */
-#define ROWS_MODE_MAX_COLS 32
-/* Largest cols compiled in as a constant in tile mode. */
-#define TILE_CONST_MAX_COLS 256
-/* Wide inputs of at most this many rows (the sum of a few gradient
- * buffers: fox-train adds its two heads calls' rows) give each thread its
- * columns over all the rows: a block of row phases would leave most of its
- * threads idle and take a wave of blocks more. */
-#define FEW_ROWS 8
 /* The alignment classes of an input pointer, in bytes: each can take its
  * own kernel (vector width), so prepare and warm build all three. */
 static const unsigned align_classes[3] = {16, 8, 4};
-/* Aim for about this many blocks per SM so every SM has loads in flight
- * (264 on the H200's 132 SMs, where it was measured). Only cluster splits
- * use it: without clusters (before sm_90) a tile is one block. */
-#define TARGET_BLOCKS_PER_SM 2
-
-static unsigned vec_for(unsigned align, int64_t cols, int rows_mode)
-{
-    if (rows_mode)
-        return align >= 16 ? 4 : align >= 8 ? 2 : 1;
-    if (align >= 16 && cols % 4 == 0)
-        return 4;
-    if (align >= 8 && cols % 2 == 0)
-        return 2;
-    return 1;
-}
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -83,8 +59,8 @@ void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned
 void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
                             int sm_count, fj_colsum_plan *p)
 {
-    p->rows_mode = cols <= ROWS_MODE_MAX_COLS;
-    unsigned vec = vec_for(align, cols, p->rows_mode);
+    p->rows_mode = cols <= FJ_COLSUM_ROWS_MODE_MAX_COLS;
+    unsigned vec = (unsigned)fj_colsum_vec(align, cols, p->rows_mode);
     /* Small inputs (up to 128 KiB) are latency-bound: one block of 256
      * threads, unless a cluster of 16 is at hand (8192 x 3: 2.87 us in 16
      * blocks, 3.11 us in one; 8 blocks are no faster than one). */
@@ -103,7 +79,7 @@ void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsi
         units = ceil_div(rows, rows_per_pass);
         tiles = 1;
     } else {
-        if (cols >= 4096 && rows <= FEW_ROWS) {
+        if (cols >= 4096 && rows <= FJ_COLSUM_FEW_ROWS) {
             lanes = 256;  /* wide and short: one row phase, a column per thread */
             p->block = 256;
             split16_measured = 0;
@@ -132,7 +108,7 @@ void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsi
         max_split = FJ_PORTABLE_CLUSTER;
     if (max_split > 1) {
         int64_t want =
-            ceil_div((int64_t)TARGET_BLOCKS_PER_SM * (sm_count > 0 ? sm_count : 1), tiles);
+            ceil_div((int64_t)FJ_COLSUM_TARGET_BLOCKS_PER_SM * (sm_count > 0 ? sm_count : 1), tiles);
         if (want > max_split)
             want = max_split;
         if (want > units)
@@ -157,7 +133,7 @@ void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsi
                                   {1, (int)cols, (int)vec, (int)p->block, split_max}};
     else
         p->variant = (fj_variant){&fj_program_colsum_tiles,
-                                  {0, cols <= TILE_CONST_MAX_COLS ? (int)cols : 0, (int)vec,
+                                  {0, cols <= FJ_COLSUM_TILE_CONST_MAX_COLS ? (int)cols : 0, (int)vec,
                                    (int)p->block, (int)lanes, split_max}};
 }
 

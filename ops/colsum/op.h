@@ -1,14 +1,15 @@
-/* Column sums: kernel choice for a shape (baselines: tools/baselines/). */
+/* Column sums: kernel choice for a shape, and its launch. Its users
+ * besides op.c need the runtime: the toolkit's bench wrappers sweep plans
+ * and launch them, the baselines and tests check shapes and plans
+ * (baselines: tools/baselines/). */
 #ifndef FJ_OPS_COLSUM_H
 #define FJ_OPS_COLSUM_H
 
 #include <stdint.h>
 
+#include "colsum/policy.h"
 #include "registry.h"
 #include "runtime.h"
-
-#define FJ_COLSUM_MAX_DIM 2147483647ll
-#define FJ_COLSUM_MAX_ELEMENTS (1ll << 40)
 
 /* The two shipped programs (the bench sweeps their parameters). */
 extern const fj_program fj_program_colsum_rows, fj_program_colsum_tiles;
@@ -25,9 +26,7 @@ typedef struct fj_colsum_plan {
 void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
                         fj_colsum_plan *p);
 /* The same for a GPU of sm_count SMs (a runtime's plans); fj_colsum_plan_for
- * assumes FJ_COLSUM_REFERENCE_SMS, the H200 the geometry was measured on
- * (`fox-jit warm` has no GPU to ask). */
-#define FJ_COLSUM_REFERENCE_SMS 132
+ * assumes FJ_COLSUM_REFERENCE_SMS (`fox-jit warm` has no GPU to ask). */
 void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
                             int sm_count, fj_colsum_plan *p);
 

@@ -22,14 +22,6 @@
 #define FJ_PERC_MAX_E 256
 #define FJ_PERC_MAX_H 8     /* heads form one thread-block cluster (portable size 8) */
 #define FJ_PERC_MAX_F 256
-/* Attention pooling's dynamic shared memory, shipped kernel and baseline. */
-/* Floats of slack after the softmax arrays in dynamic shared memory: NVCC
- * widens the unrolled reads of alpha[0, T) into 16-byte loads that can run up
- * to 3 floats past T (compute-sanitizer memcheck reported "Invalid __shared__
- * read of size 16" at T = 17, D = 256 on the H200). The slack keeps those
- * reads inside the block's allocation; the values read there are never used. */
-#define FJ_ATTN_SMEM_PAD 8
-
 /* Largest stride accepted, in floats (far past any real tensor). */
 #define FJ_PERC_MAX_STRIDE (1ll << 40)
 
@@ -40,21 +32,15 @@ int fj_cfc_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len
 int fj_heads_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len);
 int fj_vsn_variant(int f, fj_variant *v, char *why, size_t why_len);
 int fj_attn_pool_variant(int d, fj_variant *v, char *why, size_t why_len);
-/* The whole-sequence ops (ops/cfc_seq/op.c, heads_seq.c): one program
- * each, holding every kernel of both directions, for any batch and k. */
-int fj_cfc_seq_variant(int n_in, int n_hid, int cc, fj_variant *v, char *why, size_t why_len);
+/* The whole-sequence ops (ops/heads_seq, ops/vsn_seq): one program each,
+ * holding every kernel of both directions, for any batch and k. */
 int fj_heads_seq_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len);
-/* Kernels one call launches (a captured step's node count). */
 int fj_vsn_seq_variant(int f, int cc, fj_variant *v, char *why, size_t why_len);
+/* Kernels one call of a whole-sequence op launches (a captured step's node
+ * count). */
 int fj_cfc_seq_kernels(int backward);
 int fj_heads_seq_kernels(int backward);
 int fj_vsn_seq_kernels(void);
-
-/* Launch shape details the tests and benches report. */
-int fj_cfc_split(int n_hid);       /* blocks per batch row */
-int fj_vsn_bwd_blocks(int f);      /* backward blocks per batch row */
-
-int fj_vsn_bwd_rows(int f);         /* batch rows per VSN backward block's shared memory */
 
 /* ---- backward argument checks ----------------------------------------------
  * Everything a backward checks before it loads a kernel: NULL runtime or

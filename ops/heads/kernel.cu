@@ -15,11 +15,15 @@
 // gradients; without one, heads_backward runs the steps in turn from the
 // last (the scratch gradients of (row, head) are one accumulator shared by
 // every step). Both give the bits of one call per step from the last.
-// Compile-time dims: HEADS_D, HEADS_E, HEADS_H; launch shape: CLUSTER, BLOCK.
+// Compile-time dims: HEADS_D, HEADS_E, HEADS_H; launch shape: CLUSTER, BLOCK
+// (heads/policy.h).
 #ifndef CLUSTER
 #error "CLUSTER must be defined"
 #endif
+#include "heads/policy.h"
 #include "perception_heads.cuh"
+
+static_assert(BLOCK == fj_heads_block(HEADS_D, HEADS_E), "the launch shape of heads/policy.h");
 
 #if CLUSTER && __CUDA_ARCH__ >= 900
 // dx[d] of head block `rank` of this cluster. Volatile with a memory
@@ -148,7 +152,7 @@ heads_backward(fj_head_params p, fj_head_grads g, const float *__restrict__ x, l
 //   steps' gradients from those terms, from the last step to the first, in
 //   registers, with the same products and additions as fj_head_backward:
 //   the bits of one call per step.
-constexpr int FJ_HEAD_TERMS = 4 * E + 4;
+constexpr int FJ_HEAD_TERMS = fj_heads_terms(E);
 
 FJ_DEVICE float *fj_head_terms(float *work, long long step, int b, int hh)
 {

@@ -8,6 +8,7 @@
  * dx and each step's gradient terms, then grid (B, H) adds the terms over
  * the steps; without one, the steps run in turn inside one kernel. */
 #include "common/perception.h"
+#include "heads/policy.h"
 
 #include "status.h"
 
@@ -28,23 +29,14 @@ const fj_program fj_program_heads = {
 };
 enum { K_FORWARD, K_BACKWARD, K_ROWS, K_SUM };
 
-/* Floats of one (step, row, head) in the workspace: eta, c, dc, da and four
- * scalars (ops/heads/kernel.cu, FJ_HEAD_TERMS). */
-static size_t terms_floats(int e) { return 4 * (size_t)e + 4; }
-
 FOXJIT_API size_t foxjit_heads_workspace_size(int batch, int steps, int e, int h)
 {
     if (batch < 1 || batch > FJ_PERC_MAX_BATCH || steps < 2 || steps > FJ_PERC_MAX_T || e < 1 ||
         e > FJ_PERC_MAX_E || h < 1 || h > FJ_PERC_MAX_H)
         return 0;
-    return (size_t)steps * (size_t)batch * (size_t)h * terms_floats(e) * sizeof(float);
+    return (size_t)steps * (size_t)batch * (size_t)h * (size_t)fj_heads_terms(e) * sizeof(float);
 }
 
-
-/* A (row, head) block makes about 6 E*D global accesses (the recomputed
- * forward, two scratch updates, two column dots): from E*D = 4096 on, 512
- * threads halve each thread's serial share. Depends only on the dims. */
-static unsigned block_for(int d, int e) { return d * e >= 4096 ? 512 : 256; }
 
 /* The device-side fj_head_params / fj_head_grads: ten pointers each. */
 typedef struct head_ptrs {
@@ -58,13 +50,11 @@ static int check_dims(int d, int e, int h, char *why, size_t why_len)
            fj_perc_dim_why("h", h, FJ_PERC_MAX_H, why, why_len) ? -1 : 0;
 }
 
-static int use_cluster(int cc, int h) { return cc >= 90 && h > 1; }
-
 int fj_heads_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len)
 {
     if (check_dims(d, e, h, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_heads, {d, e, h, use_cluster(cc, h), (int)block_for(d, e)}};
+    *v = (fj_variant){&fj_program_heads, {d, e, h, fj_heads_cluster(cc, h), fj_heads_block(d, e)}};
     return 0;
 }
 
@@ -197,7 +187,7 @@ FOXJIT_API foxjit_status foxjit_heads_forward(foxjit_runtime *rt, const foxjit_h
     CUdeviceptr x = a->x, logits = a->logits;
     FJ_ARGS(args, p, x, xs, xss, logits, ls, lss);
     return fj_launch(rt, k->fn[K_FORWARD], (unsigned)a->batch, (unsigned)a->h, (unsigned)steps,
-                     block_for(a->d, a->e), 0, stream, &args, op);
+                     (unsigned)fj_heads_block(a->d, a->e), 0, stream, &args, op);
 }
 
 foxjit_status fj_heads_check_backward(const char *op, const foxjit_runtime *rt,
@@ -253,8 +243,8 @@ FOXJIT_API foxjit_status foxjit_heads_backward(foxjit_runtime *rt, const foxjit_
     int dx_acc = a->dx_accumulate ? 1 : 0, steps = s.steps;
     long long xs = s.x, xss = s.x_step, dls = s.dlogits, dlss = s.dlogits_step, dxs = s.dx,
               dxss = s.dx_step;
-    unsigned block = block_for(a->d, a->e);
-    const int cluster = use_cluster(rt->cc, a->h);
+    unsigned block = (unsigned)fj_heads_block(a->d, a->e);
+    const int cluster = fj_heads_cluster(rt->cc, a->h);
     if (steps > 1 && a->work) {
         /* Every (row, step, head) at once, then the sums over the steps. */
         CUdeviceptr work = a->work;

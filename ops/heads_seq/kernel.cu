@@ -65,7 +65,8 @@
 //
 // Compile-time dims: HS_D, HS_E, HS_H; HS_TM, the rows of a tile of the
 // first two kernels, is chosen by the host from E (and checked below).
-#define TG_NT 256  // threads of every block
+#include "heads_seq/policy.h"
+#define TG_NT FJ_HEADS_SEQ_THREADS  // threads of every block
 #include "tile_gemm.cuh"
 
 #if !defined(HS_D) || !defined(HS_E) || !defined(HS_H) || !defined(HS_TM)
@@ -83,28 +84,30 @@ constexpr int NP = fj_np4(E);
 // TM x NP <= 4096: 16 outputs a thread, and the shared memory below fits the
 // 48 KB of static shared memory at every E.
 constexpr int TM = HS_TM;
-static_assert(TM == (NP <= 64 ? 64 : NP == 128 ? 32 : 16),
-              "HS_TM must be the tile height ops/heads_seq/op.c picks for this E");
+static_assert(TM == fj_heads_seq_tile_rows(E),
+              "HS_TM must be the tile height heads_seq/policy.h picks for this E");
 // Reduction chunk of the row-tile products: as long as shared memory allows
 // (each chunk's products then outlast the next chunk's loads).
 constexpr int BK1 = NP <= 64 ? 32 : NP == 128 ? 16 : 8;
 
 // Workspace row stride (floats) of dA: 16-byte aligned rows.
-constexpr int LDW = (HE + 3) / 4 * 4;
+constexpr int LDW = fj_heads_seq_row_floats(E, H);
 // Partial sums of one (tile, head): u_g [E], u_m [E], dw_skip [D], S_g
 // (= db_gate), S_m (= db_main), db_skip.
-constexpr int PV = 2 * E + D + 3;
+constexpr int PV = fj_heads_seq_head_sums(D, E);
 constexpr int PV_SG = 2 * E + D, PV_SM = PV_SG + 1;
 
 // ---- the product blocks of heads_seq_grads ----------------------------------
-constexpr int GT = 64;   // output tile edge
-constexpr int BK2 = 16;  // rows staged at a time (32 spills registers)
-constexpr int G1M = fj_cdiv(HE, GT), G1N = fj_cdiv(D, GT), NG = G1M * G1N;  // dW1 tiles
-constexpr int GPS = GT * GT + GT;  // floats of one partial: the tile and its bias column sums
-constexpr int NV = fj_cdiv(H * PV, NT);  // vector blocks
-constexpr int XN = fj_cdiv(D, GT);        // dx tiles across D
+constexpr int GT = FJ_HEADS_SEQ_GEMM_TILE;     // output tile edge
+constexpr int BK2 = FJ_HEADS_SEQ_STAGE_ROWS;  // rows staged at a time
+constexpr int G1M = fj_cdiv(HE, GT), G1N = fj_cdiv(D, GT);
+constexpr int NG = fj_heads_seq_w1_tiles(D, E, H);  // dW1 tiles
+static_assert(NG == G1M * G1N, "dW1 tiles of HE rows by D columns");
+constexpr int GPS = FJ_HEADS_SEQ_PARTIAL_FLOATS;  // floats of one partial: the tile and its bias sums
+constexpr int NV = fj_heads_seq_vector_blocks(D, E, H);  // vector blocks
+constexpr int XN = fj_heads_seq_dx_tiles_across(D);      // dx tiles across D
 // Tickets: one per dW1 tile, then the vector blocks' (index NG).
-constexpr int NTICKETS = NG + 1;
+constexpr int NTICKETS = fj_heads_seq_tickets(D, E, H);
 
 struct hs_params {
     const float *__restrict__ w1, *__restrict__ b1, *__restrict__ w2, *__restrict__ b2;
@@ -117,7 +120,7 @@ struct hs_grads {
     float *w1, *b1, *w2, *b2, *w_gate, *b_gate, *w_main, *b_main, *w_skip, *b_skip;
 };
 
-// The workspace sections (ops/heads_seq/op.c lays them out).
+// The workspace sections (heads_seq/op.c lays them out).
 struct hs_work {
     float *da;    // [R, LDW]: row rho, column h * E + e
     float *p;     // [tiles][H][PV]: the row tiles' partial sums
@@ -153,8 +156,8 @@ constexpr int PQI = fj_cdiv(E, PQG);
 constexpr int HQ = NT / BKR;
 static_assert(HQ * BKR == NT && HQ <= 32 && 32 % HQ == 0, "whole lane groups a column");
 // The save: A ([R, LDW]), then per head p, q ([2][NP]) and bp, bq: SPQ
-// floats a head (ops/heads_seq/op.c sizes it).
-constexpr int SPQ = 2 * NP + 4;
+// floats a head (heads_seq/op.c sizes it).
+constexpr int SPQ = fj_heads_seq_save_head_floats(E);
 
 struct __align__(16) hs_rows_smem {
     union {

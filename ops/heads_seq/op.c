@@ -8,6 +8,7 @@
  * save instead of recomputing it), the same blocks, then heads_seq_grads,
  * one 1-D grid of vector, weight-product and dx blocks: two launches. */
 #include "common/perception.h"
+#include "heads_seq/policy.h"
 
 #include "status.h"
 
@@ -30,33 +31,7 @@ const fj_program fj_program_heads_seq = {
 };
 enum { K_FORWARD, K_ROWS, K_GRADS, K_ROWS_SAVED };
 
-/* Launch geometry; every constant mirrors one in ops/heads_seq/kernel.cu. */
-#define NT 256        /* threads of every block */
-#define GT 64         /* edge of the weight-gradient and dx tiles */
-#define MAX_CHUNKS 32 /* row chunks of a weight-gradient tile */
-#define MIN_CHUNK 128 /* rows a chunk gets at least */
-#define BK2 16        /* chunks are multiples of 16 rows: what the SIMT tiles stage at a
-                       * time (the tensor-core tiles stage 32 and zero-fill a partial
-                       * last one) */
-
 static int cdiv(long long a, long long b) { return (int)((a + b - 1) / b); }
-
-/* The row-tile products' columns: E rounded up to 4 x a power of two. */
-static int np_of(int e)
-{
-    int p = 1;
-    while (4 * p < e)
-        p *= 2;
-    return 4 * p;
-}
-
-/* Rows of a tile of the first two kernels: TM x NP = 4096 outputs (16 a
- * thread) and shared memory under 48 KB. The kernel asserts it agrees. */
-static int tm_of(int e)
-{
-    int np = np_of(e);
-    return np <= 64 ? 64 : np == 128 ? 32 : 16;
-}
 
 static int check_dims_why(int d, int e, int h, char *why, size_t why_len)
 {
@@ -70,13 +45,9 @@ int fj_heads_seq_variant(int d, int e, int h, int cc, fj_variant *v, char *why, 
     (void)cc; /* plain launches and static shared memory under 48 KB: any sm_70+ */
     if (check_dims_why(d, e, h, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_heads_seq, {d, e, h, tm_of(e)}};
+    *v = (fj_variant){&fj_program_heads_seq, {d, e, h, fj_heads_seq_tile_rows(e)}};
     return 0;
 }
-
-/* Floats a row of dA (the workspace) and of A (the save) takes: H * E
- * rounded up to 4, so rows are 16-byte aligned (LDW in the kernel). */
-static size_t ldw_of(int e, int h) { return ((size_t)h * (size_t)e + 3) / 4 * 4; }
 
 /* Everything the launches and the workspace depend on, from the dims. */
 typedef struct plan {
@@ -94,25 +65,25 @@ static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 static plan plan_of(int batch, int steps, int d, int e, int h)
 {
     plan p;
-    const int he = h * e;
     p.rows = batch * steps;
-    p.tiles = cdiv(p.rows, tm_of(e));
-    p.ng = cdiv(he, GT) * cdiv(d, GT);
+    p.tiles = cdiv(p.rows, fj_heads_seq_tile_rows(e));
+    p.ng = fj_heads_seq_w1_tiles(d, e, h);
     /* Up to MAX_CHUNKS chunks of at least MIN_CHUNK rows: enough blocks at
      * B = 32 x 64 steps, partials of a few MB at the largest row counts.
      * Depends only on R, so the sums' order is fixed for given dims. */
-    int want = cdiv(p.rows, MIN_CHUNK);
-    if (want > MAX_CHUNKS)
-        want = MAX_CHUNKS;
-    p.chunk_rows = cdiv(cdiv(p.rows, want), BK2) * BK2;
+    int want = cdiv(p.rows, FJ_HEADS_SEQ_MIN_CHUNK);
+    if (want > FJ_HEADS_SEQ_MAX_CHUNKS)
+        want = FJ_HEADS_SEQ_MAX_CHUNKS;
+    p.chunk_rows =
+        cdiv(cdiv(p.rows, want), FJ_HEADS_SEQ_STAGE_ROWS) * FJ_HEADS_SEQ_STAGE_ROWS;
     p.chunks = cdiv(p.rows, p.chunk_rows); /* no empty chunk */
-    p.pv = 2 * (size_t)e + (size_t)d + 3;
-    p.nv = cdiv((long long)h * (long long)p.pv, NT);
-    p.xn = cdiv(d, GT);
-    p.ldw = ldw_of(e, h);
-    p.gps = GT * GT + GT;
+    p.pv = (size_t)fj_heads_seq_head_sums(d, e);
+    p.nv = fj_heads_seq_vector_blocks(d, e, h);
+    p.xn = fj_heads_seq_dx_tiles_across(d);
+    p.ldw = (size_t)fj_heads_seq_row_floats(e, h);
+    p.gps = FJ_HEADS_SEQ_PARTIAL_FLOATS;
     const size_t f = sizeof(float), rows = (size_t)p.rows;
-    p.off_da = align256(((size_t)p.ng + 1) * sizeof(int)); /* tickets first */
+    p.off_da = align256((size_t)fj_heads_seq_tickets(d, e, h) * sizeof(int)); /* tickets first */
     p.off_p = p.off_da + align256(rows * p.ldw * f);
     p.off_u = p.off_p + align256((size_t)p.tiles * (size_t)h * p.pv * f);
     p.off_gp = p.off_u + align256((size_t)h * p.pv * f);
@@ -133,12 +104,13 @@ static foxjit_status check_dims(const char *op, int batch, int steps, int d, int
     return FOXJIT_OK;
 }
 
-/* Bytes of a save: A, [R, ldw] floats, then each head's p, q ([2][NP]) and
- * bp, bq, padded to SPQ = 2 NP + 4 floats (ops/heads_seq/kernel.cu). */
+/* Bytes of a save: A, [R, row floats], then each head's p, q and bp, bq
+ * (heads_seq/policy.h). */
 static size_t saved_bytes_of(int batch, int steps, int e, int h)
 {
-    const size_t spq = 2 * (size_t)np_of(e) + 4;
-    return ((size_t)batch * (size_t)steps * ldw_of(e, h) + (size_t)h * spq) * sizeof(float);
+    return ((size_t)batch * (size_t)steps * (size_t)fj_heads_seq_row_floats(e, h) +
+            (size_t)h * (size_t)fj_heads_seq_save_head_floats(e)) *
+           sizeof(float);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_saved_size(foxjit_runtime *rt, int batch, int steps,
@@ -320,7 +292,8 @@ static foxjit_status forward(foxjit_runtime *rt, const char *op, const foxjit_he
     CUdeviceptr x = a->x, logits = a->logits;
     int steps = a->steps, rows = pl.rows;
     FJ_ARGS(args, p, x, xs, xss, logits, ls, lss, steps, rows, save);
-    return fj_launch(rt, k->fn[K_FORWARD], (unsigned)pl.tiles * (unsigned)a->h, 1, 1, NT, 0,
+    return fj_launch(rt, k->fn[K_FORWARD], (unsigned)pl.tiles * (unsigned)a->h, 1, 1,
+                     FJ_HEADS_SEQ_THREADS, 0,
                      stream, &args, op);
 }
 
@@ -401,14 +374,16 @@ static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_h
     FJ_ARGS(rows_args, p, x, xs, xss, z, zs, zss, steps, rows, w);
     FJ_ARGS(rows_saved_args, p, x, xs, xss, z, zs, zss, steps, rows, w, saved);
     const unsigned row_blocks = (unsigned)pl.tiles * (unsigned)a->h;
-    if ((st = fj_launch(rt, k->fn[saved ? K_ROWS_SAVED : K_ROWS], row_blocks, 1, 1, NT, 0, stream,
-                        saved ? &rows_saved_args : &rows_args, op)))
+    if ((st = fj_launch(rt, k->fn[saved ? K_ROWS_SAVED : K_ROWS], row_blocks, 1, 1,
+                        FJ_HEADS_SEQ_THREADS, 0, stream, saved ? &rows_saved_args : &rows_args,
+                        op)))
         return st;
     long long blocks = pl.nv + (long long)pl.ng * pl.chunks +
-                       (a->dx ? (long long)cdiv(pl.rows, GT) * pl.xn : 0);
+                       (a->dx ? (long long)cdiv(pl.rows, FJ_HEADS_SEQ_GEMM_TILE) * pl.xn : 0);
     FJ_ARGS(grads_args, p, g, x, xs, xss, z, zs, zss, dx, dxs, dxss, dx_acc, grad_acc, steps, rows,
             tiles, chunks, chunk_rows, w);
-    return fj_launch(rt, k->fn[K_GRADS], (unsigned)blocks, 1, 1, NT, 0, stream, &grads_args, op);
+    return fj_launch(rt, k->fn[K_GRADS], (unsigned)blocks, 1, 1, FJ_HEADS_SEQ_THREADS, 0, stream,
+                     &grads_args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,

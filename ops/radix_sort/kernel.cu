@@ -18,7 +18,7 @@
 #error "ITEMS must be defined"
 #endif
 #ifndef OCC
-#define OCC 1  // blocks per SM the onesweep kernels are compiled for
+#error "OCC must be defined"  // blocks per SM the onesweep kernels are compiled for
 #endif
 
 typedef fj_onesweep<BLOCK, ITEMS> fj_sort_pass;
@@ -28,7 +28,7 @@ struct fj_key_from_memory {
     FJ_DEVICE unsigned operator()(unsigned i) const { return keys[i]; }
 };
 
-extern "C" __global__ void __launch_bounds__(FJ_HIST_BLOCK)
+extern "C" __global__ void __launch_bounds__(FJ_RADIX_HIST_BLOCK)
 radix_hist(const unsigned *__restrict__ keys, unsigned n, int passes, int begin_bit, int end_bit,
            unsigned *__restrict__ partial, unsigned long long *__restrict__ lookback,
            unsigned long long lookback_words, unsigned *__restrict__ counters)
@@ -38,7 +38,7 @@ radix_hist(const unsigned *__restrict__ keys, unsigned n, int passes, int begin_
     fj_radix_hist(at, n, passes, begin_bit, end_bit, partial, lookback, lookback_words, counters);
 }
 
-extern "C" __global__ void __launch_bounds__(FJ_REDUCE_BLOCK)
+extern "C" __global__ void __launch_bounds__(FJ_RADIX_REDUCE_BLOCK)
 radix_reduce(const unsigned *__restrict__ partial, unsigned blocks, int passes,
              unsigned *__restrict__ totals)
 {

@@ -40,11 +40,6 @@ enum { K_HIST = 0, K_REDUCE = 1, K_PASS = 2 };
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-int fj_radix_passes(int begin_bit, int end_bit)
-{
-    return (end_bit - begin_bit + FJ_RADIX_BITS - 1) / FJ_RADIX_BITS;
-}
-
 void fj_radix_layout_for(int64_t n, int passes, int buffer_pairs, unsigned tile,
                          fj_radix_layout *l)
 {

@@ -1,35 +1,17 @@
-/* Device-wide onesweep radix sort: workspace layout, launch geometry, and
- * the pieces the rank normalization (rank_normalize.c) shares with it.
- * Kernels: ops/radix_sort/kernel.cu (radix_hist.cuh, radix_onesweep.cuh,
- * radix_lookback.cuh). */
+/* Device-wide onesweep radix sort: workspace layout, launches, and the
+ * pieces the rank normalization (rank_normalize/op.c) shares with it,
+ * which need the runtime (its launches, its workspace checks); the
+ * constants are radix_sort/policy.h. Kernels: ops/radix_sort/kernel.cu
+ * (radix_hist.cuh, radix_onesweep.cuh, radix_lookback.cuh). */
 #ifndef FJ_OPS_RADIX_SORT_H
 #define FJ_OPS_RADIX_SORT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "radix_sort/policy.h"
 #include "registry.h"
 #include "runtime.h"
-
-#define FJ_RADIX_MAX_N 2147483647ll
-#define FJ_RADIX_BITS 8
-#define FJ_RADIX_DIGITS 256
-#define FJ_RADIX_MAX_PASSES 4
-/* The onesweep tile of the ops (CUB's sm_90 choice for 32-bit pairs); the
- * workspace size depends on it, so it is the same on every GPU. */
-#define FJ_RADIX_BLOCK 384
-#define FJ_RADIX_ITEMS 16
-#define FJ_RADIX_OCCUPANCY 2
-#define FJ_RADIX_TILE (FJ_RADIX_BLOCK * FJ_RADIX_ITEMS)
-/* As in kernel_src/radix_hist.cuh. */
-#define FJ_RADIX_HIST_BLOCK 512
-#define FJ_RADIX_REDUCE_BLOCK 1024
-/* Histogram blocks: one per this many keys, at most FJ_RADIX_HIST_MAX_BLOCKS
- * (their partial histograms are summed by radix_reduce). */
-#define FJ_RADIX_HIST_KEYS_PER_BLOCK 16384
-#define FJ_RADIX_HIST_MAX_BLOCKS 256
-/* Every workspace section starts on this boundary from an aligned base. */
-#define FJ_RADIX_ALIGN 256
 
 /* Onesweep geometry: threads per block (>= 256, a multiple of 32), keys
  * per thread, and the blocks per SM the kernel is compiled for
@@ -62,9 +44,6 @@ typedef struct fj_radix_layout {
  * n in [1, FJ_RADIX_MAX_N]. */
 void fj_radix_layout_for(int64_t n, int passes, int buffer_pairs, unsigned tile,
                          fj_radix_layout *l);
-
-/* Number of 8-bit digit passes for bits [begin_bit, end_bit). */
-int fj_radix_passes(int begin_bit, int end_bit);
 
 /* The workspace base the kernels use: workspace rounded up to
  * FJ_RADIX_ALIGN. */

@@ -21,6 +21,7 @@
 #include "radix_hist.cuh"
 #include "radix_onesweep.cuh"
 #include "rank_key.cuh"
+#include "rank_normalize/policy.h"
 
 #ifndef BLOCK
 #error "BLOCK must be defined"
@@ -29,15 +30,11 @@
 #error "ITEMS must be defined"
 #endif
 #ifndef OCC
-#define OCC 1  // blocks per SM the onesweep kernels are compiled for
+#error "OCC must be defined"  // blocks per SM the onesweep kernels are compiled for
 #endif
 
 typedef fj_onesweep<BLOCK, ITEMS> fj_rank_pass;
-
-#define FJ_RANK_PASSES 4
-#define FJ_FINAL_BLOCK 256
-#define FJ_FINAL_ITEMS 8
-#define FJ_FINAL_TILE (FJ_FINAL_BLOCK * FJ_FINAL_ITEMS)
+static_assert(fj_radix_passes(0, FJ_RANK_KEY_BITS) == FJ_RANK_PASSES, "the passes of the key bits");
 
 struct fj_key_from_rewards {
     const float *rewards;
@@ -49,7 +46,7 @@ struct fj_key_from_rewards {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(FJ_HIST_BLOCK)
+extern "C" __global__ void __launch_bounds__(FJ_RADIX_HIST_BLOCK)
 rank_hist(const float *__restrict__ rewards, unsigned n, float std_ema, float mean_ema,
           int descending, unsigned *__restrict__ partial,
           unsigned long long *__restrict__ lookback, unsigned long long lookback_words,
@@ -61,7 +58,7 @@ rank_hist(const float *__restrict__ rewards, unsigned n, float std_ema, float me
                   counters);
 }
 
-extern "C" __global__ void __launch_bounds__(FJ_REDUCE_BLOCK)
+extern "C" __global__ void __launch_bounds__(FJ_RADIX_REDUCE_BLOCK)
 radix_reduce(const unsigned *__restrict__ partial, unsigned blocks, int passes,
              unsigned *__restrict__ totals)
 {
@@ -183,27 +180,27 @@ FJ_DEVICE unsigned fj_run_start(const unsigned *keys, unsigned hi, unsigned lane
 }
 
 // Max ties: keys sorted by descending |s|. Thread t owns sorted positions
-// p0 + t*FJ_FINAL_ITEMS + j. A position starts a run when its key differs
+// p0 + t*FJ_RANK_FINAL_ITEMS + j. A position starts a run when its key differs
 // from the previous one; start(p) = the last run start <= p, a max-scan of
 // the start positions; a run that begins before the tile is found by
 // fj_run_start. rank = n - start(p) = #{j : |s_j| <= |s_p|}.
-extern "C" __global__ void __launch_bounds__(FJ_FINAL_BLOCK)
+extern "C" __global__ void __launch_bounds__(FJ_RANK_FINAL_BLOCK)
 rank_max_final(const unsigned *__restrict__ keys, const unsigned *__restrict__ values,
                float *__restrict__ out, unsigned n)
 {
     fj_grid_wait();
-    typedef cub::BlockScan<unsigned, FJ_FINAL_BLOCK> Scan;
+    typedef cub::BlockScan<unsigned, FJ_RANK_FINAL_BLOCK> Scan;
     __shared__ typename Scan::TempStorage scan;
     __shared__ unsigned carry;
     const unsigned t = threadIdx.x;
-    const unsigned p0 = blockIdx.x * FJ_FINAL_TILE;
-    const unsigned first = p0 + t * FJ_FINAL_ITEMS;
+    const unsigned p0 = blockIdx.x * FJ_RANK_FINAL_TILE;
+    const unsigned first = p0 + t * FJ_RANK_FINAL_ITEMS;
 
-    unsigned k[FJ_FINAL_ITEMS], v[FJ_FINAL_ITEMS];
-    if (p0 + FJ_FINAL_TILE <= n) {
+    unsigned k[FJ_RANK_FINAL_ITEMS], v[FJ_RANK_FINAL_ITEMS];
+    if (p0 + FJ_RANK_FINAL_TILE <= n) {
         // Full tile: 16-byte loads (the buffers are workspace, 256-byte aligned).
 #pragma unroll
-        for (int j = 0; j < FJ_FINAL_ITEMS; j += 4) {
+        for (int j = 0; j < FJ_RANK_FINAL_ITEMS; j += 4) {
             const uint4 kk = *reinterpret_cast<const uint4 *>(keys + first + j);
             const uint4 vv = *reinterpret_cast<const uint4 *>(values + first + j);
             k[j] = kk.x, k[j + 1] = kk.y, k[j + 2] = kk.z, k[j + 3] = kk.w;
@@ -211,7 +208,7 @@ rank_max_final(const unsigned *__restrict__ keys, const unsigned *__restrict__ v
         }
     } else {
 #pragma unroll
-        for (int j = 0; j < FJ_FINAL_ITEMS; j++) {
+        for (int j = 0; j < FJ_RANK_FINAL_ITEMS; j++) {
             const unsigned p = first + j;
             k[j] = p < n ? keys[p] : 0u;
             v[j] = p < n ? values[p] : 0u;
@@ -230,7 +227,7 @@ rank_max_final(const unsigned *__restrict__ keys, const unsigned *__restrict__ v
 
     unsigned last_start = 0;  // of the runs starting in this thread's items
 #pragma unroll
-    for (int j = 0; j < FJ_FINAL_ITEMS; j++) {
+    for (int j = 0; j < FJ_RANK_FINAL_ITEMS; j++) {
         const unsigned p = first + j;
         const unsigned before = j == 0 ? prev : k[j - 1];
         const bool starts = p < n && (p == 0 || ((before ^ k[j]) & FJ_RANK_KEY_MASK) != 0);
@@ -243,7 +240,7 @@ rank_max_final(const unsigned *__restrict__ keys, const unsigned *__restrict__ v
     running = running > carry ? running : carry;
 
 #pragma unroll
-    for (int j = 0; j < FJ_FINAL_ITEMS; j++) {
+    for (int j = 0; j < FJ_RANK_FINAL_ITEMS; j++) {
         const unsigned p = first + j;
         if (p >= n)
             break;

@@ -1,5 +1,7 @@
-/* Reward rank normalization: workspace layout (the quadratic baseline is
- * in tools/baselines/). The op itself is foxjit_rank_normalize. */
+/* Reward rank normalization: workspace layout and the tuned form, which
+ * the toolkit's bench wrappers and the baselines call (the quadratic
+ * baseline is in tools/baselines/). The op itself is
+ * foxjit_rank_normalize. */
 #ifndef FJ_OPS_RANK_NORMALIZE_H
 #define FJ_OPS_RANK_NORMALIZE_H
 
@@ -7,15 +9,9 @@
 #include <stdint.h>
 
 #include "radix_sort/op.h"
+#include "rank_normalize/policy.h"
 #include "registry.h"
 #include "runtime.h"
-
-/* The sort covers the 31 bits of |s| in 4 passes (8, 8, 8, 7 bits). */
-#define FJ_RANK_KEY_BITS 31
-#define FJ_RANK_PASSES 4
-/* As in ops/rank_normalize/kernel.cu. */
-#define FJ_RANK_FINAL_BLOCK 256
-#define FJ_RANK_FINAL_TILE (FJ_RANK_FINAL_BLOCK * 8)
 
 /* Layout of a rank workspace for n rewards: two key/value buffer pairs
  * (both tie modes use the same size), onesweep tiles of t. */

@@ -13,6 +13,7 @@
 // fixed order; its grid and that order depend on n alone, not on the GPU's
 // arch or SM count.
 #include "common.cuh"
+#include "train/policy.h"
 
 #ifndef BCE_BLOCK
 #error "BCE_BLOCK must be defined"
@@ -46,7 +47,7 @@ FJ_DEVICE double cluster_load_f64(const double *local, unsigned rank)
 #endif
 
 // Elements a thread loads before their terms (bce_thread_sum).
-constexpr int BCE_BATCH = 8;
+constexpr int BCE_BATCH = FJ_BCE_BATCH;
 // The wide form's blocks hold at most one batch a thread (ops/train/op.c
 // sizes its grid by BCE_WIDE_PER_BLOCK).
 static_assert(BCE_WIDE_PER_BLOCK == BCE_BATCH * BCE_WIDE_BLOCK,

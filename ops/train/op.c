@@ -8,28 +8,12 @@
 
 enum { K_BCE = 0, K_ADAMW, K_INCREMENT, K_BCE_WIDE_PARTIALS, K_BCE_WIDE_FINISH };
 
-#define BCE_BLOCK 1024
-#define ADAM_BLOCK 256
-/* Values per BCE block before another block of the cluster is worth its
- * cluster barrier; the trainer's per-step logits at B = 32 (10240) stay
- * in one plain block. */
-#define BCE_PER_BLOCK 16384
-/* The wide form: blocks of BCE_WIDE_BLOCK threads with at most
- * BCE_WIDE_PER_BLOCK values each (one batch of the kernel's BCE_BATCH loads
- * a thread, train.cu checks), up to BCE_WIDE_MAX_BLOCKS of them (8 blocks an
- * SM on a 128-SM GPU; more values a block past that). */
-#define BCE_WIDE_BLOCK 256
-#define BCE_WIDE_PER_BLOCK 2048
-#define BCE_WIDE_MAX_BLOCKS 1024
-/* Below that size the wide form is one block of the other form, on every
- * arch (fj_bce_blocks), and leaves its workspace alone; above it, at least 5
- * blocks and two launches. */
-_Static_assert(FJ_BCE_WIDE_ONE_BLOCK_MAX <= BCE_PER_BLOCK &&
-                   FJ_BCE_WIDE_ONE_BLOCK_MAX % BCE_WIDE_PER_BLOCK == 0,
+/* Below its size the wide form is one block of the other form, on every
+ * arch (fj_bce_blocks), and leaves its workspace alone; above it, at least
+ * 5 blocks and two launches. */
+_Static_assert(FJ_BCE_WIDE_ONE_BLOCK_MAX <= FJ_BCE_PER_BLOCK &&
+                   FJ_BCE_WIDE_ONE_BLOCK_MAX % FJ_BCE_WIDE_PER_BLOCK == 0,
                "FJ_BCE_WIDE_ONE_BLOCK_MAX: one block of foxjit_bce_with_logits everywhere");
-/* AdamW grid cap in blocks per SM: enough to hide latency, and a grid
- * stride loop covers the rest. */
-#define ADAM_BLOCKS_PER_SM 8
 
 const fj_program fj_program_train = {
     .name = "train",
@@ -45,21 +29,16 @@ const fj_program fj_program_train = {
     },
 };
 
-const fj_variant fj_train_variant = {&fj_program_train,
-                                     {BCE_BLOCK, ADAM_BLOCK, BCE_WIDE_BLOCK, BCE_WIDE_PER_BLOCK}};
+const fj_variant fj_train_variant = {
+    &fj_program_train,
+    {FJ_BCE_BLOCK, FJ_ADAM_BLOCK, FJ_BCE_WIDE_BLOCK, FJ_BCE_WIDE_PER_BLOCK}};
 
 unsigned fj_bce_blocks(int64_t n, int cc)
 {
-    if (cc < 90 || n <= BCE_PER_BLOCK)
+    if (cc < 90 || n <= FJ_BCE_PER_BLOCK)
         return 1;
-    int64_t want = (n + BCE_PER_BLOCK - 1) / BCE_PER_BLOCK;
+    int64_t want = (n + FJ_BCE_PER_BLOCK - 1) / FJ_BCE_PER_BLOCK;
     return want > FJ_PORTABLE_CLUSTER ? FJ_PORTABLE_CLUSTER : (unsigned)want;
-}
-
-unsigned fj_bce_wide_blocks(int64_t n)
-{
-    int64_t want = (n + BCE_WIDE_PER_BLOCK - 1) / BCE_WIDE_PER_BLOCK;
-    return want < 1 ? 1 : want > BCE_WIDE_MAX_BLOCKS ? BCE_WIDE_MAX_BLOCKS : (unsigned)want;
 }
 
 /* The training-step kernels (BCE, AdamW, step counter): one variant. */
@@ -118,7 +97,7 @@ static foxjit_status launch_bce(const foxjit_runtime *rt, const fj_loaded *k, CU
     int acc = loss_accumulate ? 1 : 0;
     FJ_ARGS(args, z, y, nn, loss, acc, dz);
     unsigned blocks = fj_bce_blocks(n, rt->cc);
-    return fj_launch_cluster(rt, k->fn[K_BCE], 1, blocks, BCE_BLOCK, blocks, stream, &args, op);
+    return fj_launch_cluster(rt, k->fn[K_BCE], 1, blocks, FJ_BCE_BLOCK, blocks, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_bce_with_logits(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y,
@@ -203,11 +182,11 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits_wide(foxjit_runtime *rt, CUdevic
     long long nn = n;
     int acc = loss_accumulate ? 1 : 0, parts = (int)blocks;
     FJ_ARGS(partial_args, z, y, nn, dz, workspace);
-    if ((st = fj_launch(rt, k->fn[K_BCE_WIDE_PARTIALS], blocks, 1, 1, BCE_WIDE_BLOCK, 0, stream,
+    if ((st = fj_launch(rt, k->fn[K_BCE_WIDE_PARTIALS], blocks, 1, 1, FJ_BCE_WIDE_BLOCK, 0, stream,
                         &partial_args, op)))
         return st;
     FJ_ARGS(finish_args, workspace, parts, nn, loss, acc);
-    return fj_launch(rt, k->fn[K_BCE_WIDE_FINISH], 1, 1, 1, BCE_WIDE_BLOCK, 0, stream,
+    return fj_launch(rt, k->fn[K_BCE_WIDE_FINISH], 1, 1, 1, FJ_BCE_WIDE_BLOCK, 0, stream,
                      &finish_args, op);
 }
 
@@ -266,11 +245,11 @@ FOXJIT_API foxjit_status foxjit_adamw(foxjit_runtime *rt, const foxjit_adamw_arg
     long long n = a->n;
     float lr = a->lr, b1 = a->beta1, b2 = a->beta2, eps = a->eps, wd = a->weight_decay;
     FJ_ARGS(args, p, g, m, v, step, n, lr, b1, b2, eps, wd);
-    int64_t blocks = (a->n + ADAM_BLOCK - 1) / ADAM_BLOCK;
-    int64_t cap = (int64_t)(rt->sm_count > 0 ? rt->sm_count : 1) * ADAM_BLOCKS_PER_SM;
+    int64_t blocks = (a->n + FJ_ADAM_BLOCK - 1) / FJ_ADAM_BLOCK;
+    int64_t cap = (int64_t)(rt->sm_count > 0 ? rt->sm_count : 1) * FJ_ADAM_BLOCKS_PER_SM;
     if (blocks > cap)
         blocks = cap;
-    return fj_launch(rt, k->fn[K_ADAMW], (unsigned)blocks, 1, 1, ADAM_BLOCK, 0, stream, &args,
+    return fj_launch(rt, k->fn[K_ADAMW], (unsigned)blocks, 1, 1, FJ_ADAM_BLOCK, 0, stream, &args,
                      op);
 }
 

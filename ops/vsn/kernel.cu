@@ -12,13 +12,15 @@
 // JT = ceil(F / JR) is 1 for F <= 64.
 //
 // Compile-time dim: VSN_F; launch shape: FWD_ROWS, BWD_ROWS, JR, BLOCK
-// (ops/vsn/op.c keeps the four shared arrays of the backward under
-// the 48 KiB of static shared memory).
+// (vsn/policy.h keeps the four shared arrays of the backward under the 48
+// KiB of static shared memory).
 #include "perception_vsn.cuh"
+#include "vsn/policy.h"
 
 #if !defined(FWD_ROWS) || !defined(BWD_ROWS) || !defined(JR)
 #error "FWD_ROWS, BWD_ROWS and JR must be defined"
 #endif
+static_assert(4 * BWD_ROWS * F <= FJ_VSN_BWD_SMEM_FLOATS, "the backward's shared arrays");
 
 // Rows [0, rows) of x (dense [rows, F]) in chunks of FWD_ROWS, chunk c by
 // block c mod gridDim.x; the next chunk's x is loaded while this one is

@@ -1,6 +1,7 @@
 /* Variable selection (kernels.md section 5): argument checks, launch shape,
  * launch. Kernels: ops/vsn/kernel.cu. */
 #include "common/perception.h"
+#include "vsn/policy.h"
 
 #include "status.h"
 
@@ -14,51 +15,12 @@ const fj_program fj_program_vsn = {
     },
 };
 
-#define BLOCK 256
-/* The forward's rows a chunk. For F <= 64 a thread holds one row of W and
- * forms the logits of FWD_ROWS_A_THREAD rows of each chunk (ops/vsn/kernel.cu:
- * BLOCK / F row groups); past that a warp a column, in chunks of 8 rows. */
-#define FWD_ROWS_A_THREAD 4
-#define FWD_REG_MAX_F 64
-/* Forward blocks an SM before they loop over chunks: the register form holds
- * two (its W rows and products take up to 128 registers a thread). */
-#define FWD_BLOCKS_PER_SM(f) ((f) <= FWD_REG_MAX_F ? 2 : 4)
-
-static int fwd_rows(int f)
-{
-    return f <= FWD_REG_MAX_F ? BLOCK / f * FWD_ROWS_A_THREAD : 8;
-}
-/* The backward keeps four [rows][F] arrays in static shared memory: at most
- * 11 KiB floats (44 KiB) of them. */
-#define BWD_SMEM_FLOATS (11 * 1024)
-/* dW accumulators per thread of the backward (registers). */
-#define MAX_ACC 16
-
-int fj_vsn_bwd_rows(int f)
-{
-    int r = BWD_SMEM_FLOATS / (4 * f);
-    return r > 32 ? 32 : r < 1 ? 1 : r;
-}
-
-/* dW rows owned by one backward block: as many as fit MAX_ACC registers
- * per thread. F <= 64 gives one block per batch row. */
-static int rows_per_block(int f)
-{
-    int jr = MAX_ACC * BLOCK / f;
-    return jr > f ? f : jr;
-}
-
-int fj_vsn_bwd_blocks(int f)
-{
-    int jr = rows_per_block(f);
-    return (f + jr - 1) / jr;
-}
-
 int fj_vsn_variant(int f, fj_variant *v, char *why, size_t why_len)
 {
     if (fj_perc_dim_why("f", f, FJ_PERC_MAX_F, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_vsn, {f, fwd_rows(f), fj_vsn_bwd_rows(f), rows_per_block(f), BLOCK}};
+    *v = (fj_variant){&fj_program_vsn, {f, fj_vsn_fwd_rows(f), fj_vsn_bwd_rows(f),
+                                        fj_vsn_bwd_jr(f), FJ_VSN_BLOCK}};
     return 0;
 }
 
@@ -110,14 +72,16 @@ FOXJIT_API foxjit_status foxjit_vsn_forward(foxjit_runtime *rt, const foxjit_vsn
         return st;
     CUdeviceptr w = a->w, bias = a->bias, x = a->x, y = a->y;
     int rows = a->batch * a->t;
-    /* A chunk of fwd_rows rows a block, up to FWD_BLOCKS_PER_SM blocks an
-     * SM; past that each block loops, loading W once for its chunks. */
-    int fr = fwd_rows(a->f);
+    /* A chunk of fj_vsn_fwd_rows rows a block, up to
+     * fj_vsn_fwd_blocks_per_sm blocks an SM; past that each block loops,
+     * loading W once for its chunks. */
+    int fr = fj_vsn_fwd_rows(a->f);
     long long chunks = ((long long)rows + fr - 1) / fr;
-    long long cap = (long long)(rt->sm_count > 0 ? rt->sm_count : 1) * FWD_BLOCKS_PER_SM(a->f);
+    long long cap =
+        (long long)(rt->sm_count > 0 ? rt->sm_count : 1) * fj_vsn_fwd_blocks_per_sm(a->f);
     FJ_ARGS(args, w, bias, x, y, rows);
-    return fj_launch(rt, k->fn[0], (unsigned)(chunks < cap ? chunks : cap), 1, 1, BLOCK, 0,
-                     stream, &args, op);
+    return fj_launch(rt, k->fn[0], (unsigned)(chunks < cap ? chunks : cap), 1, 1, FJ_VSN_BLOCK,
+                     0, stream, &args, op);
 }
 
 foxjit_status fj_vsn_check_backward(const char *op, const foxjit_runtime *rt,
@@ -148,7 +112,7 @@ FOXJIT_API foxjit_status foxjit_vsn_backward(foxjit_runtime *rt, const foxjit_vs
     /* The batch is the grid's y extent; the kernel takes no batch argument. */
     FJ_ARGS(args, w, bias, x, dy, dx, dx_acc, dw, dbias, t);
     return fj_launch(rt, k->fn[1], (unsigned)fj_vsn_bwd_blocks(a->f), (unsigned)a->batch, 1,
-                     BLOCK, 0, stream, &args, op);
+                     FJ_VSN_BLOCK, 0, stream, &args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_prepare(foxjit_runtime *rt, int f)

@@ -30,24 +30,26 @@
 // Compile-time dim VSN_F; VSN_TR (rows of a vsn_seq_rows block) and VSN_TE
 // (the gradient tile edge) are chosen by the host from F and checked here.
 #include "perception_common.cuh"
+#include "vsn_seq/policy.h"
 
 #if !defined(VSN_F) || !defined(VSN_TR) || !defined(VSN_TE)
 #error "VSN_F, VSN_TR and VSN_TE must be defined"
 #endif
 
 constexpr int F = VSN_F;
-constexpr int NT = 256;  // threads of every block
+constexpr int NT = FJ_VSN_SEQ_THREADS;  // threads of every block
 
 // ---- vsn_seq_rows: shapes ------------------------------------------------------
 // Columns of the row-tile products: F rounded up to 4 x a power of two.
 constexpr int NP = fj_np4(F);
 constexpr int CT = NP / 4;          // column groups (1 .. 64)
-constexpr int RT = NT / CT;         // row groups
+constexpr int RT = fj_vsn_seq_row_groups(F);    // row groups
+static_assert(RT == NT / CT, "the threads' column and row groups");
 // Rows a thread computes: about 32 rows a block (enough blocks at B = 32 x
 // T = 64), at most 4 (a float4 of the k-major left operand).
-constexpr int RM = fj_cmin(4, fj_cmax(1, 32 / RT));
-constexpr int TR = RT * RM;         // rows of a block
-static_assert(TR == VSN_TR, "VSN_TR must be the block height ops/vsn_seq/op.c picks for F");
+constexpr int RM = fj_vsn_seq_thread_rows(F);
+constexpr int TR = fj_vsn_seq_block_rows(F);     // rows of a block
+static_assert(TR == VSN_TR, "VSN_TR must be the block height vsn_seq/policy.h picks for F");
 static_assert(NT % CT == 0 && (RM == 1 || RM == 2 || RM == 4), "tile layout");
 constexpr int LDA = TR + 4;         // row stride of the k-major left operand (16-byte rows)
 constexpr int LDB = NP + 4;         // row stride of a staged right-operand chunk
@@ -67,20 +69,18 @@ constexpr int NK = fj_cdiv(F, 32);  // values of a row a lane holds (softmax)
 constexpr int SG = NK <= 2 ? 8 : 32, SL = 32 / SG;
 
 // ---- vsn_seq_grads: shapes -----------------------------------------------------
-// Tile edge: 16 where it pads F least (F <= 16, 33..48: the trainer's 40
-// gives 3 x 3 tiles, 48 x 48 computed for 40 x 40 used), 32 for 17..32 and
-// 49..64, 64 above (fewer tiles re-read each row).
-constexpr int vs_te(int f) { return f > 64 ? 64 : f <= 16 || (f > 32 && f <= 48) ? 16 : 32; }
-constexpr int TE = vs_te(F);
-static_assert(TE == VSN_TE, "VSN_TE must be the tile edge ops/vsn_seq/op.c picks for F");
+// Tile edge: 16, 32 or 64, where it pads F least (vsn_seq/policy.h).
+constexpr int TE = fj_vsn_seq_tile_edge(F);
+static_assert(TE == VSN_TE, "VSN_TE must be the tile edge vsn_seq/policy.h picks for F");
 constexpr int TC = TE / 4;          // column groups of four in a tile
 constexpr int TPG = TC * TC;        // threads of a group (one 4 x 4 block each)
 constexpr int KS = NT / TPG;        // groups: 16, 4 or 1
-constexpr int SR = 2048 / TE;       // rows staged at a time (16 KB of both operands)
+constexpr int SR = fj_vsn_seq_stage_rows(F);  // rows staged at a time (16 KB of both operands)
 constexpr int RPG = SR / KS;        // of which each group takes RPG consecutive rows
 constexpr int GN = fj_cdiv(F, TE);  // tiles along each side of dW
-constexpr int NG = GN * GN;         // tiles (and tickets)
-constexpr int PS = TE * TE + TE;    // floats of a partial: the tile and its dbias slice
+constexpr int NG = fj_vsn_seq_grad_tiles(F);      // tiles (and tickets)
+static_assert(NG == GN * GN, "tiles along each side of dW");
+constexpr int PS = fj_vsn_seq_partial_floats(F);  // floats of a partial: the tile and its dbias slice
 constexpr int LDS = TE + 4;         // row stride of the staged rows
 constexpr int PER2 = SR * TE / NT;  // staged floats of each operand per thread
 static_assert(NT % TPG == 0 && SR % KS == 0 && NT % TE == 0 && PER2 * (NT / TE) == SR,

@@ -9,6 +9,7 @@
  * and per-batch scratch; this one spreads every row over the GPU and writes
  * parameter-shaped gradients. */
 #include "common/perception.h"
+#include "vsn_seq/policy.h"
 
 #include "status.h"
 
@@ -25,41 +26,15 @@ const fj_program fj_program_vsn_seq = {
 };
 enum { K_ROWS, K_GRADS };
 
-/* Launch geometry. NT, tr_of, te_of and the rows staged at a time (2048 /
- * tile edge) mirror ops/vsn_seq/kernel.cu, which static_asserts the block
- * height and tile edge it is given; the chunk limits are the host's. */
-#define NT 256              /* threads of every block */
-#define MAX_CHUNKS 32       /* row chunks of a gradient tile: the partials its last block adds */
-#define MIN_CHUNK 128       /* rows a chunk gets at least */
-#define MAX_GRAD_BLOCKS 256 /* tiles x chunks: one wave of two blocks an SM on an H200 */
-
 static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
-
-/* Rows of a vsn_seq_rows block: the row-tile products have F rounded up to
- * 4 x a power of two columns, in groups of 4 over the 256 threads; each
- * thread takes 32 / (row groups) rows, 1 to 4. */
-static int tr_of(int f)
-{
-    int p = 1;
-    while (4 * p < f)
-        p *= 2;
-    int rt = NT / p, rm = 32 / rt;
-    rm = rm < 1 ? 1 : rm > 4 ? 4 : rm;
-    return rt * rm;
-}
-
-/* Edge of a gradient tile: 16 where it pads F least, else 32, 64 above 64. */
-static int te_of(int f)
-{
-    return f > 64 ? 64 : f <= 16 || (f > 32 && f <= 48) ? 16 : 32;
-}
 
 int fj_vsn_seq_variant(int f, int cc, fj_variant *v, char *why, size_t why_len)
 {
     (void)cc; /* plain launches and static shared memory under 48 KB: any sm_70+ */
     if (fj_perc_dim_why("f", f, FJ_PERC_MAX_F, why, why_len))
         return -1;
-    *v = (fj_variant){&fj_program_vsn_seq, {f, tr_of(f), te_of(f)}};
+    *v = (fj_variant){&fj_program_vsn_seq,
+                      {f, fj_vsn_seq_block_rows(f), fj_vsn_seq_tile_edge(f)}};
     return 0;
 }
 
@@ -77,23 +52,24 @@ static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 static plan plan_of(int batch, int t, int f)
 {
     plan p;
-    const int te = te_of(f), sr = 2048 / te, gn = (int)cdiv(f, te);
+    const int sr = fj_vsn_seq_stage_rows(f);
     p.rows = (long long)batch * t;
-    p.row_blocks = (int)cdiv(p.rows, tr_of(f));
-    p.ng = gn * gn;
+    p.row_blocks = (int)cdiv(p.rows, fj_vsn_seq_block_rows(f));
+    p.ng = fj_vsn_seq_grad_tiles(f);
     /* Chunks of at least MIN_CHUNK rows, each a multiple of the rows
      * vsn_seq_grads stages at a time: enough blocks at B = 32 x T = 64 (9
      * tiles x 16 chunks at F = 40), at most MAX_GRAD_BLOCKS blocks in all
      * (B = 512: 9 x 26 = 234 blocks, 1280 rows each) and few partials for
      * the last block of a tile to add. Depends only on R and F, so the
      * order of the sums is fixed for given dims. */
-    long long want = cdiv(p.rows, MIN_CHUNK), most = MAX_GRAD_BLOCKS / p.ng;
-    most = most > MAX_CHUNKS ? MAX_CHUNKS : most < 1 ? 1 : most;
+    long long want = cdiv(p.rows, FJ_VSN_SEQ_MIN_CHUNK),
+              most = FJ_VSN_SEQ_MAX_GRAD_BLOCKS / p.ng;
+    most = most > FJ_VSN_SEQ_MAX_CHUNKS ? FJ_VSN_SEQ_MAX_CHUNKS : most < 1 ? 1 : most;
     if (want > most)
         want = most;
     p.chunk_rows = (int)(cdiv(cdiv(p.rows, want), sr) * sr);
     p.chunks = (int)cdiv(p.rows, p.chunk_rows); /* no empty chunk */
-    const size_t ps = (size_t)te * te + (size_t)te; /* a partial: the tile and its dbias */
+    const size_t ps = (size_t)fj_vsn_seq_partial_floats(f);
     p.off_dl = align256((size_t)p.ng * sizeof(int));
     p.off_gp = p.off_dl + align256((size_t)p.rows * (size_t)f * sizeof(float));
     p.bytes = p.off_gp + align256((size_t)p.ng * (size_t)p.chunks * ps * sizeof(float));
@@ -183,12 +159,12 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_backward(foxjit_runtime *rt,
     int dx_acc = a->dx_accumulate ? 1 : 0, grad_acc = a->grad_accumulate ? 1 : 0;
     int n_tickets = pl.ng, rows = (int)pl.rows, chunk_rows = pl.chunk_rows, chunks = pl.chunks;
     FJ_ARGS(rows_args, w, bias, x, dy, dx, dx_acc, dl, tickets, n_tickets, rows);
-    if ((st = fj_launch(rt, k->fn[K_ROWS], (unsigned)pl.row_blocks, 1, 1, NT, 0, stream,
-                        &rows_args, op)))
+    if ((st = fj_launch(rt, k->fn[K_ROWS], (unsigned)pl.row_blocks, 1, 1, FJ_VSN_SEQ_THREADS, 0,
+                        stream, &rows_args, op)))
         return st;
     FJ_ARGS(grads_args, x, dl, gp, tickets, dw, dbias, grad_acc, rows, chunk_rows, chunks);
-    return fj_launch(rt, k->fn[K_GRADS], (unsigned)(pl.ng * pl.chunks), 1, 1, NT, 0, stream,
-                     &grads_args, op);
+    return fj_launch(rt, k->fn[K_GRADS], (unsigned)(pl.ng * pl.chunks), 1, 1,
+                     FJ_VSN_SEQ_THREADS, 0, stream, &grads_args, op);
 }
 
 FOXJIT_API foxjit_status foxjit_vsn_seq_prepare(foxjit_runtime *rt, int f)

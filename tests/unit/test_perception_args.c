@@ -11,7 +11,9 @@
 
 #include "manifest.h"
 #include "baselines.h"
+#include "cfc/policy.h"
 #include "common/perception.h"
+#include "vsn/policy.h"
 
 /* Never dereferenced: every call below fails argument checks first. */
 static foxjit_runtime *const fake_rt = (foxjit_runtime *)(uintptr_t)0x1000;

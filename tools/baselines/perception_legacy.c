@@ -1,8 +1,10 @@
 /* The original trainer's single-block perception backwards (kernels.md
  * sections 3-6): kernel_src/baselines/{cfc,heads,vsn,attn_pool}_legacy.cu.
- * Each runs the shipped op's backward checks (ops/perception.h), then its
- * own kernel. */
+ * Each runs the shipped op's backward checks (ops/common/perception.h),
+ * then its own kernel. */
+#include "attn_pool/policy.h"
 #include "baselines_internal.h"
+#include "vsn/policy.h"
 
 int fj_cfc_legacy_variant(int n_in, int n_hid, fj_variant *v, char *why, size_t why_len)
 {
@@ -135,7 +137,7 @@ foxjit_status fj_attn_pool_backward_legacy(foxjit_runtime *rt, const foxjit_attn
     CUdeviceptr q = a->q, hs = a->hs, dpooled = a->dpooled, dhs = a->dhs, dq = a->dq;
     int acc = a->dhs_accumulate ? 1 : 0, t = a->t, batch = a->batch;
     FJ_ARGS(args, q, hs, dpooled, dhs, acc, dq, t, batch);
-    unsigned smem = (unsigned)((2 * a->t + FJ_ATTN_SMEM_PAD) * sizeof(float));
+    unsigned smem = (unsigned)(fj_attn_pool_smem_floats(a->t, 1) * sizeof(float));
     return fj_launch(rt, k->fn[0], 1, 1, 1, FJ_LEGACY_BLOCK, smem, stream, &args, op);
 }
 

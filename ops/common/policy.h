@@ -1,0 +1,38 @@
+/* What makes an op's policy.h (ops/<op>/policy.h: its launch shape, tile
+ * sizes and limits) one text for both of its compilers: the C11 host side
+ * (op.c, the test, the bench) and the kernel under NVRTC. Both include it
+ * by the same name, "<op>/policy.h": ops/ is on the host's include path,
+ * and the library embeds the file under that name, so every key hashes it
+ * (runtime/cache_key.c) and a change to a policy is a new key.
+ *
+ * A policy holds plain macros, plain structs of int members and
+ * FJ_POLICY_FN functions of int (or long long) arguments. NVRTC has no
+ * <stdint.h>; C++17 has no compound literals or designated initializers;
+ * a constexpr function initializes every local. */
+#ifndef FJ_OPS_COMMON_POLICY_H
+#define FJ_OPS_COMMON_POLICY_H
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+/* constexpr: a kernel sizes its arrays and templates with them. */
+#define FJ_POLICY_FN static constexpr __host__ __device__ inline
+#else
+#define FJ_POLICY_FN static inline
+#endif
+
+FJ_POLICY_FN int fj_policy_cdiv(int a, int b) { return (a + b - 1) / b; }
+
+FJ_POLICY_FN int fj_policy_min(int a, int b) { return a < b ? a : b; }
+
+FJ_POLICY_FN int fj_policy_max(int a, int b) { return a > b ? a : b; }
+
+/* n rounded up to 4 x a power of two: the columns of the sequence ops'
+ * row-tile products (E of the heads, F of the variable selection). */
+FJ_POLICY_FN int fj_np4(int n)
+{
+    int p = 1;
+    while (4 * p < n)
+        p *= 2;
+    return 4 * p;
+}
+
+#endif
