@@ -16,25 +16,6 @@ __host__ __device__ constexpr int fj_cmin(int a, int b) { return a < b ? a : b; 
 __host__ __device__ constexpr int fj_cmax(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int fj_cdiv(int a, int b) { return (a + b - 1) / b; }
 
-// The last of `count` blocks to arrive: each block's global writes before
-// the call are fenced (in L2 before its ticket is taken), one ticket is
-// taken at *ticket, and the block that takes the last one returns true in
-// every thread, after a fence, so that it reads every other block's writes.
-// The other blocks return false. Synchronizes; every thread of the block
-// must call it. flag: a shared int.
-FJ_DEVICE bool fj_last_block(int *ticket, int count, int *flag)
-{
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
-        *flag = atomicAdd(ticket, 1) == count - 1;
-    __syncthreads();
-    const bool last = *flag;
-    if (last)
-        __threadfence();
-    return last;
-}
-
 // Sum over the 32 lanes of a warp. Every lane ends with the same bits: at
 // each xor step the two partners add the same two values, and float
 // addition is commutative.

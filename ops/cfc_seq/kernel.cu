@@ -48,6 +48,7 @@
 // instance contracts them differently.
 #include "cfc_seq/policy.h"
 #include "perception_common.cuh"
+#include "ticket.cuh"
 
 // The gradient kernel's block products (tile_gemm.cuh) run its threads.
 #define TG_NT FJ_CFC_SEQ_GEMM_THREADS
@@ -620,9 +621,7 @@ cfc_seq_backward_rec(const float *__restrict__ w_rec, const float *__restrict__ 
     __shared__ __align__(16) float dps[2 * RMAX * RS];
     __shared__ float dts[DTC];
     // The grads kernel that follows counts finished chunks per tile here.
-    if (blockIdx.x == 0)
-        for (int e = threadIdx.x; e < n_tickets; e += NT)
-            tickets[e] = 0;
+    FJ_TICKETS_RESET(tickets, n_tickets, NT);
     CFC_SEQ_ROWS(backward_rows, rows, w_rec, tau, dt, h_init, h, u, dh, dh_init, dh_init_acc,
                  dpre, part, batch, k, dps, dts)
 }

@@ -66,6 +66,7 @@
 // Compile-time dims: HS_D, HS_E, HS_H; HS_TM, the rows of a tile of the
 // first two kernels, is chosen by the host from E (and checked below).
 #include "heads_seq/policy.h"
+#include "ticket.cuh"
 #define TG_NT FJ_HEADS_SEQ_THREADS  // threads of every block
 #include "tile_gemm.cuh"
 
@@ -399,9 +400,8 @@ FJ_DEVICE void hs_rows(hs_rows_smem &sm, const hs_params &p, const float *__rest
     // rows of x, which the first brings into L2 for the others.
     const int tile = blockIdx.x / H, hh = blockIdx.x % H;
     const int row0 = tile * TM, nrows = fj_min(TM, R - row0);
-    if (kBwd && blockIdx.x == 0)
-        for (int i = tid; i < NTICKETS; i += NT)
-            ws.tickets[i] = 0;  // heads_seq_grads of this call counts from 0
+    if (kBwd)
+        FJ_TICKETS_RESET(ws.tickets, NTICKETS, NT);  // heads_seq_grads of this call counts from 0
     RowTile t;
     // From a save, the thread's piece of A is loaded first: its loads are in
     // flight during everything up to the epilogue that uses them.

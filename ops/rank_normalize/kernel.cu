@@ -1,12 +1,13 @@
 // Reward rank normalization (kernels.md section 2) on the onesweep radix
-// sort of radix_sort.cu, with the key computation fused into the first
+// sort of radix_sort/kernel.cu, with the key computation fused into the first
 // pass and the output into the last (ops/rank_normalize/op.c launches):
 //
 //   rank_hist     histograms of the 4 passes over the 31 key bits, computing
 //                 the keys from the rewards (rank_key.cuh)
-//   radix_reduce  per-pass digit totals
+//   radix_reduce  per-pass digit totals (radix_kernels.cuh)
 //   rank_first    pass 0: keys from the rewards, values = element indices
 //   radix_pass    passes 1, 2 (and 3 in max mode): pairs to pairs
+//                 (radix_kernels.cuh)
 //   rank_last_ordinal  pass 3, ordinal ties: writes out[index] directly from
 //                 the sorted position, no keys or values stored
 //   rank_max_final     max ties, after pass 3: over the sorted keys (|s|
@@ -19,22 +20,12 @@
 #include <cub/block/block_scan.cuh>
 
 #include "radix_hist.cuh"
-#include "radix_onesweep.cuh"
+#include "radix_kernels.cuh"
 #include "rank_key.cuh"
 #include "rank_normalize/policy.h"
 
-#ifndef BLOCK
-#error "BLOCK must be defined"
-#endif
-#ifndef ITEMS
-#error "ITEMS must be defined"
-#endif
-#ifndef OCC
-#error "OCC must be defined"  // blocks per SM the onesweep kernels are compiled for
-#endif
-
-typedef fj_onesweep<BLOCK, ITEMS> fj_rank_pass;
-static_assert(fj_radix_passes(0, FJ_RANK_KEY_BITS) == FJ_RANK_PASSES, "the passes of the key bits");
+static_assert(fj_radix_passes(0, FJ_RANK_KEY_BITS) == FJ_RANK_PASSES,
+              "the passes of the key bits");
 
 struct fj_key_from_rewards {
     const float *rewards;
@@ -56,14 +47,6 @@ rank_hist(const float *__restrict__ rewards, unsigned n, float std_ema, float me
     fj_key_from_rewards at = {rewards, std_ema, mean_ema, descending};
     fj_radix_hist(at, n, FJ_RANK_PASSES, 0, FJ_RANK_KEY_BITS, partial, lookback, lookback_words,
                   counters);
-}
-
-extern "C" __global__ void __launch_bounds__(FJ_RADIX_REDUCE_BLOCK)
-radix_reduce(const unsigned *__restrict__ partial, unsigned blocks, int passes,
-             unsigned *__restrict__ totals)
-{
-    fj_grid_wait();
-    fj_radix_reduce(partial, blocks, passes, totals);
 }
 
 // Pass 0 reads the rewards; the value of an element is its index.
@@ -96,25 +79,11 @@ rank_first(const float *__restrict__ rewards, float std_ema, float mean_ema, int
            unsigned long long *__restrict__ lookback)
 {
     fj_grid_wait();
-    __shared__ fj_rank_pass::Smem smem;
+    __shared__ fj_onesweep_pass::Smem smem;
     fj_src_rewards src = {{rewards, std_ema, mean_ema, descending}};
     fj_sink_pairs sink = {keys_out, values_out};
-    fj_rank_pass::run(smem, src, sink, n, 0, fj_pass_digit(0, FJ_RANK_KEY_BITS, 0), totals,
-                      counters, lookback);
-}
-
-extern "C" __global__ void __launch_bounds__(BLOCK, OCC)
-radix_pass(const unsigned *__restrict__ keys_in, const unsigned *__restrict__ values_in,
-           unsigned *__restrict__ keys_out, unsigned *__restrict__ values_out, unsigned n,
-           unsigned pass, int begin_bit, int end_bit, const unsigned *__restrict__ totals,
-           unsigned *__restrict__ counters, unsigned long long *__restrict__ lookback)
-{
-    fj_grid_wait();
-    __shared__ fj_rank_pass::Smem smem;
-    fj_src_pairs src = {keys_in, values_in};
-    fj_sink_pairs sink = {keys_out, values_out};
-    fj_rank_pass::run(smem, src, sink, n, pass, fj_pass_digit(begin_bit, end_bit, (int)pass),
-                      totals + pass * FJ_RADIX_DIGITS, counters, lookback);
+    fj_onesweep_pass::run(smem, src, sink, n, 0, fj_pass_digit(0, FJ_RANK_KEY_BITS, 0), totals,
+                          counters, lookback);
 }
 
 // Last pass, ordinal ties (ascending |s|): the sorted position is the rank.
@@ -140,11 +109,12 @@ rank_last_ordinal(const unsigned *__restrict__ keys_in, const unsigned *__restri
                   unsigned long long *__restrict__ lookback)
 {
     fj_grid_wait();
-    __shared__ fj_rank_pass::Smem smem;
+    __shared__ fj_onesweep_pass::Smem smem;
     fj_src_pairs src = {keys_in, values_in};
     fj_sink_ordinal sink = {out, n};
-    fj_rank_pass::run(smem, src, sink, n, pass, fj_pass_digit(0, FJ_RANK_KEY_BITS, (int)pass),
-                      totals + pass * FJ_RADIX_DIGITS, counters, lookback);
+    fj_onesweep_pass::run(smem, src, sink, n, pass,
+                          fj_pass_digit(0, FJ_RANK_KEY_BITS, (int)pass),
+                          totals + pass * FJ_RADIX_DIGITS, counters, lookback);
 }
 
 struct fj_max_op {

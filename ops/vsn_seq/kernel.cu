@@ -30,6 +30,7 @@
 // Compile-time dim VSN_F; VSN_TR (rows of a vsn_seq_rows block) and VSN_TE
 // (the gradient tile edge) are chosen by the host from F and checked here.
 #include "perception_common.cuh"
+#include "ticket.cuh"
 #include "vsn_seq/policy.h"
 
 #if !defined(VSN_F) || !defined(VSN_TR) || !defined(VSN_TE)
@@ -240,9 +241,7 @@ vsn_seq_rows(const float *__restrict__ W, const float *__restrict__ bias,
     const int tid = threadIdx.x;
     const long long row0 = (long long)blockIdx.x * TR;
     const int nrows = (int)(R - row0 < TR ? R - row0 : TR);
-    if (blockIdx.x == 0)
-        for (int i = tid; i < n_tickets; i += NT)
-            tickets[i] = 0;  // vsn_seq_grads of this call counts from 0
+    FJ_TICKETS_RESET(tickets, n_tickets, NT);  // vsn_seq_grads of this call counts from 0
 
     // W^T's first chunk and X^T (rows past R are 0; the block's rows are one
     // contiguous run) load at once.

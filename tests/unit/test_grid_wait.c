@@ -60,8 +60,10 @@ static void test_every_kernel_waits_first(void **state)
     }
     printf("  %d kernels in %zu embedded files, each starting with fj_grid_wait()\n", kernels,
            fj_library_sources.count);
-    /* Every program's kernels are among them (35 when this was written). */
-    assert_true(kernels >= 35);
+    /* Every program's kernels are among them: 33 definitions when this was
+     * written (35 kernels of the programs, radix_reduce and radix_pass
+     * written once for two, radix_kernels.cuh). */
+    assert_true(kernels >= 33);
 }
 
 /* The check itself: a kernel that does something first is caught. */
