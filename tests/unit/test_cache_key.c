@@ -113,12 +113,44 @@ static void test_options_are_canonical(void **state)
     assert_int_equal(found, 2);
 }
 
+static int embedded(const char *name)
+{
+    for (size_t i = 0; i < fj_library_sources.count; i++)
+        if (!strcmp(fj_library_sources.files[i].name, name))
+            return 1;
+    return 0;
+}
+
+/* Every embedded file is hashed into every key (fj_sources_hash_hex): so
+ * each op's policy.h, which its kernel and its host side both read, is
+ * embedded, and a change to a policy is a new key. */
+static void test_every_policy_is_in_the_key(void **state)
+{
+    (void)state;
+    const fj_program *const *list;
+    size_t n = fj_program_list(&list);
+    assert_true(n > 0);
+    assert_true(embedded("common/policy.h"));
+    for (size_t i = 0; i < n; i++) {
+        const char *src = list[i]->source, *slash = strchr(src, '/');
+        if (!slash || strcmp(slash, "/kernel.cu"))
+            fail_msg("program %s: source %s is not an op folder's kernel.cu", list[i]->name,
+                     src);
+        char policy[128];
+        snprintf(policy, sizeof policy, "%.*s/policy.h", (int)(slash - src), src);
+        if (!embedded(src) || !embedded(policy))
+            fail_msg("program %s: %s or %s is not embedded, so not in its key", list[i]->name,
+                     src, policy);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_shape),
         cmocka_unit_test(test_every_input_changes_the_key),
         cmocka_unit_test(test_options_are_canonical),
+        cmocka_unit_test(test_every_policy_is_in_the_key),
     };
     return cmocka_run_group_tests_name("cache_key", tests, NULL, NULL);
 }
