@@ -9,10 +9,7 @@
 static const foxjit_api api_table = {
     .struct_size = sizeof(foxjit_api),
     .abi_major = FOXJIT_ABI_MAJOR,
-    .abi_minor = 4,  /* 1: the whole-sequence ops; 2: foxjit_runtime_params.target;
-                      * 3: the heads' save (heads_seq_saved_size, _forward_save,
-                      * _backward_saved); 4: the wide BCE
-                      * (bce_with_logits_workspace_size, _wide) */
+    .abi_minor = FOXJIT_ABI_MINOR,  /* the header says what each minor added */
 
     .version = foxjit_version,
     .status_string = foxjit_status_string,

@@ -70,6 +70,12 @@ extern "C" {
  * 0.2, soname libfoxjit.so.1): foxjit_heads_args grew (steps, step strides,
  * workspace), so a caller built for 1 must not get this table. */
 #define FOXJIT_ABI_MAJOR 2
+/* The table's additions within ABI 2, its abi_minor: 1 the whole-sequence
+ * ops; 2 foxjit_runtime_params.target; 3 the heads' save
+ * (heads_seq_saved_size, _forward_save, _backward_saved); 4 the wide BCE
+ * (bce_with_logits_workspace_size, _wide). A caller built against this
+ * header checks struct_size against the last member it calls. */
+#define FOXJIT_ABI_MINOR 4
 
 typedef enum foxjit_status {
     FOXJIT_OK = 0,
