@@ -73,9 +73,10 @@ extern "C" {
 /* The table's additions within ABI 2, its abi_minor: 1 the whole-sequence
  * ops; 2 foxjit_runtime_params.target; 3 the heads' save
  * (heads_seq_saved_size, _forward_save, _backward_saved); 4 the wide BCE
- * (bce_with_logits_workspace_size, _wide). A caller built against this
+ * (bce_with_logits_workspace_size, _wide); 5 generalized advantage
+ * estimation (gae, gae_prepare). A caller built against this
  * header checks struct_size against the last member it calls. */
-#define FOXJIT_ABI_MINOR 4
+#define FOXJIT_ABI_MINOR 5
 
 typedef enum foxjit_status {
     FOXJIT_OK = 0,
@@ -708,6 +709,36 @@ FOXJIT_API foxjit_status foxjit_increment_step(foxjit_runtime *rt, CUdeviceptr s
 FOXJIT_API foxjit_status foxjit_training_prepare(foxjit_runtime *rt);
 
 /* ------------------------------------------------------------------------
+ * Generalized advantage estimation (kernels.md section 9)
+ * ------------------------------------------------------------------------ */
+
+/* Advantages and returns of an RL trainer's rollouts, laid out time-major:
+ * rewards and dones [steps, envs], values [steps + 1, envs] (its last row
+ * the bootstrap value of the state after the last step), float32. With
+ * keep = 0 where dones is nonzero (the episode ended at that step), else 1,
+ * from the last step back:
+ *     delta[t]      = rewards[t] + gamma * keep[t] * values[t + 1] - values[t]
+ *     advantages[t] = delta[t] + gamma * lambda * keep[t] * advantages[t + 1]
+ *     returns[t]    = advantages[t] + values[t]
+ * (advantages[steps] = 0), per environment, in float32 in that order: the
+ * bits depend on the inputs only. returns may be 0 (not wanted). gamma and
+ * lambda in [0, 1]; steps and envs in [1, 2^31], (steps + 1) x envs at most
+ * 2^40. The outputs may not overlap the inputs or each other. One kernel,
+ * a thread per environment; no workspace. ABI 2.5. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share an output must be ordered by the
+ * caller (one stream, or events). */
+FOXJIT_API foxjit_status foxjit_gae(foxjit_runtime *rt, CUdeviceptr rewards, CUdeviceptr values,
+                                    CUdeviceptr dones, int64_t steps, int64_t envs, float gamma,
+                                    float lambda, CUdeviceptr advantages, CUdeviceptr returns,
+                                    CUstream stream);
+/* Compiles and loads foxjit_gae's kernel (one for every shape), for use
+ * before CUDA graph capture. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy. */
+FOXJIT_API foxjit_status foxjit_gae_prepare(foxjit_runtime *rt);
+
+/* ------------------------------------------------------------------------
  * Plugin table: the one symbol a trainer needs to dlsym.
  * The table starts with its own size and ABI version and only ever grows at
  * the end. foxjit_get_api returns NULL for an unknown abi_major.
@@ -798,7 +829,11 @@ typedef struct foxjit_api {
     foxjit_status (*bce_with_logits_wide)(foxjit_runtime *, CUdeviceptr, CUdeviceptr, int64_t,
                                           CUdeviceptr, int, CUdeviceptr, CUdeviceptr, size_t,
                                           CUstream);
-    /* New entries go here, at the end only. */
+    /* abi_minor 5 */
+    foxjit_status (*gae)(foxjit_runtime *, CUdeviceptr, CUdeviceptr, CUdeviceptr, int64_t,
+                         int64_t, float, float, CUdeviceptr, CUdeviceptr, CUstream);
+    foxjit_status (*gae_prepare)(foxjit_runtime *);
+    /* New members go here, at the end only. */
 } foxjit_api;
 
 /* Returns the table for abi_major (FOXJIT_ABI_MAJOR), or NULL if this
