@@ -101,5 +101,6 @@ int main(void)
     F2(foxjit_api, heads_workspace_size, vsn_seq_prepare);
     F1(foxjit_api, heads_seq_backward_saved);
     F2(foxjit_api, bce_with_logits_workspace_size, bce_with_logits_wide);
+    F2(foxjit_api, gae, gae_prepare);
     return 0;
 }

@@ -9,6 +9,9 @@
  *                          (2.3), which the bindings then must not call
  *   abi_2_3                a table of ABI 2.3: it ends before the wide BCE
  *                          (2.4), which the bindings then must not call
+ *   abi_2_4                a table of ABI 2.4: it ends before generalized
+ *                          advantage estimation (2.5), which the bindings
+ *                          then must not call
  * The older-minor tables hold last_error and a bce_with_logits that fails
  * with FOXJIT_ERROR_UNSUPPORTED and says it was called, so a test can see
  * that a binding fell back to it; their other entries are NULL.
@@ -66,6 +69,8 @@ FAKE_API const foxjit_api *foxjit_get_api(uint32_t abi_major)
     if (!strcmp(mode, "abi_2_3"))
         return older_minor(&table, abi_major,
                            offsetof(foxjit_api, bce_with_logits_workspace_size), 3);
+    if (!strcmp(mode, "abi_2_4"))
+        return older_minor(&table, abi_major, offsetof(foxjit_api, gae), 4);
     if (!strcmp(mode, "short_table")) {
         table.struct_size = offsetof(foxjit_api, cfc_seq_workspace_size);
         return abi_major == FOXJIT_ABI_MAJOR ? &table : NULL;

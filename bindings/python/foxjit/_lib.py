@@ -7,9 +7,10 @@ import threading
 
 ABI_MAJOR = 2
 ABI_MINOR = 1          # the sequence ops: the last entries every library must have
-# Newer entries, ABI 2.3's (the heads' save) and 2.4's (the wide BCE), are
-# called only when the library has them (Library.has, Library.need); an
-# older library still loads.
+# Newer entries, ABI 2.3's (the heads' save), 2.4's (the wide BCE) and
+# 2.5's (generalized advantage estimation), are called only when the
+# library has them (Library.has, Library.need); an older library still
+# loads.
 DEFAULT_LIBRARY = "libfoxjit.so.1"
 # The library the wheel carries (pip install . at the repository root):
 # meson-python installs the project's shared libraries into
@@ -214,6 +215,9 @@ Api = _struct("foxjit_api", [
     # ABI 2.4
     ("bce_with_logits_workspace_size", _op(c_i64, _SP)),
     ("bce_with_logits_wide", _op(P, P, c_i64, P, c_int, P, P, c_size, CUstream)),
+    # ABI 2.5
+    ("gae", _op(P, P, P, c_i64, c_i64, c_f32, c_f32, P, P, CUstream)),
+    ("gae_prepare", _op()),
 ])
 
 STRUCTS = {s.__name__: s for s in (RuntimeParams, Counters, CfcArgs, HeadsArgs, VsnArgs,

@@ -905,3 +905,35 @@ def increment_step(step, rt=None, stream=None):
         raise ValueError("step: one int32 expected, got shape %s" % (tuple(c.shape),))
     c.bind(rt, stream).launch("increment_step", sp, c.stream)
     return step
+
+
+# ---- generalized advantage estimation ----------------------------------------------------
+
+def gae(rewards, values, dones, gamma=0.99, lambda_=0.95, advantages=None, returns=None,
+        want_returns=True, rt=None, stream=None):
+    """Generalized advantage estimation of time-major rollouts (kernels.md 9;
+    ABI 2.5: foxjit.AbiError on an older library). rewards [T, N], dones
+    [T, N] (nonzero where the episode ended at that step: no bootstrap
+    across it) and values [T + 1, N] (its last row the value of the state
+    after the last step), all float32. `lambda_` is GAE's lambda (Python
+    reserves `lambda`); gamma and lambda_ in [0, 1]. Returns (advantages
+    [T, N], returns [T, N] or None), both overwritten: returns =
+    advantages + values[:T], written when want_returns or returns= is
+    given. Neither output may overlap an input or the other."""
+    c = _Call("gae")
+    rp = c.inp(rewards, "rewards")
+    s = c.shape
+    if len(s) != 2:
+        raise ValueError("rewards: expected 2 dims [steps, envs], got shape %s" % (tuple(s),))
+    steps, envs = s
+    vp = c.inp(values, "values", shape=(steps + 1, envs))
+    dp = c.inp(dones, "dones", shape=(steps, envs))
+    c.bind(rt, stream)
+    if getattr(c.rt._fns, "gae", None) is None:
+        c.rt.lib.need("gae", 5)     # refused before anything is allocated
+    advantages, ap = c.out(advantages, "advantages", (steps, envs))
+    qp = 0
+    if want_returns or returns is not None:
+        returns, qp = c.out(returns, "returns", (steps, envs))
+    c.launch("gae", rp, vp, dp, steps, envs, float(gamma), float(lambda_), ap, qp, c.stream)
+    return advantages, returns

@@ -285,3 +285,24 @@ class Runtime:
 
     def training_prepare(self):
         self._call(self._api.training_prepare(self._rt))
+
+    # ---- generalized advantage estimation ----------------------------------------
+    def gae(self, rewards, values, dones, steps, envs, gamma, lambda_, advantages, returns,
+            stream):
+        """Advantages (and returns, unless `returns` is 0) of time-major
+        rollouts (kernels.md 9): rewards and dones [steps, envs], values
+        [steps + 1, envs] (the last row the bootstrap), advantages and
+        returns [steps, envs], all float32; dones nonzero where an episode
+        ended. `lambda_` is GAE's lambda (Python reserves `lambda`); gamma
+        and lambda_ in [0, 1]. ABI 2.5: foxjit.AbiError on an older
+        library."""
+        self.lib.need("gae", 5)
+        self._call(self._api.gae(self._rt, rewards, values, dones, steps, envs, gamma, lambda_,
+                                 advantages, returns, stream))
+
+    def gae_prepare(self):
+        """Compiles and loads gae's kernel (one for every shape), for use
+        before CUDA graph capture. ABI 2.5: foxjit.AbiError on an older
+        library."""
+        self.lib.need("gae_prepare", 5)
+        self._call(self._api.gae_prepare(self._rt))

@@ -80,6 +80,42 @@ def ref_attn(hs, q):
     return (alpha.unsqueeze(-1) * hs).sum(1)
 
 
+def ref_gae(rewards, values, dones, gamma, lam):
+    """GAE's recurrence (kernels.md 9) in float64 over [T, N] rollouts:
+    (advantages, returns, their error bounds). The bound is ops/gae/test.c's:
+    with u = 2^-24 and c = gamma lambda keep, a step's rounding is at most
+    u (3 (|r| + gamma |V'| + |V|) + 3 c |A'| + 2 |delta|), and the error of
+    A' is carried by c; returns add u (|A| + |V|). gamma and lam are taken
+    as the float32 values the kernel gets."""
+    u = 2.0 ** -24
+    g = torch.tensor(gamma, dtype=torch.float32).item()
+    l = torch.tensor(lam, dtype=torch.float32).item()
+    r, v = rewards.double(), values.double()
+    keep = (dones == 0).double()
+    adv, ret, adv_err, ret_err = (torch.empty_like(r) for _ in range(4))
+    a, e, next_v = torch.zeros_like(r[0]), torch.zeros_like(r[0]), v[-1]
+    for t in range(r.shape[0] - 1, -1, -1):
+        c = g * l * keep[t]
+        delta = r[t] + g * keep[t] * next_v - v[t]
+        e = c * e + u * (3 * (r[t].abs() + g * next_v.abs() + v[t].abs()) + 3 * c * a.abs()
+                         + 2 * delta.abs())
+        a = delta + c * a
+        adv[t], adv_err[t] = a, e
+        ret[t], ret_err[t] = a + v[t], e + u * (a.abs() + v[t].abs())
+        next_v = v[t]
+    return adv, ret, adv_err, ret_err
+
+
+def within(test, what, got, want, bound):
+    """Every element of got within twice its bound of want."""
+    test.assertEqual(tuple(got.shape), tuple(want.shape), what)
+    err = (got.detach().double() - want).abs()
+    allowed = 2 * bound + 1e-30
+    bad = (~(err <= allowed)).sum().item()     # NaN is bad too
+    test.assertEqual(bad, 0, "%s: %d values off, worst error %.3e of %.3e allowed"
+                     % (what, bad, err.max().item(), allowed.max().item()))
+
+
 def heads_params(d, e, h, gen=None):
     s1, s2 = 1 / math.sqrt(d), 1 / math.sqrt(e)
     return [rnd(h, e, d, lo=-s1, hi=s1, gen=gen), rnd(h, e, lo=-.1, hi=.1, gen=gen),
@@ -480,6 +516,55 @@ class Ops(unittest.TestCase):
         torch.cuda.synchronize()
         self.assertTrue(torch.equal(loss, want))
         self.assertTrue(torch.equal(dz, want_dz))
+
+    def test_gae(self):
+        """Generalized advantage estimation (ABI 2.5) against the float64
+        recurrence within ops/gae/test.c's rounding bound, with and without
+        returns (the same advantages' bits), through Runtime on raw
+        addresses and on __cuda_array_interface__ arrays."""
+        rt = ops.runtime_for(0)
+        if not rt.lib.has("gae"):
+            self.skipTest("the library predates ABI 2.5 (no foxjit_gae)")
+        rt.gae_prepare()
+        # (T, N, gamma, lambda, the share of steps that end an episode)
+        for T, N, gamma, lam, done_rate in (
+                (128, 1024, 0.99, 0.95, 0.02),     # a PPO rollout
+                (2048, 64, 0.999, 0.95, 0.001), (1, 1, 0.99, 0.95, 0.5),
+                (37, 1000, 1.0, 1.0, 0.0),         # no discount, no episode end: plain sums
+                (50, 300, 0.0, 0.9, 0.1),          # gamma 0: A = r - V
+                (5, 100_003, 0.9, 0.0, 0.3),       # lambda 0: one-step TD errors
+                (300, 129, 0.97, 0.9, 1.0)):       # every step ends an episode
+            r, v = rnd(T, N), rnd(T + 1, N, lo=-3, hi=3)
+            d = (torch.rand(T, N, device="cuda") < done_rate).float()
+            want_adv, want_ret, adv_err, ret_err = ref_gae(r, v, d, gamma, lam)
+            what = "gae %dx%d gamma %g lambda %g" % (T, N, gamma, lam)
+            adv, ret = ops.gae(r, v, d, gamma=gamma, lambda_=lam)
+            within(self, what + " advantages", adv, want_adv, adv_err)
+            within(self, what + " returns", ret, want_ret, ret_err)
+            adv2, none = ops.gae(r, v, d, gamma=gamma, lambda_=lam, want_returns=False)
+            self.assertIsNone(none)
+            self.assertTrue(torch.equal(adv2, adv), what + ": without returns, other bits")
+
+        # Through Runtime on raw addresses, returns = 0: nothing written there.
+        T, N, gamma, lam = 64, 500, 0.99, 0.95
+        r, v = rnd(T, N), rnd(T + 1, N, lo=-3, hi=3)
+        d = (torch.rand(T, N, device="cuda") < 0.05).float()
+        want, _ = ops.gae(r, v, d, gamma=gamma, lambda_=lam)
+        adv = torch.full((T, N), float("nan"), device="cuda")
+        ret = torch.full((T, N), float("nan"), device="cuda")
+        stream = torch.cuda.current_stream().cuda_stream
+        rt.gae(r.data_ptr(), v.data_ptr(), d.data_ptr(), T, N, gamma, lam, adv.data_ptr(), 0,
+               stream)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(adv, want))
+        self.assertTrue(torch.isnan(ret).all().item(), "returns written with returns = 0")
+        # __cuda_array_interface__ arrays: the outputs given.
+        ret = torch.empty_like(r)
+        ops.gae(Cai(r), Cai(v), Cai(d), gamma=gamma, lambda_=lam, advantages=Cai(adv),
+                returns=Cai(ret), stream=stream)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(adv, want))
+        self.assertTrue(torch.equal(ret, want + v[:T]), "returns != advantages + values")
 
 
 @unittest.skipUnless(HAVE_GPU, "needs a GPU")

@@ -136,6 +136,30 @@ class Loading(unittest.TestCase):
             self.assertEqual(cm.exception.status, foxjit.Status.UNSUPPORTED)
             self.assertIn("fake_foxjit: foxjit_bce_with_logits", cm.exception.message)
 
+    def test_older_minor_loads_without_gae(self):
+        lib = self.fake_library("abi_2_4")
+        self.assertEqual(lib.abi[1:], (2, 4))
+        self.assertTrue(lib.has("bce_with_logits_wide"))
+        self.assertFalse(lib.has("gae"))
+        self.assertFalse(lib.has("gae_prepare"))
+        rt = foxjit.Runtime.from_raw(0x1000, lib=lib)
+        for returns in (G * 5, 0):
+            self.abi_err("gae", 5, "2.4", rt.gae, G, G * 2, G * 3, 16, 64, 0.99, 0.95, G * 4,
+                         returns, 0)
+        self.abi_err("gae_prepare", 5, "2.4", rt.gae_prepare)
+        # The array-level op refuses before it looks at its outputs (here
+        # none given, which interface arrays would need).
+        r, v, d = FakeArray(G, (16, 64)), FakeArray(G * 2, (17, 64)), FakeArray(G * 3, (16, 64))
+        self.abi_err("gae", 5, "2.4", ops.gae, r, v, d, rt=rt)
+        self.abi_err("gae", 5, "2.4", ops.gae, r, v, d, advantages=FakeArray(G * 4, (16, 64)),
+                     want_returns=False, rt=rt)
+        # The tables of 2.2 and 2.3 lack it too.
+        for mode, have in (("abi_2_2", "2.2"), ("abi_2_3", "2.3")):
+            lib = self.fake_library(mode)
+            self.assertFalse(lib.has("gae"), mode)
+            self.abi_err("gae_prepare", 5, have,
+                         foxjit.Runtime.from_raw(0x1000, lib=lib).gae_prepare)
+
     def test_version_and_abi(self):
         need_library(self)
         self.assertEqual(foxjit.version(), "0.2.0")
@@ -321,6 +345,42 @@ class PackageChecks(unittest.TestCase):
     def test_ties(self):
         with self.assertRaisesRegex(ValueError, "ties must be"):
             self.rt.rank_normalize_workspace_size(10, "min")
+
+    def test_gae_shapes_and_dtypes(self):
+        """rewards [T, N], values [T + 1, N], dones [T, N], float32 each;
+        the outputs [T, N], given when the inputs are not torch tensors."""
+        T, N = 16, 64
+        r, v, d = FakeArray(G, (T, N)), FakeArray(G * 2, (T + 1, N)), FakeArray(G * 3, (T, N))
+        adv, ret = FakeArray(G * 4, (T, N)), FakeArray(G * 5, (T, N))
+        with self.assertRaisesRegex(ValueError, r"rewards: expected 2 dims \[steps, envs\], "
+                                    r"got shape \(1024,\)"):
+            ops.gae(FakeArray(G, (T * N,)), v, d, advantages=adv, returns=ret, rt=self.rt)
+        with self.assertRaisesRegex(ValueError, r"values: shape \(16, 64\), expected "
+                                    r"\(17, 64\)"):
+            ops.gae(r, FakeArray(G * 2, (T, N)), d, advantages=adv, returns=ret, rt=self.rt)
+        with self.assertRaisesRegex(ValueError, r"dones: shape \(17, 64\), expected "
+                                    r"\(16, 64\)"):
+            ops.gae(r, v, FakeArray(G * 3, (T + 1, N)), advantages=adv, returns=ret, rt=self.rt)
+        for typestr in ("|b1", "<f8", "<i4"):
+            with self.assertRaisesRegex(TypeError, "dones: typestr %r; fox-jit needs float32"
+                                        % typestr):
+                ops.gae(r, v, FakeArray(G * 3, (T, N), typestr), advantages=adv, returns=ret,
+                        rt=self.rt)
+        with self.assertRaisesRegex(TypeError, "values: typestr '<f8'"):
+            ops.gae(r, FakeArray(G * 2, (T + 1, N), "<f8"), d, advantages=adv, rt=self.rt)
+        with self.assertRaisesRegex(ValueError, r"advantages: shape \(17, 64\), expected "
+                                    r"\(16, 64\)"):
+            ops.gae(r, v, d, advantages=FakeArray(G * 4, (T + 1, N)), returns=ret, rt=self.rt)
+        with self.assertRaisesRegex(ValueError, r"returns: shape \(64, 16\), expected "
+                                    r"\(16, 64\)"):
+            ops.gae(r, v, d, advantages=adv, returns=FakeArray(G * 5, (N, T)), rt=self.rt)
+        with self.assertRaisesRegex(ValueError, "returns: the array is read-only"):
+            ops.gae(r, v, d, advantages=adv, returns=FakeArray(G * 5, (T, N), readonly=True),
+                    rt=self.rt)
+        with self.assertRaisesRegex(TypeError, r"advantages: pass it \(advantages=...\)"):
+            ops.gae(r, v, d, rt=self.rt)
+        with self.assertRaisesRegex(TypeError, r"returns: pass it \(returns=...\)"):
+            ops.gae(r, v, d, advantages=adv, rt=self.rt)
 
 
 # ---- the torch path without torch or a GPU ---------------------------------------------
@@ -678,6 +738,67 @@ class TorchPath(unittest.TestCase):
         self.assertEqual(self.log, [("launch", "column_sum", CTX, SIDE)])
 
 
+    def test_gae(self):
+        """For torch inputs: the outputs made on the inputs' GPU ([T, N]
+        float32, not zeroed: the op overwrites them), returns only when
+        wanted (0 to the library otherwise), the arguments in the C order,
+        and the checks of what the caller gives."""
+        calls = []
+        entry = self.rt.gae
+        self.rt.gae = lambda rt, *args: calls.append(args) or entry(rt, *args)
+        T, N = 8, 5
+        r, v, d = self.t(T, N), self.t(T + 1, N), self.t(T, N)
+        adv, ret = ops.gae(r, v, d, gamma=0.9, lambda_=0.8)
+        self.assertEqual((adv.shape, ret.shape), ((T, N), (T, N)))
+        self.assertEqual((adv.dtype, ret.dtype), (self.torch.float32, self.torch.float32))
+        self.assertEqual((adv.device.index, ret.device.index), (0, 0))
+        self.assertEqual(self.log, [("empty", adv.data_ptr()), ("empty", ret.data_ptr()),
+                                    ("launch", "gae", CTX, CUR)])
+        self.assertEqual(calls[-1], (r.data_ptr(), v.data_ptr(), d.data_ptr(), T, N, 0.9, 0.8,
+                                     adv.data_ptr(), ret.data_ptr(), CUR))
+        # Not wanted: none made, 0 passed; the defaults gamma 0.99, lambda 0.95.
+        del self.log[:]
+        adv, ret = ops.gae(r, v, d, want_returns=False)
+        self.assertIsNone(ret)
+        self.assertEqual(self.log, [("empty", adv.data_ptr()), ("launch", "gae", CTX, CUR)])
+        self.assertEqual(calls[-1][5:], (0.99, 0.95, adv.data_ptr(), 0, CUR))
+        # Given outputs are written (returns too, want_returns or not).
+        a, q = self.t(T, N), self.t(T, N)
+        got = ops.gae(r, v, d, advantages=a, returns=q, want_returns=False)
+        self.assertIs(got[0], a)
+        self.assertIs(got[1], q)
+        self.assertEqual(calls[-1][7:], (a.data_ptr(), q.data_ptr(), CUR))
+        # On another stream: the op waits for its allocations and records them.
+        del self.log[:]
+        adv, ret = ops.gae(r, v, d, stream=SIDE)
+        self.assertEqual(self.log, [("empty", adv.data_ptr()), ("empty", ret.data_ptr()),
+                                    ("wait_stream", SIDE, CUR),
+                                    ("record_stream", adv.data_ptr(), SIDE),
+                                    ("record_stream", ret.data_ptr(), SIDE),
+                                    ("launch", "gae", CTX, SIDE)])
+        # The second GPU's inputs: its runtime, in its context.
+        r1, v1, d1 = self.t(T, N, device=1), self.t(T + 1, N, device=1), self.t(T, N, device=1)
+        adv1, _ = ops.gae(r1, v1, d1)
+        self.assertEqual(adv1.device.index, 1)
+        self.assertEqual(self.launches()[-1], ("launch", "gae", CTX + 1, CUR))
+        # Refused before anything is launched.
+        del self.log[:]
+        with self.assertRaisesRegex(TypeError, "dones: dtype torch.int32; fox-jit needs "
+                                    "float32"):
+            ops.gae(r, v, self.t(T, N, dtype=self.torch.int32))
+        with self.assertRaisesRegex(ValueError, r"values: shape \(8, 5\), expected \(9, 5\)"):
+            ops.gae(r, self.t(T, N), d)
+        with self.assertRaisesRegex(ValueError, r"gae: the tensors are on different GPUs "
+                                    r"\(cuda:0, cuda:1\)"):
+            ops.gae(r, self.t(T + 1, N, device=1), d)
+        with self.assertRaisesRegex(ValueError, "advantages: the tensor is on cuda:1, the op's "
+                                    "inputs on cuda:0"):
+            ops.gae(r, v, d, advantages=self.t(T, N, device=1))
+        with self.assertRaisesRegex(ValueError, "returns: the tensor is on cuda:1"):
+            ops.gae(r, v, d, returns=self.t(T, N, device=1))
+        self.assertEqual(self.launches(), [])
+
+
 class LibraryChecks(unittest.TestCase):
     """Every op's errors from the library, through the package: the status
     and the library's message (which names the C function)."""
@@ -815,6 +936,58 @@ class LibraryChecks(unittest.TestCase):
                  rt=rt, needles=["foxjit_adamw"])
         with self.assertRaisesRegex(ValueError, "step: one int32"):
             ops.increment_step(FakeArray(G, (2,), "<i4"), rt=rt)
+
+    def test_gae(self):
+        rt, S, name = self.rt, 0, "foxjit_gae"
+        unsup = foxjit.Status.UNSUPPORTED
+        self.assertTrue(rt.lib.has("gae") and rt.lib.has("gae_prepare"))
+        # rewards, values, dones, advantages, returns: far apart, none overlapping
+        r, v, d, a, q = G, G * 2, G * 3, G * 4, G * 5
+        T, N, g, lam = 16, 64, 0.99, 0.95
+        self.err(rt.gae, r, v, d, 0, N, g, lam, a, q, S, needles=[name, "steps is 0"])
+        self.err(rt.gae, r, v, d, T, -1, g, lam, a, q, S, needles=[name, "envs is -1"])
+        self.err(rt.gae, r, v, d, 1 << 32, N, g, lam, a, q, S, status=unsup,
+                 needles=[name, "steps", "limit"])
+        self.err(rt.gae, r, v, d, 1 << 21, 1 << 20, g, lam, a, q, S, status=unsup,
+                 needles=[name, "(steps + 1) x envs"])
+        for i, arg in enumerate(("rewards", "values", "dones", "advantages")):
+            ptrs = [r, v, d, a]
+            ptrs[i] = 0
+            self.err(rt.gae, *ptrs[:3], T, N, g, lam, ptrs[3], q, S,
+                     needles=[name, arg + " is NULL"])
+        self.err(rt.gae, r + 2, v, d, T, N, g, lam, a, q, S, needles=[name, "rewards", "aligned"])
+        self.err(rt.gae, r, v, d, T, N, g, lam, a, q + 1, S, needles=[name, "returns", "aligned"])
+        self.err(rt.gae, r, v, d, T, N, -0.1, lam, a, q, S, needles=[name, "gamma", "[0, 1]"])
+        self.err(rt.gae, r, v, d, T, N, float("nan"), lam, a, q, S, needles=[name, "gamma"])
+        self.err(rt.gae, r, v, d, T, N, g, float("inf"), a, q, S, needles=[name, "lambda"])
+        self.err(rt.gae, r, v, d, T, N, g, lam, r, q, S, needles=["advantages overlaps rewards"])
+        self.err(rt.gae, r, v, d, T, N, g, lam, a, v + 4 * T * N, S,
+                 needles=["returns overlaps values"])
+        self.err(rt.gae, r, v, d, T, N, g, lam, a, a + 4, S,
+                 needles=["returns overlaps advantages"])
+        # gae_prepare checks nothing but the runtime (one kernel for every shape).
+        null = foxjit.Runtime.from_raw(0, owned=False)
+        self.err(null.gae_prepare, needles=["foxjit_gae_prepare", "runtime is NULL"])
+        self.err(null.gae, r, v, d, T, N, g, lam, a, q, S, needles=[name, "runtime is NULL"])
+        # Through the array-level op: gamma and lambda_ reach the library as
+        # given, returns as 0 when not wanted.
+        R, V, D = FakeArray(r, (T, N)), FakeArray(v, (T + 1, N)), FakeArray(d, (T, N))
+        A, Q = FakeArray(a, (T, N)), FakeArray(q, (T, N))
+        self.err(ops.gae, R, V, D, gamma=1.5, advantages=A, returns=Q, rt=rt,
+                 needles=[name, "gamma is 1.5"])
+        self.err(ops.gae, R, V, D, lambda_=-0.25, advantages=A, returns=Q, rt=rt,
+                 needles=[name, "lambda is -0.25"])
+        self.err(ops.gae, R, V, D, advantages=FakeArray(d, (T, N)), returns=Q, rt=rt,
+                 needles=[name, "advantages overlaps dones"])
+        self.err(ops.gae, R, V, D, advantages=A, returns=FakeArray(a + 8, (T, N)), rt=rt,
+                 needles=[name, "returns overlaps advantages"])
+        self.err(ops.gae, FakeArray(r, (0, N)), FakeArray(v, (1, N)), FakeArray(d, (0, N)),
+                 advantages=FakeArray(a, (0, N)), want_returns=False, rt=rt,
+                 needles=[name, "steps is 0"])
+        # want_returns=False and none given: no returns to ask for (interface
+        # arrays), the library's own checks answer.
+        self.err(ops.gae, R, V, D, gamma=2.0, advantages=A, want_returns=False, rt=rt,
+                 needles=[name, "gamma is 2"])
 
     def test_wide_bce(self):
         rt, S = self.rt, 0

@@ -231,7 +231,7 @@ impl Library {
 
     /// Loads the library at `path` (a file name alone is searched for as
     /// dlopen does) and checks its table: ABI major [`ABI_MAJOR`], and every
-    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3, 2.4)
+    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3 to 2.5)
     /// are checked where they are called, and return `Error::Abi` on a
     /// table that lacks them. Nothing else is tried.
     pub fn open_path(path: &str) -> Result<Library> {
@@ -321,6 +321,13 @@ impl Library {
     /// return `Error::Abi` and [`Runtime::bce_with_logits`] is the way.
     pub fn has_bce_with_logits_wide(&self) -> bool {
         self.abi().0 >= ffi::api_end_bce_with_logits_wide()
+    }
+
+    /// Whether the library has generalized advantage estimation (ABI 2.5:
+    /// [`Runtime::gae`] and [`Runtime::gae_prepare`]); without it those
+    /// calls return `Error::Abi`.
+    pub fn has_gae(&self) -> bool {
+        self.abi().0 >= ffi::api_end_gae_prepare()
     }
 
     /// Err(Error::Abi) unless the library's table reaches `end` bytes (the
@@ -894,6 +901,46 @@ impl Runtime {
     /// Compiles and loads the training-step kernels.
     pub fn training_prepare(&self) -> Result<()> {
         call!(self, training_prepare())
+    }
+
+    // ---- generalized advantage estimation ---------------------------------------
+
+    /// Advantages and returns of time-major rollouts (kernels.md 9): with
+    /// `keep = 0` where `dones[t, n]` is nonzero (the episode ended at step
+    /// t) and 1 elsewhere, from the last step back, per environment,
+    ///
+    /// ```text
+    /// delta[t]      = rewards[t] + gamma * keep[t] * values[t + 1] - values[t]
+    /// advantages[t] = delta[t] + gamma * lambda * keep[t] * advantages[t + 1]
+    /// returns[t]    = advantages[t] + values[t]
+    /// ```
+    ///
+    /// (`advantages[steps] = 0`), in f32 in that order: the bits depend on
+    /// the inputs only. `returns` may be 0 (not wanted). `gamma` and
+    /// `lambda` in [0, 1]; `steps` and `envs` in [1, 2^31], `(steps + 1) x
+    /// envs` at most 2^40. ABI 2.5: `Error::Abi` on an older library
+    /// ([`Library::has_gae`]).
+    ///
+    /// # Safety
+    /// `rewards`, `dones`, `advantages` (and `returns`) are `steps x envs`
+    /// f32 and `values` `(steps + 1) x envs` f32 (its last row the
+    /// bootstrap value), row-major by step, device memory of the runtime's
+    /// context. An output that overlaps an input or the other output is
+    /// refused with `Error::Status`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gae(&self, rewards: CUdeviceptr, values: CUdeviceptr, dones: CUdeviceptr,
+                      steps: i64, envs: i64, gamma: f32, lambda: f32, advantages: CUdeviceptr,
+                      returns: CUdeviceptr, stream: CUstream) -> Result<()> {
+        self.lib.need("gae", ffi::api_end_gae(), 5)?;
+        call!(self, gae(rewards, values, dones, steps, envs, gamma, lambda, advantages, returns,
+                        stream))
+    }
+    /// Compiles and loads [`Runtime::gae`]'s kernel (one for every shape),
+    /// for use before CUDA graph capture. ABI 2.5: `Error::Abi` on an older
+    /// library.
+    pub fn gae_prepare(&self) -> Result<()> {
+        self.lib.need("gae_prepare", ffi::api_end_gae_prepare(), 5)?;
+        call!(self, gae_prepare())
     }
 }
 

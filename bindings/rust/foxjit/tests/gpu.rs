@@ -1,7 +1,7 @@
 //! On a GPU: the column sums, the sort, the rank normalization, one CfC
-//! step (forward and backward) and the BCE with logits (the wide form's dz
-//! bitwise the one-block form's) through the crate, each against a CPU
-//! reference. Without a GPU (or driver) it prints SKIP and passes, unless
+//! step (forward and backward), the BCE with logits (the wide form's dz
+//! bitwise the one-block form's) and generalized advantage estimation
+//! through the crate, each against a CPU reference. Without a GPU (or driver) it prints SKIP and passes, unless
 //! FOXJIT_REQUIRE_GPU=1, which makes that a failure.
 mod common;
 
@@ -38,6 +38,57 @@ fn assert_close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64) {
         worst = worst.max(err);
     }
     eprintln!("  {}: {} values, worst error {:.3e}", what, got.len(), worst);
+}
+
+/// Every element of `got` within twice its bound of `want` (the bounds of
+/// a float32 computation's rounding, carried step by step).
+#[track_caller]
+fn assert_within(what: &str, got: &[f32], want: &[f64], bound: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{}: length", what);
+    let mut worst = 0f64;
+    for i in 0..got.len() {
+        let err = (got[i] as f64 - want[i]).abs();
+        let allowed = 2.0 * bound[i] + 1e-30;
+        assert!(err <= allowed, "{}[{}]: got {} want {} (error {:e}, allowed {:e})", what, i,
+                got[i], want[i], err, allowed);
+        worst = worst.max(err / allowed);
+    }
+    eprintln!("  {}: {} values, worst error {:.3} of the bound", what, got.len(), worst);
+}
+
+/// GAE's recurrence (kernels.md 9) in float64 over time-major `[steps,
+/// envs]` rollouts: (advantages, returns, their error bounds). The bound
+/// is ops/gae/test.c's: with u = 2^-24 and c = gamma lambda keep, a step's
+/// rounding is at most u (3 (|r| + gamma |V'| + |V|) + 3 c |A'| + 2 |delta|),
+/// and the error of A' is carried by c; returns add u (|A| + |V|).
+#[allow(clippy::too_many_arguments)]
+fn gae_reference(rewards: &[f32], values: &[f32], dones: &[f32], steps: usize, envs: usize,
+                 gamma: f32, lambda: f32) -> [Vec<f64>; 4] {
+    let u = (-24f64).exp2();
+    let n = steps * envs;
+    let (mut adv, mut ret, mut adv_err, mut ret_err) =
+        (vec![0f64; n], vec![0f64; n], vec![0f64; n], vec![0f64; n]);
+    let g = gamma as f64;
+    for e in 0..envs {
+        let (mut a, mut err, mut next_v) = (0f64, 0f64, values[steps * envs + e] as f64);
+        for t in (0..steps).rev() {
+            let i = t * envs + e;
+            let keep = if dones[i] != 0.0 { 0.0 } else { 1.0 };
+            let (r, v) = (rewards[i] as f64, values[i] as f64);
+            let c = g * lambda as f64 * keep;
+            let delta = r + g * keep * next_v - v;
+            err = c * err
+                + u * (3.0 * (r.abs() + g * next_v.abs() + v.abs()) + 3.0 * c * a.abs()
+                    + 2.0 * delta.abs());
+            a = delta + c * a;
+            adv[i] = a;
+            adv_err[i] = err;
+            ret[i] = a + v;
+            ret_err[i] = err + u * (a.abs() + v.abs());
+            next_v = v;
+        }
+    }
+    [adv, ret, adv_err, ret_err]
 }
 
 fn setup() -> Option<(cuda::Cuda, Library)> {
@@ -295,6 +346,57 @@ fn gpu_ops_match_the_cpu_reference() {
         }
     } else {
         eprintln!("  bce_with_logits_wide: the library predates ABI 2.4, not run");
+    }
+
+    // ---- generalized advantage estimation (ABI 2.5), with and without returns -------
+    if lib.has_gae() {
+        rt.gae_prepare().unwrap();
+        // (steps, envs, gamma, lambda, the share of steps that end an episode)
+        for &(steps, envs, gamma, lambda, done_rate) in &[
+            (128usize, 1000usize, 0.99f32, 0.95f32, 0.02f32), // a PPO rollout
+            (1, 1, 0.99, 0.95, 0.5),
+            (37, 300, 1.0, 1.0, 0.0),   // no discount, no episode end: plain sums
+            (50, 129, 0.0, 0.9, 0.1),   // gamma 0: A = r - V
+            (5, 1003, 0.9, 0.0, 0.3),   // lambda 0: one-step TD errors
+            (30, 129, 0.97, 0.9, 1.0),  // every step ends an episode
+        ] {
+            let n = steps * envs;
+            let rewards = rng.vec(n, -1.0, 1.0);
+            let values = rng.vec(n + envs, -3.0, 3.0);
+            // (a rate of 1 ends every step, of 0 none: u32 / 2^32 < rate exactly)
+            let dones: Vec<f32> = (0..n)
+                .map(|_| {
+                    let ended = (rng.next_u32() as f64) < done_rate as f64 * 4294967296.0;
+                    if ended { 1.0 } else { 0.0 }
+                })
+                .collect();
+            let [adv, ret, adv_err, ret_err] =
+                gae_reference(&rewards, &values, &dones, steps, envs, gamma, lambda);
+            let (gr, gv, gd) = (gpu.upload(&rewards), gpu.upload(&values), gpu.upload(&dones));
+            let nan = vec![f32::NAN; n];
+            for with_returns in [false, true] {
+                let (g_adv, g_ret) = (gpu.upload(&nan), gpu.upload(&nan));
+                let returns = if with_returns { g_ret.ptr } else { 0 };
+                unsafe {
+                    rt.gae(gr.ptr, gv.ptr, gd.ptr, steps as i64, envs as i64, gamma, lambda,
+                           g_adv.ptr, returns, stream).unwrap();
+                }
+                gpu.sync(stream as _);
+                let what = format!("gae {}x{} gamma {} lambda {}{}", steps, envs, gamma, lambda,
+                                   if with_returns { "" } else { " (no returns)" });
+                assert_within(&format!("{} advantages", what), &g_adv.download::<f32>(), &adv,
+                              &adv_err);
+                let got_ret = g_ret.download::<f32>();
+                if with_returns {
+                    assert_within(&format!("{} returns", what), &got_ret, &ret, &ret_err);
+                } else {
+                    assert!(got_ret.iter().all(|x| x.is_nan()),
+                            "{}: returns written with returns = 0", what);
+                }
+            }
+        }
+    } else {
+        eprintln!("  gae: the library predates ABI 2.5, not run");
     }
     let c = rt.counters().unwrap();
     eprintln!("GPU test passed ({} modules loaded, {} compiles)", c.modules_loaded, c.compiles);

@@ -217,6 +217,30 @@ fn older_minor_loads_without_the_wide_bce() {
 }
 
 #[test]
+fn older_minor_loads_without_gae() {
+    let _g = ENV_LOCK.lock().unwrap();
+    let Some(lib) = fake_library("abi_2_4") else { return };
+    assert_eq!((lib.abi().1, lib.abi().2), (2, 4));
+    assert!(lib.has_heads_seq_save());
+    assert!(lib.has_bce_with_logits_wide());
+    assert!(!lib.has_gae());
+    let rt = placeholder(&lib);
+    unsafe {
+        expect_abi_err(rt.gae(G, G * 2, G * 3, 16, 64, 0.99, 0.95, G * 4, G * 5, S), "gae", 5,
+                       "ABI 2.4");
+        expect_abi_err(rt.gae(G, G * 2, G * 3, 16, 64, 0.99, 0.95, G * 4, 0, S), "gae", 5,
+                       "ABI 2.4");
+    }
+    expect_abi_err(rt.gae_prepare(), "gae_prepare", 5, "ABI 2.4");
+    // The tables of 2.2 and 2.3 lack it too.
+    for (mode, have) in [("abi_2_2", "ABI 2.2"), ("abi_2_3", "ABI 2.3")] {
+        let Some(lib) = fake_library(mode) else { return };
+        assert!(!lib.has_gae(), "{}", mode);
+        expect_abi_err(placeholder(&lib).gae_prepare(), "gae_prepare", 5, have);
+    }
+}
+
+#[test]
 fn struct_layouts_match_the_c_header() {
     let Some(path) = common::need(common::layout_listing()) else { return };
     let text = std::fs::read_to_string(&path).expect("reading the layout listing");
@@ -392,6 +416,50 @@ fn training_argument_errors() {
                             lr: -1.0, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 };
         expect_err(rt.adamw(&a, S), inv, &["lr"]);
         expect_err(rt.increment_step(0, S), inv, &["foxjit_increment_step"]);
+    }
+}
+
+#[test]
+fn gae_argument_errors() {
+    let Some(lib) = lib() else { return };
+    assert!(lib.has_gae());
+    let rt = placeholder(&lib);
+    let (inv, unsup) = (Status::INVALID_ARGUMENT, Status::UNSUPPORTED);
+    let name = "foxjit_gae";
+    // rewards, values, dones, advantages, returns: far apart, none overlapping
+    let (r, v, d, a, q) = (G, G * 2, G * 3, G * 4, G * 5);
+    let (t, n, g, l) = (16i64, 64i64, 0.99f32, 0.95f32);
+    unsafe {
+        expect_err(rt.gae(r, v, d, 0, n, g, l, a, q, S), inv, &[name, "steps is 0"]);
+        expect_err(rt.gae(r, v, d, t, -1, g, l, a, q, S), inv, &[name, "envs is -1"]);
+        expect_err(rt.gae(r, v, d, 1 << 32, n, g, l, a, q, S), unsup, &[name, "steps", "limit"]);
+        expect_err(rt.gae(r, v, d, 1 << 21, 1 << 20, g, l, a, q, S), unsup,
+                   &[name, "(steps + 1) x envs"]);
+        expect_err(rt.gae(0, v, d, t, n, g, l, a, q, S), inv, &[name, "rewards is NULL"]);
+        expect_err(rt.gae(r, 0, d, t, n, g, l, a, q, S), inv, &[name, "values is NULL"]);
+        expect_err(rt.gae(r, v, 0, t, n, g, l, a, q, S), inv, &[name, "dones is NULL"]);
+        expect_err(rt.gae(r, v, d, t, n, g, l, 0, q, S), inv, &[name, "advantages is NULL"]);
+        expect_err(rt.gae(r + 2, v, d, t, n, g, l, a, q, S), inv, &[name, "rewards", "aligned"]);
+        expect_err(rt.gae(r, v, d, t, n, g, l, a, q + 1, S), inv, &[name, "returns", "aligned"]);
+        expect_err(rt.gae(r, v, d, t, n, -0.1, l, a, q, S), inv, &[name, "gamma", "[0, 1]"]);
+        expect_err(rt.gae(r, v, d, t, n, 1.5, l, a, q, S), inv, &[name, "gamma"]);
+        expect_err(rt.gae(r, v, d, t, n, f32::NAN, l, a, q, S), inv, &[name, "gamma"]);
+        expect_err(rt.gae(r, v, d, t, n, g, f32::INFINITY, a, q, S), inv, &[name, "lambda"]);
+        // outputs overlapping an input (values' last row too) or each other
+        expect_err(rt.gae(r, v, d, t, n, g, l, r, q, S), inv,
+                   &[name, "advantages overlaps rewards"]);
+        expect_err(rt.gae(r, v, d, t, n, g, l, a, v + 4 * (t * n) as u64, S), inv,
+                   &[name, "returns overlaps values"]);
+        expect_err(rt.gae(r, v, d, t, n, g, l, a, a + 4, S), inv,
+                   &[name, "returns overlaps advantages"]);
+        expect_err(rt.gae(r, v, d, t, n, g, l, d, 0, S), inv,
+                   &[name, "advantages overlaps dones"]);
+    }
+    // gae_prepare checks nothing but the runtime (one kernel for every shape).
+    let null = unsafe { Runtime::from_raw(&lib, std::ptr::null_mut(), false) };
+    expect_err(null.gae_prepare(), inv, &["foxjit_gae_prepare", "runtime is NULL"]);
+    unsafe {
+        expect_err(null.gae(r, v, d, t, n, g, l, a, q, S), inv, &[name, "runtime is NULL"]);
     }
 }
 
