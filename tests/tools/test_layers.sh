@@ -8,7 +8,7 @@
 #     runtime's too.
 #     tools/baselines is not a tool: it is the bench's and the tests'
 #     library of seed kernels, built on the runtime's internals like an op.
-#  2. runtime/disk_cache.c compiles with no CUDA include path: the cache
+#  2. runtime/cache/disk_cache.c compiles with no CUDA include path: the cache
 #     knows a key only as bytes and never sees cuda.h or nvrtc.h.
 #  3. Nothing in the repository points at the spec folder next to the
 #     checkout (a clone does not have it).
@@ -28,7 +28,7 @@ lib=${3:-}
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
-runtime_headers=$( (cd "$root/runtime" && find . -name '*.h' | grep -vx './toolkit.h'
+runtime_headers=$( (cd "$root/runtime" && find . -name '*.h' -printf '%f\n' | grep -vx 'toolkit.h'
                    cd "$root/ops" && find . -mindepth 2 -name '*.h' ! -name policy.h) |
                  sed 's|^\./||')
 for f in $(cd "$root" && { find tools -path tools/baselines -prune -o \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) -print; find ops -name bench.c; } | sort); do
@@ -49,7 +49,8 @@ done
 # No -I for the CUDA toolkit, and no system CUDA either: an empty include
 # directory shadows nothing, so cuda.h can only come from the default paths;
 # -nostdinc would lose libc, so check the preprocessed list of headers.
-deps=$("$cc" -std=c11 -D_GNU_SOURCE -I"$root/runtime" -M "$root/runtime/disk_cache.c" 2>&1)
+deps=$("$cc" -std=c11 -D_GNU_SOURCE -I"$root/runtime/core" -I"$root/runtime/cache" \
+      -M "$root/runtime/cache/disk_cache.c" 2>&1)
 rc=$?
 if [ $rc -ne 0 ]; then
     fail "disk_cache.c does not compile without a CUDA include path: $deps"
@@ -75,7 +76,7 @@ toolkit_allowed='foxjit/foxjit.h cuda_loader.h'
 quoted_includes() {
     sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"
 }
-for f in toolkit.h cuda_loader.h; do
+for f in toolkit.h loaders/cuda_loader.h; do
     path=$root/runtime/$f
     [ -f "$path" ] || { fail "runtime/$f is missing"; continue; }
     for inc in $(quoted_includes "$path"); do
