@@ -1,15 +1,17 @@
-/* The list of ops: one line per op, X(op, entries). op names its folder
- * ops/<op>/: kernel.cu, op.c exporting fj_op_<op> (runtime/op.h), test.c
- * and bench.c (docs/adding-an-op.md); meson reads the names from this
- * file (ops/meson.build), so adding an op needs no build-file edit.
- * entries are the foxjit_api members the op fills, FJ_API(name) each for
- * foxjit_<name> (runtime/api_table.c).
+/* The list of ops: one line per op, X(op, api). op names its folder
+ * ops/<op>/: kernel.cu, op.c exporting fj_op_<op> (op_descriptor.h, in
+ * runtime/build/), test.c and bench.c (docs/adding-an-op.md); meson reads
+ * the names from this file (ops/meson.build), so adding an op needs no
+ * build-file edit. api lists the op's API functions, the foxjit_api
+ * members it fills: FJ_API(name) for each foxjit_<name>
+ * (runtime/api/api_table.c).
  *
- * From this list come: the embedded kernel sources, the program registry
- * (registry.c), the manifest's ops and the default manifest (ops.c), the
- * plugin table (api_table.c), the gpu tests and the bad-input table
- * (ops/<op>/test.c, holding cases_<op>, which gpu_bad_input needs for
- * every line, with a case for every entry) and the bench's per-op groups
+ * From this list come: the embedded kernel sources, the table of ops
+ * (ops/op_table.c: the descriptors behind the program registry, the
+ * manifest's ops and the default manifest), the plugin table
+ * (api_table.c), the gpu tests and the bad-input table (ops/<op>/test.c,
+ * holding cases_<op>, which gpu_bad_input needs for every line, with a
+ * case for every API function) and the bench's per-op groups
  * (ops/<op>/bench.c where one exists).
  * Order: append only (the table's layout is foxjit_api's, in the header). */
 #ifndef FJ_OP_LIST_H

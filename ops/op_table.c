@@ -6,15 +6,15 @@
 #include <string.h>
 
 #include "manifest.h"
-#include "op.h"
+#include "op_descriptor.h"
 #include "op_list.h"
 
-#define FJ_DECLARE_OP(op, entries) extern const fj_op fj_op_##op;
+#define FJ_DECLARE_OP(op, api) extern const fj_op fj_op_##op;
 FJ_OPS(FJ_DECLARE_OP)
 #undef FJ_DECLARE_OP
 
 const fj_op *const fj_ops[] = {
-#define FJ_LIST_OP(op, entries) &fj_op_##op,
+#define FJ_LIST_OP(op, api) &fj_op_##op,
     FJ_OPS(FJ_LIST_OP)
 #undef FJ_LIST_OP
 };

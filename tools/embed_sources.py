@@ -9,7 +9,7 @@ file's embedded name is its path below the directory that holds it
 programs name as their source. Two files of one name, or a file outside
 every SRCDIR, are errors.
 
-Writes the fj_source_set SYMBOL (see runtime/registry.h) and a Make-style depfile
+Writes the fj_source_set SYMBOL (see runtime/build/registry.h) and a Make-style depfile
 listing every embedded file, so editing any of them rebuilds the library.
 """
 import os

@@ -25,7 +25,7 @@
 #    whose first host frame under the driver is in libnccl.so; and fox-jit's
 #    own kernel-argument probe: cuFuncGetParamInfo asked for the parameter
 #    one past a kernel's last answers CUDA_ERROR_INVALID_VALUE (error 1) by
-#    design (runtime/module_cache.c, check_kernel_args, inlined into
+#    design (runtime/modules/module_cache.c, check_kernel_args, inlined into
 #    load_module), which is how the probe knows the kernel has no more. Any
 #    other report, one without a backtrace, and one past the print limit
 #    counts.

@@ -2,7 +2,7 @@
  * prepare and `fox-jit warm`, and shared argument checks. The seed's
  * single-block backwards are baselines outside the library
  * (tools/baselines/), which reuse the backward checks declared here.
- * Public entry points are in include/foxjit/foxjit.h. */
+ * The API functions are in include/foxjit/foxjit.h. */
 #ifndef FJ_OPS_PERCEPTION_H
 #define FJ_OPS_PERCEPTION_H
 

@@ -4,8 +4,8 @@
 
 #include "gae/policy.h"
 #include "launch_args.h"
-#include "op.h"
-#include "op_entry.h"
+#include "op_call.h"
+#include "op_descriptor.h"
 #include "runtime.h"
 #include "status.h"
 

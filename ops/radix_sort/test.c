@@ -66,7 +66,7 @@ static void reference(const unsigned *keys, const unsigned *values, size_t n, in
 }
 
 /* Fills the workspace with words that look like published look-back
- * entries of pass 0 (tag 1, inclusive prefix 6), so a sort that trusted
+ * words of pass 0 (tag 1, inclusive prefix 6), so a sort that trusted
  * stale workspace instead of resetting it in-stream would go wrong. */
 static void dirty(CUdeviceptr ws, size_t bytes)
 {

@@ -166,7 +166,7 @@ static size_t sized(size_t full, size_t quick)
 /* ---- running the op ----------------------------------------------------------- */
 
 /* Fills the workspace with words that look like published look-back
- * entries (tag 1, inclusive prefix 6), so an op that trusted a stale
+ * words (tag 1, inclusive prefix 6), so an op that trusted a stale
  * workspace instead of resetting it in-stream would go wrong. */
 static void dirty(CUdeviceptr ws, size_t bytes)
 {

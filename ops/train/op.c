@@ -73,7 +73,7 @@ static foxjit_status load(foxjit_runtime *rt, const char *op, CUstream stream,
     return fj_op_load(rt, &fj_op_train, NULL, stream, op, k);
 }
 
-/* The checks both BCE entries make before anything else: the runtime, n,
+/* The checks both BCE API functions make before anything else: the runtime, n,
  * and the tensors (dz may be 0, "not needed"). */
 static foxjit_status check_bce(const char *op, const foxjit_runtime *rt, CUdeviceptr z,
                                CUdeviceptr y, int64_t n, CUdeviceptr loss, CUdeviceptr dz)
@@ -176,7 +176,7 @@ FOXJIT_API foxjit_status foxjit_bce_with_logits_wide(foxjit_runtime *rt, CUdevic
         return st;
     /* Two launches cost more than one block's single batch of loads (fox-jit
      * bench bce: 3.8 against 3.3 us at n = 2560); up to this n that is the
-     * other entry's launch on every arch. */
+     * other API function's launch on every arch. */
     if (n <= FJ_BCE_WIDE_ONE_BLOCK_MAX)
         return launch_bce(rt, k, z, y, n, loss, loss_accumulate, dz, stream, op);
     long long nn = n;

@@ -1,5 +1,5 @@
 /* Training-step ops (kernels.md section 7): BCE with logits, AdamW, the
- * device step counter. Public entry points are in include/foxjit/foxjit.h;
+ * device step counter. The API functions are in include/foxjit/foxjit.h;
  * this is what the tests need besides (the variant, the cluster plan),
  * against the runtime's types; the constants are train/policy.h. */
 #ifndef FJ_OPS_TRAIN_H

@@ -50,7 +50,7 @@ typedef struct bce_bufs {
     size_t ws_bytes;
 } bce_bufs;
 
-/* The two entry points: foxjit_bce_with_logits (one block or cluster) and
+/* The two API functions: foxjit_bce_with_logits (one block or cluster) and
  * foxjit_bce_with_logits_wide. */
 enum { NARROW = 0, WIDE = 1 };
 static const char *const form_name[] = {"narrow", "wide"};

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "op.h"
+#include "op_descriptor.h"
 #include "registry.h"
 
 #define FJ_MANIFEST_MAX_KEYS FJ_OP_MAX_KEYS
@@ -22,7 +22,7 @@
 #define FJ_MANIFEST_MAX_BYTES (1u << 20)
 #define FJ_MANIFEST_MAX_VARIANTS FJ_OP_MAX_VARIANTS
 
-/* A manifest names ops by their descriptors' names (runtime/op.h). */
+/* A manifest names ops by their descriptors' names (op_descriptor.h). */
 typedef fj_op fj_manifest_op;
 
 typedef struct fj_manifest_item {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "op.h"
+#include "op_descriptor.h"
 
 /* Every program of every op, each once, in op list order: built at first
  * use from the descriptors, which are the only place a program is named. */

@@ -36,8 +36,8 @@ extern const fj_source_set fj_library_sources;
 /* A kernel of a program and the arguments the host launches it with: the
  * size in bytes of each, in the order of the kernel's parameter list. The
  * runtime checks them against the compiled kernel once, at module load
- * (cuFuncGetParamInfo), and the compile suite against the PTX's .entry
- * list, so a host argument list that drifts from the kernel's is a load
+ * (cuFuncGetParamInfo), and the compile suite against the parameter
+ * lists in the PTX, so a host argument list that drifts from the kernel's is a load
  * error naming the argument, not a launch that reads garbage. Spell each
  * size with the macros below, or sizeof(T) for a struct passed by value. */
 typedef struct fj_kernel {

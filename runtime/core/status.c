@@ -1,5 +1,5 @@
-/* Thread-local error messages: each public call clears the message on entry,
- * and the first failure on its path records what happened and what to do. */
+/* Thread-local error messages: each public call clears the message when it
+ * starts, and the first failure on its path records what happened and what to do. */
 #include "status.h"
 #include "message.h"
 

@@ -18,7 +18,7 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 #define FJ_STR2(x) #x
 #define FJ_STR(x) FJ_STR2(x)
 
-/* Entry points a machine may lack without harm: the context creation used
+/* Driver functions a machine may lack without harm: the context creation used
  * only by tests, and cuFuncGetParamInfo, which only checks kernel arguments
  * at load (module_cache.c skips the check without it). cuEventElapsedTime_v2
  * is handled below (drivers before 12.8 have only the first version, with
@@ -53,7 +53,7 @@ static void load_driver(void)
     }
     snprintf(cuda.library, sizeof cuda.library, "%s", name);
 
-    /* Each entry point is bound by the exact versioned symbol cuda.h maps its
+    /* Each driver function is bound by the exact versioned symbol cuda.h maps its
      * name to (cuMemAlloc -> cuMemAlloc_v2, cuCtxCreate -> cuCtxCreate_v4),
      * so the function always has the prototype we call it with.
      * cuGetProcAddress is not used: for some names (cuStreamGetCtx) it

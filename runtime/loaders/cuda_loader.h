@@ -7,7 +7,7 @@
 
 #include "foxjit/foxjit.h"
 
-/* X(name): every driver entry point fox-jit, its tools and tests use. */
+/* X(name): every driver function fox-jit, its tools and tests use. */
 #define FJ_CUDA_FUNCTIONS(X) \
     X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
     X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetAttribute) \

@@ -31,10 +31,10 @@ struct foxjit_runtime {
      * non-portable size runs, else 8. */
     _Atomic int colsum_max_split;
     /* Launch fox-jit's kernels with programmatic stream serialization
-     * (op_entry.c): plans for sm_90+, unless FOXJIT_PDL=0. */
+     * (op_call.c): plans for sm_90+, unless FOXJIT_PDL=0. */
     int grid_wait_launch;
 };
 
-#include "op_entry.h"
+#include "op_call.h"
 
 #endif

@@ -5,7 +5,7 @@
  * tests/gpu/test_perception.c), its cases:
  *
  *     const bi_case cases_<op>[] = {
- *         {"foxjit_<entry>", setup, valid, prepare, refusals},
+ *         {"foxjit_<name>", setup, valid, prepare, refusals},
  *         ...
  *         BI_END,
  *     };
@@ -31,11 +31,11 @@
 
 #include "gpu_harness.h"
 
-/* One entry point of an op. valid and prepare get the runtime and stream
+/* One API function of an op. valid and prepare get the runtime and stream
  * to use, which the checks vary (another context's stream, a fresh runtime
  * that has loaded nothing); refusals get gh.rt and gh.stream. */
 typedef struct bi_case {
-    const char *name;                                        /* "foxjit_<entry>" */
+    const char *name;                                        /* "foxjit_<name>" */
     void (*setup)(void);                                     /* buffers and watched outputs */
     foxjit_status (*valid)(foxjit_runtime *rt, CUstream s);  /* a correct call */
     foxjit_status (*prepare)(foxjit_runtime *rt);            /* its prepare */

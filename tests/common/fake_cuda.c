@@ -2,7 +2,7 @@
  * one GPU of the compute capability FAKE_CUDA_CC says (e.g. 70 or 90;
  * default 90), so that what fox-jit does on a machine with a GPU, before
  * it touches one, can be tested where there is none. Every entry point
- * runtime/cuda_loader.h binds exists; those that would need a GPU (a
+ * runtime/loaders/cuda_loader.h binds exists; those that would need a GPU (a
  * context, memory, a launch) fail with CUDA_ERROR_NOT_SUPPORTED. The
  * names come from cuda.h's own macros (cuMemAlloc is cuMemAlloc_v2), so
  * the loader finds the versioned symbols it asks for. */

@@ -1,4 +1,4 @@
-/* libFuzzer target: the cache-entry parser (runtime/cache_entry.c), the
+/* libFuzzer target: the cache-entry parser (runtime/cache/cache_entry.c), the
  * code that stands between a file anyone with a bug, a crash or a grudge
  * may have written and cuModuleLoadData.
  *

@@ -1,6 +1,6 @@
-/* libFuzzer target: the manifest parser (runtime/manifest.c) and what warm
+/* libFuzzer target: the manifest parser (runtime/build/manifest.c) and what warm
  * does with each parsed line: the op's variant expansion for sm_89, sm_90
- * and a future arch (runtime/manifest_ops.c and the ops' planners), the
+ * and a future arch (ops/op_table.c and the ops' planners), the
  * variant description and the cache key.
  *
  * Properties beyond "no crash, no leak, no sanitizer report": a refused

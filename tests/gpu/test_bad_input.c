@@ -34,27 +34,27 @@
  * Each op of ops/op_list.h has its cases as cases_<op>: the table
  * below is FJ_OPS expanded, so an op added to the list without them does
  * not link ("undefined reference to `cases_<op>'"), and
- * entries_without_case fails, naming the entry, when an op's line names an
- * entry point (other than its prepare and workspace sizes, which the cases
- * call) that none of its cases makes. */
+ * api_without_case fails, naming the API function, when an op's line names
+ * one (other than its prepare and workspace sizes, which the cases call)
+ * that none of its cases makes. */
 
-#define OP_CASES(op, entries) extern const bi_case cases_##op[];
+#define OP_CASES(op, api) extern const bi_case cases_##op[];
 FJ_OPS(OP_CASES)
 #undef OP_CASES
 
-/* An op of the list: its cases and the entry points its line names. */
-typedef struct op_entry {
+/* An op of the list: its cases and the API functions its line names. */
+typedef struct op_row {
     const char *op;
     const bi_case *cases;            /* ended by BI_END */
-    const char *const *entries;      /* "foxjit_<name>" each, NULL-terminated */
-} op_entry;
+    const char *const *api;          /* "foxjit_<name>" each, NULL-terminated */
+} op_row;
 
 #define FJ_API(name) "foxjit_" #name,
-#define OP_ENTRIES(op, entries) static const char *const entries_##op[] = {entries NULL};
-FJ_OPS(OP_ENTRIES)
-#undef OP_ENTRIES
-#define OP_ROW(op, entries) {#op, cases_##op, entries_##op},
-static const op_entry op_table[] = {FJ_OPS(OP_ROW)};
+#define OP_API(op, api) static const char *const api_##op[] = {api NULL};
+FJ_OPS(OP_API)
+#undef OP_API
+#define OP_ROW(op, api) {#op, cases_##op, api_##op},
+static const op_row op_table[] = {FJ_OPS(OP_ROW)};
 #undef OP_ROW
 #undef FJ_API
 #define OP_TABLE_COUNT (sizeof op_table / sizeof op_table[0])
@@ -161,16 +161,16 @@ static void test_report(void **state)
     printf("FOXJIT-COUNT bad_input_refusals %ld\n", bi_refused_calls);
 }
 
-/* Each entry point an op's list line names has a case of that op named
+/* Each API function an op's list line names has a case of that op named
  * after it, or is a prepare or a size query (a workspace's or a save's,
  * which the cases call).
  * Checked before the GPU is looked for, so a machine without one catches a
- * missing case too. Returns the number of entries without a case. */
-static int entries_without_case(void)
+ * missing case too. Returns the number of API functions without a case. */
+static int api_without_case(void)
 {
     int missing = 0;
     for (size_t i = 0; i < OP_TABLE_COUNT; i++) {
-        for (const char *const *e = op_table[i].entries; *e; e++) {
+        for (const char *const *e = op_table[i].api; *e; e++) {
             size_t len = strlen(*e);
             static const char *const helpers[] = {"_prepare", "_workspace_size", "_saved_size"};
             int helper = 0;
@@ -182,7 +182,7 @@ static int entries_without_case(void)
             for (const bi_case *c = op_table[i].cases; c->name && !found; c++)
                 found = !strcmp(c->name, *e);
             if (!found) {
-                fprintf(stderr, "gpu/bad_input: op %s: entry point %s has no bad-input case; "
+                fprintf(stderr, "gpu/bad_input: op %s: API function %s has no bad-input case; "
                         "add one named \"%s\" to cases_%s in the op's test file "
                         "(ops/%s/test.c; the per-step perception ops': "
                         "tests/gpu/test_perception.c)\n", op_table[i].op, *e, *e, op_table[i].op,
@@ -197,7 +197,7 @@ static int entries_without_case(void)
 int main(void)
 {
     collect_cases();
-    if (entries_without_case())
+    if (api_without_case())
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),

@@ -1,6 +1,6 @@
 /* unit: every kernel of the library's sources starts with fj_grid_wait()
  * (kernel_src/common.cuh). The runtime launches them with programmatic
- * stream serialization on sm_90+ (runtime/op_entry.c), so a kernel that
+ * stream serialization on sm_90+ (runtime/call/op_call.c), so a kernel that
  * touched memory before that wait could read what the previous kernel of
  * its stream has not written yet. Read from the sources embedded in the
  * library, the ones NVRTC compiles. */

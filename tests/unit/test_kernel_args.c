@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kernel_args.h"
-#include "op_entry.h"
+#include "op_call.h"
 #include "ptx_params.h"
 
 static const char ptx[] =

@@ -1,4 +1,4 @@
-/* unit: the thread's error message (runtime/status.c). A failure may add
+/* unit: the thread's error message (runtime/core/status.c). A failure may add
  * context to an inner one by passing foxjit_last_error() back in as an
  * argument; the message then reads outer then inner, not garbage (it used
  * to be formatted into the very buffer it was read from). */

@@ -1,8 +1,8 @@
-/* The op side of the runtime: the guard every entry point passes, the
- * launches, the argument checks shared by the ops, and an op's prepare and
- * kernel lookup from its descriptor (op.h). */
-#ifndef FJ_OP_ENTRY_H
-#define FJ_OP_ENTRY_H
+/* The op call: the guard every op call passes, the launches, the argument
+ * checks shared by the ops, and an op's prepare and kernel lookup from its
+ * descriptor (op_descriptor.h). */
+#ifndef FJ_OP_CALL_H
+#define FJ_OP_CALL_H
 
 #include <stdint.h>
 
@@ -11,7 +11,7 @@
 #include "foxjit/foxjit.h"
 #include "launch_args.h"
 #include "module_cache.h"
-#include "op.h"
+#include "op_descriptor.h"
 
 /* Start of every op: rt is valid, its context is current and the stream
  * belongs to it. Clears the thread's error message. */
@@ -56,26 +56,26 @@ foxjit_status fj_check_ptr(const char *op, const char *name, CUdeviceptr p);
 /* A size or dim in [1, max]: INVALID_ARGUMENT below, UNSUPPORTED above. */
 foxjit_status fj_check_size(const char *op, const char *name, int64_t v, int64_t max);
 
-/* NULL runtime; clears the thread's message first (entry is the public
- * name, e.g. "foxjit_cfc_prepare"). */
-foxjit_status fj_op_begin(const char *entry, const foxjit_runtime *rt);
+/* NULL runtime; clears the thread's message first (api_fn is the API
+ * function's name, e.g. "foxjit_cfc_prepare"). */
+foxjit_status fj_op_begin(const char *api_fn, const foxjit_runtime *rt);
 
 /* The start of a size query (a workspace's or a save's): *bytes zeroed
  * first, so that a failed query leaves 0, then fj_op_begin, then a NULL
  * bytes refused. `what` names the size in the message ("workspace size"). */
-foxjit_status fj_size_query_begin(const char *entry, const foxjit_runtime *rt, size_t *bytes,
+foxjit_status fj_size_query_begin(const char *api_fn, const foxjit_runtime *rt, size_t *bytes,
                                   const char *what);
 
 /* An op's prepare: the runtime, values (one per key of op) inside the
  * op's limits, the context, then every variant op->variants() gives for
  * them compiled and loaded. */
 foxjit_status fj_op_prepare(foxjit_runtime *rt, const fj_op *op, const int64_t *values,
-                            const char *entry);
+                            const char *api_fn);
 
 /* The loaded kernels of an op whose shape uses one variant: the variant
  * of values, the context and stream (fj_enter), then the module, capture
  * safe (an unloaded variant during graph capture is NOT_PREPARED). */
 foxjit_status fj_op_load(foxjit_runtime *rt, const fj_op *op, const int64_t *values,
-                         CUstream stream, const char *entry, const fj_loaded **k);
+                         CUstream stream, const char *api_fn, const fj_loaded **k);
 
 #endif

@@ -1,5 +1,6 @@
-/* The plugin table: the one entry point a trainer dlsym()s. It only grows at
- * the end; abi_minor counts the entries added within a major version. */
+/* The plugin table: the one symbol a trainer dlsym()s. It only grows at
+ * the end; abi_minor counts the API functions added within a major
+ * version. */
 #include <stddef.h>
 
 #include "foxjit/foxjit.h"
@@ -21,13 +22,13 @@ static const foxjit_api api_table = {
     .runtime_get_counters = foxjit_runtime_get_counters,
     .runtime_arch = foxjit_runtime_arch,
 
-    /* Every op's entries, from the op list; designated, so the list's
+    /* Every op's API functions, from the op list; designated, so the list's
      * order is free: foxjit_api's layout (the header) is what is
      * append-only. */
 #define FJ_API(name) .name = foxjit_##name,
-#define FJ_OP_ENTRIES(op, entries) entries
-    FJ_OPS(FJ_OP_ENTRIES)
-#undef FJ_OP_ENTRIES
+#define FJ_OP_API(op, api) api
+    FJ_OPS(FJ_OP_API)
+#undef FJ_OP_API
 #undef FJ_API
     .get_perception_limits = foxjit_get_perception_limits,
 };

@@ -1,4 +1,4 @@
-#include "op_entry.h"
+#include "op_call.h"
 
 #include <string.h>
 
@@ -175,54 +175,54 @@ foxjit_status fj_check_size(const char *op, const char *name, int64_t v, int64_t
     return FOXJIT_OK;
 }
 
-foxjit_status fj_op_begin(const char *entry, const foxjit_runtime *rt)
+foxjit_status fj_op_begin(const char *api_fn, const foxjit_runtime *rt)
 {
     fj_clear_error();
     if (!rt)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL; create one with "
-                       "foxjit_runtime_create()", entry);
+                       "foxjit_runtime_create()", api_fn);
     return FOXJIT_OK;
 }
 
-foxjit_status fj_size_query_begin(const char *entry, const foxjit_runtime *rt, size_t *bytes,
+foxjit_status fj_size_query_begin(const char *api_fn, const foxjit_runtime *rt, size_t *bytes,
                                   const char *what)
 {
     if (bytes)
         *bytes = 0;
-    foxjit_status st = fj_op_begin(entry, rt);
+    foxjit_status st = fj_op_begin(api_fn, rt);
     if (st != FOXJIT_OK)
         return st;
     if (!bytes)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: bytes is NULL; pass a size_t to "
-                       "receive the %s", entry, what);
+                       "receive the %s", api_fn, what);
     return FOXJIT_OK;
 }
 
 /* The values inside the op's limits, then the variants they use. */
 static int variants_of(const foxjit_runtime *rt, const fj_op *op, const int64_t *values,
-                       const char *entry, fj_variant *v, foxjit_status *st)
+                       const char *api_fn, fj_variant *v, foxjit_status *st)
 {
     for (int i = 0; i < FJ_OP_MAX_KEYS && op->keys[i]; i++)
         if (op->limits[i] &&
-            (*st = fj_check_size(entry, op->keys[i], values[i], op->limits[i])) != FOXJIT_OK)
+            (*st = fj_check_size(api_fn, op->keys[i], values[i], op->limits[i])) != FOXJIT_OK)
             return -1;
     char why[256] = "";
     int n = op->variants(values, rt->cc, v, FJ_OP_MAX_VARIANTS, why, sizeof why);
     if (n < 0) {
-        *st = fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", entry, why);
+        *st = fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s", api_fn, why);
         return -1;
     }
     return n;
 }
 
 foxjit_status fj_op_prepare(foxjit_runtime *rt, const fj_op *op, const int64_t *values,
-                            const char *entry)
+                            const char *api_fn)
 {
     foxjit_status st;
     fj_variant v[FJ_OP_MAX_VARIANTS];
-    if ((st = fj_op_begin(entry, rt)) != FOXJIT_OK)
+    if ((st = fj_op_begin(api_fn, rt)) != FOXJIT_OK)
         return st;
-    int n = variants_of(rt, op, values, entry, v, &st);
+    int n = variants_of(rt, op, values, api_fn, v, &st);
     if (n < 0)
         return st;
     if ((st = fj_enter(rt, NULL)) != FOXJIT_OK)
@@ -236,16 +236,16 @@ foxjit_status fj_op_prepare(foxjit_runtime *rt, const fj_op *op, const int64_t *
 }
 
 foxjit_status fj_op_load(foxjit_runtime *rt, const fj_op *op, const int64_t *values,
-                         CUstream stream, const char *entry, const fj_loaded **k)
+                         CUstream stream, const char *api_fn, const fj_loaded **k)
 {
     foxjit_status st;
     fj_variant v[FJ_OP_MAX_VARIANTS];
-    int n = variants_of(rt, op, values, entry, v, &st);
+    int n = variants_of(rt, op, values, api_fn, v, &st);
     if (n < 0)
         return st;
     if (n != 1)
         return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %s's shape uses %d kernel variants; "
-                       "fj_op_load serves ops of one (an fj_op descriptor mistake)", entry,
+                       "fj_op_load serves ops of one (an fj_op descriptor mistake)", api_fn,
                        op->name, n);
     if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
         return st;

@@ -3,8 +3,8 @@
  * op's host side (ops/<op>/op.c) exports as fj_op_<op>. The list of ops is
  * ops/op_list.h. No CUDA here: the manifest and the tools read
  * descriptors without a driver. */
-#ifndef FJ_OP_H
-#define FJ_OP_H
+#ifndef FJ_OP_DESCRIPTOR_H
+#define FJ_OP_DESCRIPTOR_H
 
 #include <stddef.h>
 #include <stdint.h>
