@@ -1,7 +1,8 @@
-/* What the list of ops (ops/op_list.h) builds on the runtime side: the
- * table of descriptors the manifest reads, and the default manifest. */
+/* The table of ops: what the list of ops (op_list.h) builds on the
+ * runtime side, the descriptors (fj_ops, declared in op_descriptor.h)
+ * that the program registry and the manifest read, and the default
+ * manifest from their shapes. */
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,26 +20,6 @@ const fj_op *const fj_ops[] = {
 #undef FJ_LIST_OP
 };
 const size_t fj_op_count = sizeof fj_ops / sizeof fj_ops[0];
-
-int fj_op_check_values(const fj_op *op, const int64_t *values, char *why, size_t why_len)
-{
-    for (int i = 0; i < FJ_OP_MAX_KEYS && op->keys[i]; i++)
-        if (op->limits[i] && (values[i] < 1 || values[i] > op->limits[i])) {
-            snprintf(why, why_len, "%s = %lld is outside the supported range [1, %lld] "
-                     "(%s)", op->keys[i], (long long)values[i], (long long)op->limits[i],
-                     op->limits_doc ? op->limits_doc : "docs/dims.md");
-            return -1;
-        }
-    return 0;
-}
-
-int fj_op_variants(const fj_op *op, const int64_t *values, int cc, fj_variant *out, int max,
-                   char *why, size_t why_len)
-{
-    if (fj_op_check_values(op, values, why, why_len) != 0)
-        return -1;
-    return op->variants(values, cc, out, max, why, why_len);
-}
 
 static char *default_text;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;

@@ -4,6 +4,7 @@
 #include "attn_pool/policy.h"
 #include "common/perception.h"
 
+#include "op_call.h"
 #include "status.h"
 
 

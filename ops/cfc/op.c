@@ -3,6 +3,7 @@
 #include "cfc/policy.h"
 #include "common/perception.h"
 
+#include "op_call.h"
 #include "status.h"
 
 const fj_program fj_program_cfc = {

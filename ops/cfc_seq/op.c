@@ -14,6 +14,8 @@
 #include "cfc_seq/policy.h"
 #include "common/perception.h"
 
+#include "op_call.h"
+#include "runtime.h"
 #include "status.h"
 
 const fj_program fj_program_cfc_seq = {

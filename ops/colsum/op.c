@@ -6,6 +6,8 @@
 #include <stdio.h>
 
 #include "log.h"
+#include "op_call.h"
+#include "runtime.h"
 #include "status.h"
 
 const fj_program fj_program_colsum_rows = {

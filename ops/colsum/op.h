@@ -8,8 +8,9 @@
 #include <stdint.h>
 
 #include "colsum/policy.h"
+#include "foxjit/foxjit.h"
+#include "module_cache.h"
 #include "registry.h"
-#include "runtime.h"
 
 /* The two shipped programs (the bench sweeps their parameters). */
 extern const fj_program fj_program_colsum_rows, fj_program_colsum_tiles;

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "op_call.h"
 #include "status.h"
 
 FOXJIT_API void foxjit_get_perception_limits(foxjit_perception_limits *out)

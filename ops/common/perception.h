@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "foxjit/foxjit.h"
 #include "registry.h"
-#include "runtime.h"
 
 /* Supported dims (docs/dims.md). Every dim below is compiled into its
  * kernels; batch and T are runtime values. */

@@ -10,6 +10,8 @@
 #include "common/perception.h"
 #include "heads/policy.h"
 
+#include "op_call.h"
+#include "runtime.h"
 #include "status.h"
 
 const fj_program fj_program_heads = {

@@ -10,6 +10,7 @@
 #include "common/perception.h"
 #include "heads_seq/policy.h"
 
+#include "op_call.h"
 #include "status.h"
 
 const fj_program fj_program_heads_seq = {

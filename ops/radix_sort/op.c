@@ -10,6 +10,7 @@
  *                 a workspace copy so that the last pass lands in the output */
 #include "radix_sort/op.h"
 
+#include "op_call.h"
 #include "status.h"
 
 const fj_program fj_program_radix_sort = {

@@ -9,9 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "foxjit/foxjit.h"
+#include "module_cache.h"
 #include "radix_sort/policy.h"
 #include "registry.h"
-#include "runtime.h"
 
 /* Onesweep geometry: threads per block (>= 256, a multiple of 32), keys
  * per thread, and the blocks per SM the kernel is compiled for

@@ -16,6 +16,7 @@
 
 #include <math.h>
 
+#include "op_call.h"
 #include "status.h"
 
 const fj_program fj_program_rank_normalize = {

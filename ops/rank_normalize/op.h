@@ -8,10 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "foxjit/foxjit.h"
 #include "radix_sort/op.h"
 #include "rank_normalize/policy.h"
 #include "registry.h"
-#include "runtime.h"
 
 /* Layout of a rank workspace for n rewards: two key/value buffer pairs
  * (both tie modes use the same size), onesweep tiles of t. */

@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "op_call.h"
+#include "runtime.h"
 #include "status.h"
 
 enum { K_BCE = 0, K_ADAMW, K_INCREMENT, K_BCE_WIDE_PARTIALS, K_BCE_WIDE_FINISH };

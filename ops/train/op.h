@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
+#include "foxjit/foxjit.h"
 #include "registry.h"
-#include "runtime.h"
 #include "train/policy.h"
 
 /* The one variant every training op uses (no shape specialization). */

@@ -3,6 +3,8 @@
 #include "common/perception.h"
 #include "vsn/policy.h"
 
+#include "op_call.h"
+#include "runtime.h"
 #include "status.h"
 
 const fj_program fj_program_vsn = {

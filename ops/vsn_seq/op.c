@@ -11,6 +11,7 @@
 #include "common/perception.h"
 #include "vsn_seq/policy.h"
 
+#include "op_call.h"
 #include "status.h"
 
 const fj_program fj_program_vsn_seq = {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nvrtc_loader.h"
 #include "status.h"
 
 int fj_arch_parse(const char *text)

@@ -2,7 +2,10 @@
 #ifndef FJ_ARCH_H
 #define FJ_ARCH_H
 
-#include "nvrtc_loader.h"
+#include "foxjit/foxjit.h"
+
+/* The NVRTC table (nvrtc_loader.h), passed by pointer only. */
+typedef struct fj_nvrtc fj_nvrtc;
 
 typedef struct fj_target {
     int cc;         /* compute capability x 10 + y, e.g. 90 */

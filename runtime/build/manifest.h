@@ -47,7 +47,7 @@ int fj_manifest_expand(const fj_manifest_item *items, size_t count, int cc, fj_v
                        size_t max, size_t *n, char *why, size_t why_len);
 
 /* The trainer shapes of kernels.md (the default for warm and the compile
- * tests): every op's shapes, in op list order. */
+ * tests): every op's shapes, in op list order (ops/op_table.c builds it). */
 const char *fj_default_manifest(void);
 
 #endif

@@ -39,7 +39,9 @@ typedef struct fj_op {
     const char *shapes;
 } fj_op;
 
-/* The library's ops, in op_list.h order. */
+/* The library's ops, in op_list.h order: defined by the table of ops
+ * (ops/op_table.c), which the op list builds, as fj_library_sources is by
+ * the embedded sources (registry.h). */
 extern const fj_op *const fj_ops[];
 extern const size_t fj_op_count;
 

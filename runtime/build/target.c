@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_loader.h"
+#include "nvrtc_loader.h"
 #include "status.h"
 
 /* What "an sm_89 plan on the H200" means.

@@ -12,7 +12,10 @@
 #include <stddef.h>
 
 #include "arch.h"
-#include "cuda_loader.h"
+#include "foxjit/foxjit.h"
+
+/* The driver table (cuda_loader.h), passed by pointer only. */
+typedef struct fj_cuda fj_cuda;
 
 /* The environment variable a runtime reads when its params name no target. */
 #define FJ_TARGET_ENV "FOXJIT_TARGET"

@@ -30,12 +30,6 @@ foxjit_status fj_launch_cluster(const foxjit_runtime *rt, fj_fn fn, unsigned gx,
                                 unsigned bx, unsigned cluster_y, CUstream stream,
                                 const fj_args *args, const char *what);
 
-/* Thread-block cluster sizes (sm_90+): every such GPU runs clusters of up
- * to 8 blocks; H100 and H200 also run 16 once a kernel opts in
- * (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED). */
-#define FJ_PORTABLE_CLUSTER 8
-#define FJ_NON_PORTABLE_CLUSTER 16
-
 /* The cuLaunchKernelEx configuration of a grid (gx, gy, gz) of blocks of bx
  * threads, no shared memory, with no attributes yet; cfg points at attrs. */
 void fj_launch_config(CUlaunchConfig *cfg, CUlaunchAttribute *attrs, unsigned gx, unsigned gy,

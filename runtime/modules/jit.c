@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_key.h"
 #include "compiler.h"
 #include "log.h"
 #include "status.h"

@@ -7,9 +7,9 @@
 #define FJ_JIT_H
 
 #include "arch.h"
-#include "cache_key.h"
 #include "counters.h"
 #include "disk_cache.h"
+#include "entry_key.h"
 #include "registry.h"
 #include "toolchain.h"
 

@@ -16,6 +16,12 @@
 
 #define FJ_MODULE_SLOTS 1024
 
+/* Thread-block cluster sizes (sm_90+): every such GPU runs clusters of up
+ * to 8 blocks; H100 and H200 also run 16 once a kernel opts in
+ * (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED). */
+#define FJ_PORTABLE_CLUSTER 8
+#define FJ_NON_PORTABLE_CLUSTER 16
+
 /* A loaded kernel and its declaration (the argument sizes fj_launch checks
  * every launch site's arguments against). */
 typedef struct fj_fn {

@@ -35,6 +35,4 @@ struct foxjit_runtime {
     int grid_wait_launch;
 };
 
-#include "op_call.h"
-
 #endif

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "cache_key.h"
 #include "cache_entry.h"
 #include "compiler.h"
 #include "disk_cache.h"

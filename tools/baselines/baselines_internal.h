@@ -7,6 +7,7 @@
 #include "baselines.h"
 #include "manifest.h"
 #include "module_cache.h"
+#include "op_call.h"
 #include "common/perception.h"
 #include "registry.h"
 #include "runtime.h"
