@@ -39,12 +39,6 @@ const fj_op fj_op_gae = {
               "gae\n",
 };
 
-/* Whether [a, a + an) and [b, b + bn) share a byte. */
-static int overlap(CUdeviceptr a, int64_t an, CUdeviceptr b, int64_t bn)
-{
-    return a < b + (CUdeviceptr)bn && b < a + (CUdeviceptr)an;
-}
-
 static foxjit_status check(const char *op, CUdeviceptr rewards, CUdeviceptr values,
                            CUdeviceptr dones, int64_t steps, int64_t envs, float gamma,
                            float lambda, CUdeviceptr advantages, CUdeviceptr returns)
@@ -79,11 +73,11 @@ static foxjit_status check(const char *op, CUdeviceptr rewards, CUdeviceptr valu
         if (!out[o].p)
             continue;
         for (int i = 0; i < 3; i++)
-            if (overlap(out[o].p, nb, in[i].p, in[i].bytes))
+            if (fj_ranges_overlap(out[o].p, nb, in[i].p, in[i].bytes))
                 return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: %s overlaps %s; give it a "
                                "buffer of its own", op, out[o].name, in[i].name);
     }
-    if (returns && overlap(advantages, nb, returns, nb))
+    if (returns && fj_ranges_overlap(advantages, nb, returns, nb))
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: returns overlaps advantages; give "
                        "it a buffer of its own, or pass 0 for none", op);
     return FOXJIT_OK;

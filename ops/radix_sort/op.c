@@ -78,11 +78,6 @@ CUdeviceptr fj_radix_base(CUdeviceptr workspace)
     return (workspace + FJ_RADIX_ALIGN - 1) / FJ_RADIX_ALIGN * FJ_RADIX_ALIGN;
 }
 
-int fj_ranges_overlap(CUdeviceptr a, size_t an, CUdeviceptr b, size_t bn)
-{
-    return a < b + bn && b < a + an;
-}
-
 foxjit_status fj_radix_launch_reduce(const foxjit_runtime *rt, fj_fn f,
                                      const fj_radix_layout *l, CUdeviceptr base,
                                      CUstream stream)

@@ -50,9 +50,6 @@ void fj_radix_layout_for(int64_t n, int passes, int buffer_pairs, unsigned tile,
  * FJ_RADIX_ALIGN. */
 CUdeviceptr fj_radix_base(CUdeviceptr workspace);
 
-/* Nonzero when [a, a + an) and [b, b + bn) share a byte. */
-int fj_ranges_overlap(CUdeviceptr a, size_t an, CUdeviceptr b, size_t bn);
-
 /* Launches radix_reduce (function f) over the partial histograms. */
 foxjit_status fj_radix_launch_reduce(const foxjit_runtime *rt, fj_fn f,
                                      const fj_radix_layout *l, CUdeviceptr base,

@@ -175,6 +175,11 @@ foxjit_status fj_check_size(const char *op, const char *name, int64_t v, int64_t
     return FOXJIT_OK;
 }
 
+int fj_ranges_overlap(CUdeviceptr a, size_t an, CUdeviceptr b, size_t bn)
+{
+    return a < b + bn && b < a + an;
+}
+
 foxjit_status fj_op_begin(const char *api_fn, const foxjit_runtime *rt)
 {
     fj_clear_error();

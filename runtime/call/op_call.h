@@ -49,6 +49,9 @@ foxjit_status fj_launch_cluster_3d(const foxjit_runtime *rt, fj_fn fn, unsigned 
 foxjit_status fj_check_ptr(const char *op, const char *name, CUdeviceptr p);
 /* A size or dim in [1, max]: INVALID_ARGUMENT below, UNSUPPORTED above. */
 foxjit_status fj_check_size(const char *op, const char *name, int64_t v, int64_t max);
+/* Nonzero when [a, a + an) and [b, b + bn) share a byte: an output that
+ * overlaps an input or the workspace is refused before anything runs. */
+int fj_ranges_overlap(CUdeviceptr a, size_t an, CUdeviceptr b, size_t bn);
 
 /* NULL runtime; clears the thread's message first (api_fn is the API
  * function's name, e.g. "foxjit_cfc_prepare"). */

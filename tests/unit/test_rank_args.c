@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "op_call.h"
 #include "radix_sort/op.h"
 #include "rank_normalize/op.h"
 
