@@ -241,8 +241,3 @@ FOXJIT_API foxjit_status foxjit_cfc_seq_prepare(foxjit_runtime *rt, int n_in, in
 {
     return fj_op_prepare(rt, &fj_op_cfc_seq, (int64_t[]){n_in, n_hid}, "foxjit_cfc_seq_prepare");
 }
-
-int fj_cfc_seq_kernels(int backward)
-{
-    return backward ? 2 : 1;  /* the recurrence, then the gradient products */
-}

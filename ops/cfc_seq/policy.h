@@ -101,4 +101,8 @@ FJ_POLICY_FN int fj_cfc_seq_dx_tiles_across(int n_in)
     return fj_policy_cdiv(n_in, FJ_CFC_SEQ_GEMM_TILE);
 }
 
+/* Kernels one call launches, a captured step's graph nodes: forward the
+ * recurrence; backward the recurrence, then the gradient products. */
+FJ_POLICY_FN int fj_cfc_seq_kernels(int backward) { return backward ? 2 : 1; }
+
 #endif

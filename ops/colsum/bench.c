@@ -3,9 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
 #include "baselines.h"
-#include "toolkit.h"
+#include "bench.h"
 
 #define MAX_ROT 64
 

@@ -35,108 +35,34 @@ const fj_program fj_program_colsum_tiles = {
  * own kernel (vector width), so prepare and warm build all three. */
 static const unsigned align_classes[3] = {16, 8, 4};
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+_Static_assert(FJ_COLSUM_PORTABLE_SPLIT == FJ_PORTABLE_CLUSTER &&
+                   FJ_COLSUM_MAX_SPLIT == FJ_NON_PORTABLE_CLUSTER,
+               "colsum/policy.h's cluster sizes are the runtime's");
 
 unsigned fj_colsum_split_limit(int cc)
 {
     return cc >= 90 ? FJ_NON_PORTABLE_CLUSTER : 1;
 }
 
-/* Geometry measured on the H200 (fox-jit bench colsum_sweep, B = 8192,
- * graph-replayed). The fixed cost of a launch grows with the block size
- * and, once, with a cluster; what pays for it is the number of SMs that
- * share the rows. So tall inputs use small blocks (256 threads) in clusters
- * of 16 over narrow tiles: 42 columns in 6 tiles of 8 x 16 blocks took
- * 3.63 us, against 4.59 us for 3 tiles of 16 x 8 blocks of 1024 threads;
- * 128 columns 4.81 against 5.94; 256 columns 5.50 against 6.43. With the
- * portable limit of 8, blocks of 512 were best (3.92, 5.05, 5.97). */
 void fj_colsum_plan_for(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
                         fj_colsum_plan *p)
 {
     fj_colsum_plan_for_sms(rows, cols, max_split, align, FJ_COLSUM_REFERENCE_SMS, p);
 }
 
+/* The plan is colsum/policy.h's, which the bench's sweeps share. */
 void fj_colsum_plan_for_sms(int64_t rows, int64_t cols, unsigned max_split, unsigned align,
                             int sm_count, fj_colsum_plan *p)
 {
-    p->rows_mode = cols <= FJ_COLSUM_ROWS_MODE_MAX_COLS;
-    unsigned vec = (unsigned)fj_colsum_vec(align, cols, p->rows_mode);
-    /* Small inputs (up to 128 KiB) are latency-bound: one block of 256
-     * threads, unless a cluster of 16 is at hand (8192 x 3: 2.87 us in 16
-     * blocks, 3.11 us in one; 8 blocks are no faster than one). */
-    int small = rows * cols <= (32 << 10);
-    int64_t units, tiles;
-    unsigned lanes = 0;
-    int few_rows = 0;
-    /* Clusters of 16 only where they were measured faster: whole rows and
-     * tall tiles. */
-    int split16_measured = 1;
-    if (p->rows_mode) {
-        p->block = max_split > FJ_PORTABLE_CLUSTER || small || rows < 1024 ? 256 : 1024;
-        int step = (int)cols / gcd((int)cols, (int)vec);
-        int s = ((int)p->block / step) * step;
-        int64_t rows_per_pass = (int64_t)vec * s / cols;
-        units = ceil_div(rows, rows_per_pass);
-        tiles = 1;
-    } else {
-        if (cols >= 4096 && rows <= FJ_COLSUM_FEW_ROWS) {
-            lanes = 256;  /* wide and short: one row phase, a column per thread */
-            p->block = 256;
-            split16_measured = 0;
-            few_rows = 1;
-        } else if (cols >= 4096) {
-            lanes = 32;  /* wide: 32 lanes of vec floats */
-            p->block = rows >= 1024 ? 1024 : 256;
-            split16_measured = 0;
-        } else if (rows >= 1024 && max_split > 1) {
-            /* Tall, split over clusters: tiles of 8 columns (16 with float4
-             * loads), many of them. */
-            lanes = vec == 1 ? 8 : 4;
-            p->block = max_split > FJ_PORTABLE_CLUSTER ? 256 : 512;
-        } else {
-            /* No clusters (before sm_90) or short inputs: 8 lanes x vec. */
-            lanes = vec >= 2 ? 8 : 16;
-            p->block = rows >= 1024 ? 1024 : 256;
-            split16_measured = 0;
-        }
-        tiles = ceil_div(cols, (int64_t)lanes * vec);
-        units = ceil_div(rows, p->block / lanes);
-    }
-    p->grid_x = (unsigned)tiles;
-    p->split = 1;
-    if (!split16_measured && max_split > FJ_PORTABLE_CLUSTER)
-        max_split = FJ_PORTABLE_CLUSTER;
-    if (max_split > 1) {
-        int64_t want =
-            ceil_div((int64_t)FJ_COLSUM_TARGET_BLOCKS_PER_SM * (sm_count > 0 ? sm_count : 1), tiles);
-        if (want > max_split)
-            want = max_split;
-        if (want > units)
-            want = units;
-        /* A wave of tiles already keeps every SM busy: a cluster would add
-         * its launch cost and a gather for a row or two a block. */
-        if (few_rows && tiles >= (sm_count > 0 ? sm_count : 1))
-            want = 1;
-        /* A small input: one block is as fast as a cluster of 8 or part of
-         * one; only a whole cluster of 16 is faster. */
-        if (p->rows_mode && small &&
-            (max_split <= FJ_PORTABLE_CLUSTER || want < (int64_t)max_split))
-            want = 1;
-        p->split = want < 1 ? 1 : (unsigned)want;
-    }
-    /* Kernels launched in clusters past the portable limit are their own
-     * variants (they alone get the non-portable opt-in). */
-    int split_max = p->split > FJ_PORTABLE_CLUSTER ? FJ_NON_PORTABLE_CLUSTER
-                                                   : FJ_PORTABLE_CLUSTER;
-    if (p->rows_mode)
-        p->variant = (fj_variant){&fj_program_colsum_rows,
-                                  {1, (int)cols, (int)vec, (int)p->block, split_max}};
-    else
-        p->variant = (fj_variant){&fj_program_colsum_tiles,
-                                  {0, cols <= FJ_COLSUM_TILE_CONST_MAX_COLS ? (int)cols : 0, (int)vec,
-                                   (int)p->block, (int)lanes, split_max}};
+    const fj_colsum_geometry g =
+        fj_colsum_plan_geometry(rows, cols, (int)max_split, (int)align, sm_count);
+    p->rows_mode = g.rows_mode;
+    p->grid_x = (unsigned)g.grid_x;
+    p->split = (unsigned)g.split;
+    p->block = (unsigned)g.block;
+    p->variant = (fj_variant){g.rows_mode ? &fj_program_colsum_rows : &fj_program_colsum_tiles,
+                              {0}};
+    fj_colsum_params(g, p->variant.values);
 }
 
 int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3])

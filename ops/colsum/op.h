@@ -1,7 +1,6 @@
-/* Column sums: kernel choice for a shape, and its launch. Its users
- * besides op.c need the runtime: the toolkit's bench wrappers sweep plans
- * and launch them, the baselines and tests check shapes and plans
- * (baselines: tools/baselines/). */
+/* Column sums: kernel choice for a shape, and its launch, against the
+ * runtime's types (the tests check shapes and plans with them). The plan's
+ * geometry is colsum/policy.h's, which the bench's sweeps share. */
 #ifndef FJ_OPS_COLSUM_H
 #define FJ_OPS_COLSUM_H
 

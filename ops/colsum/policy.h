@@ -27,6 +27,13 @@
  * use it: without clusters (before sm_90) a tile is one block. */
 #define FJ_COLSUM_TARGET_BLOCKS_PER_SM 2
 
+/* Cluster sizes the plan chooses between: up to 8 blocks run on every
+ * sm_90+ GPU (CUDA's portable size, the runtime's FJ_PORTABLE_CLUSTER);
+ * H100 and H200 run 16 once a kernel opts in (FJ_NON_PORTABLE_CLUSTER).
+ * op.c checks both against the runtime's. */
+#define FJ_COLSUM_PORTABLE_SPLIT 8
+#define FJ_COLSUM_MAX_SPLIT 16
+
 /* Loads a thread of either kernel keeps in flight (16 measured slower on
  * the H200: registers). */
 #define FJ_COLSUM_UNROLL 8
@@ -43,6 +50,133 @@ FJ_POLICY_FN int fj_colsum_vec(unsigned align, long long cols, int rows_mode)
     if (align >= 8 && cols % 2 == 0)
         return 2;
     return 1;
+}
+
+/* A call's kernel and launch: which program, its compiled-in values, and
+ * the grid. */
+typedef struct fj_colsum_geometry {
+    int rows_mode;   /* 1: blocks of whole rows (colsum_rows); 0: column tiles
+                        (colsum_tiles) */
+    int cols_param;  /* COLS compiled in (0 in tile mode above
+                        FJ_COLSUM_TILE_CONST_MAX_COLS: a kernel argument) */
+    int vec;         /* floats a thread loads at once */
+    int block;       /* threads per block */
+    int lanes;       /* threads across a tile's columns (0 in rows mode) */
+    int grid_x;      /* tiles */
+    int split;       /* blocks per cluster over the rows (1: no cluster) */
+    int split_max;   /* the largest cluster the variant is built for
+                        (FJ_MAX_SPLIT): above the portable size, its own
+                        variant with the non-portable opt-in */
+} fj_colsum_geometry;
+
+/* The plan for x[rows, cols], x aligned to align bytes, on a GPU of
+ * sm_count SMs running clusters of at most max_split blocks (1: none).
+ * Measured on the H200 (fox-jit bench colsum_sweep, B = 8192,
+ * graph-replayed). The fixed cost of a launch grows with the block size
+ * and, once, with a cluster; what pays for it is the number of SMs that
+ * share the rows. So tall inputs use small blocks (256 threads) in
+ * clusters of 16 over narrow tiles: 42 columns in 6 tiles of 8 x 16
+ * blocks took 3.63 us, against 4.59 us for 3 tiles of 16 x 8 blocks of
+ * 1024 threads; 128 columns 4.81 against 5.94; 256 columns 5.50 against
+ * 6.43. With the portable limit of 8, blocks of 512 were best (3.92, 5.05,
+ * 5.97). */
+FJ_POLICY_FN fj_colsum_geometry fj_colsum_plan_geometry(long long rows, long long cols,
+                                                        int max_split, int align, int sm_count)
+{
+    fj_colsum_geometry g = {0, 0, 0, 0, 0, 0, 1, FJ_COLSUM_PORTABLE_SPLIT};
+    const int sms = sm_count > 0 ? sm_count : 1;
+    g.rows_mode = cols <= FJ_COLSUM_ROWS_MODE_MAX_COLS;
+    g.vec = fj_colsum_vec((unsigned)align, cols, g.rows_mode);
+    /* Small inputs (up to 128 KiB) are latency-bound: one block of 256
+     * threads, unless a cluster of 16 is at hand (8192 x 3: 2.87 us in 16
+     * blocks, 3.11 us in one; 8 blocks are no faster than one). */
+    const int small = rows * cols <= (32 << 10);
+    long long units = 0, tiles = 1;
+    int few_rows = 0;
+    /* Clusters of 16 only where they were measured faster: whole rows and
+     * tall tiles. */
+    int split16_measured = 1;
+    if (g.rows_mode) {
+        g.block = max_split > FJ_COLSUM_PORTABLE_SPLIT || small || rows < 1024 ? 256 : 1024;
+        /* Whole rows a pass: the block's threads rounded down to a multiple
+         * of the columns' period in vectors. */
+        int a = (int)cols, b = g.vec;
+        while (b) {
+            const int r = a % b;
+            a = b;
+            b = r;
+        }
+        const int step = (int)cols / a;
+        const int s = (g.block / step) * step;
+        const long long rows_per_pass = (long long)g.vec * s / cols;
+        units = (rows + rows_per_pass - 1) / rows_per_pass;
+        g.cols_param = (int)cols;
+    } else {
+        if (cols >= 4096 && rows <= FJ_COLSUM_FEW_ROWS) {
+            g.lanes = 256;  /* wide and short: one row phase, a column per thread */
+            g.block = 256;
+            split16_measured = 0;
+            few_rows = 1;
+        } else if (cols >= 4096) {
+            g.lanes = 32;  /* wide: 32 lanes of vec floats */
+            g.block = rows >= 1024 ? 1024 : 256;
+            split16_measured = 0;
+        } else if (rows >= 1024 && max_split > 1) {
+            /* Tall, split over clusters: tiles of 8 columns (16 with float4
+             * loads), many of them. */
+            g.lanes = g.vec == 1 ? 8 : 4;
+            g.block = max_split > FJ_COLSUM_PORTABLE_SPLIT ? 256 : 512;
+        } else {
+            /* No clusters (before sm_90) or short inputs: 8 lanes x vec. */
+            g.lanes = g.vec >= 2 ? 8 : 16;
+            g.block = rows >= 1024 ? 1024 : 256;
+            split16_measured = 0;
+        }
+        const long long tile = (long long)g.lanes * g.vec, rows_per_block = g.block / g.lanes;
+        tiles = (cols + tile - 1) / tile;
+        units = (rows + rows_per_block - 1) / rows_per_block;
+        g.cols_param = cols <= FJ_COLSUM_TILE_CONST_MAX_COLS ? (int)cols : 0;
+    }
+    g.grid_x = (int)tiles;
+    if (!split16_measured && max_split > FJ_COLSUM_PORTABLE_SPLIT)
+        max_split = FJ_COLSUM_PORTABLE_SPLIT;
+    if (max_split > 1) {
+        long long want = (FJ_COLSUM_TARGET_BLOCKS_PER_SM * (long long)sms + tiles - 1) / tiles;
+        if (want > max_split)
+            want = max_split;
+        if (want > units)
+            want = units;
+        /* A wave of tiles already keeps every SM busy: a cluster would add
+         * its launch cost and a gather for a row or two a block. */
+        if (few_rows && tiles >= sms)
+            want = 1;
+        /* A small input: one block is as fast as a cluster of 8 or part of
+         * one; only a whole cluster of 16 is faster. */
+        if (g.rows_mode && small && (max_split <= FJ_COLSUM_PORTABLE_SPLIT || want < max_split))
+            want = 1;
+        g.split = want < 1 ? 1 : (int)want;
+    }
+    /* Kernels launched in clusters past the portable limit are their own
+     * variants (they alone get the non-portable opt-in). */
+    g.split_max = g.split > FJ_COLSUM_PORTABLE_SPLIT ? FJ_COLSUM_MAX_SPLIT
+                                                    : FJ_COLSUM_PORTABLE_SPLIT;
+    return g;
+}
+
+/* A geometry's program values, in its program's order: colsum_rows takes
+ * ROWS_MODE, COLS, VEC, BLOCK, FJ_MAX_SPLIT; colsum_tiles adds LANES before
+ * FJ_MAX_SPLIT. Returns their count. */
+FJ_POLICY_FN int fj_colsum_params(fj_colsum_geometry g, int *out)
+{
+    int n = 0;
+    out[n++] = g.rows_mode;
+    out[n++] = g.cols_param;
+    out[n++] = g.vec;
+    out[n++] = g.block;
+    if (!g.rows_mode)
+        out[n++] = g.lanes;
+    out[n++] = g.split_max;
+    return n;
 }
 
 #endif

@@ -36,11 +36,6 @@ int fj_attn_pool_variant(int d, fj_variant *v, char *why, size_t why_len);
  * holding every kernel of both directions, for any batch and k. */
 int fj_heads_seq_variant(int d, int e, int h, int cc, fj_variant *v, char *why, size_t why_len);
 int fj_vsn_seq_variant(int f, int cc, fj_variant *v, char *why, size_t why_len);
-/* Kernels one call of a whole-sequence op launches (a captured step's node
- * count). */
-int fj_cfc_seq_kernels(int backward);
-int fj_heads_seq_kernels(int backward);
-int fj_vsn_seq_kernels(void);
 
 /* ---- backward argument checks ----------------------------------------------
  * Everything a backward checks before it loads a kernel: NULL runtime or

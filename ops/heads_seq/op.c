@@ -407,8 +407,3 @@ FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int
 {
     return fj_op_prepare(rt, &fj_op_heads_seq, (int64_t[]){d, e, h}, "foxjit_heads_seq_prepare");
 }
-
-int fj_heads_seq_kernels(int backward)
-{
-    return backward ? 2 : 1;  /* the row tiles, then the gradient products */
-}

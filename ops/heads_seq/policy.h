@@ -68,4 +68,8 @@ FJ_POLICY_FN int fj_heads_seq_tickets(int d, int e, int h)
     return fj_heads_seq_w1_tiles(d, e, h) + 1;
 }
 
+/* Kernels one call launches, a captured step's graph nodes: forward the
+ * row tiles; backward the row tiles, then the gradient products. */
+FJ_POLICY_FN int fj_heads_seq_kernels(int backward) { return backward ? 2 : 1; }
+
 #endif

@@ -172,8 +172,3 @@ FOXJIT_API foxjit_status foxjit_vsn_seq_prepare(foxjit_runtime *rt, int f)
 {
     return fj_op_prepare(rt, &fj_op_vsn_seq, (int64_t[]){f}, "foxjit_vsn_seq_prepare");
 }
-
-int fj_vsn_seq_kernels(void)
-{
-    return 2; /* the row tiles, then the gradient tiles */
-}

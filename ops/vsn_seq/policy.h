@@ -60,4 +60,8 @@ FJ_POLICY_FN int fj_vsn_seq_partial_floats(int f)
     return te * te + te;
 }
 
+/* Kernels one call launches, a captured step's graph nodes: the row
+ * tiles, then the gradient tiles. */
+FJ_POLICY_FN int fj_vsn_seq_kernels(void) { return 2; }
+
 #endif

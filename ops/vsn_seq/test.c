@@ -25,6 +25,7 @@
 #include "common/perception.h"
 #include "perception_cases.h"
 #include "perception_ref.h"
+#include "vsn_seq/policy.h"
 
 /* float32 vs float64 for per-row values (dx: sums of F terms after a
  * softmax of F-term dot products), as test_perception.c allows the

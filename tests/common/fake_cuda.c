@@ -85,11 +85,12 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
     return CUDA_SUCCESS;
 }
 
-/* The rest: one function under every name the loader binds. The loader
- * calls them through their own prototypes; a function that reads no
- * argument and returns an int-sized enum in the return register answers
- * any of them the same on the x86-64 and AArch64 calling conventions
- * (formally undefined in C, and a test aid only). */
+/* The rest: one function under every name the loaders bind (the
+ * library's, runtime/loaders/cuda_loader.h, and the tools',
+ * tools/common/driver.h). They call them through their own prototypes; a
+ * function that reads no argument and returns an int-sized enum in the
+ * return register answers any of them the same on the x86-64 and AArch64
+ * calling conventions (formally undefined in C, and a test aid only). */
 FAKE_EXPORT CUresult fake_cuda_not_supported(void) { return CUDA_ERROR_NOT_SUPPORTED; }
 
 #define FAKE_STR2(x) #x
@@ -148,3 +149,8 @@ FAKE_ALIAS(cuEventDestroy)
 FAKE_ALIAS(cuEventRecord)
 FAKE_ALIAS(cuEventSynchronize)
 FAKE_ALIAS(cuEventElapsedTime)
+/* The tools' table only. */
+FAKE_ALIAS(cuStreamCreateWithPriority)
+FAKE_ALIAS(cuCtxGetStreamPriorityRange)
+FAKE_ALIAS(cuStreamWaitEvent)
+FAKE_ALIAS(cuEventQuery)

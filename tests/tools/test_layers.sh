@@ -1,13 +1,19 @@
 #!/bin/bash
 # scripts: the layers hold.
 #  1. A tool (tools/fox-jit, tools/bench and the ops' ops/<op>/bench.c,
-#     tools/kloop, tools/fox-train) includes, of the runtime, only the
-#     public foxjit/foxjit.h and the internal toolkit.h (and an op's
-#     policy.h: plain constants); anything else it needs goes into
-#     toolkit.h. The ops' host headers (ops/<op>/op.h, ops/common/) are the
-#     runtime's too.
-#     tools/baselines is not a tool: it is the bench's and the tests'
-#     library of seed kernels, built on the runtime's internals like an op.
+#     tools/kloop, tools/fox-train, tools/common) includes, of the
+#     runtime, only the public foxjit/foxjit.h and the toolkit's headers
+#     (toolkit.h, and its areas toolkit_cache.h, toolkit_build.h,
+#     toolkit_bench.h), and an op's policy.h (plans and limits in plain
+#     C); anything else it needs goes into the toolkit. The ops' host
+#     headers (ops/<op>/op.h, ops/common/) are the runtime's too, and so is
+#     the library's driver table: a tool that calls the driver loads it
+#     itself (tools/common/driver.h).
+#     tools/baselines, the bench's and the tests' library of the original
+#     kernels, is a set of ops outside the library and obeys the ops' rule:
+#     it includes of the runtime only what the ops' host side includes
+#     (ops/*/op.[ch], ops/common/), and loads its kernels through the
+#     op-call layer, never straight from the module cache.
 #  2. runtime/cache/disk_cache.c compiles with no CUDA include path: the cache
 #     knows a key only as bytes and never sees cuda.h or nvrtc.h.
 #  3. Nothing in the repository points at the spec folder next to the
@@ -17,9 +23,9 @@
 #     the runtime's inside leaves it: its dynamic table has foxjit_* names
 #     only (the toolkit's fj_tk_* wrappers are linked into the tools
 #     statically, from libfoxjit_toolkit.a).
-#  5. toolkit.h is a narrow interface, not a re-export of the internals: of
-#     the runtime's headers it includes only those of toolkit_allowed below,
-#     and they include none but each other.
+#  5. The toolkit is a narrow interface, not a re-export of the internals:
+#     its headers (runtime/toolkit/, all but toolkit_internal.h) include of
+#     the runtime only foxjit/foxjit.h, and each other.
 #   test_layers.sh SOURCE_ROOT CC [LIBFOXJIT_SO]
 set -u
 root=$1
@@ -28,9 +34,13 @@ lib=${3:-}
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
-runtime_headers=$( (cd "$root/runtime" && find . -name '*.h' -printf '%f\n' | grep -vx 'toolkit.h'
+runtime_headers=$( (cd "$root/runtime" && find . -name '*.h' -printf '%f\n' | grep -vxE 'toolkit(_cache|_build|_bench)?\.h'
                    cd "$root/ops" && find . -mindepth 2 -name '*.h' ! -name policy.h) |
                  sed 's|^\./||')
+quoted_includes() {
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$@"
+}
+
 for f in $(cd "$root" && { find tools -path tools/baselines -prune -o \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) -print; find ops -name bench.c; } | sort); do
     while IFS= read -r inc; do
         name=${inc#*\"}; name=${name%\"*}
@@ -41,10 +51,27 @@ for f in $(cd "$root" && { find tools -path tools/baselines -prune -o \( -name '
         [ "${f#ops/}" = "$f" ] || [ "$base" = policy.h ] || own=
         if grep -qxF "$name" <<< "$runtime_headers" || grep -qxF "$base" <<< "$runtime_headers" &&
            [ ! -e "$own" ]; then
-            fail "$f includes the runtime header \"$name\"; tools use foxjit/foxjit.h and toolkit.h only (declare what is missing in runtime/toolkit.h and wrap it in runtime/toolkit_*.c)"
+            fail "$f includes the runtime header \"$name\"; tools use foxjit/foxjit.h and the toolkit's headers only (declare what is missing in its area, runtime/toolkit/toolkit_<area>.h, and wrap it in toolkit_<area>.c)"
         fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$root/$f")
 done
+
+# The baselines include, of the runtime, what the ops' host side does;
+# their own headers and the ops' are theirs to include.
+all_runtime_headers=$(cd "$root/runtime" && find . -name '*.h' -printf '%f\n')
+op_includes=$(cd "$root/ops" && quoted_includes */op.c */op.h common/*.c common/*.h |
+              sed 's|.*/||' | sort -u)
+for f in $(cd "$root" && find tools/baselines \( -name '*.c' -o -name '*.h' \) | sort); do
+    for name in $(quoted_includes "$root/$f"); do
+        base=${name##*/}
+        [ -e "$root/tools/baselines/$name" ] || [ -e "$root/ops/$name" ] && continue
+        if grep -qxF "$base" <<< "$all_runtime_headers" && ! grep -qxF "$base" <<< "$op_includes"; then
+            fail "$f includes the runtime header \"$name\", which no op's host side includes; a baseline is an op: it includes what ops/<op>/op.c may, and loads its kernels through the op-call layer (fj_op_load, fj_op_prepare)"
+        fi
+    done
+done
+window=$(cd "$root" && grep -nE '\bfj_module_get\b' -r tools/baselines)
+[ -z "$window" ] || fail "tools/baselines calls the module cache itself: $window; load a baseline's kernels through its fj_op descriptor (fj_op_load, fj_op_prepare), as an op does"
 
 # No -I for the CUDA toolkit, and no system CUDA either: an empty include
 # directory shadows nothing, so cuda.h can only come from the default paths;
@@ -65,24 +92,21 @@ hits=$(cd "$root" && git grep -nE "$pat" -- . ':!tests/tools/test_layers.sh' 2>/
        grep -rnE "$pat" --exclude-dir=.git --exclude-dir=build --exclude=test_layers.sh . 2>/dev/null)
 [ -z "$hits" ] || fail "the repository refers to the spec folder outside it, which a clone does not have: $hits"
 
-# What toolkit.h may include of the runtime, and why (runtime/toolkit.h
-# says the same): the public API; and cuda_loader.h, the driver's entry
-# points as the runtime dlopen'd them, which the bench and `fox-jit info`
-# call instead of linking libcuda (`fox-jit warm` runs without a driver),
-# and which includes nothing of the runtime but the public header. Any
-# other internal type or function a tool needs gets a wrapper in
-# runtime/toolkit_*.c, not an #include here.
-toolkit_allowed='foxjit/foxjit.h cuda_loader.h'
-quoted_includes() {
-    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"
-}
-for f in toolkit.h loaders/cuda_loader.h; do
-    path=$root/runtime/$f
-    [ -f "$path" ] || { fail "runtime/$f is missing"; continue; }
+# What the toolkit's headers may include of the runtime, and why
+# (runtime/toolkit/toolkit.h says the same): the public API, and each
+# other. Not the driver's table: a tool that calls the driver loads it
+# itself (tools/common/driver.h), and `fox-jit warm` runs without one. Any
+# other internal type or function a tool needs gets a wrapper in the
+# toolkit's toolkit_<area>.c, not an #include here.
+toolkit_allowed='foxjit/foxjit.h toolkit_cache.h toolkit_build.h toolkit_bench.h'
+[ -f "$root/runtime/toolkit/toolkit.h" ] || fail "runtime/toolkit/toolkit.h is missing"
+for path in "$root"/runtime/toolkit/toolkit*.h; do
+    f=${path#"$root"/}
+    [ "${f##*/}" != toolkit_internal.h ] || continue
     for inc in $(quoted_includes "$path"); do
         case " $toolkit_allowed " in
         *" $inc "*) ;;
-        *) fail "runtime/$f includes \"$inc\"; toolkit.h may include only $toolkit_allowed (wrap what a tool needs in runtime/toolkit_*.c instead)" ;;
+        *) fail "$f includes \"$inc\"; the toolkit's headers may include only $toolkit_allowed (wrap what a tool needs in runtime/toolkit/toolkit_<area>.c instead)" ;;
         esac
     done
 done
@@ -105,5 +129,5 @@ if [ -n "$lib" ]; then
     [ -z "$text" ] || fail "strings $lib shows baseline kernels or sources: $text"
 fi
 
-[ $failed -eq 0 ] && echo "ok: tools include only the public and toolkit headers; toolkit.h includes only $toolkit_allowed; disk_cache.c builds without CUDA; no outside references${lib:+; no baselines and only foxjit_* exported in $lib}"
+[ $failed -eq 0 ] && echo "ok: tools include only the public and toolkit headers; the toolkit's headers include only $toolkit_allowed; the baselines include only what ops include; disk_cache.c builds without CUDA; no outside references${lib:+; no baselines and only foxjit_* exported in $lib}"
 exit $failed

@@ -192,12 +192,48 @@ static void test_plan_invariants(void **state)
         }
 }
 
+/* The bench's sweep and launch rows build a plan from colsum/policy.h and
+ * load its kernel by program name with the policy's values
+ * (tools/bench/colsum_kernel.c): that is the op's own variant and launch,
+ * for every shape, cluster limit, alignment and SM count. */
+static void test_bench_geometry_is_the_plan(void **state)
+{
+    (void)state;
+    static const int64_t rows[] = {1, 8, 64, 1023, 1024, 8192, 1000003};
+    static const int64_t cols[] = {1, 3, 32, 33, 42, 128, 256, 257, 4096, 40960, 63493};
+    static const unsigned limits[] = {16, 8, 1};
+    static const unsigned aligns[] = {16, 8, 4};
+    static const int sms[] = {0, 8, 78, 132};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+            for (size_t l = 0; l < 3; l++)
+                for (size_t a = 0; a < 3; a++)
+                    for (size_t s = 0; s < sizeof sms / sizeof sms[0]; s++) {
+                        fj_colsum_plan p;
+                        fj_colsum_plan_for_sms(rows[r], cols[c], limits[l], aligns[a], sms[s],
+                                               &p);
+                        const fj_colsum_geometry g = fj_colsum_plan_geometry(
+                            rows[r], cols[c], (int)limits[l], (int)aligns[a], sms[s]);
+                        const fj_program *prog =
+                            fj_program_find(g.rows_mode ? "colsum_rows" : "colsum_tiles");
+                        assert_ptr_equal(prog, p.variant.program);
+                        fj_variant v = {prog, {0}};
+                        assert_int_equal(fj_colsum_params(g, v.values),
+                                         fj_program_param_count(prog));
+                        assert_true(fj_variant_equal(&v, &p.variant));
+                        assert_int_equal(g.grid_x, p.grid_x);
+                        assert_int_equal(g.split, p.split);
+                        assert_int_equal(g.block, p.block);
+                    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_plan_invariants),
+        cmocka_unit_test(test_bench_geometry_is_the_plan),
     };
     return cmocka_run_group_tests_name("colsum_args", tests, NULL, NULL);
 }

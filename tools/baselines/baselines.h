@@ -1,9 +1,11 @@
 /* The original trainer's kernels, kept as baselines for the bench and the
  * tests and never shipped: libfoxjit.so holds neither their code nor their
- * source text, and the default `fox-jit warm` does not build them. They are built
- * into libfoxjit_baselines.a (this folder), which the bench and the tests
- * link, and compiled through the same JIT and cache as the shipped ops
- * (their own embedded source set, kernel_src/baselines/).
+ * source text, and the default `fox-jit warm` does not build them. They are
+ * built into libfoxjit_baselines.a (this folder), which the bench and the
+ * tests link. Each is an op as the shipped ones are (an fj_op descriptor
+ * whose kernels load through the op-call layer, so through the same JIT,
+ * cache and module table), with its own embedded source set,
+ * kernel_src/baselines/.
  *
  * Each runs the same argument checks as the op it is the baseline of. */
 #ifndef FJ_BASELINES_H
@@ -53,8 +55,8 @@ foxjit_status fj_perception_legacy_prepare(foxjit_runtime *rt, int n_in, int n_h
                                            int e, int h, int f);
 
 /* The baselines' manifest: its ops (column_sum_legacy, rank_legacy,
- * cfc_legacy, ...) for fj_manifest_parse_ops, and the trainer shapes
- * (compile tests; `fox-jit warm --baselines`). */
+ * cfc_legacy, ...: fj_op descriptors) for fj_manifest_parse_ops, and the
+ * trainer shapes (the compile tests build them). */
 struct fj_op;
 extern const struct fj_op *const *const fj_baseline_manifest_op_list;
 extern const size_t fj_baseline_manifest_op_count;

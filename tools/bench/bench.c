@@ -30,7 +30,7 @@ double bench_now_us(void)
 
 double bench_time_us(bench_ctx *b, bench_fn fn, void *ud, int batch)
 {
-    const fj_cuda *cu = b->cu;
+    const ft_cuda *cu = b->cu;
     CUevent start, stop;
     if (cu->cuEventCreate(&start, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
         cu->cuEventCreate(&stop, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
@@ -63,7 +63,7 @@ double bench_time_us(bench_ctx *b, bench_fn fn, void *ud, int batch)
 
 double bench_time_graph_us(bench_ctx *b, bench_fn fn, void *ud, int batch)
 {
-    const fj_cuda *cu = b->cu;
+    const ft_cuda *cu = b->cu;
     CUgraph graph;
     CUgraphExec exec;
     if (cu->cuStreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS)
@@ -149,7 +149,7 @@ CUdeviceptr bench_alloc(bench_ctx *b, size_t bytes)
     if (r != CUDA_SUCCESS) {
         char buf[200];
         fprintf(stderr, "bench: cuMemAlloc(%zu) failed: %s\n", bytes,
-                fj_cuda_error_text(r, buf, sizeof buf));
+                ft_cuda_error(b->cu, r, buf, sizeof buf));
         exit(1);
     }
     return p;

@@ -8,11 +8,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "toolkit.h"
+#include "driver.h"
 #include "foxjit/foxjit.h"
 
 typedef struct bench_ctx {
-    const fj_cuda *cu;
+    const ft_cuda *cu;   /* the tools' driver table (tools/common/driver.h) */
     CUdevice device;
     CUcontext ctx;
     CUstream stream;

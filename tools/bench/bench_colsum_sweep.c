@@ -1,41 +1,43 @@
 /* Developer sweep (fox-jit bench colsum_sweep): the column-sum kernels at the
  * DQN shapes over block sizes and cluster splits, graph-replayed, to choose
- * the geometry the runtime's column-sum plans use (fj_colsum_plan_for in
- * ops/colsum/op.c). Not part of `all`. */
+ * the geometry the runtime's column-sum plans use (fj_colsum_plan_geometry
+ * in ops/colsum/policy.h). Not part of `all`. */
 #include <stdio.h>
 
 #include "bench.h"
-#include "toolkit.h"
+#include "colsum_kernel.h"
 
 typedef struct sweep {
     CUdeviceptr x[64], out;
     int nrot;
     long long rows, cols;
-    fj_tk_colsum_plan *plan;
+    colsum_kernel kernel;
 } sweep;
 
 static int launch(bench_ctx *b, void *ud, int iter)
 {
     sweep *s = ud;
     CUdeviceptr x = s->x[iter % s->nrot];
-    return fj_tk_colsum_launch(b->rt, s->plan, x, s->rows, s->cols, s->out, 1, b->stream) !=
-           FOXJIT_OK;
+    return colsum_kernel_launch(b, &s->kernel, x, s->rows, s->cols, s->out, 1) != FOXJIT_OK;
 }
 
 #define NSPLIT 5
 static const unsigned splits[NSPLIT] = {1, 2, 4, 8, 16};
 
-/* One table row: the plan's kernel at every split (16: the variant built
- * for clusters of 16, with the non-portable opt-in). Frees the plan. */
+/* One table row: the geometry's kernel at every split (16: the variant
+ * built for clusters of 16, with the non-portable opt-in). Frees the
+ * kernel. */
 static int sweep_row(bench_ctx *b, sweep *sw, const char *mode)
 {
-    fj_tk_colsum_geometry g;
-    fj_tk_colsum_plan_geometry(sw->plan, &g);
-    printf("%-6lld %-6s %5u %5u %5u", sw->cols, mode, g.vec, g.lanes, g.block);
+    fj_colsum_geometry *g = &sw->kernel.g;
+    printf("%-6lld %-6s %5d %5d %5d", sw->cols, mode, g->vec, g->lanes, g->block);
     for (int s = 0; s < NSPLIT; s++) {
-        if (fj_tk_colsum_plan_split(b->rt, sw->plan, splits[s]) != FOXJIT_OK) {
+        g->split = (int)splits[s];
+        g->split_max = g->split > FJ_COLSUM_PORTABLE_SPLIT ? FJ_COLSUM_MAX_SPLIT
+                                                          : FJ_COLSUM_PORTABLE_SPLIT;
+        if (colsum_kernel_load(b, &sw->kernel) != FOXJIT_OK) {
             printf("%s\n", foxjit_last_error());
-            fj_tk_colsum_plan_free(sw->plan);
+            colsum_kernel_free(&sw->kernel);
             return 1;
         }
         double us = bench_time_graph_us(b, launch, sw, 20);
@@ -44,7 +46,7 @@ static int sweep_row(bench_ctx *b, sweep *sw, const char *mode)
         else
             printf("  %7s", "fail");
     }
-    fj_tk_colsum_plan_free(sw->plan);
+    colsum_kernel_free(&sw->kernel);
     printf("\n");
     fflush(stdout);
     return 0;
@@ -74,19 +76,19 @@ int bench_colsum_sweep(bench_ctx *b)
             if (mode == 0 && dims[d] > 64)
                 continue;
             for (size_t bi = 0; bi < (mode ? 9u : 3u) && !failed; bi++) {
+                fj_colsum_geometry *g = &sw.kernel.g;
                 if (mode == 0) {
                     /* Whole rows: any cols, 16-byte aligned input. */
-                    sw.plan = fj_tk_colsum_plan_rows(dims[d], 4, blocks[bi]);
+                    *g = (fj_colsum_geometry){.rows_mode = 1, .cols_param = (int)dims[d],
+                                              .vec = 4, .block = (int)blocks[bi], .grid_x = 1};
                 } else {
                     /* Tiles of 8, 16 or 32 columns, blocks of 256, 512, 1024. */
-                    unsigned vec = dims[d] % 4 ? (dims[d] % 2 ? 1 : 2) : 4;
-                    unsigned lanes = (8u << (bi / 3)) / vec;
-                    sw.plan = fj_tk_colsum_plan_tiles(dims[d], vec, lanes, blocks[bi % 3]);
-                }
-                if (!sw.plan) {
-                    printf("out of memory\n");
-                    failed = 1;
-                    break;
+                    int vec = dims[d] % 4 ? (dims[d] % 2 ? 1 : 2) : 4;
+                    int lanes = (8 << (bi / 3)) / vec;
+                    *g = (fj_colsum_geometry){
+                        .cols_param = (int)dims[d], .vec = vec, .block = (int)blocks[bi % 3],
+                        .lanes = lanes,
+                        .grid_x = (int)((dims[d] + lanes * vec - 1) / (lanes * vec))};
                 }
                 failed |= sweep_row(b, &sw, mode ? "tiles" : "rows");
             }
@@ -95,7 +97,7 @@ int bench_colsum_sweep(bench_ctx *b)
          * fixed cost of the geometry (launch, cluster, block reduction). */
         for (int short_rows = 0; short_rows < 2 && !failed; short_rows++) {
             sw.rows = short_rows ? 64 : 8192;
-            if (fj_tk_colsum_plan_load(b->rt, 8192, dims[d], &sw.plan) != FOXJIT_OK) {
+            if (colsum_kernel_plan(b, 8192, dims[d], &sw.kernel) != FOXJIT_OK) {
                 printf("%s\n", foxjit_last_error());
                 failed = 1;
             } else {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
-#include "toolkit.h"
+#include "colsum_kernel.h"
 
 #define CALLS 200 /* calls per timed sample */
 
@@ -14,7 +14,7 @@ typedef struct launch_bench {
     CUdeviceptr x, out;
     long long rows, cols;
     int acc;
-    fj_tk_colsum_plan *plan;
+    colsum_kernel kernel;  /* the op's plan for the shape */
 } launch_bench;
 
 typedef int (*host_fn)(bench_ctx *b, launch_bench *l);
@@ -35,8 +35,8 @@ static int stream_ctx(bench_ctx *b, launch_bench *l)
 
 static int raw_launch(bench_ctx *b, launch_bench *l)
 {
-    return fj_tk_colsum_launch(b->rt, l->plan, l->x, l->rows, l->cols, l->out, l->acc,
-                               b->stream) != FOXJIT_OK;
+    return colsum_kernel_launch(b, &l->kernel, l->x, l->rows, l->cols, l->out, l->acc) !=
+           FOXJIT_OK;
 }
 
 static int op_call(bench_ctx *b, launch_bench *l)
@@ -100,18 +100,17 @@ int bench_launch(bench_ctx *b)
         l.x = bench_alloc(b, n * sizeof(float));
         l.out = bench_alloc(b, (size_t)l.cols * sizeof(float));
         bench_fill_random(b, l.x, n, 7);
-        if (fj_tk_colsum_plan_load(b->rt, l.rows, l.cols, &l.plan) != FOXJIT_OK) {
+        if (colsum_kernel_plan(b, l.rows, l.cols, &l.kernel) != FOXJIT_OK) {
             fprintf(stderr, "bench launch: %s\n", foxjit_last_error());
             failed = 1;
         } else {
             double raw = host_us(b, raw_launch, &l), op = host_us(b, op_call, &l);
             double eager = bench_time_us(b, op_call_timed, &l, 20);
             char shape[32], kern[32];
-            fj_tk_colsum_geometry g;
-            fj_tk_colsum_plan_geometry(l.plan, &g);
-            fj_tk_colsum_plan_free(l.plan);
+            const fj_colsum_geometry g = l.kernel.g;
+            colsum_kernel_free(&l.kernel);
             snprintf(shape, sizeof shape, "%lldx%lld", l.rows, l.cols);
-            snprintf(kern, sizeof kern, "%s %ux%u%s", g.rows_mode ? "rows" : "tiles", g.grid_x,
+            snprintf(kern, sizeof kern, "%s %dx%d%s", g.rows_mode ? "rows" : "tiles", g.grid_x,
                      g.split, g.split > 1 ? " clu" : "");
             printf("%-11s %-16s %10.2f %10.2f %10.2f %12.2f\n", shape, kern, raw, op, op - raw,
                    eager);

@@ -6,8 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "toolkit.h"
 #include "cli.h"
+#include "driver.h"
+#include "toolkit.h"
 #include "foxjit/foxjit.h"
 
 fj_tk_cache *cli_open_cache(const char *dir, int flags)
@@ -116,15 +117,17 @@ int cli_parse_size(const char *cmd, const char *option, const char *text, uint64
 
 int cli_local_gpu_cc(char *why, size_t why_len)
 {
-    const fj_cuda *cu;
-    const foxjit_status st = fj_cuda_get(&cu);
-    if (st != FOXJIT_OK) {
+    static ft_cuda driver;
+    const ft_cuda *cu = &driver;
+    char no_driver[512];
+    const int loaded = ft_cuda_load(&driver, no_driver, sizeof no_driver);
+    if (loaded != 0) {
         /* Said to a machine that builds for others (a container image, a
          * CI host): no GPU is what matters, not how to install a driver. */
         const char *lib = getenv("FOXJIT_CUDA_LIBRARY");
-        snprintf(why, why_len, "%s", st == FOXJIT_ERROR_DRIVER_NOT_FOUND && !(lib && *lib)
+        snprintf(why, why_len, "%s", loaded == FT_CUDA_ABSENT && !(lib && *lib)
                                          ? "no CUDA driver or GPU here"
-                                         : foxjit_last_error());
+                                         : no_driver);
         return -1;
     }
     int count = 0;

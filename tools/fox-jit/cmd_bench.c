@@ -7,6 +7,7 @@
 
 #include "../bench/bench.h"
 #include "cli.h"
+#include "driver.h"
 #include "toolkit.h"
 
 /* The groups in their order: BENCH_FIRST ones, each op group (op list
@@ -180,10 +181,13 @@ int cmd_bench(int argc, char **argv)
         for (size_t g = 0; g < n_groups; g++)
             selected[g] = strstr(groups[g]->name, "sweep") == NULL; /* sweeps on request */
 
-    if (fj_cuda_get(&b.cu) != FOXJIT_OK) {
-        fprintf(stderr, "fox-jit bench needs a GPU: %s\n", foxjit_last_error());
+    static ft_cuda cu;
+    char why[512];
+    if (ft_cuda_load(&cu, why, sizeof why) != 0) {
+        fprintf(stderr, "fox-jit bench needs a GPU: %s\n", why);
         return 1;
     }
+    b.cu = &cu;
     int count = 0;
     if (b.cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1 ||
         b.cu->cuDeviceGet(&b.device, 0) != CUDA_SUCCESS ||
@@ -250,10 +254,13 @@ int cmd_jit_probe(int argc, char **argv)
 {
     if (argc < 2)
         return 2;
-    const fj_cuda *cu;
+    static ft_cuda driver;
+    const ft_cuda *cu = &driver;
+    char no_driver[512];
     CUdevice dev;
     CUcontext ctx;
-    if (fj_cuda_get(&cu) != FOXJIT_OK || cu->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+    if (ft_cuda_load(&driver, no_driver, sizeof no_driver) != 0 ||
+        fj_tk_driver_preload() != FOXJIT_OK || cu->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
         cu->cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
         cu->cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
         fprintf(stderr, "__jit-probe: no GPU\n");

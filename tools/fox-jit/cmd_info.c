@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "driver.h"
 #include "toolkit.h"
 #include "foxjit/foxjit.h"
 
@@ -95,7 +96,7 @@ static int print_target_override(void)
 }
 
 /* Creates a runtime on device 0 and prepares the default column sums. */
-static void probe(const fj_cuda *cu, const char *cache_dir)
+static void probe(const ft_cuda *cu, const char *cache_dir)
 {
     CUdevice dev;
     CUcontext ctx;
@@ -108,6 +109,8 @@ static void probe(const fj_cuda *cu, const char *cache_dir)
     foxjit_runtime_params p;
     foxjit_runtime_default_params(&p);
     p.cache_dir = cache_dir;
+    /* A failure here is the create's below, said there. */
+    (void)fj_tk_driver_preload();
     double t0 = now_ms();
     foxjit_runtime *rt;
     if (foxjit_runtime_create(&p, &rt) != FOXJIT_OK) {
@@ -195,9 +198,11 @@ int cmd_info(int argc, char **argv)
         printf("NVRTC and CCCL: %s\n", foxjit_last_error());
         toolchain_rc = env_set("FOXJIT_CCCL_INCLUDE") || env_set("FOXJIT_NVRTC_LIBRARY");
     }
-    const fj_cuda *cu;
+    static ft_cuda driver;
+    const ft_cuda *cu = &driver;
+    char no_driver[512];
     int gpus = 0;
-    if (fj_cuda_get(&cu) == FOXJIT_OK) {
+    if (ft_cuda_load(&driver, no_driver, sizeof no_driver) == 0) {
         printf("CUDA driver API %d.%d (%s)\n", cu->driver_version / 1000,
                cu->driver_version % 1000 / 10, cu->library);
         cu->cuDeviceGetCount(&gpus);
@@ -216,7 +221,7 @@ int cmd_info(int argc, char **argv)
                    (double)mem / (1 << 30));
         }
     } else {
-        printf("CUDA driver: %s\n", foxjit_last_error());
+        printf("CUDA driver: %s\n", no_driver);
     }
     /* Everything is printed; what the user configured and cannot work
      * (the override, the cache directory) makes the exit status 1. */

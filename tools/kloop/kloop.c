@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "baselines.h"
-#include "toolkit.h"
+#include "cfc_seq/policy.h"
+#include "heads_seq/policy.h"
+#include "vsn_seq/policy.h"
 
 /* Every path of model.h: what a kloop can be asked to run. */
 #define KLOOP_PATHS ((1u << FT_PATH_COUNT) - 1)
@@ -85,8 +87,8 @@ int kloop_kernels_per_step(const ft_dims *d, ft_path path)
         n += 1;
     /* A sequence call may launch several kernels (heads: two calls each way). */
     if (path == FT_PATH_SEQUENCE || path == FT_PATH_SEQUENCE_ONE_STREAM)
-        n += fj_tk_cfc_seq_kernels(0) - 1 + fj_tk_cfc_seq_kernels(1) - 1 +
-             2 * (fj_tk_heads_seq_kernels(0) - 1 + fj_tk_heads_seq_kernels(1) - 1) +
-             fj_tk_vsn_seq_kernels() - 1;
+        n += fj_cfc_seq_kernels(0) - 1 + fj_cfc_seq_kernels(1) - 1 +
+             2 * (fj_heads_seq_kernels(0) - 1 + fj_heads_seq_kernels(1) - 1) +
+             fj_vsn_seq_kernels() - 1;
     return n;
 }

@@ -7,7 +7,7 @@
 #include "counters.h"
 #include "disk_cache.h"
 #include "manifest.h"
-#include "colsum/op.h"
+#include "module_cache.h"
 #include "registry.h"
 #include "toolkit.h"
 
@@ -31,9 +31,9 @@ struct fj_tk_units {
     size_t count, cap;
 };
 
-struct fj_tk_colsum_plan {
-    fj_colsum_plan plan;
-    const fj_loaded *k;  /* NULL until loaded */
+struct fj_tk_kernel {
+    const fj_program *program;
+    fj_fn fn;  /* its module stays loaded while the runtime lives */
 };
 
 /* The runtime's target for the toolkit's, and back. */

@@ -1,6 +1,6 @@
-/* The toolkit's disk cache (toolkit.h): the runtime's disk cache with the
- * counters it fills, for `fox-jit warm`, `info`, `list`, `verify`, `clear`
- * and `prune`. */
+/* The toolkit's cache area (toolkit_cache.h): the runtime's disk cache
+ * with the counters it fills, for `fox-jit warm`, `info`, `list`,
+ * `verify`, `clear` and `prune`. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,6 @@
 #include "counters.h"
 #include "disk_cache.h"
 #include "status.h"
-#include "toolkit.h"
 #include "toolkit_internal.h"
 
 int fj_tk_parse_size(const char *text, uint64_t *out, char *why, size_t why_len)
@@ -146,4 +145,3 @@ long fj_tk_cache_clear(fj_tk_cache *c, fj_tk_prune_stats *stats)
 
 long fj_tk_cache_make_shared(fj_tk_cache *c) { return fj_disk_cache_make_shared(c->disk); }
 
-const char *fj_tk_sources_hash_hex(void) { return fj_sources_hash_hex(); }

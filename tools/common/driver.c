@@ -1,24 +1,47 @@
+/* The tools' CUDA driver table (driver.h). */
 #include "driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define FT_STR2(x) #x
 #define FT_STR(x) FT_STR2(x)
+
+/* What a path is when it is not a regular file ("a FIFO"), or NULL. */
+static const char *not_regular(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return NULL;
+    return S_ISFIFO(st.st_mode)   ? "a FIFO"
+           : S_ISDIR(st.st_mode)  ? "a directory"
+           : S_ISSOCK(st.st_mode) ? "a socket"
+           : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                        : "not a regular file";
+}
 
 int ft_cuda_load(ft_cuda *cu, char *why, size_t why_len)
 {
     const char *env = getenv("FOXJIT_CUDA_LIBRARY");
     const char *name = env && *env ? env : "libcuda.so.1";
+    /* dlopen of a FIFO waits for a writer for ever. */
+    const char *what = strchr(name, '/') ? not_regular(name) : NULL;
+    if (what) {
+        snprintf(why, why_len, "FOXJIT_CUDA_LIBRARY=%s is %s, not a library file; point it at "
+                 "the driver's libcuda.so.1, or unset it", name, what);
+        return FT_CUDA_ABSENT;
+    }
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(why, why_len, "%s could not be loaded (%s); install the NVIDIA driver, or "
                  "set FOXJIT_CUDA_LIBRARY to the path of libcuda.so.1", name, dlerror());
-        return -1;
+        return FT_CUDA_ABSENT;
     }
-    /* Each entry point by the exact versioned symbol cuda.h maps its name to
+    snprintf(cu->library, sizeof cu->library, "%s", name);
+    /* Each driver function by the exact versioned symbol cuda.h maps its name to
      * (cuMemAlloc -> cuMemAlloc_v2), so it has the prototype we call it with;
      * cuGetProcAddress can hand back a newer version with another signature.
      * cuEventElapsedTime_v2 (12.8) falls back to the first version, which has
@@ -30,7 +53,7 @@ int ft_cuda_load(ft_cuda *cu, char *why, size_t why_len)
     if (!cu->fn) {                                                                         \
         snprintf(why, why_len, "the CUDA driver in %s lacks %s (%s); update the NVIDIA "    \
                  "driver", name, #fn, FT_STR(fn));                                         \
-        return -1;                                                                         \
+        return FT_CUDA_BROKEN;                                                             \
     }
     FT_CUDA_FUNCTIONS(FT_CUDA_RESOLVE)
 #undef FT_CUDA_RESOLVE
@@ -40,7 +63,7 @@ int ft_cuda_load(ft_cuda *cu, char *why, size_t why_len)
         char buf[160];
         snprintf(why, why_len, "cuInit failed: %s; check that a GPU is visible (nvidia-smi, "
                  "CUDA_VISIBLE_DEVICES)", ft_cuda_error(cu, r, buf, sizeof buf));
-        return -1;
+        return r == CUDA_ERROR_NO_DEVICE ? FT_CUDA_ABSENT : FT_CUDA_BROKEN;
     }
     return 0;
 }

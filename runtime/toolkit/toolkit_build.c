@@ -1,4 +1,4 @@
-/* The toolkit's building blocks (toolkit.h): NVRTC and CCCL, targets,
+/* The toolkit's build area (toolkit_build.h): NVRTC and CCCL, targets,
  * manifests, and kernel variants built into the cache or compiled cold
  * (`fox-jit warm`, the bench's compile rows). */
 #include <stdio.h>
@@ -13,7 +13,6 @@
 #include "status.h"
 #include "target.h"
 #include "toolchain.h"
-#include "toolkit.h"
 #include "toolkit_internal.h"
 
 _Static_assert(sizeof(((fj_tk_target *)0)->name) == sizeof(((fj_target *)0)->name),
@@ -75,6 +74,8 @@ foxjit_status fj_tk_target_for_gpu(int device_cc, fj_tk_target *out)
         *out = fj_tk_target_out(&t);
     return st;
 }
+
+const char *fj_tk_sources_hash_hex(void) { return fj_sources_hash_hex(); }
 
 /* ---- manifests ------------------------------------------------------------ */
 
