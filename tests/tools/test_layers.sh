@@ -14,8 +14,13 @@
 #     it includes of the runtime only what the ops' host side includes
 #     (ops/*/op.[ch], ops/common/), and loads its kernels through the
 #     op-call layer, never straight from the module cache.
-#  2. runtime/cache/disk_cache.c compiles with no CUDA include path: the cache
-#     knows a key only as bytes and never sees cuda.h or nvrtc.h.
+#  2. The runtime is layers, bottom to top: core, cache, loaders, build,
+#     compiler, modules, call, then the ops (ops/), the API table and the
+#     toolkit (docs/architecture.md). Each file is in its layer's folder and
+#     includes headers of its own layer or below, never above; no include
+#     chain of runtime/, ops/ and include/ is deeper than 6; the disk cache
+#     (runtime/cache/) compiles with no CUDA include path: it knows a key
+#     only as bytes and never sees cuda.h or nvrtc.h.
 #  3. Nothing in the repository points at the spec folder next to the
 #     checkout (a clone does not have it).
 #  4. libfoxjit.so carries no baseline: neither symbols (nm -D) nor kernel
@@ -73,17 +78,152 @@ done
 window=$(cd "$root" && grep -nE '\bfj_module_get\b' -r tools/baselines)
 [ -z "$window" ] || fail "tools/baselines calls the module cache itself: $window; load a baseline's kernels through its fj_op descriptor (fj_op_load, fj_op_prepare), as an op does"
 
-# No -I for the CUDA toolkit, and no system CUDA either: an empty include
-# directory shadows nothing, so cuda.h can only come from the default paths;
-# -nostdinc would lose libc, so check the preprocessed list of headers.
-deps=$("$cc" -std=c11 -D_GNU_SOURCE -I"$root/runtime/core" -I"$root/runtime/cache" \
-      -M "$root/runtime/cache/disk_cache.c" 2>&1)
-rc=$?
-if [ $rc -ne 0 ]; then
-    fail "disk_cache.c does not compile without a CUDA include path: $deps"
-elif grep -qE '(^|[ /])(cuda|nvrtc|foxjit)\.h' <<< "$deps"; then
-    fail "disk_cache.c pulls in $(grep -oE '[^ ]*(cuda|nvrtc|foxjit)\.h' <<< "$deps" | head -1); the disk cache must build without CUDA or NVRTC headers"
+# The runtime's layers, bottom to top (docs/architecture.md draws them).
+# A file's layer is its folder's: runtime/<layer>/, ops/ (the ops: every
+# op folder, common/, the op list and its table), include/ (the public
+# header, which every layer may include: core's). A file includes headers
+# of its own layer or of a layer below, never above; and no chain of
+# includes through runtime/, ops/ and include/ is deeper than max_depth,
+# the file itself counted as 1 (op.c -> op_call.h -> module_cache.h ->
+# registry.h is 4).
+layers='core cache loaders build compiler modules call ops api toolkit'
+max_depth=6
+declare -A rank
+layer_n=0
+for l in $layers; do rank[$l]=$layer_n; layer_n=$((layer_n + 1)); done
+# Sets layer to the layer of file $1, or "" for a file in none.
+set_layer() {
+    case $1 in
+    include/*) layer=core ;;
+    ops/*) layer=ops ;;
+    runtime/*/*) layer=${1#runtime/}; layer=${layer%%/*}; [ -n "${rank[$layer]:-}" ] || layer= ;;
+    *) layer= ;;
+    esac
+}
+include_names() {
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"
+}
+# Headers are included by their bare names ("runtime.h"; an op's by its
+# folder, "colsum/op.h"): meson puts every layer folder, ops/ and include/
+# on the include path, so a name is resolved as the compiler does, from the
+# including file's folder first.
+inc_dirs="include ops"
+for l in $layers; do
+    [ -d "$root/runtime/$l" ] && inc_dirs="$inc_dirs runtime/$l"
+done
+for f in $(cd "$root" && find runtime ops -name '*.[ch]'); do
+    set_layer "$f"
+    [ -n "$layer" ] || fail "$f is in no layer: a file of the runtime lives in its layer's folder, runtime/<layer>/ (a new layer goes into layers in tests/tools/test_layers.sh, in its place from the bottom, and into docs/architecture.md)"
+done
+dups=$(cd "$root" && find runtime -mindepth 2 -name '*.h' -printf '%f\n' | sort | uniq -d)
+[ -z "$dups" ] || fail "runtime/ has two headers named $(echo $dups): a bare #include would find either"
+
+# What the library and the toolkit are built from: every header, and the
+# sources meson compiles into them (an op folder's test.c and bench.c are
+# built into the gpu tests and the bench instead: the tools' rule above
+# checks the bench). The build's compile database says which.
+db=
+d=$([ -n "$lib" ] && realpath -m "$(dirname "$lib")")
+while [ -n "$d" ] && [ "$d" != / ]; do
+    [ -f "$d/compile_commands.json" ] && { db=$d/compile_commands.json; break; }
+    d=$(dirname "$d")
+done
+lib_sources=
+if [ -z "$db" ]; then
+    fail "no compile_commands.json above ${lib:-(no library given)}: the layer check needs the build (test_layers.sh SOURCE_ROOT CC LIBFOXJIT_SO)"
+else
+    lib_sources=$(python3 - "$db" "$root" <<'EOF'
+import json, os, sys
+db, root = sys.argv[1], os.path.realpath(sys.argv[2])
+for e in json.load(open(db)):
+    if '/libfoxjit_internal.a.p/' in '/' + e['output'] or '/libfoxjit_toolkit.a.p/' in '/' + e['output']:
+        path = os.path.realpath(os.path.join(e['directory'], e['file']))
+        if path.startswith(root + '/'):
+            print(os.path.relpath(path, root))
+EOF
+)
+    [ -n "$lib_sources" ] || fail "$db lists no source of libfoxjit_internal.a or libfoxjit_toolkit.a"
 fi
+
+# Every quoted include of runtime/, ops/ and include/ that resolves to one
+# of their files, as "file target" lines.
+edges=$(cd "$root" && for f in $(find runtime ops include \( -name '*.c' -o -name '*.h' \) | sort); do
+    dir=$(dirname "$f")
+    for inc in $(include_names "$f"); do
+        for d in $dir $inc_dirs; do
+            if [ -f "$d/$inc" ]; then
+                echo "$f $(realpath -m --relative-to=. "$d/$inc")"
+                break
+            fi
+        done
+    done
+done)
+
+declare -A checked
+for f in $(cd "$root" && find runtime ops include -name '*.h') $lib_sources; do checked[$f]=1; done
+while read -r f t; do
+    [ -n "$f" ] && [ -n "${checked[$f]:-}" ] || continue
+    set_layer "$f"; lf=$layer
+    set_layer "$t"; lt=$layer
+    # A file in no layer is reported above.
+    [ -n "$lf" ] && [ -n "$lt" ] || continue
+    if [ "${rank[$lt]}" -gt "${rank[$lf]}" ]; then
+        fail "$f ($lf) includes \"${t##*/}\" ($t, $lt): an include points up a layer (bottom to top: $layers); move what it needs down to $lf or below, or the file up"
+    fi
+done <<< "$edges"
+
+# The longest chain from every file, and any cycle.
+depth=$(cd "$root" && { printf '%s\n' "$edges"; echo "--"; find runtime ops include \( -name '*.c' -o -name '*.h' \) | sort; } |
+    awk -v max="$max_depth" '
+    $0 == "--" { files = 1; next }
+    !files { out[$1] = out[$1] " " $2; next }
+    { all[++n] = $1 }
+    function walk(f,    k, i, a, d, best) {
+        if (f in depth) return depth[f]
+        if (f in open) { cycle = cycle ? cycle : f; return 0 }
+        open[f] = 1; best = 0; chain[f] = f
+        k = split(out[f], a, " ")
+        for (i = 1; i <= k; i++) {
+            d = walk(a[i])
+            if (d > best) { best = d; chain[f] = f " -> " chain[a[i]] }
+        }
+        delete open[f]
+        return depth[f] = best + 1
+    }
+    END {
+        top = ""
+        for (i = 1; i <= n; i++) {
+            d = walk(all[i])
+            if (d > max) print "deep " d " " chain[all[i]]
+            if (d > topd) { topd = d; top = chain[all[i]] }
+        }
+        if (cycle) print "cycle " cycle
+        print "top " topd " " top
+    }')
+while read -r kind n rest; do
+    case $kind in
+    deep) fail "an include chain of depth $n, past $max_depth: $rest; a header includes only what its declarations need (a type used by pointer can be declared, not included)" ;;
+    cycle) fail "an include cycle through $n: a header includes itself through others" ;;
+    top) longest="$n ($rest)" ;;
+    esac
+done <<< "$depth"
+echo "the longest include chain: ${longest:-?}"
+
+# The disk cache knows a key only as bytes: each of its files compiles
+# with no include path but core's and its own, and no CUDA, NVRTC or
+# public header (which includes cuda.h). No -I for the CUDA toolkit, and
+# no system CUDA either: an empty include directory shadows nothing, so
+# cuda.h can only come from the default paths; -nostdinc would lose libc,
+# so check the preprocessed list of headers.
+for c in "$root"/runtime/cache/*.c; do
+    deps=$("$cc" -std=c11 -D_GNU_SOURCE -I"$root/runtime/core" -I"$root/runtime/cache" -M "$c" 2>&1)
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        fail "${c#"$root"/} does not compile without a CUDA include path: $deps"
+    elif grep -qE '(^|[ /])(cuda|nvrtc|foxjit)\.h' <<< "$deps"; then
+        fail "${c#"$root"/} pulls in $(grep -oE '[^ ]*(cuda|nvrtc|foxjit)\.h' <<< "$deps" | head -1); the disk cache must build without CUDA or NVRTC headers"
+    fi
+done
 
 # The pattern is assembled so that this file does not match it itself.
 outside='shared'
@@ -129,5 +269,5 @@ if [ -n "$lib" ]; then
     [ -z "$text" ] || fail "strings $lib shows baseline kernels or sources: $text"
 fi
 
-[ $failed -eq 0 ] && echo "ok: tools include only the public and toolkit headers; the toolkit's headers include only $toolkit_allowed; the baselines include only what ops include; disk_cache.c builds without CUDA; no outside references${lib:+; no baselines and only foxjit_* exported in $lib}"
+[ $failed -eq 0 ] && echo "ok: tools include only the public and toolkit headers; the toolkit's headers include only $toolkit_allowed; the baselines include only what ops include; the runtime's layers hold, no include chain past $max_depth; the disk cache builds without CUDA; no outside references${lib:+; no baselines and only foxjit_* exported in $lib}"
 exit $failed
