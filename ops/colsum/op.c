@@ -227,7 +227,7 @@ static foxjit_status column_sum(const char *op, foxjit_runtime *rt, CUdeviceptr 
         (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK)
         return st;
     /* Blocks read x while others write out: in place would race. */
-    if (out < x + (CUdeviceptr)rows * (CUdeviceptr)cols * 4 && x < out + (CUdeviceptr)cols * 4)
+    if (fj_ranges_overlap(x, (size_t)(rows * cols) * 4, out, (size_t)cols * 4))
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: out overlaps x; the sums cannot be "
                        "written in place: give out its own buffer", op);
     if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
