@@ -63,7 +63,7 @@ extern "C" {
 #endif
 
 #define FOXJIT_VERSION_MAJOR 0
-#define FOXJIT_VERSION_MINOR 2
+#define FOXJIT_VERSION_MINOR 3
 #define FOXJIT_VERSION_PATCH 0
 
 /* ABI version of the function table returned by foxjit_get_api(). 2 (library
@@ -103,7 +103,7 @@ FOXJIT_API const char *foxjit_status_string(foxjit_status status);
 /* Threads: per thread; reports the calling thread's last failure only. */
 FOXJIT_API const char *foxjit_last_error(void);
 
-/* "0.2.0" */
+/* "0.3.0" */
 /* Threads: any thread, any time; needs no runtime and no context. */
 FOXJIT_API const char *foxjit_version(void);
 

@@ -18,12 +18,12 @@ from ._lib import (ABI_MAJOR, ABI_MINOR, AbiError, Error, Library, LoadError, St
 from .runtime import Runtime
 from . import ops
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = ["ABI_MAJOR", "ABI_MINOR", "AbiError", "Error", "Library", "LoadError", "Status",
            "Runtime", "library", "set_library", "ops", "version"]
 
 
 def version():
-    """The loaded library's version ("0.2.0")."""
+    """The loaded library's version ("0.3.0")."""
     return library().version()

@@ -303,7 +303,7 @@ impl Library {
         self.inner.source
     }
 
-    /// The library's version ("0.2.0").
+    /// The library's version ("0.3.0").
     pub fn version(&self) -> String {
         cstr_to_string(unsafe { (self.api().version)() })
     }
