@@ -1,6 +1,6 @@
-"""python3 tools/torch_capture_probe.py [--mode MODE]: does a CUDA-graph
-capture of fox-jit's custom ops, forward and backward, work in a process
-that ran torch.compile on them before? One capture per mode, each in a
+"""python3 tools/torch_capture_probe.py: does a CUDA-graph capture of
+fox-jit's custom ops, forward and backward, work on a module that was
+compiled (torch.compile) and run once before, in the same process? One capture per mode, each in a
 child process: the default capture, capture_error_mode "thread_local" and
 "relaxed", with Inductor's compile workers limited to the compiling thread
 (TORCHINDUCTOR_COMPILE_THREADS=1), and without the torch.compile. A
@@ -32,12 +32,13 @@ def child(mode, compile_first):
 
     x = torch.randn(B, K, F, device="cuda")
     dt = torch.ones(B, K, device="cuda")
+    m = Net().cuda()
     if compile_first:
-        m0 = Net().cuda()
-        c = torch.compile(m0, fullgraph=True)
+        # The module itself is compiled and run once; the capture below is
+        # of that same module, eagerly (the case that failed).
+        c = torch.compile(m, fullgraph=True)
         c(x, dt).backward()
         torch.cuda.synchronize()
-    m = Net().cuda()
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
