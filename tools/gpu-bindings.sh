@@ -10,8 +10,8 @@
 #                                             # pip the wheel, into build/bindings-gpu/
 # then carry the build folder and run there
 #   tools/gpu-bindings.sh build "$OUT"
-# The venv sees the machine's own site-packages (torch); the foxjit it
-# imports is the wheel's (checked). FOXJIT_SKIP_PROBE=1 skips the probe
+# The venv sees the machine's torch (its site-packages, through a .pth
+# file); the foxjit it imports is the wheel's (checked). FOXJIT_SKIP_PROBE=1 skips the probe
 # (its torch.compile runs take minutes), FOXJIT_SKIP_OVERHEAD=1 the
 # overhead table.
 # Logs: $OUT/rust_gpu.log, python_gpu.log, python_nogpu.log, examples.log,
@@ -60,6 +60,11 @@ python3 -m venv --system-site-packages "$venv" &&
     "$venv/bin/python" -m pip install -q --no-index --no-deps "$B"/bindings-gpu/foxjit-*.whl ||
     { echo "the wheel did not install into a fresh venv"; exit 1; }
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+# torch may live in a venv of its own (the GPU machine's python3 is
+# /opt/torch/.venv's), which --system-site-packages does not reach: the
+# fresh venv gets a .pth line naming the site-packages torch was found in.
+torch_site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)
+[ -n "$torch_site" ] && echo "$torch_site" > "$site/_machine_torch.pth"
 export FOXJIT_TEST_LIBRARY="$site/.foxjit.mesonpy.libs/libfoxjit.so"
 unset FOXJIT_LIBRARY PYTHONPATH
 summary=()
