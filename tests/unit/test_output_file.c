@@ -20,6 +20,7 @@
 
 #include "../common/temp_root.h"
 #include "output_file.h"
+#include "../common/text_file.h"
 
 static char root[256];
 static char why[1024];
@@ -29,26 +30,7 @@ static void path_of(char *out, size_t len, const char *name)
     snprintf(out, len, "%s/%s", root, name);
 }
 
-static void put(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
 
-static void expect_content(const char *path, const char *want)
-{
-    char got[256] = "";
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail_msg("%s: cannot be read", path);
-    size_t n = fread(got, 1, sizeof got - 1, f);
-    got[n] = '\0';
-    fclose(f);
-    if (strcmp(got, want))
-        fail_msg("%s holds '%s', want '%s'", path, got, want);
-}
 
 static void expect_why(const char *needle)
 {
@@ -93,7 +75,7 @@ static void test_new_file_and_modes(void **state)
             assert_int_not_equal(access(path, F_OK), 0);
         if (out_file_close(&o, why, sizeof why))
             fail_msg("%s", why);
-        expect_content(path, "{}\n");
+        expect_text(path, "{}\n");
         struct stat st;
         assert_int_equal(stat(path, &st), 0);
         if ((st.st_mode & 0777) != cases[i].mode)
@@ -106,7 +88,7 @@ static void test_new_file_and_modes(void **state)
     assert_int_equal(out_file_open(&o, path, "--json", 0, why, sizeof why), 0);
     fputs("half", o.f);
     out_file_discard(&o);
-    expect_content(path, "{}\n");
+    expect_text(path, "{}\n");
     assert_int_equal(count_names(".tmp."), 0);
     unlink(path);
 }
@@ -120,7 +102,7 @@ static void test_symlink_at_the_path_is_refused(void **state)
     char path[300], victim[300];
     path_of(path, sizeof path, "loss.csv");
     path_of(victim, sizeof victim, "victim");
-    put(victim, "step,loss,loss_bits\n1,0.5,0x3f000000\n");
+    put_text(victim, "step,loss,loss_bits\n1,0.5,0x3f000000\n");
     assert_int_equal(symlink(victim, path), 0);
     const unsigned flags[] = {0, OUT_FILE_SYNC, OUT_FILE_VISIBLE, OUT_FILE_CONTINUE};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
@@ -135,7 +117,7 @@ static void test_symlink_at_the_path_is_refused(void **state)
         expect_why("' is a symbolic link");
         assert_null(o.f);
     }
-    expect_content(victim, "step,loss,loss_bits\n1,0.5,0x3f000000\n");
+    expect_text(victim, "step,loss,loss_bits\n1,0.5,0x3f000000\n");
     struct stat st;
     assert_int_equal(lstat(path, &st), 0);
     assert_true(S_ISLNK(st.st_mode));
@@ -159,15 +141,15 @@ static void test_hard_link_keeps_its_content(void **state)
     char path[300], victim[300];
     path_of(path, sizeof path, "out.bin");
     path_of(victim, sizeof victim, "victim");
-    put(victim, "victim's\n");
+    put_text(victim, "victim's\n");
     assert_int_equal(link(victim, path), 0);
     for (unsigned flags = 0; flags <= OUT_FILE_VISIBLE; flags += OUT_FILE_VISIBLE) {
         out_file o;
         assert_int_equal(out_file_open(&o, path, "--dump-step", flags, why, sizeof why), 0);
         fputs("new\n", o.f);
         assert_int_equal(out_file_close(&o, why, sizeof why), 0);
-        expect_content(path, "new\n");
-        expect_content(victim, "victim's\n");
+        expect_text(path, "new\n");
+        expect_text(victim, "victim's\n");
         unlink(path);
         assert_int_equal(link(victim, path), 0);
     }
@@ -176,7 +158,7 @@ static void test_hard_link_keeps_its_content(void **state)
     expect_why("has 2 hard links; a file continued in place must have one");
     assert_int_equal(out_file_open(&o, path, "--csv", OUT_FILE_CONTINUE, why, sizeof why), -1);
     expect_why("has 2 hard links");
-    expect_content(victim, "victim's\n");
+    expect_text(victim, "victim's\n");
     unlink(path), unlink(victim);
 }
 
@@ -207,7 +189,7 @@ static void test_continue_in_place(void **state)
     assert_int_equal(out_file_close(&o, why, sizeof why), 0);
     assert_int_equal(stat(path, &after), 0);
     assert_true(before.st_ino == after.st_ino);
-    expect_content(path, "a\nb\n");
+    expect_text(path, "a\nb\n");
     unlink(path);
 }
 
@@ -270,7 +252,7 @@ static void test_other_users_files(void **state)
     assert_int_equal(mkdir(sticky, 0777), 0);
     assert_int_equal(chmod(sticky, 01777), 0);
     snprintf(theirs, sizeof theirs, "%s/theirs.json", sticky);
-    put(theirs, "theirs\n");
+    put_text(theirs, "theirs\n");
     assert_int_equal(chown(theirs, 4243, 4243), 0);
     /* The test directory itself must be reachable by uid 4242. */
     assert_int_equal(chmod(root, 0755), 0);
@@ -295,11 +277,11 @@ static void test_other_users_files(void **state)
     assert_true(WIFEXITED(ws));
     if (WEXITSTATUS(ws))
         fail_msg("as uid 4242: status %d", WEXITSTATUS(ws));
-    expect_content(theirs, "theirs\n");
+    expect_text(theirs, "theirs\n");
     /* Continued in place: only a file of one's own. */
     char curve[300];
     path_of(curve, sizeof curve, "theirs.csv");
-    put(curve, "step,loss,loss_bits\n");
+    put_text(curve, "step,loss,loss_bits\n");
     assert_int_equal(chown(curve, 4243, 4243), 0);
     assert_int_equal(out_file_check(curve, "--csv", OUT_FILE_CONTINUE, why, sizeof why), -1);
     expect_why("belongs to another user (uid 4243); only a file of yours is continued in place");

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../common/text_file.h"
 
 static const char *fox_train, *library;
 static const char *env_library;   /* FOXJIT_LIBRARY for the next runs, NULL: unset */
@@ -142,24 +143,7 @@ static void test_usage(void **state)
     expect(&r, 2, "'/nonexistent-dir' does not exist");
 }
 
-static void put_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
 
-static void expect_text(const char *path, const char *want)
-{
-    char got[256] = "";
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    got[fread(got, 1, sizeof got - 1, f)] = '\0';
-    fclose(f);
-    if (strcmp(got, want))
-        fail_msg("%s holds '%s', want '%s'", path, got, want);
-}
 
 /* Every output is refused at the start, before the driver is looked for,
  * when it would write through a link another user planted; a --csv in a

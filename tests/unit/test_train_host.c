@@ -24,6 +24,7 @@
 #include "losslog.h"
 #include "metrics.h"
 #include "params.h"
+#include "../common/text_file.h"
 
 /* ---- checkpoints ------------------------------------------------------------- */
 
@@ -316,25 +317,7 @@ static void test_checkpoint_settings_checked(void **state)
 
 /* ---- checkpoints and the loss curve against what a directory holds --------- */
 
-static void put_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
 
-static void expect_text(const char *path, const char *want)
-{
-    char got[512] = "";
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail_msg("%s cannot be read", path);
-    got[fread(got, 1, sizeof got - 1, f)] = '\0';
-    fclose(f);
-    if (strcmp(got, want))
-        fail_msg("%s holds '%s', want '%s'", path, got, want);
-}
 
 /* Sets float `index` of array `array` (0 params, 1 m, 2 v) of the
  * checkpoint at path to `value` and seals it again: its checksum stays
