@@ -106,8 +106,8 @@ int ft_data_generate(ft_dataset *d, int n, int k, int f, int h, ft_signal signal
         ft_data_free(d);
         return -1;
     }
-    /* Both signals use the seed's direction; only the samples differ
-     * between splits. */
+    /* Both splits share the rule's direction, drawn from the run's seed;
+     * only their samples differ. */
     rule_direction(f, seed, p);
     ft_rng r;
     ft_rng_init(&r, seed, (uint64_t)split_stream);
