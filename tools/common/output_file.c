@@ -12,16 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#include "why.h"
 
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static const char *kind_of(mode_t m)
 {
@@ -35,19 +27,19 @@ static int split(const char *path, const char *what, char *dir, size_t dir_len, 
 {
     size_t len = strlen(path);
     if (len == 0)
-        return fail(why, why_len, "%s: the path is empty; give a file name", what);
+        return why_fail(why, why_len, "%s: the path is empty; give a file name", what);
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     errno = EISDIR;
     if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
-        return fail(why, why_len, "%s '%s' is a directory; give a file name in it", what, path);
+        return why_fail(why, why_len, "%s '%s' is a directory; give a file name in it", what, path);
     errno = ENAMETOOLONG;
     if (strlen(base) >= name_len)
-        return fail(why, why_len, "%s '%s': its file name is longer than %zu bytes, more than "
+        return why_fail(why, why_len, "%s '%s': its file name is longer than %zu bytes, more than "
                     "a file system takes; give a shorter one", what, path, name_len - 1);
     size_t dlen = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
     if (dlen >= dir_len)
-        return fail(why, why_len, "%s '%s': its directory is longer than %zu bytes; give a "
+        return why_fail(why, why_len, "%s '%s': its directory is longer than %zu bytes; give a "
                     "shorter path", what, path, dir_len - 1);
     if (!slash)
         memcpy(dir, ".", 2);
@@ -69,13 +61,13 @@ static int open_dir(const char *dir, const char *path, const char *what, char *w
     if (fd >= 0)
         return fd;
     if (errno == ENOENT)
-        fail(why, why_len, "%s '%s': the directory '%s' does not exist; create it first, or "
+        why_fail(why, why_len, "%s '%s': the directory '%s' does not exist; create it first, or "
              "give another path", what, path, dir);
     else if (errno == ENOTDIR)
-        fail(why, why_len, "%s '%s': '%s' is not a directory; give a path in a directory",
+        why_fail(why, why_len, "%s '%s': '%s' is not a directory; give a path in a directory",
              what, path, dir);
     else
-        fail(why, why_len, "%s '%s': cannot open the directory '%s': %s", what, path, dir,
+        why_fail(why, why_len, "%s '%s': cannot open the directory '%s': %s", what, path, dir,
              strerror(errno));
     return -1;
 }
@@ -89,30 +81,30 @@ static int examine(int dirfd, const struct stat *dir_st, const char *name, const
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT)
             return 0;
-        return fail(why, why_len, "%s '%s': %s", what, path, strerror(errno));
+        return why_fail(why, why_len, "%s '%s': %s", what, path, strerror(errno));
     }
     if (S_ISLNK(st.st_mode)) {
         char target[PATH_MAX];
         ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
         target[n > 0 ? n : 0] = '\0';
         errno = ELOOP;
-        return fail(why, why_len, "%s '%s' is a symbolic link (to '%s'); outputs are never "
+        return why_fail(why, why_len, "%s '%s' is a symbolic link (to '%s'); outputs are never "
                     "written through a link: remove it, or give another path", what, path,
                     target);
     }
     if (S_ISDIR(st.st_mode)) {
         errno = EISDIR;
-        return fail(why, why_len, "%s '%s' is a directory; give a file name in it", what, path);
+        return why_fail(why, why_len, "%s '%s' is a directory; give a file name in it", what, path);
     }
     errno = EPERM;
     if (!S_ISREG(st.st_mode))
-        return fail(why, why_len, "%s '%s' is %s; outputs go to regular files: give another "
+        return why_fail(why, why_len, "%s '%s' is %s; outputs go to regular files: give another "
                     "path", what, path, kind_of(st.st_mode));
     /* The sticky bit (/tmp) lets only a file's owner, or the directory's,
      * remove or replace it; root may. */
     uid_t me = geteuid();
     if ((dir_st->st_mode & S_ISVTX) && me != 0 && st.st_uid != me && dir_st->st_uid != me)
-        return fail(why, why_len, "%s '%s' belongs to another user (uid %u) and its directory "
+        return why_fail(why, why_len, "%s '%s' belongs to another user (uid %u) and its directory "
                     "has the sticky bit, so it cannot be replaced: give another path", what,
                     path, (unsigned)st.st_uid);
     return 1;
@@ -127,9 +119,9 @@ static int open_in_place(int dirfd, const char *name, const char *path, const ch
     int fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ELOOP)
-            return fail(why, why_len, "%s '%s' is a symbolic link; outputs are never written "
+            return why_fail(why, why_len, "%s '%s' is a symbolic link; outputs are never written "
                         "through a link: remove it, or give another path", what, path);
-        return fail(why, why_len, "%s '%s': cannot open it to continue it: %s", what, path,
+        return why_fail(why, why_len, "%s '%s': cannot open it to continue it: %s", what, path,
                     strerror(errno));
     }
     struct stat st;
@@ -154,7 +146,7 @@ static int open_in_place(int dirfd, const char *name, const char *path, const ch
     if (bad) {
         close(fd);
         errno = EPERM;
-        return fail(why, why_len, "%s '%s' %s", what, path, bad);
+        return why_fail(why, why_len, "%s '%s' %s", what, path, bad);
     }
     /* Reads and writes that block, as a regular file's always do. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -198,7 +190,7 @@ static int create_temp(int dirfd, const char *name, char *tmp, size_t tmp_len, c
         tmp[0] = '\0';
         /* ENOENT in a directory that is there: its file system makes no
          * files (/proc, /sys). */
-        return fail(why, why_len, "%s '%s': cannot create a file in '%s': %s; give a path in "
+        return why_fail(why, why_len, "%s '%s': cannot create a file in '%s': %s; give a path in "
                     "a directory you can write", what, path, dir,
                     errno == ENOENT ? "its file system takes no new files" : strerror(errno));
     }
@@ -214,7 +206,7 @@ static int publish(out_file *o, char *why, size_t why_len)
     if (renameat(o->dirfd, o->tmp, o->dirfd, o->name) != 0) {
         int err = errno;
         unlinkat(o->dirfd, o->tmp, 0);
-        return fail(why, why_len, "%s '%s': cannot put the new file in its place: %s; give a "
+        return why_fail(why, why_len, "%s '%s': cannot put the new file in its place: %s; give a "
                     "path in a directory of yours", o->what, o->path, strerror(err));
     }
     o->published = 1;
@@ -233,7 +225,7 @@ int out_file_open(out_file *o, const char *path, const char *what, unsigned flag
         return -1;
     int present = -1, fd = -1;
     if (fstat(o->dirfd, &dir_st) != 0)
-        fail(why, why_len, "%s '%s': cannot examine '%s': %s", what, path, dir, strerror(errno));
+        why_fail(why, why_len, "%s '%s': cannot examine '%s': %s", what, path, dir, strerror(errno));
     else
         present = examine(o->dirfd, &dir_st, o->name, path, what, why, why_len);
     if (present == 1 && (flags & OUT_FILE_CONTINUE)) {
@@ -249,7 +241,7 @@ int out_file_open(out_file *o, const char *path, const char *what, unsigned flag
         }
     }
     if (fd >= 0 && !(o->f = fdopen(fd, "r+"))) {
-        fail(why, why_len, "%s '%s': %s", what, path, strerror(errno));
+        why_fail(why, why_len, "%s '%s': %s", what, path, strerror(errno));
         close(fd);
         fd = -1;
         if (!o->published)
@@ -291,7 +283,7 @@ int out_file_close(out_file *o, char *why, size_t why_len)
     if (err) {
         if (!o->published)
             unlinkat(o->dirfd, o->tmp, 0);
-        rc = fail(why, why_len, "%s '%s': writing it failed: %s%s", o->what, o->path,
+        rc = why_fail(why, why_len, "%s '%s': writing it failed: %s%s", o->what, o->path,
                   strerror(err), o->published ? "" : " (the path keeps what it held)");
     } else if (!o->published) {
         rc = publish(o, why, why_len);
@@ -338,7 +330,7 @@ int out_file_check(const char *path, const char *what, unsigned flags, char *why
         return -1;
     int rc = -1;
     if (fstat(dirfd, &dir_st) != 0) {
-        fail(why, why_len, "%s '%s': cannot examine '%s': %s", what, path, dir, strerror(errno));
+        why_fail(why, why_len, "%s '%s': cannot examine '%s': %s", what, path, dir, strerror(errno));
     } else {
         int present = examine(dirfd, &dir_st, name, path, what, why, why_len);
         if (present == 1 && (flags & OUT_FILE_CONTINUE)) {

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "why.h"
+
 typedef struct family {
     const char *launcher;
     const char *rank, *world, *local, *local_world;
@@ -19,16 +21,6 @@ static const family families[] = {
     {"srun (Slurm)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL},
 };
 
-static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int set(ft_getenv_fn get, void *ctx, const char *name)
 {
@@ -48,7 +40,7 @@ static int read_int(ft_getenv_fn get, void *ctx, const char *name, long lo, long
     while (*end == ' ' || *end == '\t' || *end == '\n')
         end++;
     if (errno || end == s || *end || v < lo || v > hi)
-        return fail(why, len, "%s='%s' is not an integer in [%ld, %ld]; the launcher sets it "
+        return why_fail(why, len, "%s='%s' is not an integer in [%ld, %ld]; the launcher sets it "
                     "(check the job script does not override it)", name, s, lo, hi);
     *out = (int)v;
     return 0;
@@ -60,10 +52,10 @@ static int read_int(ft_getenv_fn get, void *ctx, const char *name, long lo, long
 int ft_dist_check_comm_id(const char *id, char *why, size_t len)
 {
     if (strstr(id, "://"))
-        return fail(why, len, "NCCL_COMM_ID='%s' is host:port, without a scheme: say "
+        return why_fail(why, len, "NCCL_COMM_ID='%s' is host:port, without a scheme: say "
                     "NCCL_COMM_ID=node0:29600, not tcp://node0:29600", id);
     if (strpbrk(id, " \t\n"))
-        return fail(why, len, "NCCL_COMM_ID='%s' has a blank in it: host:port is one word, as "
+        return why_fail(why, len, "NCCL_COMM_ID='%s' has a blank in it: host:port is one word, as "
                     "NCCL_COMM_ID=node0:29600", id);
     const char *colon = strrchr(id, ':');
     const char *host_end = colon;
@@ -76,7 +68,7 @@ int ft_dist_check_comm_id(const char *id, char *why, size_t len)
     } else if (colon && memchr(id, ':', (size_t)(colon - id))) {
         /* An IPv6 address without brackets: NCCL would cut it at its first
          * colon. */
-        return fail(why, len, "NCCL_COMM_ID='%s': an IPv6 address goes in brackets, as "
+        return why_fail(why, len, "NCCL_COMM_ID='%s': an IPv6 address goes in brackets, as "
                     "NCCL_COMM_ID=[fe80::1]:29600", id);
     }
     long port = 0;
@@ -88,7 +80,7 @@ int ft_dist_check_comm_id(const char *id, char *why, size_t len)
             port = 0;
     }
     if (!colon || host_end == id || port < 1 || port > 65535)
-        return fail(why, len, "NCCL_COMM_ID='%s' is not host:port (say rank 0's host and a "
+        return why_fail(why, len, "NCCL_COMM_ID='%s' is not host:port (say rank 0's host and a "
                     "free port, as NCCL_COMM_ID=node0:29600 or 10.0.0.1:29600)", id);
     return 0;
 }
@@ -103,7 +95,7 @@ int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, siz
             set(get, ctx, families[i].local))
             f = &families[i];
     if (!f)
-        return fail(why, why_len, "--dist found no launcher in the environment: it reads RANK, "
+        return why_fail(why, why_len, "--dist found no launcher in the environment: it reads RANK, "
                     "WORLD_SIZE and LOCAL_RANK (torchrun), OMPI_COMM_WORLD_RANK, _SIZE and "
                     "_LOCAL_RANK (mpirun) or SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID "
                     "(srun), and none is set; start fox-train --dist under one of them, or use "
@@ -126,12 +118,12 @@ int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, siz
                 set(get, ctx, families[k].world) && set(get, ctx, families[k].local))
                 other = &families[k];
         if (other)
-            return fail(why, why_len, "%s is set but not %s, while %s's %s, %s and %s are all "
+            return why_fail(why, why_len, "%s is set but not %s, while %s's %s, %s and %s are all "
                         "set: if %s started this process, unset the stray %s in the job "
                         "script (%s's variables are read first)", have, names[i],
                         other->launcher, other->rank, other->world, other->local,
                         other->launcher, have, f->launcher);
-        return fail(why, why_len, "%s sets %s but not %s: --dist needs all of %s, %s and %s "
+        return why_fail(why, why_len, "%s sets %s but not %s: --dist needs all of %s, %s and %s "
                     "(a job script that exports some of them by hand must export all)",
                     f->launcher, have, names[i], f->rank, f->world, f->local);
     }
@@ -148,26 +140,26 @@ int ft_dist_env_read(ft_getenv_fn get, void *ctx, ft_dist_env *d, char *why, siz
     static const char stale[] = "a job script that exports some by hand, or a stale export "
                                 "from another job? let the launcher set them all";
     if (d->rank >= d->world)
-        return fail(why, why_len, "%s=%d is not below %s=%d: the ranks of a world of %d are 0 "
+        return why_fail(why, why_len, "%s=%d is not below %s=%d: the ranks of a world of %d are 0 "
                     "to %d; the variables disagree (%s)", f->rank, d->rank, f->world, d->world,
                     d->world, d->world - 1, stale);
     if (d->local_rank >= d->world)
-        return fail(why, why_len, "%s=%d is not below %s=%d: a host cannot hold more ranks "
+        return why_fail(why, why_len, "%s=%d is not below %s=%d: a host cannot hold more ranks "
                     "than the world; the variables disagree (%s)", f->local, d->local_rank,
                     f->world, d->world, stale);
     if (d->local_world > d->world)
-        return fail(why, why_len, "%s=%d is larger than %s=%d: a host cannot hold more ranks "
+        return why_fail(why, why_len, "%s=%d is larger than %s=%d: a host cannot hold more ranks "
                     "than the world; the variables disagree (%s)", f->local_world,
                     d->local_world, f->world, d->world, stale);
     if (d->local_world > 0 && d->local_rank >= d->local_world)
-        return fail(why, why_len, "%s=%d is not below %s=%d: the ranks of a host are 0 to %d; "
+        return why_fail(why, why_len, "%s=%d is not below %s=%d: the ranks of a host are 0 to %d; "
                     "the variables disagree (%s)", f->local, d->local_rank, f->local_world,
                     d->local_world, d->local_world - 1, stale);
     const char *id = get("NCCL_COMM_ID", ctx);
     if (id && !*id)
         id = NULL;
     if (!id && d->world > 1)
-        return fail(why, why_len, "NCCL_COMM_ID is not set: the %d ranks meet through NCCL's "
+        return why_fail(why, why_len, "NCCL_COMM_ID is not set: the %d ranks meet through NCCL's "
                     "bootstrap at NCCL_COMM_ID=host:port, where rank 0 listens; export it the "
                     "same in every rank, with rank 0's host and a free port, before the "
                     "launcher starts (export NCCL_COMM_ID=node0:29600, or 127.0.0.1:29600 on "
@@ -213,7 +205,7 @@ int ft_dist_pick_gpu(const ft_dist_env *d, int device, int device_count, const c
             snprintf(seen, sizeof seen, "1 device (0)");
         else
             snprintf(seen, sizeof seen, "%d devices (0 to %d)", device_count, device_count - 1);
-        return fail(why, why_len, "--device %d names CUDA device %d, but this process sees %s: "
+        return why_fail(why, why_len, "--device %d names CUDA device %d, but this process sees %s: "
                     "give a --device below %d (the ranks of a host take --device + %s)", device,
                     device, seen, device_count, d->local_var);
     }
@@ -225,13 +217,13 @@ int ft_dist_pick_gpu(const ft_dist_env *d, int device, int device_count, const c
     if (device_count == 1 && device == 0 && names_one_device(visible))
         return 0;
     if (device_count == 1 && device == 0)
-        return fail(why, why_len, "%s=%d, but this process sees one CUDA device, and "
+        return why_fail(why, why_len, "%s=%d, but this process sees one CUDA device, and "
                     "CUDA_VISIBLE_DEVICES=%s does not bind it to this rank alone: NCCL runs "
                     "one rank per GPU; start one process on this host, or let the launcher "
                     "give each process its own GPU (srun --gpus-per-task=1, or "
                     "CUDA_VISIBLE_DEVICES=<that GPU> in each rank's environment)", d->local_var,
                     d->local_rank, visible ? visible : "(unset)");
-    return fail(why, why_len, "%s=%d picks CUDA device %d (--device %d + the local rank), but "
+    return why_fail(why, why_len, "%s=%d picks CUDA device %d (--device %d + the local rank), but "
                 "this process sees %d device%s; start at most %d process%s per host, or let "
                 "the launcher give each process one GPU (CUDA_VISIBLE_DEVICES)", d->local_var,
                 d->local_rank, device + d->local_rank, device, device_count,

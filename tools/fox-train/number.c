@@ -9,16 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#include "why.h"
 
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* The shape of a number as written. */
 typedef struct lexed {
@@ -34,17 +26,17 @@ static int lex(const char *opt, const char *s, const char *want, lexed *l, char 
 {
     *l = (lexed){0};
     if (!*s)
-        return fail(why, why_len, "%s: the value is empty; give %s", opt, want);
+        return why_fail(why, why_len, "%s: the value is empty; give %s", opt, want);
     if (isspace((unsigned char)s[0]))
-        return fail(why, why_len, "%s: '%s' has a blank before the number; give the number "
+        return why_fail(why, why_len, "%s: '%s' has a blank before the number; give the number "
                     "alone", opt, s);
     const char *p = s;
     if (*p == '+')
-        return fail(why, why_len, "%s: '%s': write the number without '+'", opt, s);
+        return why_fail(why, why_len, "%s: '%s': write the number without '+'", opt, s);
     l->negative = *p == '-';
     p += l->negative;
     if (!strncasecmp(p, "inf", 3) || !strncasecmp(p, "nan", 3))
-        return fail(why, why_len, "%s: '%s' is not a finite number; give %s", opt, s, want);
+        return why_fail(why, why_len, "%s: '%s' is not a finite number; give %s", opt, s, want);
     int digits = 0;
     for (; isdigit((unsigned char)*p); p++, digits++)
         l->nonzero |= *p != '0';
@@ -61,10 +53,10 @@ static int lex(const char *opt, const char *s, const char *want, lexed *l, char 
         }
     }
     if (*p && isspace((unsigned char)*p) && !p[strspn(p, " \t\n\v\f\r")])
-        return fail(why, why_len, "%s: '%s' has a blank after the number; give the number "
+        return why_fail(why, why_len, "%s: '%s' has a blank after the number; give the number "
                     "alone", opt, s);
     if (!digits || *p)
-        return fail(why, why_len, "%s: '%s' is not %s", opt, s, want);
+        return why_fail(why, why_len, "%s: '%s' is not %s", opt, s, want);
     l->integer = !fraction && !exponent;
     return 0;
 }
@@ -76,7 +68,7 @@ int ft_parse_uint(const char *opt, const char *s, uint64_t min, uint64_t max, ui
     if (lex(opt, s, "an integer", &l, why, why_len))
         return -1;
     if (!l.integer)
-        return fail(why, why_len, "%s: '%s' is not an integer", opt, s);
+        return why_fail(why, why_len, "%s: '%s' is not an integer", opt, s);
     uint64_t v = 0;
     int overflow = 0;
     for (const char *p = s + l.negative; *p; p++) {
@@ -87,10 +79,10 @@ int ft_parse_uint(const char *opt, const char *s, uint64_t min, uint64_t max, ui
             v = v * 10 + d;
     }
     if (overflow || (!l.negative && v > max))
-        return fail(why, why_len, "%s: '%s' is too large (max %llu)", opt, s,
+        return why_fail(why, why_len, "%s: '%s' is too large (max %llu)", opt, s,
                     (unsigned long long)max);
     if ((l.negative && v != 0) || v < min)
-        return fail(why, why_len, "%s: '%s' is too small (min %llu)", opt, s,
+        return why_fail(why, why_len, "%s: '%s' is too small (min %llu)", opt, s,
                     (unsigned long long)min);
     *out = v;
     return 0;
@@ -106,12 +98,12 @@ int ft_parse_float32(const char *opt, const char *s, float *out, char *why, size
     double v = strtod(s, NULL);
     float f = (float)v;
     if (!isfinite(f))
-        return fail(why, why_len, "%s: '%s' is too %s (%s %.9g, the %s float32)", opt, s,
+        return why_fail(why, why_len, "%s: '%s' is too %s (%s %.9g, the %s float32)", opt, s,
                     l.negative ? "small" : "large", l.negative ? "min" : "max",
                     l.negative ? -(double)FLT_MAX : (double)FLT_MAX,
                     l.negative ? "lowest" : "largest");
     if (l.nonzero && f == 0)
-        return fail(why, why_len, "%s: '%s' is too close to 0 for a float32 (the smallest "
+        return why_fail(why, why_len, "%s: '%s' is too close to 0 for a float32 (the smallest "
                     "nonzero one is %.2g): give 0 or a larger value", opt, s,
                     (double)FLT_TRUE_MIN);
     *out = f;
