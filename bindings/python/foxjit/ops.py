@@ -311,9 +311,7 @@ class _Call:
         if given is not None:
             kind = _ws_kind(given)
             p = self.inp(given, "workspace", kind, output=True)
-            have = 1
-            for s in self.shape:
-                have *= s
+            have = _numel(self.shape)
             return given, p, have * 4 if kind != "u1" else have
         if not self.torch:
             raise TypeError("workspace: pass a device buffer of %d bytes (workspace=...) when "
