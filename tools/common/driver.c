@@ -10,7 +10,9 @@
 #define FT_STR2(x) #x
 #define FT_STR(x) FT_STR2(x)
 
-/* What a path is when it is not a regular file ("a FIFO"), or NULL. */
+/* What a path is when it is not a regular file ("a FIFO"), or NULL: the
+ * check the library makes before its own dlopen (fj_path_not_regular),
+ * written here too because fox-train links no code of the library. */
 static const char *not_regular(const char *path)
 {
     struct stat st;
