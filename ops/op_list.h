@@ -19,7 +19,9 @@
 
 #define FJ_OPS(X) \
     X(colsum, FJ_API(column_sum) FJ_API(bias_grad_reduce) FJ_API(curiosity_bias_grad_reduce) \
-              FJ_API(reduce_axis0) FJ_API(column_sum_prepare)) \
+              FJ_API(reduce_axis0) FJ_API(column_sum_prepare) \
+              FJ_API(column_sum_workspace_size) FJ_API(column_sum_split) \
+              FJ_API(column_sum_split_prepare)) \
     X(radix_sort, FJ_API(radix_sort_pairs_workspace_size) FJ_API(radix_sort_pairs) \
                   FJ_API(radix_sort_prepare)) \
     X(rank_normalize, FJ_API(rank_normalize_workspace_size) FJ_API(rank_normalize) \

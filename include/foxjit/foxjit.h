@@ -30,7 +30,9 @@
  *    sums (bias_grad_reduce, reduce_axis0) also split rows by the GPU's SM
  *    count (and whether it takes clusters of 16), so their bits are those of
  *    one GPU model: an H100 PCIe (114 SMs) or a MIG slice may differ from an
- *    H100 SXM (132) in the last bits, within float32 rounding.
+ *    H100 SXM (132) in the last bits, within float32 rounding. The split
+ *    column sums (foxjit_column_sum_split) give the same bits on every GPU,
+ *    arch and alignment.
  *  - A workspace belongs to one call at a time: two calls in flight at once
  *    (e.g. on two streams) need two workspaces.
  *  - Kernels compile on first use (NVRTC) and are cached on disk. Call the
@@ -74,9 +76,11 @@ extern "C" {
  * ops; 2 foxjit_runtime_params.target; 3 the heads' save
  * (heads_seq_saved_size, _forward_save, _backward_saved); 4 the wide BCE
  * (bce_with_logits_workspace_size, _wide); 5 generalized advantage
- * estimation (gae, gae_prepare). A caller built against this
- * header checks struct_size against the last member it calls. */
-#define FOXJIT_ABI_MINOR 5
+ * estimation (gae, gae_prepare); 6 the split column sums
+ * (column_sum_workspace_size, column_sum_split, column_sum_split_prepare).
+ * A caller built against this header checks struct_size against the last
+ * member it calls. */
+#define FOXJIT_ABI_MINOR 6
 
 typedef enum foxjit_status {
     FOXJIT_OK = 0,
@@ -184,7 +188,8 @@ FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt);
 
 /* ------------------------------------------------------------------------
  * Column sums (kernels.md section 1): out[j] (+)= sum_b x[b, j]
- * x: [rows, cols]. No workspace. Deterministic (no float atomics).
+ * x: [rows, cols]. No workspace, except the split form's. Deterministic
+ * (no float atomics).
  * Limits: rows, cols in [1, 2^31-1], rows * cols < 2^40 (2^40 itself is
  * refused). out must not overlap x: in place is refused (INVALID_ARGUMENT).
  * ------------------------------------------------------------------------ */
@@ -223,6 +228,60 @@ FOXJIT_API foxjit_status foxjit_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x,
  * compiled once while the others wait. */
 FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t rows,
                                                    int64_t cols);
+
+/* The split form (ABI 2.6): the same sums over the whole GPU without
+ * thread-block clusters, in one launch. Each column is one pairwise tree
+ * over its rows (kernels.md section 1): blocks of rows add their part of
+ * it and leave it in the workspace, and the last block to finish adds
+ * those in the tree's order. Its bits depend on x, the shape and
+ * accumulate alone: the same on every GPU and arch, at every alignment of
+ * x, however the rows are split (they are not foxjit_column_sum's bits,
+ * which adds in another order). The fast form before sm_90 (the L40S),
+ * where foxjit_column_sum sums a tile of columns in one block; on sm_90
+ * `fox-jit bench colsum` compares the two.
+ *
+ * The workspace: foxjit_column_sum_workspace_size bytes or more, 16-byte
+ * aligned, overlapping neither x nor out, and ZEROED BEFORE ITS FIRST USE
+ * (cuMemsetD8Async(workspace, 0, bytes, stream) once, after allocating
+ * it). Its first 512 bytes count the blocks that have finished, and every
+ * call leaves them at zero again: zero it once, not before every call (a
+ * captured graph replays without it). A workspace serves calls of every
+ * shape it is large enough for, one call at a time; zero it again after
+ * anything else has written it. Counts left in it make the sums NaN (or
+ * wrong, if what was left are small integers) until it is zeroed.
+ *
+ * A caller of foxjit_column_sum, foxjit_bias_grad_reduce,
+ * foxjit_curiosity_bias_grad_reduce or foxjit_reduce_axis0 who wants this
+ * speed: allocate one workspace of the size its largest shape needs and
+ * zero it, call foxjit_column_sum_split_prepare before graph capture where
+ * it called foxjit_column_sum_prepare, and call foxjit_column_sum_split
+ * with accumulate = 1 where it called foxjit_bias_grad_reduce, 0 for the
+ * others (their out[] is overwritten). The older functions are unchanged. */
+
+/* Bytes of workspace foxjit_column_sum_split needs for x[rows, cols]
+ * (at every alignment of x): 512 bytes, plus a float per column for
+ * every block of rows when the rows are split (21.5 KiB at 8192 x 42). */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
+FOXJIT_API foxjit_status foxjit_column_sum_workspace_size(foxjit_runtime *rt, int64_t rows,
+                                                          int64_t cols, size_t *bytes);
+/* out[j] (+)= sum_b x[b, j] by the split form; accumulate != 0 adds to
+ * out, else overwrites it. Refused (and nothing launched): a workspace
+ * that is NULL, not 16-byte aligned, too small (WORKSPACE_TOO_SMALL) or
+ * overlapping x or out. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a workspace or output must be ordered
+ * by the caller (one stream, or events). */
+FOXJIT_API foxjit_status foxjit_column_sum_split(foxjit_runtime *rt, CUdeviceptr x,
+                                                 int64_t rows, int64_t cols, CUdeviceptr out,
+                                                 int accumulate, CUdeviceptr workspace,
+                                                 size_t workspace_bytes, CUstream stream);
+/* Compiles and loads the kernels foxjit_column_sum_split uses for this
+ * shape. */
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; a kernel asked for by several threads at once is
+ * compiled once while the others wait. */
+FOXJIT_API foxjit_status foxjit_column_sum_split_prepare(foxjit_runtime *rt, int64_t rows,
+                                                         int64_t cols);
 
 /* ------------------------------------------------------------------------
  * Device-wide radix sort and reward rank normalization (kernels.md sec. 2)
@@ -833,6 +892,11 @@ typedef struct foxjit_api {
     foxjit_status (*gae)(foxjit_runtime *, CUdeviceptr, CUdeviceptr, CUdeviceptr, int64_t,
                          int64_t, float, float, CUdeviceptr, CUdeviceptr, CUstream);
     foxjit_status (*gae_prepare)(foxjit_runtime *);
+    /* abi_minor 6 */
+    foxjit_status (*column_sum_workspace_size)(foxjit_runtime *, int64_t, int64_t, size_t *);
+    foxjit_status (*column_sum_split)(foxjit_runtime *, CUdeviceptr, int64_t, int64_t,
+                                      CUdeviceptr, int, CUdeviceptr, size_t, CUstream);
+    foxjit_status (*column_sum_split_prepare)(foxjit_runtime *, int64_t, int64_t);
     /* New members go here, at the end only. */
 } foxjit_api;
 

@@ -1,29 +1,274 @@
 // Column sums: out[c] (+)= sum_r x[r, c] for x [rows, cols] (kernels.md 1).
 //
-// Deterministic without float atomics. A block owns a set of columns and a
-// range of rows; it sums them in registers, then in shared memory in a fixed
-// order (fj_sum_columns: two barriers). On sm_90 and newer the rows of a
-// column set are split across the blocks of a thread-block cluster
-// (gridDim.y blocks, up to FJ_MAX_SPLIT: 8, or 16 with the non-portable
-// opt-in), which push their partial sums into rank 0's shared memory for it
-// to add in rank order: one launch, no workspace. Older GPUs launch
-// clusters of one.
-//
-// Two programs share this file:
+// Deterministic without float atomics. Three programs share this file:
+//   colsum_rows, colsum_tiles  the column sums of foxjit_column_sum and the
+//                older functions: a block sums its rows in registers, then
+//                in shared memory in a fixed order (fj_sum_columns); on
+//                sm_90 the rows of a column set are split across the
+//                blocks of a thread-block cluster. No workspace.
+//   colsum_split the split form (foxjit_column_sum_split): one pairwise
+//                tree over the rows of every column, split over as many
+//                blocks as the shape wants, whose nodes meet in a
+//                workspace; the last block to arrive adds them. No
+//                clusters, the same bits on every GPU (colsum/policy.h).
+// The split program is the one that defines ROWS_PER_THREAD.
+#include "colsum/policy.h"
+#include "common.cuh"
+
+#ifndef VEC
+#define VEC 1
+#endif
+
+template <int V> struct fj_vec;
+template <> struct fj_vec<1> {
+    typedef float type;
+    static FJ_DEVICE void add(float *acc, float v) { acc[0] += v; }
+    static FJ_DEVICE void put(float *a, float v) { a[0] = v; }
+};
+template <> struct fj_vec<2> {
+    typedef float2 type;
+    static FJ_DEVICE void add(float *acc, float2 v) { acc[0] += v.x; acc[1] += v.y; }
+    static FJ_DEVICE void put(float *a, float2 v) { a[0] = v.x; a[1] = v.y; }
+};
+template <> struct fj_vec<4> {
+    typedef float4 type;
+    static FJ_DEVICE void add(float *acc, float4 v)
+    {
+        acc[0] += v.x; acc[1] += v.y; acc[2] += v.z; acc[3] += v.w;
+    }
+    static FJ_DEVICE void put(float *a, float4 v)
+    {
+        a[0] = v.x; a[1] = v.y; a[2] = v.z; a[3] = v.w;
+    }
+};
+
+#if defined(ROWS_PER_THREAD)
+// ---- the split form (colsum_split) -----------------------------------------
+// x[rows, cols] in tiles of TILE = LANES * VEC columns (cols, a kernel
+// argument, is a multiple of VEC when VEC > 1: the host checks) and blocks
+// of ROWS_PER_BLOCK = PHASES * ROWS_PER_THREAD rows; block b of the 1-D
+// grid holds tile b % tiles of row block b / tiles. Thread (lane, phase)
+// sums rows [phase * ROWS_PER_THREAD, + ROWS_PER_THREAD) of its block for
+// its VEC columns. The tree and why every split gives its bits:
+// colsum/policy.h.
+#ifndef LANES
+#error "LANES must be defined"
+#endif
+#ifndef PHASES
+#error "PHASES must be defined"
+#endif
+
+constexpr int THREADS = LANES * PHASES;             // threads with columns
+constexpr int SPLIT_BLOCK = (THREADS + 31) / 32 * 32;  // threads launched
+constexpr int TILE = LANES * VEC;
+constexpr int ROWS_PER_BLOCK = PHASES * ROWS_PER_THREAD;
+// Rows of the blocks' nodes a thread of the last block adds at once.
+constexpr int FINAL_ROWS = FJ_COLSUM_SPLIT_FINAL_FLOATS / VEC;
+static_assert((PHASES & (PHASES - 1)) == 0 && (ROWS_PER_THREAD & (ROWS_PER_THREAD - 1)) == 0 &&
+                  (FINAL_ROWS & (FINAL_ROWS - 1)) == 0,
+              "the tree's groups are powers of two");
+static_assert(SPLIT_BLOCK <= 1024, "at most 1024 threads a block");
+static_assert(PHASES <= FJ_COLSUM_SPLIT_MAX_PHASES &&
+                  ROWS_PER_THREAD <= FJ_COLSUM_SPLIT_MAX_ROWS_PER_THREAD,
+              "the policy's limits");
+
+typedef typename fj_vec<VEC>::type fj_vec_t;
+
+// The tree's node over rows [first, first + N) of a [nrows, ld] matrix m at
+// the VEC columns from col, into node[VEC]: rows past nrows (and columns a
+// thread does not have: col_ok false) are -0.0, the tree's padding. The N
+// loads are all issued before the first add. L2: load from L2 (other
+// blocks' nodes); else through the read-only path (x).
+template <int N, bool L2>
+FJ_DEVICE void fj_tree_rows(const float *m, long long ld, long long nrows, long long first,
+                            long long col, bool col_ok, float *node)
+{
+    float v[N][VEC];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const long long r = first + i;
+        if (col_ok && r < nrows) {
+            const fj_vec_t *p = reinterpret_cast<const fj_vec_t *>(m + r * ld + col);
+            if constexpr (L2)
+                fj_vec<VEC>::put(v[i], __ldcg(p));
+            else
+                fj_vec<VEC>::put(v[i], __ldg(p));
+        } else {
+#pragma unroll
+            for (int j = 0; j < VEC; j++)
+                v[i][j] = -0.0f;
+        }
+    }
+#pragma unroll
+    for (int s = 1; s < N; s *= 2)
+#pragma unroll
+        for (int i = 0; i < N; i += 2 * s)
+#pragma unroll
+            for (int j = 0; j < VEC; j++)
+                v[i][j] += v[i + s][j];
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        node[j] = v[0][j];
+}
+
+// The tree's node over the block's PHASES thread nodes (phase p's rows come
+// before phase p + 1's), column by column, into res[0, TILE). part: shared,
+// PHASES * TILE floats. Every thread of the block calls it; res is ready
+// for all of them on return.
+FJ_DEVICE void fj_tree_phases(const float *node, float *part, float *res)
+{
+    const int t = threadIdx.x;
+    if (t < THREADS) {
+        const int lane = t % LANES, phase = t / LANES;
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            part[phase * TILE + lane * VEC + j] = node[j];
+    }
+    __syncthreads();
+    if constexpr (PHASES <= 16) {
+        // A thread a column: its PHASES values, then their tree.
+        for (int c = t; c < TILE; c += SPLIT_BLOCK) {
+            float v[PHASES];
+#pragma unroll
+            for (int p = 0; p < PHASES; p++)
+                v[p] = part[p * TILE + c];
+#pragma unroll
+            for (int s = 1; s < PHASES; s *= 2)
+#pragma unroll
+                for (int p = 0; p < PHASES; p += 2 * s)
+                    v[p] += v[p + s];
+            res[c] = v[0];
+        }
+    } else {
+        // Level by level: node p of a level adds phases p and p + s.
+#pragma unroll
+        for (int s = 1; s < PHASES; s *= 2) {
+            for (int i = t; i < PHASES / (2 * s) * TILE; i += SPLIT_BLOCK) {
+                const int p = i / TILE * 2 * s, c = i % TILE;
+                part[p * TILE + c] += part[(p + s) * TILE + c];
+            }
+            __syncthreads();
+        }
+        for (int c = t; c < TILE; c += SPLIT_BLOCK)
+            res[c] = part[c];
+    }
+    __syncthreads();
+}
+
+// out[c0, c0 + width) (+)= res: the roots of a tile.
+FJ_DEVICE void fj_split_write(float *out, long long c0, int width, const float *res,
+                              int accumulate)
+{
+    for (int c = threadIdx.x; c < width; c += SPLIT_BLOCK)
+        out[c0 + c] = accumulate ? out[c0 + c] + res[c] : res[c];
+}
+
+// The last block of a counter adds a tile's row_blocks nodes (rows of
+// cols floats in `nodes`) by the tree: FINAL_ROWS rows a thread, PHASES
+// threads, i.e. FAN_IN rows a node; with more nodes than that, pass after
+// pass, each writing its nodes over the first rows (node j of a pass reads
+// rows j * FAN_IN on, so no row is overwritten before it is read).
+FJ_DEVICE void fj_split_final(float *nodes, long long cols, long long row_blocks,
+                              long long tile, float *out, int accumulate, float *part,
+                              float *res)
+{
+    constexpr long long FAN_IN = (long long)PHASES * FINAL_ROWS;
+    const int t = threadIdx.x, lane = t % LANES, phase = t / LANES;
+    const long long c0 = tile * TILE, col = c0 + (long long)lane * VEC;
+    const bool col_ok = t < THREADS && col < cols;
+    const int width = (int)fj_min((long long)TILE, cols - c0);
+    for (long long n = row_blocks;;) {
+        const long long m = (n + FAN_IN - 1) / FAN_IN;
+        for (long long j = 0; j < m; j++) {
+            float node[VEC];
+            fj_tree_rows<FINAL_ROWS, true>(nodes + j * FAN_IN * cols, cols, n - j * FAN_IN,
+                                           (long long)phase * FINAL_ROWS, col, col_ok, node);
+            fj_tree_phases(node, part, res);
+            if (m == 1) {
+                fj_split_write(out, c0, width, res, accumulate);
+                return;
+            }
+            for (int c = t; c < width; c += SPLIT_BLOCK)
+                nodes[j * cols + c0 + c] = res[c];
+        }
+        __syncthreads();  // this pass's nodes, written, before the next reads them
+        n = m;
+    }
+}
+
+// counters: FJ_COLSUM_SPLIT_COUNTERS zeroed 64-bit counters (each call
+// leaves them zeroed); nodes: row_blocks x cols floats, 16-byte aligned.
+// Both unused when row_blocks is 1.
+extern "C" __global__ void __launch_bounds__(SPLIT_BLOCK)
+colsum_split(const float *__restrict__ x, long long rows, long long cols, long long tiles,
+             long long row_blocks, float *out, int accumulate, unsigned long long *counters,
+             float *nodes)
+{
+    fj_grid_wait();
+    __shared__ float part[PHASES * TILE];
+    __shared__ float res[TILE];
+    __shared__ int verdict;
+    const int t = threadIdx.x, lane = t % LANES, phase = t / LANES;
+    const long long tile = blockIdx.x % tiles, row_block = blockIdx.x / tiles;
+    const long long c0 = tile * TILE, col = c0 + (long long)lane * VEC;
+    const int width = (int)fj_min((long long)TILE, cols - c0);
+    float node[VEC];
+    fj_tree_rows<ROWS_PER_THREAD, false>(
+        x, cols, rows, row_block * ROWS_PER_BLOCK + (long long)phase * ROWS_PER_THREAD, col,
+        t < THREADS && col < cols, node);
+    fj_tree_phases(node, part, res);
+    if (row_blocks == 1) {
+        fj_split_write(out, c0, width, res, accumulate);
+        return;
+    }
+    for (int c = t; c < width; c += SPLIT_BLOCK)
+        nodes[row_block * cols + c0 + c] = res[c];
+
+    // Arrival. The tiles of counter k are k, k + COUNTERS, ...; the last of
+    // their blocks adds them all. A count past the last means the counter
+    // was not zero before the call (a workspace not zeroed before its
+    // first use, or shared by two calls at once): the sums are NaN then.
+    const long long k = tile % FJ_COLSUM_SPLIT_COUNTERS;
+    const unsigned long long count =
+        (unsigned long long)row_blocks *
+        (unsigned long long)((tiles - k + FJ_COLSUM_SPLIT_COUNTERS - 1) / FJ_COLSUM_SPLIT_COUNTERS);
+    __threadfence();  // this block's nodes, in L2 before its arrival counts
+    __syncthreads();
+    if (t == 0) {
+        const unsigned long long before = atomicAdd(counters + k, 1ull);
+        verdict = before == count - 1 ? 1 : before < count ? 0 : -1;
+    }
+    __syncthreads();
+    if (verdict == 0)
+        return;
+    if (verdict < 0) {
+        for (int c = t; c < width; c += SPLIT_BLOCK)
+            out[c0 + c] = __int_as_float(0x7fffffff);
+        return;
+    }
+    __threadfence();  // every other block's nodes, seen after its arrival
+    for (long long tl = k; tl < tiles; tl += FJ_COLSUM_SPLIT_COUNTERS)
+        fj_split_final(nodes, cols, row_blocks, tl, out, accumulate, part, res);
+    if (t == 0)
+        counters[k] = 0;  // every block of k has arrived: ready for the next call
+}
+#else
+// ---- colsum_rows and colsum_tiles --------------------------------------------
+// A block owns a set of columns and a range of rows; it sums them in
+// registers, then in shared memory in a fixed order (fj_sum_columns: two
+// barriers). On sm_90 and newer the rows of a column set are split across
+// the blocks of a thread-block cluster (gridDim.y blocks, up to
+// FJ_MAX_SPLIT: 8, or 16 with the non-portable opt-in), which push their
+// partial sums into rank 0's shared memory for it to add in rank order:
+// one launch, no workspace. Older GPUs launch clusters of one.
 //   colsum_rows  (ROWS_MODE=1): cols = COLS, few (the host picks this mode
 //                up to FJ_COLSUM_ROWS_MODE_MAX_COLS, colsum/policy.h), and a
 //                block reads whole rows, i.e. one contiguous range of memory,
 //                VEC floats per load, perfectly coalesced for any COLS.
 //   colsum_tiles (ROWS_MODE=0): a block owns LANES * VEC adjacent columns;
 //                cols is COLS, or a kernel argument when COLS == 0.
-#include "colsum/policy.h"
-#include "common.cuh"
-
 #ifndef BLOCK
 #error "BLOCK must be defined"
-#endif
-#ifndef VEC
-#define VEC 1
 #endif
 #ifndef COLS
 #define COLS 0
@@ -35,23 +280,6 @@
 #ifndef FJ_MAX_SPLIT
 #error "FJ_MAX_SPLIT must be defined"
 #endif
-
-template <int V> struct fj_vec;
-template <> struct fj_vec<1> {
-    typedef float type;
-    static FJ_DEVICE void add(float *acc, float v) { acc[0] += v; }
-};
-template <> struct fj_vec<2> {
-    typedef float2 type;
-    static FJ_DEVICE void add(float *acc, float2 v) { acc[0] += v.x; acc[1] += v.y; }
-};
-template <> struct fj_vec<4> {
-    typedef float4 type;
-    static FJ_DEVICE void add(float *acc, float4 v)
-    {
-        acc[0] += v.x; acc[1] += v.y; acc[2] += v.z; acc[3] += v.w;
-    }
-};
 
 // Rows of split s out of n splits, in units of `unit` rows.
 FJ_DEVICE void fj_split_range(long long rows, long long unit, int s, int n, long long *begin,
@@ -213,3 +441,4 @@ colsum_tiles(const float *__restrict__ x, long long rows, long long cols_arg,
     fj_cluster_finish<TILE>(res, gather, out + c0, (int)width, accumulate);
 }
 #endif
+#endif  // ROWS_PER_THREAD

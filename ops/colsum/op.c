@@ -30,6 +30,15 @@ const fj_program fj_program_colsum_tiles = {
     .cluster_param = "FJ_MAX_SPLIT",
 };
 
+const fj_program fj_program_colsum_split = {
+    .name = "colsum_split",
+    .source = "colsum/kernel.cu",
+    .params = {"VEC", "LANES", "PHASES", "ROWS_PER_THREAD", NULL},
+    .kernels = {
+        {"colsum_split",
+         {FJ_PTR, FJ_I64, FJ_I64, FJ_I64, FJ_I64, FJ_PTR, FJ_I32, FJ_PTR, FJ_PTR}},
+    },
+};
 
 /* The alignment classes of an input pointer, in bytes: each can take its
  * own kernel (vector width), so prepare and warm build all three. */
@@ -80,8 +89,44 @@ int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3])
     return n;
 }
 
+fj_variant fj_colsum_split_variant(const fj_colsum_split_geometry *g)
+{
+    fj_variant v = {&fj_program_colsum_split, {0}};
+    fj_colsum_split_params(*g, v.values);
+    return v;
+}
+
+int fj_colsum_split_variants(int64_t rows, int64_t cols, fj_variant out[3])
+{
+    int n = 0;
+    for (int a = 0; a < 3; a++) {
+        const fj_colsum_split_geometry g = fj_colsum_split_plan(rows, cols, (int)align_classes[a]);
+        const fj_variant v = fj_colsum_split_variant(&g);
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            seen |= fj_variant_equal(&out[i], &v);
+        if (!seen)
+            out[n++] = v;
+    }
+    return n;
+}
+
+size_t fj_colsum_split_workspace_size(int64_t rows, int64_t cols)
+{
+    long long most = 0;
+    for (int a = 0; a < 3; a++) {
+        const fj_colsum_split_geometry g = fj_colsum_split_plan(rows, cols, (int)align_classes[a]);
+        const long long b = fj_colsum_split_workspace(g, cols);
+        if (b > most)
+            most = b;
+    }
+    return (size_t)most;
+}
+
 static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols);
 
+/* Both forms' kernels (a shape's column sums may go either way), so that
+ * `fox-jit warm` builds what either prepare loads. */
 static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *why,
                     size_t why_len)
 {
@@ -91,8 +136,9 @@ static int variants(const int64_t *v, int cc, fj_variant *out, int max, char *wh
         snprintf(why, why_len, "%s (docs/kernels.md, section 1)", foxjit_last_error());
         return -1;
     }
-    fj_variant tmp[3];
+    fj_variant tmp[6];
     int n = fj_colsum_variants(v[0], v[1], cc, tmp);
+    n += fj_colsum_split_variants(v[0], v[1], tmp + n);
     for (int i = 0; i < n && i < max; i++)
         out[i] = tmp[i];
     return n <= max ? n : -1;
@@ -103,9 +149,10 @@ const fj_op fj_op_colsum = {
     .keys = {"rows", "cols", NULL},
     .limits = {FJ_COLSUM_MAX_DIM, FJ_COLSUM_MAX_DIM},
     .limits_doc = "docs/kernels.md, section 1",
-    .help = "column sums / bias_grad_reduce / reduce_axis0 of x[rows, cols]",
+    .help = "column sums / bias_grad_reduce / reduce_axis0 / column_sum_split of x[rows, cols]",
     .variants = variants,
-    .programs = {&fj_program_colsum_rows, &fj_program_colsum_tiles, NULL},
+    .programs = {&fj_program_colsum_rows, &fj_program_colsum_tiles, &fj_program_colsum_split,
+                 NULL},
     .shapes = "# DQN backward bias gradients (B = 8192) and curiosity (N = 8192, 42 / 128)\n"
               "column_sum rows=8192 cols=3\n"
               "column_sum rows=8192 cols=42\n"
@@ -283,6 +330,121 @@ FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t r
         const fj_loaded *k;
         if ((st = fj_colsum_plan_load(rt, rows, cols, align_classes[i], NULL, 0, &plan, &k)) !=
             FOXJIT_OK)
+            return st;
+    }
+    return FOXJIT_OK;
+}
+
+/* ---- the split form -------------------------------------------------------- */
+
+FOXJIT_API foxjit_status foxjit_column_sum_workspace_size(foxjit_runtime *rt, int64_t rows,
+                                                          int64_t cols, size_t *bytes)
+{
+    const char *op = "foxjit_column_sum_workspace_size";
+    foxjit_status st;
+    if ((st = fj_size_query_begin(op, rt, bytes, "workspace size")) != FOXJIT_OK ||
+        (st = check_shape(op, rows, cols)) != FOXJIT_OK)
+        return st;
+    *bytes = fj_colsum_split_workspace_size(rows, cols);
+    return FOXJIT_OK;
+}
+
+static foxjit_status check_split_call(const char *op, CUdeviceptr x, int64_t rows, int64_t cols,
+                                      CUdeviceptr out, CUdeviceptr workspace,
+                                      size_t workspace_bytes,
+                                      const fj_colsum_split_geometry *g)
+{
+    foxjit_status st;
+    if ((st = check_shape(op, rows, cols)) != FOXJIT_OK ||
+        (st = fj_check_ptr(op, "x", x)) != FOXJIT_OK ||
+        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK ||
+        (st = fj_check_ptr(op, "workspace", workspace)) != FOXJIT_OK)
+        return st;
+    if (workspace % 16)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) is not 16-byte "
+                       "aligned; give it an allocation's start (cuMemAlloc aligns to 256)", op,
+                       (unsigned long long)workspace);
+    const size_t x_bytes = (size_t)(rows * cols) * 4, out_bytes = (size_t)cols * 4;
+    if (fj_ranges_overlap(x, x_bytes, out, out_bytes))
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: out overlaps x; the sums cannot be "
+                       "written in place: give out its own buffer", op);
+    if (fj_ranges_overlap(workspace, workspace_bytes, x, x_bytes))
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: the workspace overlaps x; it is written during the op", op);
+    if (fj_ranges_overlap(workspace, workspace_bytes, out, out_bytes))
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
+                       "%s: the workspace overlaps out; give out its own buffer", op);
+    const size_t need = (size_t)fj_colsum_split_workspace(*g, cols);
+    if (workspace_bytes < need)
+        return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL,
+                       "%s: the workspace is %zu bytes; %lld x %lld needs %zu (ask "
+                       "foxjit_column_sum_workspace_size, and zero it once before its first "
+                       "use)", op, workspace_bytes, (long long)rows, (long long)cols, need);
+    /* The 1-D grid: within the limits above it always fits. */
+    if (g->tiles * g->row_blocks > 2147483647ll)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED, "%s: %lld x %lld needs %lld blocks, past the "
+                       "grid's 2^31 - 1; a fox-jit bug (colsum/policy.h), please report it", op,
+                       (long long)rows, (long long)cols, g->tiles * g->row_blocks);
+    return FOXJIT_OK;
+}
+
+foxjit_status fj_colsum_split_launch(const foxjit_runtime *rt, fj_fn f,
+                                     const fj_colsum_split_geometry *g, CUdeviceptr x,
+                                     int64_t rows, int64_t cols, CUdeviceptr out, int accumulate,
+                                     CUdeviceptr workspace, CUstream stream, const char *what)
+{
+    long long r = rows, c = cols, tiles = g->tiles, row_blocks = g->row_blocks;
+    int acc = accumulate ? 1 : 0;
+    CUdeviceptr counters = workspace, nodes = workspace + FJ_COLSUM_SPLIT_COUNTER_BYTES;
+    FJ_ARGS(args, x, r, c, tiles, row_blocks, out, acc, counters, nodes);
+    return fj_launch(rt, f, (unsigned)(tiles * row_blocks), 1, 1, (unsigned)g->block, 0, stream,
+                     &args, what);
+}
+
+FOXJIT_API foxjit_status foxjit_column_sum_split(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
+                                                 int64_t cols, CUdeviceptr out, int accumulate,
+                                                 CUdeviceptr workspace, size_t workspace_bytes,
+                                                 CUstream stream)
+{
+    const char *op = "foxjit_column_sum_split";
+    fj_clear_error();
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL; create one with "
+                       "foxjit_runtime_create()", op);
+    /* Arguments first (the shape before the plan reads it), then the
+     * context: a bad call is reported as such whatever the context state. */
+    foxjit_status st;
+    if ((st = check_shape(op, rows, cols)) != FOXJIT_OK)
+        return st;
+    const fj_colsum_split_geometry g = fj_colsum_split_plan(rows, cols, (int)alignment_of(x));
+    if ((st = check_split_call(op, x, rows, cols, out, workspace, workspace_bytes, &g)) !=
+            FOXJIT_OK ||
+        (st = fj_enter(rt, stream)) != FOXJIT_OK)
+        return st;
+    const fj_variant v = fj_colsum_split_variant(&g);
+    const fj_loaded *k;
+    if ((st = fj_module_get(rt, &v, stream, 1, &k)) != FOXJIT_OK)
+        return st;
+    return fj_colsum_split_launch(rt, k->fn[0], &g, x, rows, cols, out, accumulate, workspace,
+                                  stream, op);
+}
+
+FOXJIT_API foxjit_status foxjit_column_sum_split_prepare(foxjit_runtime *rt, int64_t rows,
+                                                         int64_t cols)
+{
+    const char *op = "foxjit_column_sum_split_prepare";
+    fj_clear_error();
+    if (!rt)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL", op);
+    foxjit_status st;
+    if ((st = check_shape(op, rows, cols)) != FOXJIT_OK || (st = fj_enter(rt, NULL)) != FOXJIT_OK)
+        return st;
+    /* Every alignment class: the kernels a call of this shape may use. */
+    fj_variant v[3];
+    const int n = fj_colsum_split_variants(rows, cols, v);
+    for (int i = 0; i < n; i++) {
+        const fj_loaded *k;
+        if ((st = fj_module_get(rt, &v[i], NULL, 0, &k)) != FOXJIT_OK)
             return st;
     }
     return FOXJIT_OK;

@@ -11,8 +11,10 @@
 #include "module_cache.h"
 #include "registry.h"
 
-/* The two shipped programs (the bench sweeps their parameters). */
-extern const fj_program fj_program_colsum_rows, fj_program_colsum_tiles;
+/* The shipped programs (the bench sweeps their parameters): the rows and
+ * tiles of foxjit_column_sum and the older functions, and the split form
+ * of foxjit_column_sum_split. */
+extern const fj_program fj_program_colsum_rows, fj_program_colsum_tiles, fj_program_colsum_split;
 
 typedef struct fj_colsum_plan {
     fj_variant variant;
@@ -51,5 +53,25 @@ foxjit_status fj_colsum_plan_load(foxjit_runtime *rt, int64_t rows, int64_t cols
 /* The variants a shape can use (the three alignment classes: 16, 8 and 4
  * bytes), for `fox-jit warm`. Returns the count (at most 3). */
 int fj_colsum_variants(int64_t rows, int64_t cols, int cc, fj_variant out[3]);
+
+/* ---- the split form (colsum/policy.h: fj_colsum_split_plan) ---- */
+
+/* A split geometry's variant. */
+fj_variant fj_colsum_split_variant(const fj_colsum_split_geometry *g);
+
+/* The split variants a shape can use (the three alignment classes), for
+ * prepare and `fox-jit warm`. Returns the count (at most 3). */
+int fj_colsum_split_variants(int64_t rows, int64_t cols, fj_variant out[3]);
+
+/* Bytes of workspace foxjit_column_sum_split needs for x[rows, cols] at
+ * any alignment (the shape within the op's limits). */
+size_t fj_colsum_split_workspace_size(int64_t rows, int64_t cols);
+
+/* Launches colsum_split (f) at geometry g: the workspace holds the
+ * counters, then the blocks' nodes. */
+foxjit_status fj_colsum_split_launch(const foxjit_runtime *rt, fj_fn f,
+                                     const fj_colsum_split_geometry *g, CUdeviceptr x,
+                                     int64_t rows, int64_t cols, CUdeviceptr out, int accumulate,
+                                     CUdeviceptr workspace, CUstream stream, const char *what);
 
 #endif

@@ -163,6 +163,123 @@ FJ_POLICY_FN fj_colsum_geometry fj_colsum_plan_geometry(long long rows, long lon
     return g;
 }
 
+/* ---- The split form (foxjit_column_sum_split, colsum_split) ----------------
+ * Every column is summed as one pairwise tree over its rows: a node adds
+ * its left half's sum to its right half's, the leaves are the rows in
+ * order, padded with -0.0 to a power of two (x + -0.0 == x for every
+ * float, so the padding changes no bit). A thread sums ROWS_PER_THREAD
+ * rows (a node), a block PHASES threads' nodes (a node of rows_per_block
+ * rows), and the last block of a column tile to arrive adds the blocks'
+ * nodes from the workspace, FJ_COLSUM_SPLIT_FINAL_FLOATS / VEC of them a
+ * thread, PHASES threads (in place, pass after pass, when there are more).
+ * Every grouping is of aligned powers of two, so each is a node of the
+ * same tree: the bits depend on x and the shape alone, not on the split,
+ * the tunables below, the alignment, the GPU or its arch. */
+
+/* Counters of arrivals at the front of the workspace, 8 bytes each: tile t
+ * counts at t % FJ_COLSUM_SPLIT_COUNTERS, so that their place never
+ * depends on the shape (a workspace serves calls of every shape). The
+ * blocks' nodes follow them. */
+#define FJ_COLSUM_SPLIT_COUNTERS 64
+#define FJ_COLSUM_SPLIT_COUNTER_BYTES (FJ_COLSUM_SPLIT_COUNTERS * 8)
+/* Floats a thread of the last block loads at once (its registers). */
+#define FJ_COLSUM_SPLIT_FINAL_FLOATS 32
+/* Column tiles of this many bytes of a row (a cache line); inputs of at
+ * most FJ_COLSUM_SPLIT_ONE_TILE_BYTES a row are one tile of whole rows. */
+#define FJ_COLSUM_SPLIT_TILE_BYTES 128
+#define FJ_COLSUM_SPLIT_ONE_TILE_BYTES 256
+/* Threads of a block aimed at, the largest PHASES, the largest
+ * ROWS_PER_THREAD (registers: ROWS_PER_THREAD x VEC floats), and the
+ * blocks aimed at (two per SM of the reference GPU, so that every SM has
+ * loads in flight). */
+#define FJ_COLSUM_SPLIT_BLOCK 256
+#define FJ_COLSUM_SPLIT_MAX_PHASES 64
+#define FJ_COLSUM_SPLIT_MAX_ROWS_PER_THREAD 16
+#define FJ_COLSUM_SPLIT_TARGET_BLOCKS (2 * FJ_COLSUM_REFERENCE_SMS)
+
+typedef struct fj_colsum_split_geometry {
+    int vec;              /* floats a thread loads at once */
+    int lanes;            /* threads across a tile (its columns: lanes x vec) */
+    int phases;           /* threads down a block's rows, a power of two */
+    int rows_per_thread;  /* a thread's rows, a power of two */
+    int block;            /* threads launched: lanes x phases in whole warps */
+    long long tiles;      /* column tiles */
+    long long row_blocks; /* blocks down the rows of a tile */
+} fj_colsum_split_geometry;
+
+/* The geometry of given tunables for x[rows, cols] (the bench's sweep
+ * names them; fj_colsum_split_plan chooses them). */
+FJ_POLICY_FN fj_colsum_split_geometry fj_colsum_split_geometry_of(long long rows, long long cols,
+                                                                   int vec, int lanes,
+                                                                   int phases,
+                                                                   int rows_per_thread)
+{
+    fj_colsum_split_geometry g = {vec, lanes, phases, rows_per_thread, 0, 0, 0};
+    const long long tile = (long long)lanes * vec, rows_per_block = (long long)phases *
+                                                                     rows_per_thread;
+    g.block = (lanes * phases + 31) / 32 * 32;
+    g.tiles = (cols + tile - 1) / tile;
+    g.row_blocks = (rows + rows_per_block - 1) / rows_per_block;
+    return g;
+}
+
+/* The plan for x[rows, cols] aligned to align bytes. It depends on the
+ * shape and the alignment only, never on the GPU, so the workspace size
+ * does not either (the bits depend on neither). */
+FJ_POLICY_FN fj_colsum_split_geometry fj_colsum_split_plan(long long rows, long long cols,
+                                                            int align)
+{
+    const int vec = fj_colsum_vec((unsigned)align, cols, 0);
+    const int lanes = cols * 4 <= FJ_COLSUM_SPLIT_ONE_TILE_BYTES
+                          ? (int)((cols + vec - 1) / vec)
+                          : FJ_COLSUM_SPLIT_TILE_BYTES / (4 * vec);
+    const long long tiles = (cols + (long long)lanes * vec - 1) / ((long long)lanes * vec);
+    int phases = 1;
+    while (2 * phases * lanes <= FJ_COLSUM_SPLIT_BLOCK && phases < FJ_COLSUM_SPLIT_MAX_PHASES)
+        phases *= 2;
+    /* Rows a block: enough blocks for the target, and few enough that the
+     * last block adds them in one pass where the rows per thread allow. */
+    const long long final_fan_in = (long long)phases * (FJ_COLSUM_SPLIT_FINAL_FLOATS / vec);
+    const long long most = (long long)phases * FJ_COLSUM_SPLIT_MAX_ROWS_PER_THREAD;
+    long long want = rows * tiles / FJ_COLSUM_SPLIT_TARGET_BLOCKS, rows_per_block = 1;
+    while (rows_per_block < want && rows_per_block < most)
+        rows_per_block *= 2;
+    while (rows_per_block * final_fan_in < rows && rows_per_block < most)
+        rows_per_block *= 2;
+    /* No more than the rows, rounded up to a power of two. */
+    long long rows_pow2 = 1;
+    while (rows_pow2 < rows)
+        rows_pow2 *= 2;
+    if (rows_per_block > rows_pow2)
+        rows_per_block = rows_pow2;
+    int rows_per_thread = 1;
+    if (rows_per_block < phases)
+        phases = (int)rows_per_block;
+    else
+        rows_per_thread = (int)(rows_per_block / phases);
+    return fj_colsum_split_geometry_of(rows, cols, vec, lanes, phases, rows_per_thread);
+}
+
+/* Bytes of workspace a geometry uses: the counters, then a node of every
+ * block (none when a tile is one block, which writes out itself), 16-byte
+ * aligned rows of cols floats when vec is 4 (cols % 4 == 0). */
+FJ_POLICY_FN long long fj_colsum_split_workspace(fj_colsum_split_geometry g, long long cols)
+{
+    const long long nodes = g.row_blocks > 1 ? g.row_blocks * cols * 4 : 0;
+    return FJ_COLSUM_SPLIT_COUNTER_BYTES + (nodes + 15) / 16 * 16;
+}
+
+/* The split program's values, in its order: VEC, LANES, PHASES,
+ * ROWS_PER_THREAD. Returns their count. */
+FJ_POLICY_FN int fj_colsum_split_params(fj_colsum_split_geometry g, int *out)
+{
+    out[0] = g.vec;
+    out[1] = g.lanes;
+    out[2] = g.phases;
+    out[3] = g.rows_per_thread;
+    return 4;
+}
+
 /* A geometry's program values, in its program's order: colsum_rows takes
  * ROWS_MODE, COLS, VEC, BLOCK, FJ_MAX_SPLIT; colsum_tiles adds LANES before
  * FJ_MAX_SPLIT. Returns their count. */
