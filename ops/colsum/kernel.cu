@@ -84,11 +84,13 @@ FJ_DEVICE void fj_tree_rows(const float *m, long long ld, long long nrows, long 
                             long long col, bool col_ok, float *node)
 {
     float v[N][VEC];
+    // Rows of the N this thread has (past nrows: padding).
+    const long long have = col_ok ? fj_max(0ll, fj_min((long long)N, nrows - first)) : 0;
+    const fj_vec_t *p = reinterpret_cast<const fj_vec_t *>(m + first * ld + col);
+    const long long step = ld / VEC;
 #pragma unroll
-    for (int i = 0; i < N; i++) {
-        const long long r = first + i;
-        if (col_ok && r < nrows) {
-            const fj_vec_t *p = reinterpret_cast<const fj_vec_t *>(m + r * ld + col);
+    for (int i = 0; i < N; i++, p += step) {
+        if (i < have) {
             if constexpr (L2)
                 fj_vec<VEC>::put(v[i], __ldcg(p));
             else
@@ -127,6 +129,7 @@ FJ_DEVICE void fj_tree_phases(const float *node, float *part, float *res)
     __syncthreads();
     if constexpr (PHASES <= 16) {
         // A thread a column: its PHASES values, then their tree.
+#pragma unroll 1
         for (int c = t; c < TILE; c += SPLIT_BLOCK) {
             float v[PHASES];
 #pragma unroll
@@ -143,12 +146,14 @@ FJ_DEVICE void fj_tree_phases(const float *node, float *part, float *res)
         // Level by level: node p of a level adds phases p and p + s.
 #pragma unroll
         for (int s = 1; s < PHASES; s *= 2) {
+#pragma unroll 1
             for (int i = t; i < PHASES / (2 * s) * TILE; i += SPLIT_BLOCK) {
                 const int p = i / TILE * 2 * s, c = i % TILE;
                 part[p * TILE + c] += part[(p + s) * TILE + c];
             }
             __syncthreads();
         }
+#pragma unroll 1
         for (int c = t; c < TILE; c += SPLIT_BLOCK)
             res[c] = part[c];
     }
@@ -159,6 +164,7 @@ FJ_DEVICE void fj_tree_phases(const float *node, float *part, float *res)
 FJ_DEVICE void fj_split_write(float *out, long long c0, int width, const float *res,
                               int accumulate)
 {
+#pragma unroll 1
     for (int c = threadIdx.x; c < width; c += SPLIT_BLOCK)
         out[c0 + c] = accumulate ? out[c0 + c] + res[c] : res[c];
 }
@@ -179,6 +185,7 @@ FJ_DEVICE void fj_split_final(float *nodes, long long cols, long long row_blocks
     const int width = (int)fj_min((long long)TILE, cols - c0);
     for (long long n = row_blocks;;) {
         const long long m = (n + FAN_IN - 1) / FAN_IN;
+#pragma unroll 1
         for (long long j = 0; j < m; j++) {
             float node[VEC];
             fj_tree_rows<FINAL_ROWS, true>(nodes + j * FAN_IN * cols, cols, n - j * FAN_IN,
@@ -188,6 +195,7 @@ FJ_DEVICE void fj_split_final(float *nodes, long long cols, long long row_blocks
                 fj_split_write(out, c0, width, res, accumulate);
                 return;
             }
+#pragma unroll 1
             for (int c = t; c < width; c += SPLIT_BLOCK)
                 nodes[j * cols + c0 + c] = res[c];
         }
@@ -221,6 +229,7 @@ colsum_split(const float *__restrict__ x, long long rows, long long cols, long l
         fj_split_write(out, c0, width, res, accumulate);
         return;
     }
+#pragma unroll 1
     for (int c = t; c < width; c += SPLIT_BLOCK)
         nodes[row_block * cols + c0 + c] = res[c];
 
@@ -232,21 +241,27 @@ colsum_split(const float *__restrict__ x, long long rows, long long cols, long l
     const unsigned long long count =
         (unsigned long long)row_blocks *
         (unsigned long long)((tiles - k + FJ_COLSUM_SPLIT_COUNTERS - 1) / FJ_COLSUM_SPLIT_COUNTERS);
-    __threadfence();  // this block's nodes, in L2 before its arrival counts
+    // One thread releases what the block wrote (ordered before it by the
+    // barrier) with its arrival, and the last block's acquires every other
+    // block's before the barrier that lets its threads read them.
     __syncthreads();
     if (t == 0) {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
         const unsigned long long before = atomicAdd(counters + k, 1ull);
         verdict = before == count - 1 ? 1 : before < count ? 0 : -1;
+        if (verdict > 0)
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
     }
     __syncthreads();
     if (verdict == 0)
         return;
     if (verdict < 0) {
+#pragma unroll 1
         for (int c = t; c < width; c += SPLIT_BLOCK)
             out[c0 + c] = __int_as_float(0x7fffffff);
         return;
     }
-    __threadfence();  // every other block's nodes, seen after its arrival
+#pragma unroll 1
     for (long long tl = k; tl < tiles; tl += FJ_COLSUM_SPLIT_COUNTERS)
         fj_split_final(nodes, cols, row_blocks, tl, out, accumulate, part, res);
     if (t == 0)

@@ -237,11 +237,12 @@ FJ_POLICY_FN fj_colsum_split_geometry fj_colsum_split_plan(long long rows, long 
     int phases = 1;
     while (2 * phases * lanes <= FJ_COLSUM_SPLIT_BLOCK && phases < FJ_COLSUM_SPLIT_MAX_PHASES)
         phases *= 2;
-    /* Rows a block: enough blocks for the target, and few enough that the
-     * last block adds them in one pass where the rows per thread allow. */
+    /* Rows a block: a row a thread at least, enough blocks for the target,
+     * and few enough that the last block adds them in one pass where the
+     * rows per thread allow. */
     const long long final_fan_in = (long long)phases * (FJ_COLSUM_SPLIT_FINAL_FLOATS / vec);
     const long long most = (long long)phases * FJ_COLSUM_SPLIT_MAX_ROWS_PER_THREAD;
-    long long want = rows * tiles / FJ_COLSUM_SPLIT_TARGET_BLOCKS, rows_per_block = 1;
+    long long want = rows * tiles / FJ_COLSUM_SPLIT_TARGET_BLOCKS, rows_per_block = phases;
     while (rows_per_block < want && rows_per_block < most)
         rows_per_block *= 2;
     while (rows_per_block * final_fan_in < rows && rows_per_block < most)

@@ -1,4 +1,5 @@
-/* gpu suite: column sums against a float64 reference (kernels.md 1). */
+/* gpu suite: column sums, both forms, against a float64 reference
+ * (kernels.md 1). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,6 +379,375 @@ static void test_bad_arguments_launch_nothing(void **state)
     gh_free(dx), gh_free(db);
 }
 
+/* ---- the split form (foxjit_column_sum_split) ---------------------------- */
+
+/* A zeroed workspace for the split form of x[rows, cols]. */
+static CUdeviceptr split_workspace(int64_t rows, int64_t cols, size_t *bytes)
+{
+    GH_CHECK(foxjit_column_sum_workspace_size(gh.rt, rows, cols, bytes));
+    CUdeviceptr ws = gh_alloc(*bytes);
+    GH_CU(gh.cu->cuMemsetD8Async(ws, 0, *bytes, gh.stream));
+    return ws;
+}
+
+/* The workspace's counters are all zero again after a call. */
+static void assert_counters_zero(const char *what, CUdeviceptr ws)
+{
+    uint64_t c[FJ_COLSUM_SPLIT_COUNTERS];
+    gh_download(c, ws, sizeof c);
+    for (int i = 0; i < FJ_COLSUM_SPLIT_COUNTERS; i++)
+        if (c[i])
+            fail_msg("%s: counter %d of the workspace is %llu after the call, not 0", what, i,
+                     (unsigned long long)c[i]);
+}
+
+static void assert_bits(const char *what, const float *want, const float *got, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&want[i], &got[i], sizeof want[i]))
+            fail_msg("%s: column %zu is %.9g (0x%08x), not %.9g (0x%08x)", what, i, got[i],
+                     *(const uint32_t *)&got[i], want[i], *(const uint32_t *)&want[i]);
+}
+
+/* Against the float64 reference at the three alignment classes of x (the
+ * same data at x + 0, 1 and 2 floats: float4, float and float2 loads),
+ * whose bits must agree; overwrite into NaN, then accumulate onto base,
+ * whose result must be base + the overwritten sums, bit for bit. */
+static void check_split_shape(const shape *s)
+{
+    uint64_t seed = gh_seed() + (uint64_t)(s->rows * 131 + s->cols * 7) + 5;
+    const size_t n = (size_t)(s->rows * s->cols), c = (size_t)s->cols;
+    float *x = malloc(n * sizeof *x), *base = malloc(c * 4), *first = malloc(c * 4),
+          *got = malloc(c * 4), *want_acc = malloc(c * 4);
+    double *want = malloc(c * sizeof *want), *scale = malloc(c * sizeof *scale);
+    assert_non_null(x && base && first && got && want_acc && want && scale);
+    gh_fill_uniform(x, n, &seed, -1.0f, 1.0f);
+    gh_fill_uniform(base, c, &seed, -4.0f, 4.0f);
+    reference(x, s->rows, s->cols, want, scale);
+    size_t ws_bytes;
+    CUdeviceptr ws = split_workspace(s->rows, s->cols, &ws_bytes);
+    CUdeviceptr dx = gh_alloc((n + 4) * sizeof(float)), dout = gh_alloc(c * 4);
+    static const int offsets[] = {0, 1, 2};
+    char what[128];
+    for (int o = 0; o < 3; o++) {
+        const CUdeviceptr xin = dx + (CUdeviceptr)offsets[o] * sizeof(float);
+        gh_upload(xin, x, n * sizeof(float));
+        gh_poison(dout, c);
+        GH_CHECK(foxjit_column_sum_split(gh.rt, xin, s->rows, s->cols, dout, 0, ws, ws_bytes,
+                                         gh.stream));
+        gh_download(o ? got : first, dout, c * 4);
+        snprintf(what, sizeof what, "split %lldx%lld x + %d floats", (long long)s->rows,
+                 (long long)s->cols, offsets[o]);
+        gh_assert_close(what, o ? got : first, want, scale, c,
+                        2e-6 * sqrt((double)s->rows) + 1e-6, 0);
+        if (o)
+            assert_bits(what, first, got, c);
+        assert_counters_zero(what, ws);
+    }
+    gh_upload(dout, base, c * 4);
+    GH_CHECK(foxjit_column_sum_split(gh.rt, dx, s->rows, s->cols, dout, 1, ws, ws_bytes,
+                                     gh.stream));
+    gh_download(got, dout, c * 4);
+    for (size_t i = 0; i < c; i++)
+        want_acc[i] = base[i] + first[i];
+    snprintf(what, sizeof what, "split %lldx%lld accumulate", (long long)s->rows,
+             (long long)s->cols);
+    assert_bits(what, want_acc, got, c);
+    gh_free(dx), gh_free(dout), gh_free(ws);
+    free(x), free(base), free(first), free(got), free(want_acc), free(want), free(scale);
+}
+
+static void test_split_against_reference(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_SHAPES; i++)
+        check_split_shape(SHAPE(i));
+}
+
+/* The split form's bits are the tree's, whatever the split: the plan's
+ * call, then colsum_split launched at other geometries (vector widths,
+ * lanes, phases and rows a thread: from one block a row, whose nodes the
+ * last block adds in several passes, to the largest blocks; tiles of one
+ * vector, more tiles than counters), each bit for bit the same; and
+ * again, the same. */
+static void test_split_same_bits_every_split(void **state)
+{
+    (void)state;
+    static const shape split_shapes[] = {
+        {8192, 42}, {8192, 128}, {8192, 3}, {1000, 77}, {513, 65}, {4099, 256},
+    };
+    static const int geometries[][4] = {
+        /* vec (0: the plan's), lanes (0: the plan's), phases, rows a thread */
+        {0, 0, 1, 1},  {0, 0, 2, 1},  {0, 0, 8, 16}, {0, 0, 64, 1}, {0, 0, 32, 4},
+        {1, 1, 64, 16}, {1, 1, 1, 2}, {1, 0, 16, 8}, {0, 1, 4, 4},  {0, 0, 16, 16},
+    };
+    const int n_geometries = GH_QUICK(10, 4);
+    for (size_t i = 0; i < sizeof split_shapes / sizeof split_shapes[0]; i++) {
+        const shape *s = &split_shapes[i];
+        const size_t n = (size_t)(s->rows * s->cols), c = (size_t)s->cols;
+        uint64_t seed = gh_seed() ^ (i * 977);
+        float *x = malloc(n * 4), *want = malloc(c * 4), *got = malloc(c * 4);
+        assert_non_null(x && want && got);
+        gh_fill_uniform(x, n, &seed, -3.0f, 3.0f);
+        CUdeviceptr dx = gh_alloc(n * 4), dout = gh_alloc(c * 4);
+        gh_upload(dx, x, n * 4);
+        /* A workspace for the smallest blocks: a node per row. */
+        const size_t ws_bytes = FJ_COLSUM_SPLIT_COUNTER_BYTES + n * 4;
+        CUdeviceptr ws = gh_alloc(ws_bytes);
+        GH_CU(gh.cu->cuMemsetD8Async(ws, 0, ws_bytes, gh.stream));
+        gh_poison(dout, c);
+        GH_CHECK(foxjit_column_sum_split(gh.rt, dx, s->rows, s->cols, dout, 0, ws, ws_bytes,
+                                         gh.stream));
+        gh_download(want, dout, c * 4);
+        const fj_colsum_split_geometry plan = fj_colsum_split_plan(s->rows, s->cols, 16);
+        char what[160];
+        for (int r = 0; r < 2; r++)
+            for (int k = 0; k < n_geometries; k++) {
+                const int *q = geometries[k];
+                const int vec = q[0] ? q[0] : plan.vec;
+                const int lanes = q[1] ? q[1] : plan.lanes * plan.vec / vec;
+                int phases = q[2];
+                while (lanes * phases > 1024)
+                    phases /= 2;
+                const fj_colsum_split_geometry g =
+                    fj_colsum_split_geometry_of(s->rows, s->cols, vec, lanes, phases, q[3]);
+                const fj_variant v = fj_colsum_split_variant(&g);
+                const fj_loaded *kern;
+                GH_CHECK(fj_module_get(gh.rt, &v, gh.stream, 0, &kern));
+                gh_poison(dout, c);
+                GH_CHECK(fj_colsum_split_launch(gh.rt, kern->fn[0], &g, dx, s->rows, s->cols,
+                                                dout, 0, ws, gh.stream, "test"));
+                gh_download(got, dout, c * 4);
+                snprintf(what, sizeof what, "split %lldx%lld, run %d, vec %d lanes %d phases %d "
+                         "rows a thread %d (%lld tiles x %lld blocks)", (long long)s->rows,
+                         (long long)s->cols, r, vec, lanes, phases, q[3], g.tiles, g.row_blocks);
+                assert_bits(what, want, got, c);
+                assert_counters_zero(what, ws);
+            }
+        gh_free(dx), gh_free(dout), gh_free(ws);
+        free(x), free(want), free(got);
+    }
+}
+
+/* The sm_89 plan (a compute_89 target: no clusters, no programmatic
+ * launches) gives the native plan's bits, at every alignment. */
+static void test_split_same_bits_on_the_sm89_plan(void **state)
+{
+    (void)state;
+    if (gh.rt->facts.device_cc < 90) {
+        printf("sm_%d: the runtime is the sm_89 plan or older already\n",
+               gh.rt->facts.device_cc);
+        skip();
+    }
+    foxjit_runtime_params p;
+    foxjit_runtime_default_params(&p);
+    p.cache_dir = gh.cache_dir;
+    p.target = "compute_89";
+    foxjit_runtime *rt89;
+    GH_CHECK(foxjit_runtime_create(&p, &rt89));
+    static const shape shapes89[] = {{8192, 42}, {8192, 256}, {8192, 3}, {513, 65}};
+    for (size_t i = 0; i < sizeof shapes89 / sizeof shapes89[0]; i++) {
+        const shape *s = &shapes89[i];
+        const size_t n = (size_t)(s->rows * s->cols), c = (size_t)s->cols;
+        uint64_t seed = gh_seed() + i;
+        float *x = malloc(n * 4), *a = malloc(c * 4), *b = malloc(c * 4);
+        assert_non_null(x && a && b);
+        gh_fill_uniform(x, n, &seed, -1.0f, 1.0f);
+        size_t ws_bytes;
+        CUdeviceptr ws = split_workspace(s->rows, s->cols, &ws_bytes);
+        CUdeviceptr dx = gh_alloc((n + 2) * 4), dout = gh_alloc(c * 4);
+        for (int o = 0; o < 3; o++) {
+            gh_upload(dx + (CUdeviceptr)o * 4, x, n * 4);
+            gh_poison(dout, c);
+            GH_CHECK(foxjit_column_sum_split(gh.rt, dx + (CUdeviceptr)o * 4, s->rows, s->cols,
+                                             dout, 0, ws, ws_bytes, gh.stream));
+            gh_download(a, dout, c * 4);
+            gh_poison(dout, c);
+            GH_CHECK(foxjit_column_sum_split(rt89, dx + (CUdeviceptr)o * 4, s->rows, s->cols,
+                                             dout, 0, ws, ws_bytes, gh.stream));
+            gh_download(b, dout, c * 4);
+            char what[128];
+            snprintf(what, sizeof what, "split %lldx%lld x + %d floats, %s vs compute_89",
+                     (long long)s->rows, (long long)s->cols, o, foxjit_runtime_arch(gh.rt));
+            assert_bits(what, a, b, c);
+        }
+        gh_free(dx), gh_free(dout), gh_free(ws);
+        free(x), free(a), free(b);
+    }
+    foxjit_runtime_destroy(&rt89);
+}
+
+/* The DQN step's bias gradients through the split form, one workspace for
+ * all of them: captured into a graph after prepare, replayed, the bits of
+ * the eager calls every time (the counters come back to zero each call, or
+ * the next would see them: NaN). */
+static void test_split_graph_matches_eager(void **state)
+{
+    (void)state;
+    enum { CALLS = 8 };
+    static const int64_t dims[] = {3, 42, 128, 256};
+    const int64_t B = GH_QUICK(8192, 2048);
+    const int REPS = GH_QUICK(3, 2);
+    CUdeviceptr dx[CALLS], db[CALLS];
+    float *eager[CALLS];
+    uint64_t seed = gh_seed() + 11;
+    size_t ws_bytes = 0;
+    for (int i = 0; i < 4; i++) {
+        size_t b;
+        GH_CHECK(foxjit_column_sum_workspace_size(gh.rt, B, dims[i], &b));
+        ws_bytes = b > ws_bytes ? b : ws_bytes;
+    }
+    CUdeviceptr ws = gh_alloc(ws_bytes);
+    GH_CU(gh.cu->cuMemsetD8Async(ws, 0, ws_bytes, gh.stream));
+    for (int i = 0; i < CALLS; i++) {
+        const int64_t d = dims[i % 4];
+        size_t n = (size_t)(B * d);
+        float *x = malloc(n * 4);
+        gh_fill_uniform(x, n, &seed, -1, 1);
+        dx[i] = gh_alloc(n * 4);
+        db[i] = gh_alloc((size_t)d * 4);
+        gh_upload(dx[i], x, n * 4);
+        free(x);
+        GH_CHECK(foxjit_column_sum_split_prepare(gh.rt, B, d));
+    }
+    for (int i = 0; i < CALLS; i++) {
+        const int64_t d = dims[i % 4];
+        GH_CU(gh.cu->cuMemsetD32Async(db[i], 0, (size_t)d, gh.stream));
+        GH_CHECK(foxjit_column_sum_split(gh.rt, dx[i], B, d, db[i], 1, ws, ws_bytes, gh.stream));
+        eager[i] = malloc((size_t)d * 4);
+        gh_download(eager[i], db[i], (size_t)d * 4);
+    }
+    CUgraph graph;
+    CUgraphExec exec;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int i = 0; i < CALLS; i++)
+        GH_CHECK(foxjit_column_sum_split(gh.rt, dx[i], B, dims[i % 4], db[i], 1, ws, ws_bytes,
+                                         gh.stream));
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+    for (int rep = 0; rep < REPS; rep++) {
+        for (int i = 0; i < CALLS; i++)
+            GH_CU(gh.cu->cuMemsetD32Async(db[i], 0, (size_t)dims[i % 4], gh.stream));
+        GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+        for (int i = 0; i < CALLS; i++) {
+            const int64_t d = dims[i % 4];
+            float *got = malloc((size_t)d * 4);
+            gh_download(got, db[i], (size_t)d * 4);
+            char what[96];
+            snprintf(what, sizeof what, "graph replay %d, call %d (out_dim %lld)", rep, i,
+                     (long long)d);
+            assert_bits(what, eager[i], got, (size_t)d);
+            free(got);
+        }
+        assert_counters_zero("graph replay", ws);
+    }
+    gh.cu->cuGraphExecDestroy(exec);
+    gh.cu->cuGraphDestroy(graph);
+    for (int i = 0; i < CALLS; i++) {
+        gh_free(dx[i]), gh_free(db[i]);
+        free(eager[i]);
+    }
+    gh_free(ws);
+}
+
+/* A workspace whose counters were not zeroed makes the sums NaN, and keeps
+ * making them NaN until it is zeroed; then they are right again. */
+static void test_split_unzeroed_workspace_gives_nan(void **state)
+{
+    (void)state;
+    const shape s = {8192, 42};
+    const size_t n = (size_t)(s.rows * s.cols), c = (size_t)s.cols;
+    uint64_t seed = gh_seed() + 3;
+    float *x = malloc(n * 4), *want = malloc(c * 4), *got = malloc(c * 4);
+    assert_non_null(x && want && got);
+    gh_fill_uniform(x, n, &seed, -1, 1);
+    CUdeviceptr dx = gh_alloc(n * 4), dout = gh_alloc(c * 4);
+    gh_upload(dx, x, n * 4);
+    size_t ws_bytes;
+    CUdeviceptr ws = split_workspace(s.rows, s.cols, &ws_bytes);
+    GH_CHECK(foxjit_column_sum_split(gh.rt, dx, s.rows, s.cols, dout, 0, ws, ws_bytes,
+                                     gh.stream));
+    gh_download(want, dout, c * 4);
+    /* Left over from something else: a large count in the one tile's counter. */
+    const uint64_t garbage = 0x3f8000003f800000ull;
+    gh_upload(ws, &garbage, sizeof garbage);
+    for (int run = 0; run < 2; run++) {
+        GH_CHECK(foxjit_column_sum_split(gh.rt, dx, s.rows, s.cols, dout, 0, ws, ws_bytes,
+                                         gh.stream));
+        gh_download(got, dout, c * 4);
+        for (size_t i = 0; i < c; i++)
+            if (!isnan(got[i]))
+                fail_msg("run %d on a workspace not zeroed: column %zu is %g, not NaN", run, i,
+                         got[i]);
+    }
+    GH_CU(gh.cu->cuMemsetD8Async(ws, 0, ws_bytes, gh.stream));
+    GH_CHECK(foxjit_column_sum_split(gh.rt, dx, s.rows, s.cols, dout, 0, ws, ws_bytes,
+                                     gh.stream));
+    gh_download(got, dout, c * 4);
+    assert_bits("zeroed again", want, got, c);
+    gh_free(dx), gh_free(dout), gh_free(ws);
+    free(x), free(want), free(got);
+}
+
+/* prepare loads the split kernels of every alignment class: on a fresh
+ * runtime, calls at 16-, 4- and 8-byte aligned x captured after one
+ * prepare replay the bits of the eager calls. */
+static void test_split_prepare_covers_every_alignment(void **state)
+{
+    (void)state;
+    const int64_t R = 4096, C = 64;
+    const int offsets[3] = {0, 1, 2};
+    foxjit_runtime_params p;
+    foxjit_runtime_default_params(&p);
+    foxjit_runtime *fresh;
+    GH_CHECK(foxjit_runtime_create(&p, &fresh));
+    GH_CHECK(foxjit_column_sum_split_prepare(fresh, R, C));
+    uint64_t seed = gh_seed() + 17;
+    const size_t n = (size_t)(R * C + 4);
+    float *x = malloc(n * 4), *replayed = malloc(3 * (size_t)C * 4), *eager = malloc((size_t)C * 4);
+    assert_non_null(x && replayed && eager);
+    gh_fill_uniform(x, n, &seed, -1, 1);
+    CUdeviceptr dx = gh_alloc(n * 4), db[3], ws[3];
+    size_t ws_bytes;
+    gh_upload(dx, x, n * 4);
+    for (int i = 0; i < 3; i++) {
+        db[i] = gh_alloc((size_t)C * 4);
+        gh_poison(db[i], (size_t)C);
+        ws[i] = split_workspace(R, C, &ws_bytes);
+    }
+    CUgraph graph;
+    CUgraphExec exec;
+    foxjit_status st[3];
+    char why[3][256];
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int i = 0; i < 3; i++) {
+        st[i] = foxjit_column_sum_split(fresh, dx + (CUdeviceptr)offsets[i] * 4, R, C, db[i], 0,
+                                        ws[i], ws_bytes, gh.stream);
+        snprintf(why[i], sizeof why[i], "%s", foxjit_last_error());
+    }
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    for (int i = 0; i < 3; i++)
+        if (st[i] != FOXJIT_OK)
+            fail_msg("capture at x + %d floats after prepare: %s", offsets[i], why[i]);
+    GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+    GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+    for (int i = 0; i < 3; i++)
+        gh_download(replayed + i * C, db[i], (size_t)C * 4);
+    for (int i = 0; i < 3; i++) {
+        GH_CHECK(foxjit_column_sum_split(fresh, dx + (CUdeviceptr)offsets[i] * 4, R, C, db[i],
+                                         0, ws[i], ws_bytes, gh.stream));
+        gh_download(eager, db[i], (size_t)C * 4);
+        assert_bits("replay vs eager", eager, replayed + i * C, (size_t)C);
+    }
+    gh.cu->cuGraphExecDestroy(exec);
+    gh.cu->cuGraphDestroy(graph);
+    for (int i = 0; i < 3; i++)
+        gh_free(db[i]), gh_free(ws[i]);
+    gh_free(dx);
+    free(x), free(replayed), free(eager);
+    foxjit_runtime_destroy(&fresh);
+}
+
 /* ---- bad input: cases_colsum (tests/common/bad_input.h) ----
  * Refusals with their documented statuses, and a valid call for the context
  * and capture checks. gpu_bad_input runs them with every other op's: meson
@@ -464,6 +834,74 @@ static void curiosity_refusals(foxjit_runtime *rt, CUstream s)
     REFUSED(INVALID, foxjit_curiosity_bias_grad_reduce(rt, x + 1, CS_ROWS, CS_COLS, db, s));
 }
 
+/* The split form, on rows enough to split (64 blocks of 64 rows at float4
+ * loads), its workspace watched too. */
+enum { SP_ROWS = 4096, SP_COLS = 8 };
+static CUdeviceptr sp_x, sp_out, sp_ws;
+static size_t sp_ws_bytes;
+
+static void split_setup(void)
+{
+    if (!sp_x) {
+        sp_x = bi_input(SP_ROWS * SP_COLS);
+        sp_out = bi_buffer(SP_COLS, BI_NAN_BITS);
+        GH_CHECK(foxjit_column_sum_workspace_size(gh.rt, SP_ROWS, SP_COLS, &sp_ws_bytes));
+        sp_ws = bi_buffer(sp_ws_bytes / 4, 0);
+    }
+    bi_watch("out", sp_out, SP_COLS, BI_NAN_BITS);
+    bi_watch("workspace", sp_ws, sp_ws_bytes / 4, 0);
+}
+
+static foxjit_status split_valid(foxjit_runtime *rt, CUstream s)
+{
+    return foxjit_column_sum_split(rt, sp_x, SP_ROWS, SP_COLS, sp_out, 0, sp_ws, sp_ws_bytes, s);
+}
+static foxjit_status split_prepare(foxjit_runtime *rt)
+{
+    return foxjit_column_sum_split_prepare(rt, SP_ROWS, SP_COLS);
+}
+
+static void split_refusals(foxjit_runtime *rt, CUstream s)
+{
+    const CUdeviceptr x = sp_x, out = sp_out, ws = sp_ws;
+    const size_t wb = sp_ws_bytes;
+    const int64_t R = SP_ROWS, C = SP_COLS;
+    size_t bytes;
+    REFUSED(INVALID, foxjit_column_sum_split(NULL, x, R, C, out, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, 0, C, out, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, -1, out, 1, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, INT64_MIN, C, out, 0, ws, wb, s));
+    REFUSED(UNSUPPORTED, foxjit_column_sum_split(rt, x, 1ll << 31, C, out, 0, ws, wb, s));
+    REFUSED(UNSUPPORTED, foxjit_column_sum_split(rt, x, 1ll << 21, 1ll << 20, out, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, 0, R, C, out, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x + 2, R, C, out, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, 0, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, out + 1, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, out, 0, 0, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, out, 0, ws + 4, wb - 4, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, out, 0, ws + 8, wb - 8, s));
+    REFUSED(TOO_SMALL, foxjit_column_sum_split(rt, x, R, C, out, 0, ws, wb - 1, s));
+    REFUSED(TOO_SMALL, foxjit_column_sum_split(rt, x, R, C, out, 0, ws, 0, s));
+    /* 520 x 63 (as many floats as x holds) takes blocks of 8 rows, whose
+     * nodes outgrow this workspace. */
+    size_t big;
+    GH_CHECK(foxjit_column_sum_workspace_size(rt, 520, 63, &big));
+    assert_true(big > wb);
+    REFUSED(TOO_SMALL, foxjit_column_sum_split(rt, x, 520, 63, out, 0, ws, wb, s));
+    /* In place, and the workspace inside x or out. */
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, x + 64, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, out, 0, x + 256, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, ws + 1024, 0, ws, wb, s));
+    REFUSED(INVALID, foxjit_column_sum_workspace_size(NULL, R, C, &bytes));
+    REFUSED(INVALID, foxjit_column_sum_workspace_size(rt, R, C, NULL));
+    REFUSED(INVALID, foxjit_column_sum_workspace_size(rt, 0, C, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_column_sum_workspace_size(rt, R, 1ll << 31, &bytes));
+    REFUSED(UNSUPPORTED, foxjit_column_sum_workspace_size(rt, 1ll << 20, 1ll << 20, &bytes));
+    REFUSED(INVALID, foxjit_column_sum_split_prepare(NULL, R, C));
+    REFUSED(INVALID, foxjit_column_sum_split_prepare(rt, R, 0));
+    REFUSED(UNSUPPORTED, foxjit_column_sum_split_prepare(rt, 1ll << 32, C));
+}
+
 static void reduce_axis0_refusals(foxjit_runtime *rt, CUstream s)
 {
     const CUdeviceptr x = cs_x, out = cs_out;
@@ -482,6 +920,7 @@ const bi_case cases_colsum[] = {
      curiosity_refusals},
     {"foxjit_reduce_axis0", colsum_setup, reduce_axis0_valid, colsum_prepare,
      reduce_axis0_refusals},
+    {"foxjit_column_sum_split", split_setup, split_valid, split_prepare, split_refusals},
     BI_END,
 };
 
@@ -497,6 +936,12 @@ int main(void)
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
         cmocka_unit_test(test_prepare_covers_every_alignment),
         cmocka_unit_test(test_bad_arguments_launch_nothing),
+        cmocka_unit_test(test_split_against_reference),
+        cmocka_unit_test(test_split_same_bits_every_split),
+        cmocka_unit_test(test_split_same_bits_on_the_sm89_plan),
+        cmocka_unit_test(test_split_graph_matches_eager),
+        cmocka_unit_test(test_split_unzeroed_workspace_gives_nan),
+        cmocka_unit_test(test_split_prepare_covers_every_alignment),
     };
     return gh_main("gpu/colsum", tests, sizeof tests / sizeof tests[0]);
 }

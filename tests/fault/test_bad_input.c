@@ -164,7 +164,7 @@ static void test_full_disk_of_stale_temps(void **state)
     char mnt[400], dir[500];
     ft_path(mnt, sizeof mnt, "full");
     assert_int_equal(mkdir(mnt, 0700), 0);
-    if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700") != 0) {
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=512k,mode=0700") != 0) {
         printf("bad input: SKIP full disk of stale temps: cannot mount a tmpfs (%s)\n",
                strerror(errno));
         skip();
@@ -215,7 +215,7 @@ static void test_full_disk_of_stale_temps(void **state)
         fail_msg("prune should report the stale temp it freed:\n%s", r.out);
     umount2(mnt, MNT_DETACH);
     refusals++;
-    printf("bad input: a 256 KiB tmpfs filled with %llu bytes of stale temps: warm swept them "
+    printf("bad input: a 512 KiB tmpfs filled with %llu bytes of stale temps: warm swept them "
            "and stored all %d entries; %s", (unsigned long long)filled, ft.key_count, r.out);
 }
 
