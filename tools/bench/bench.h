@@ -118,7 +118,7 @@ BENCH_OPS(BENCH_OP_DECLARE)
 #define BENCH_OTHER_GROUPS(X) \
     X(jit, BENCH_FIRST, "JIT cost: runtime creation to all column-sum kernels loaded from a warm cache") \
     X(launch, "colsum", "host cost of one call: raw cuLaunchKernel vs the fox-jit op, and the driver calls it makes") \
-    X(colsum_sweep, "colsum", "developer sweep of column-sum block sizes and cluster splits (not in all)") \
+    X(colsum_sweep, "colsum", "developer sweep of column-sum block sizes and cluster splits, and of the split form's tunables (not in all)") \
     X(rank_sweep, "rank_normalize", "developer sweep of onesweep tile shapes for the sort and the rank op (not in all)") \
     X(kloop, BENCH_LAST, "perception K-loop training step: legacy vs block-per-batch eager vs CUDA graph, B = 32, 128, 512")
 

@@ -48,3 +48,35 @@ void colsum_kernel_free(colsum_kernel *c)
     fj_tk_kernel_free(c->k);
     c->k = NULL;
 }
+
+foxjit_status colsum_split_kernel_load(bench_ctx *b, colsum_split_kernel *c)
+{
+    int values[8];
+    const int n = fj_colsum_split_params(c->g, values);
+    fj_tk_kernel_free(c->k);
+    c->k = NULL;
+    return fj_tk_kernel_load(b->rt, "colsum_split", values, n, 0, &c->k);
+}
+
+foxjit_status colsum_split_kernel_launch(bench_ctx *b, const colsum_split_kernel *c,
+                                         CUdeviceptr x, long long rows, long long cols,
+                                         CUdeviceptr out, int accumulate, CUdeviceptr workspace)
+{
+    long long tiles = c->g.tiles, row_blocks = c->g.row_blocks;
+    int acc = accumulate ? 1 : 0;
+    CUdeviceptr counters = workspace, nodes = workspace + FJ_COLSUM_SPLIT_COUNTER_BYTES;
+    /* colsum_split's arguments (ops/colsum/op.c, fj_colsum_split_launch). */
+    void *const v[] = {&x, &rows, &cols, &tiles, &row_blocks, &out, &acc, &counters, &nodes};
+    static const uint16_t size[] = {sizeof x,   sizeof rows, sizeof cols,     sizeof tiles,
+                                    sizeof row_blocks, sizeof out, sizeof acc,
+                                    sizeof counters, sizeof nodes};
+    const fj_tk_args args = {v, size, 9};
+    return fj_tk_kernel_launch(b->rt, c->k, (unsigned)(tiles * row_blocks), 1,
+                               (unsigned)c->g.block, 1, &args, b->stream);
+}
+
+void colsum_split_kernel_free(colsum_split_kernel *c)
+{
+    fj_tk_kernel_free(c->k);
+    c->k = NULL;
+}
