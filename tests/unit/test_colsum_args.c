@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "colsum/op.h"
@@ -227,6 +228,142 @@ static void test_bench_geometry_is_the_plan(void **state)
                     }
 }
 
+/* The split form's checks, all before the context is looked at. */
+static void test_split_bad_arguments(void **state)
+{
+    (void)state;
+    const CUdeviceptr ws = 0x100000;
+    const size_t wb = 1 << 16;
+    size_t bytes = 99;
+    expect(foxjit_column_sum_split(NULL, good, 4, 4, good + 64, 0, ws, wb, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "runtime is NULL");
+    expect(foxjit_column_sum_split(fake_rt, good, 0, 4, good + 64, 0, ws, wb, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "rows is 0");
+    expect(foxjit_column_sum_split(fake_rt, good, 1 << 21, 1 << 20, good, 0, ws, wb, NULL),
+           FOXJIT_ERROR_UNSUPPORTED, "2^40");
+    expect(foxjit_column_sum_split(fake_rt, good, 4, 4, good + 64, 0, 0, wb, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "workspace is NULL");
+    expect(foxjit_column_sum_split(fake_rt, good, 4, 4, good + 64, 0, ws + 8, wb, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "16-byte");
+    expect(foxjit_column_sum_split(fake_rt, good, 4, 4, good + 60, 0, ws, wb, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "out overlaps x");
+    expect(foxjit_column_sum_split(fake_rt, good, 4, 4, good + 64, 0, good + 32, wb, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "workspace overlaps x");
+    expect(foxjit_column_sum_split(fake_rt, good, 4, 4, ws + 256, 0, ws, wb, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "workspace overlaps out");
+    expect(foxjit_column_sum_split(fake_rt, good, 4, 4, good + 64, 0, ws, 511, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "foxjit_column_sum_workspace_size");
+    /* A workspace the size query gave is never too small; one byte less
+     * is, where the call's alignment needs all of it. */
+    size_t need;
+    assert_int_equal(foxjit_column_sum_workspace_size(fake_rt, 8192, 42, &need), FOXJIT_OK);
+    assert_int_equal(need, fj_colsum_split_workspace_size(8192, 42));
+    expect(foxjit_column_sum_split(fake_rt, good, 8192, 42, 0x4000000, 0, 0x5000000, need - 16,
+                                   NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "needs");
+    expect(foxjit_column_sum_workspace_size(NULL, 4, 4, &bytes), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "runtime is NULL");
+    assert_int_equal(bytes, 0);  /* a failed query leaves 0 */
+    expect(foxjit_column_sum_workspace_size(fake_rt, 4, 4, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "bytes is NULL");
+    expect(foxjit_column_sum_workspace_size(fake_rt, 4, -1, &bytes),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "cols is -1");
+    expect(foxjit_column_sum_workspace_size(fake_rt, 1 << 20, 1 << 20, &bytes),
+           FOXJIT_ERROR_UNSUPPORTED, "2^40");
+    expect(foxjit_column_sum_split_prepare(NULL, 4, 4), FOXJIT_ERROR_INVALID_ARGUMENT, "NULL");
+    expect(foxjit_column_sum_split_prepare(fake_rt, 4, 0), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "cols");
+}
+
+static int is_pow2(long long v)
+{
+    return v > 0 && !(v & (v - 1));
+}
+
+/* Every split plan, over many shapes and the three alignments: tunables
+ * within the kernel's limits (powers of two, at most 1024 threads), a
+ * vector that divides the rows, a grid that fits, a workspace the size
+ * query covers, and prepare's and warm's variants holding the call's. */
+static void test_split_plan_invariants(void **state)
+{
+    (void)state;
+    static const int64_t rows[] = {1, 2, 3, 31, 64, 255, 256, 1000, 1024, 4099, 8191, 8192,
+                                   65536, 1000003, 2147483647};
+    static const int64_t cols[] = {1, 2, 3, 4, 8, 20, 33, 42, 63, 64, 65, 77, 128, 256, 257,
+                                   1024, 4096, 40960, 63493, 2147483647};
+    static const unsigned aligns[] = {16, 8, 4};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+            const int64_t R = rows[r], C = cols[c];
+            if (R > (FJ_COLSUM_MAX_ELEMENTS - 1) / C)
+                continue;
+            fj_variant v[3];
+            const int nv = fj_colsum_split_variants(R, C, v);
+            const size_t ws = fj_colsum_split_workspace_size(R, C);
+            for (size_t a = 0; a < 3; a++) {
+                const fj_colsum_split_geometry g = fj_colsum_split_plan(R, C, (int)aligns[a]);
+                char what[96];
+                snprintf(what, sizeof what, "%lldx%lld at %u", (long long)R, (long long)C,
+                         aligns[a]);
+                if (!is_pow2(g.phases) || !is_pow2(g.rows_per_thread) || !is_pow2(g.vec) ||
+                    g.phases > FJ_COLSUM_SPLIT_MAX_PHASES ||
+                    g.rows_per_thread > FJ_COLSUM_SPLIT_MAX_ROWS_PER_THREAD || g.lanes < 1 ||
+                    g.block > 1024 || g.block % 32 || g.block < g.lanes * g.phases ||
+                    (g.vec > 1 && C % g.vec) || g.vec * (int)aligns[a] < 4 ||
+                    4 * g.vec > (int)aligns[a] ||
+                    g.tiles * g.row_blocks > 2147483647ll || g.tiles < 1 || g.row_blocks < 1 ||
+                    (size_t)fj_colsum_split_workspace(g, C) > ws ||
+                    fj_colsum_split_workspace(g, C) % 16)
+                    fail_msg("%s: vec %d lanes %d phases %d rows a thread %d block %d, %lld "
+                             "tiles x %lld blocks, workspace %lld of %zu", what, g.vec, g.lanes,
+                             g.phases, g.rows_per_thread, g.block, g.tiles, g.row_blocks,
+                             fj_colsum_split_workspace(g, C), ws);
+                /* The blocks cover the rows and the tiles the columns. */
+                assert_true(g.row_blocks * g.phases * g.rows_per_thread >= R);
+                assert_true((g.row_blocks - 1) * g.phases * g.rows_per_thread < R);
+                assert_true(g.tiles * g.lanes * g.vec >= C);
+                const fj_variant mine = fj_colsum_split_variant(&g);
+                int found = 0;
+                for (int i = 0; i < nv; i++)
+                    found |= fj_variant_equal(&v[i], &mine);
+                if (!found)
+                    fail_msg("%s: prepare and warm do not build the call's variant", what);
+                /* The sweep's geometry of the plan's tunables is the plan. */
+                const fj_colsum_split_geometry s = fj_colsum_split_geometry_of(
+                    R, C, g.vec, g.lanes, g.phases, g.rows_per_thread);
+                assert_true(s.vec == g.vec && s.lanes == g.lanes && s.phases == g.phases &&
+                            s.rows_per_thread == g.rows_per_thread && s.block == g.block &&
+                            s.tiles == g.tiles && s.row_blocks == g.row_blocks);
+            }
+        }
+}
+
+/* The plans of the DQN shapes: whole rows of 42 columns, tiles of a cache
+ * line above 64 columns, blocks enough for every SM, and the blocks'
+ * nodes added by the last block in one pass. */
+static void test_split_plans_of_the_dqn_shapes(void **state)
+{
+    (void)state;
+    fj_colsum_split_geometry g = fj_colsum_split_plan(8192, 42, 16);
+    assert_int_equal(g.vec, 2);
+    assert_int_equal(g.lanes, 21);
+    assert_int_equal(g.tiles, 1);
+    assert_int_equal(g.phases * g.rows_per_thread, 64);
+    assert_int_equal(g.row_blocks, 128);
+    for (int c = 128; c <= 256; c *= 2) {
+        g = fj_colsum_split_plan(8192, c, 16);
+        assert_int_equal(g.vec, 4);
+        assert_int_equal(g.lanes * g.vec * 4, FJ_COLSUM_SPLIT_TILE_BYTES);
+        assert_int_equal(g.block, FJ_COLSUM_SPLIT_BLOCK);
+        assert_int_equal(g.tiles * g.row_blocks, 256);
+        assert_true(g.row_blocks <= g.phases * (FJ_COLSUM_SPLIT_FINAL_FLOATS / g.vec));
+    }
+    /* Few rows: one block of rows a tile, no nodes in the workspace. */
+    g = fj_colsum_split_plan(32, 40960, 16);
+    assert_int_equal(g.row_blocks, 1);
+    assert_int_equal(fj_colsum_split_workspace(g, 40960), FJ_COLSUM_SPLIT_COUNTER_BYTES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +371,9 @@ int main(void)
         cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_plan_invariants),
         cmocka_unit_test(test_bench_geometry_is_the_plan),
+        cmocka_unit_test(test_split_bad_arguments),
+        cmocka_unit_test(test_split_plan_invariants),
+        cmocka_unit_test(test_split_plans_of_the_dqn_shapes),
     };
     return cmocka_run_group_tests_name("colsum_args", tests, NULL, NULL);
 }
