@@ -783,7 +783,9 @@ COMPILED = {"reduce-overhead", "default", "max-autotune-no-cudagraphs"}
 # torch.compile modes whose compiled step is then also captured in one CUDA graph.
 CAPTURED_AFTER_COMPILE = {"default", "max-autotune-no-cudagraphs"}
 PRECISIONS = ("fp32", "tf32")
-DEFAULT_MODES = [m for m in BENCH_MODES if m != "strong-autotune"]
+# The slowest compiles are opt-in: the literal formulation's (the reference,
+# minutes per precision) and max-autotune (minutes per batch size).
+DEFAULT_MODES = [m for m in BENCH_MODES if m not in ("literal-compile", "strong-autotune")]
 
 # Row labels of the summary, per (mode, variant): "ms" is the mode's own
 # figure, "graph_ms" a compiled mode's step captured in one CUDA graph.
@@ -1600,7 +1602,7 @@ modes and how long they take on the GPU machine (16 cores):
 
 bench modes (--modes, comma-separated; MODE:fp32 or MODE:tf32 picks one
 precision, else every --precisions one; 'default' = all but
-strong-autotune, 'all' = every mode):
+literal-compile and strong-autotune, 'all' = every mode):
   literal-eager    the literal formulation (the check's float64 reference),
                    kernels launched from Python, fused AdamW
   literal-graph    the same, the whole step captured in one CUDA graph
@@ -1714,7 +1716,8 @@ def parse_args(argv):
                    help="batch sizes to time (default 32,128,512)")
     g.add_argument("--modes", type=parse_modes, default=parse_modes("default"),
                    metavar="MODE[:PREC],...",
-                   help="what to time (default: every mode but strong-autotune; see below)")
+                   help="what to time (default: every mode but literal-compile and "
+                        "strong-autotune; see below)")
     g.add_argument("--precisions", type=precision_list, default=list(PRECISIONS),
                    metavar="P[,P]", help="fp32 and/or tf32 (default fp32,tf32)")
     g.add_argument("--no-compile", action="store_true",
