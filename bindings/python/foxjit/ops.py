@@ -240,8 +240,13 @@ class _Call:
                 if d >= 0 and (shape is None or s == shape):
                     p = obj.data_ptr()
                     if not p & 3:
-                        if d != self.device:
-                            self._other_device(d, name, output)
+                        dev = self.device
+                        if d != dev:
+                            if dev is None:
+                                if not output:      # the inputs' GPU
+                                    self.device = d
+                            else:
+                                self._other_device(d, name, output)
                         if not output:
                             self.torch = True
                         self.shape = s
