@@ -218,6 +218,10 @@ Api = _struct("foxjit_api", [
     # ABI 2.5
     ("gae", _op(P, P, P, c_i64, c_i64, c_f32, c_f32, P, P, CUstream)),
     ("gae_prepare", _op()),
+    # ABI 2.6
+    ("column_sum_workspace_size", _op(c_i64, c_i64, _SP)),
+    ("column_sum_split", _op(P, c_i64, c_i64, P, c_int, P, c_size, CUstream)),
+    ("column_sum_split_prepare", _op(c_i64, c_i64)),
 ])
 
 STRUCTS = {s.__name__: s for s in (RuntimeParams, Counters, CfcArgs, HeadsArgs, VsnArgs,

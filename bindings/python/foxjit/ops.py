@@ -316,8 +316,9 @@ class _Call:
             self.made.append(t)
         return t, t.data_ptr()
 
-    def workspace(self, given, nbytes):
-        """(what to keep alive, address, bytes) of the op's workspace."""
+    def workspace(self, given, nbytes, zero=False):
+        """(what to keep alive, address, bytes) of the op's workspace (one
+        made here is zeroed with zero)."""
         if given is not None:
             kind = _ws_kind(given)
             p = self.inp(given, "workspace", kind, output=True)
@@ -327,7 +328,8 @@ class _Call:
             raise TypeError("workspace: pass a device buffer of %d bytes (workspace=...) when "
                             "the inputs are not torch tensors" % nbytes)
         torch = _tm[0]
-        t = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.device)
+        t = (torch.zeros if zero else torch.empty)(max(nbytes, 1), dtype=torch.uint8,
+                                                   device=self.device)
         if self.made is None:
             self.made = [t]
         else:
@@ -514,6 +516,29 @@ def column_sum(x, out=None, accumulate=False, rt=None, stream=None):
     c.bind(rt, stream)
     out, op = c.out(out, "out", (cols,), zero=accumulate)
     c.launch("column_sum", xp, rows, cols, op, 1 if accumulate else 0, c.stream)
+    return out
+
+
+def column_sum_split(x, out=None, accumulate=False, workspace=None, rt=None, stream=None):
+    """out[j] (+)= sum_b x[b, j] by the split form (foxjit_column_sum_split,
+    ABI 2.6: foxjit.AbiError on an older library): the rows spread over
+    the whole GPU without clusters, one pairwise tree a column, the same
+    bits on every GPU and at every alignment (not column_sum's bits). x
+    [rows, cols] float32. Returns out.
+
+    The workspace must hold zeros before its first use, and each call leaves
+    it so: pass one (workspace=, column_sum_workspace_size(rows, cols) bytes
+    or more, e.g. torch.zeros(n, dtype=torch.uint8, device=x.device)) made
+    once for the calls of a stream; without one, one is allocated and zeroed
+    for the call."""
+    c = _Call("column_sum_split")
+    xp = c.inp(x, "x")
+    rows, cols = _dims2(c, "x")
+    c.bind(rt, stream)
+    need = c.size("column_sum_workspace_size", rows, cols)   # AbiError before ABI 2.6
+    out, op = c.out(out, "out", (cols,), zero=accumulate)
+    _keep, wsp, wsb = c.workspace(workspace, need, zero=True)
+    c.launch("column_sum_split", xp, rows, cols, op, 1 if accumulate else 0, wsp, wsb, c.stream)
     return out
 
 

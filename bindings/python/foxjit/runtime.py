@@ -122,6 +122,33 @@ class Runtime:
     def column_sum_prepare(self, rows, cols):
         self._call(self._api.column_sum_prepare(self._rt, rows, cols))
 
+    def column_sum_workspace_size(self, rows, cols):
+        """Bytes of workspace column_sum_split needs for x [rows, cols] (ABI
+        2.6)."""
+        self.lib.need("column_sum_workspace_size", 6)
+        b = ctypes.c_size_t()
+        self._call(self._api.column_sum_workspace_size(self._rt, rows, cols, ctypes.byref(b)))
+        return b.value
+
+    def column_sum_split(self, x, rows, cols, out, accumulate, workspace, workspace_bytes,
+                         stream):
+        """The split column sums (kernels.md 1): column_sum's sums over the
+        whole GPU without clusters, one pairwise tree a column, the same
+        bits on every GPU. The workspace (16-byte aligned,
+        column_sum_workspace_size bytes or more) must be zeroed before its
+        first use; each call leaves it ready for the next. ABI 2.6:
+        foxjit.AbiError on an older library."""
+        self.lib.need("column_sum_split", 6)
+        self._call(self._api.column_sum_split(self._rt, x, rows, cols, out, int(bool(accumulate)),
+                                              workspace, workspace_bytes, stream))
+
+    def column_sum_split_prepare(self, rows, cols):
+        """Compiles and loads column_sum_split's kernels for this shape, for
+        use before CUDA graph capture. ABI 2.6: foxjit.AbiError on an older
+        library."""
+        self.lib.need("column_sum_split_prepare", 6)
+        self._call(self._api.column_sum_split_prepare(self._rt, rows, cols))
+
     # ---- sort and rank normalization ----------------------------------------
     def radix_sort_pairs_workspace_size(self, n, begin_bit=0, end_bit=32):
         b = ctypes.c_size_t()

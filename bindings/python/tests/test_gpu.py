@@ -167,6 +167,28 @@ class Ops(unittest.TestCase):
         s = rnd(32, 5, 64)
         close(self, "reduce_axis0", ops.reduce_axis0(s), s.double().sum(0), 1e-4)
 
+    def test_split_column_sums(self):
+        rt = ops.runtime_for(0)
+        for rows, cols in ((8192, 42), (8192, 256), (1000, 77), (32, 5000)):
+            x = rnd(rows, cols)
+            want = x.double().sum(0)
+            atol = 2e-6 * rows
+            got = ops.column_sum_split(x)          # a zeroed workspace made for the call
+            close(self, "column_sum_split", got, want, atol)
+            # One workspace, zeroed once, for every call after: the same bits,
+            # and the same again from x at another alignment.
+            ws = torch.zeros(rt.column_sum_workspace_size(rows, cols), dtype=torch.uint8,
+                             device=x.device)
+            for _ in range(3):
+                self.assertTrue(torch.equal(ops.column_sum_split(x, workspace=ws), got))
+            shifted = torch.empty(rows * cols + 1, device=x.device)[1:].view(rows, cols)
+            shifted.copy_(x)
+            self.assertTrue(torch.equal(ops.column_sum_split(shifted, workspace=ws), got))
+            base = rnd(cols)
+            acc = ops.column_sum_split(x, out=base.clone(), accumulate=True, workspace=ws)
+            self.assertTrue(torch.equal(acc, base + got))
+            self.assertFalse(bool(ws[:512].any()))    # its counters back at zero
+
     def test_sort(self):
         n = 100_000
         keys = torch.randint(0, 5000, (n,), device="cuda", dtype=torch.int32)

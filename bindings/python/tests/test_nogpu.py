@@ -160,6 +160,28 @@ class Loading(unittest.TestCase):
             self.abi_err("gae_prepare", 5, have,
                          foxjit.Runtime.from_raw(0x1000, lib=lib).gae_prepare)
 
+    def test_older_minor_loads_without_the_split_column_sums(self):
+        lib = self.fake_library("abi_2_5")
+        self.assertEqual(lib.abi[1:], (2, 5))
+        self.assertTrue(lib.has("gae_prepare"))
+        for entry in ("column_sum_workspace_size", "column_sum_split",
+                      "column_sum_split_prepare"):
+            self.assertFalse(lib.has(entry), entry)
+        rt = foxjit.Runtime.from_raw(0x1000, lib=lib)
+        self.abi_err("column_sum_workspace_size", 6, "2.5", rt.column_sum_workspace_size,
+                     8192, 42)
+        self.abi_err("column_sum_split", 6, "2.5", rt.column_sum_split, G, 8192, 42, G * 2,
+                     True, G * 3, 1 << 16, 0)
+        self.abi_err("column_sum_split_prepare", 6, "2.5", rt.column_sum_split_prepare, 8192, 42)
+        # The array-level op refuses before it looks at its outputs (here
+        # none given, which interface arrays would need).
+        self.abi_err("column_sum_workspace_size", 6, "2.5", ops.column_sum_split,
+                     FakeArray(G, (8192, 42)), rt=rt)
+        # The older tables lack it too.
+        lib = self.fake_library("abi_2_4")
+        self.abi_err("column_sum_split_prepare", 6, "2.4",
+                     foxjit.Runtime.from_raw(0x1000, lib=lib).column_sum_split_prepare, 4, 4)
+
     def test_version_and_abi(self):
         need_library(self)
         self.assertEqual(foxjit.version(), foxjit.__version__)
@@ -837,6 +859,35 @@ class TorchPath(unittest.TestCase):
         self.assertEqual(self.launches(), [])
 
 
+    def test_column_sum_split(self):
+        """For torch inputs: the output made (zeroed to accumulate), the
+        workspace made zeroed when not given (the op needs zeros on entry),
+        the arguments in the C order, and a given workspace passed as is."""
+        calls = []
+        entry = self.rt.column_sum_split
+        self.rt.column_sum_split = lambda rt, *args: calls.append(args) or entry(rt, *args)
+        x = self.t(64, 8)
+        out = ops.column_sum_split(x)
+        self.assertEqual(out.shape, (8,))
+        ws_ptr = self.log[1][1]
+        self.assertEqual(self.log, [("empty", out.data_ptr()), ("zeros", ws_ptr),
+                                    ("launch", "column_sum_split", CTX, CUR)])
+        self.assertEqual(calls[-1], (x.data_ptr(), 64, 8, out.data_ptr(), 0, ws_ptr, 256, CUR))
+        del self.log[:]
+        out = ops.column_sum_split(x, accumulate=True)
+        self.assertEqual(self.log[0], ("zeros", out.data_ptr()))
+        self.assertEqual(calls[-1][4], 1)
+        del self.log[:]
+        ws = self.t(1024, dtype=self.torch.uint8)
+        o = self.t(8)
+        self.assertIs(ops.column_sum_split(x, out=o, workspace=ws), o)
+        self.assertEqual(self.log, [("launch", "column_sum_split", CTX, CUR)])
+        self.assertEqual(calls[-1], (x.data_ptr(), 64, 8, o.data_ptr(), 0, ws.data_ptr(), 1024,
+                                     CUR))
+        with self.assertRaisesRegex(ValueError, "workspace: the tensor is on cuda:1"):
+            ops.column_sum_split(x, workspace=self.t(1024, device=1, dtype=self.torch.uint8))
+
+
 class LibraryChecks(unittest.TestCase):
     """Every op's errors from the library, through the package: the status
     and the library's message (which names the C function)."""
@@ -871,6 +922,39 @@ class LibraryChecks(unittest.TestCase):
                  out=FakeArray(G, (4,)), rt=rt, needles=["overlaps"])
         self.err(ops.reduce_axis0, FakeArray(G, (2, 3, 4)), out=FakeArray(G, (3, 4)), rt=rt,
                  needles=["foxjit_reduce_axis0"])
+
+    def test_split_column_sums(self):
+        rt, S = self.rt, 0
+        name = "foxjit_column_sum_split"
+        O, W = G << 8, G << 9   # out and workspace, clear of x's 1.3 MB
+        self.assertEqual(rt.column_sum_workspace_size(32, 40960), 512)
+        ws = rt.column_sum_workspace_size(8192, 42)
+        self.assertGreater(ws, 512)
+        self.err(rt.column_sum_workspace_size, 0, 4, needles=["foxjit_column_sum_workspace_size",
+                                                              "rows is 0"])
+        self.err(rt.column_sum_workspace_size, 1 << 20, 1 << 20,
+                 status=foxjit.Status.UNSUPPORTED, needles=["2^40"])
+        self.err(rt.column_sum_split, G, 8192, 42, O, True, 0, ws, S,
+                 needles=[name, "workspace is NULL"])
+        self.err(rt.column_sum_split, G, 8192, 42, O, True, W + 8, ws, S,
+                 needles=[name, "16-byte"])
+        self.err(rt.column_sum_split, G, 8192, 42, O, False, W, ws - 16, S,
+                 status=foxjit.Status.WORKSPACE_TOO_SMALL,
+                 needles=[name, "foxjit_column_sum_workspace_size"])
+        self.err(rt.column_sum_split, G, 8192, 42, O, False, G + 4096, ws, S,
+                 needles=[name, "workspace overlaps x"])
+        self.err(rt.column_sum_split_prepare, 4, 0, needles=["foxjit_column_sum_split_prepare"])
+        # through the array-level function: a workspace given (bytes, or
+        # float32 words) is passed with its size; none, without torch, is
+        # an error before the library is called.
+        x = FakeArray(G, (8192, 42))
+        self.err(ops.column_sum_split, x, out=FakeArray(O, (42,)),
+                 workspace=FakeArray(W, (ws - 16,), "|u1"), rt=rt,
+                 status=foxjit.Status.WORKSPACE_TOO_SMALL, needles=[name])
+        self.err(ops.column_sum_split, x, out=FakeArray(G, (42,)),
+                 workspace=FakeArray(W, (ws // 4,)), rt=rt, needles=[name, "out overlaps x"])
+        with self.assertRaisesRegex(TypeError, "workspace: pass a device buffer of %d bytes" % ws):
+            ops.column_sum_split(x, out=FakeArray(O, (42,)), rt=rt)
 
     def test_sort_and_rank(self):
         rt, S = self.rt, 0
