@@ -381,6 +381,10 @@ pub(crate) struct Api {
     // ABI 2.5
     pub gae: unsafe extern "C" fn(Rt, D, D, D, i64, i64, f32, f32, D, D, S) -> Status,
     pub gae_prepare: unsafe extern "C" fn(Rt) -> Status,
+    // ABI 2.6
+    pub column_sum_workspace_size: unsafe extern "C" fn(Rt, i64, i64, *mut usize) -> Status,
+    pub column_sum_split: unsafe extern "C" fn(Rt, D, i64, i64, D, c_int, D, usize, S) -> Status,
+    pub column_sum_split_prepare: unsafe extern "C" fn(Rt, i64, i64) -> Status,
 }
 
 pub(crate) type GetApiFn = unsafe extern "C" fn(u32) -> *const Api;
@@ -423,6 +427,16 @@ pub(crate) fn api_end_gae() -> usize {
 }
 pub(crate) fn api_end_gae_prepare() -> usize {
     api_offset!(gae_prepare) + std::mem::size_of::<usize>()
+}
+/// The ends of the ABI 2.6 entries (the split column sums).
+pub(crate) fn api_end_column_sum_workspace_size() -> usize {
+    api_offset!(column_sum_workspace_size) + std::mem::size_of::<usize>()
+}
+pub(crate) fn api_end_column_sum_split() -> usize {
+    api_offset!(column_sum_split) + std::mem::size_of::<usize>()
+}
+pub(crate) fn api_end_column_sum_split_prepare() -> usize {
+    api_offset!(column_sum_split_prepare) + std::mem::size_of::<usize>()
 }
 
 pub(crate) const RTLD_NOW: c_int = 2;
@@ -489,6 +503,7 @@ pub fn layout() -> Vec<(String, usize)> {
          weight_decay);
     off!(v, Api, "foxjit_api", abi_major, abi_minor, version, cfc_forward,
          heads_workspace_size, vsn_seq_prepare, heads_seq_backward_saved,
-         bce_with_logits_workspace_size, bce_with_logits_wide, gae, gae_prepare);
+         bce_with_logits_workspace_size, bce_with_logits_wide, gae, gae_prepare,
+         column_sum_workspace_size, column_sum_split, column_sum_split_prepare);
     v
 }

@@ -231,7 +231,7 @@ impl Library {
 
     /// Loads the library at `path` (a file name alone is searched for as
     /// dlopen does) and checks its table: ABI major [`ABI_MAJOR`], and every
-    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3 to 2.5)
+    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3 to 2.6)
     /// are checked where they are called, and return `Error::Abi` on a
     /// table that lacks them. Nothing else is tried.
     pub fn open_path(path: &str) -> Result<Library> {
@@ -328,6 +328,14 @@ impl Library {
     /// calls return `Error::Abi`.
     pub fn has_gae(&self) -> bool {
         self.abi().0 >= ffi::api_end_gae_prepare()
+    }
+
+    /// Whether the library has the split column sums (ABI 2.6:
+    /// [`Runtime::column_sum_workspace_size`], [`Runtime::column_sum_split`]
+    /// and [`Runtime::column_sum_split_prepare`]); without it those calls
+    /// return `Error::Abi`.
+    pub fn has_column_sum_split(&self) -> bool {
+        self.abi().0 >= ffi::api_end_column_sum_split_prepare()
     }
 
     /// Err(Error::Abi) unless the library's table reaches `end` bytes (the
@@ -588,6 +596,45 @@ impl Runtime {
     /// Compiles and loads the kernels a column sum of this shape uses.
     pub fn column_sum_prepare(&self, rows: i64, cols: i64) -> Result<()> {
         call!(self, column_sum_prepare(rows, cols))
+    }
+
+    /// Bytes of workspace [`Runtime::column_sum_split`] needs for x
+    /// `[rows, cols]`. ABI 2.6: `Error::Abi` on an older library
+    /// ([`Library::has_column_sum_split`]).
+    pub fn column_sum_workspace_size(&self, rows: i64, cols: i64) -> Result<usize> {
+        self.lib.need("column_sum_workspace_size", ffi::api_end_column_sum_workspace_size(),
+                      6)?;
+        let mut bytes = 0usize;
+        call!(self, column_sum_workspace_size(rows, cols, &mut bytes))?;
+        Ok(bytes)
+    }
+
+    /// The sums of [`Runtime::column_sum`] by the split form: the rows
+    /// spread over the whole GPU without thread-block clusters, one
+    /// pairwise tree a column, the same bits on every GPU and at every
+    /// alignment of x (not [`Runtime::column_sum`]'s bits). `workspace`:
+    /// [`Runtime::column_sum_workspace_size`] bytes or more, 16-byte
+    /// aligned, zeroed before its first use (each call leaves it zeroed
+    /// again: zero it once, not per call). ABI 2.6: `Error::Abi` on an older
+    /// library ([`Library::has_column_sum_split`]).
+    ///
+    /// # Safety
+    /// As [`Runtime::column_sum`]; `workspace` too, and no other call in
+    /// flight uses it.
+    pub unsafe fn column_sum_split(&self, x: CUdeviceptr, rows: i64, cols: i64,
+                                   out: CUdeviceptr, accumulate: bool, workspace: CUdeviceptr,
+                                   workspace_bytes: usize, stream: CUstream) -> Result<()> {
+        self.lib.need("column_sum_split", ffi::api_end_column_sum_split(), 6)?;
+        call!(self, column_sum_split(x, rows, cols, out, accumulate as c_int, workspace,
+                                     workspace_bytes, stream))
+    }
+
+    /// Compiles and loads the kernels [`Runtime::column_sum_split`] uses for
+    /// this shape, for use before CUDA graph capture. ABI 2.6: `Error::Abi`
+    /// on an older library.
+    pub fn column_sum_split_prepare(&self, rows: i64, cols: i64) -> Result<()> {
+        self.lib.need("column_sum_split_prepare", ffi::api_end_column_sum_split_prepare(), 6)?;
+        call!(self, column_sum_split_prepare(rows, cols))
     }
 
     // ---- sort and rank normalization -----------------------------------

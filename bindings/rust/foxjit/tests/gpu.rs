@@ -155,6 +155,48 @@ fn gpu_ops_match_the_cpu_reference() {
                      &want_db, tol, 1e-5);
     }
 
+    // ---- the split column sums: the reference, and their bits again on one
+    // workspace zeroed once, which each call leaves zeroed ---------------------
+    if lib.has_column_sum_split() {
+        for &(rows, cols) in &[(8192usize, 42usize), (8192, 256), (1000, 77)] {
+            let x = rng.vec(rows * cols, -1.0, 1.0);
+            let mut want = vec![0f64; cols];
+            for r in 0..rows {
+                for c in 0..cols {
+                    want[c] += x[r * cols + c] as f64;
+                }
+            }
+            let (r, c) = (rows as i64, cols as i64);
+            rt.column_sum_split_prepare(r, c).unwrap();
+            let ws_bytes = rt.column_sum_workspace_size(r, c).unwrap();
+            let ws = gpu.zeros_f32(ws_bytes / 4);
+            let dx = gpu.upload(&x);
+            let out = gpu.zeros_f32(cols);
+            unsafe {
+                rt.column_sum_split(dx.ptr, r, c, out.ptr, false, ws.ptr, ws_bytes, stream)
+                    .unwrap();
+            }
+            gpu.sync(stream as _);
+            let first = out.download::<f32>();
+            assert_close(&format!("column_sum_split {}x{}", rows, cols), &first, &want,
+                         1e-5 * rows as f64, 1e-5);
+            for _ in 0..2 {
+                unsafe {
+                    rt.column_sum_split(dx.ptr, r, c, out.ptr, false, ws.ptr, ws_bytes, stream)
+                        .unwrap();
+                }
+                gpu.sync(stream as _);
+                let again = out.download::<f32>();
+                for i in 0..cols {
+                    assert_eq!(again[i].to_bits(), first[i].to_bits(), "column {} again", i);
+                }
+            }
+            assert!(ws.download::<u32>()[..128].iter().all(|&w| w == 0), "counters back at 0");
+        }
+    } else {
+        eprintln!("  column_sum_split: the library predates ABI 2.6, not run");
+    }
+
     // ---- radix sort of pairs: exact against a stable sort ---------------------
     {
         let n = 100_000usize;

@@ -241,6 +241,29 @@ fn older_minor_loads_without_gae() {
 }
 
 #[test]
+fn older_minor_loads_without_the_split_column_sums() {
+    let _g = ENV_LOCK.lock().unwrap();
+    let Some(lib) = fake_library("abi_2_5") else { return };
+    assert_eq!((lib.abi().1, lib.abi().2), (2, 5));
+    assert!(lib.has_gae());
+    assert!(!lib.has_column_sum_split());
+    let rt = placeholder(&lib);
+    expect_abi_err(rt.column_sum_workspace_size(8192, 42), "column_sum_workspace_size", 6,
+                   "ABI 2.5");
+    unsafe {
+        expect_abi_err(rt.column_sum_split(G, 8192, 42, G * 2, true, G * 3, 1 << 16, S),
+                       "column_sum_split", 6, "ABI 2.5");
+    }
+    expect_abi_err(rt.column_sum_split_prepare(8192, 42), "column_sum_split_prepare", 6,
+                   "ABI 2.5");
+    // The older tables lack it too.
+    let Some(lib) = fake_library("abi_2_4") else { return };
+    assert!(!lib.has_column_sum_split());
+    expect_abi_err(placeholder(&lib).column_sum_split_prepare(4, 4), "column_sum_split_prepare",
+                   6, "ABI 2.4");
+}
+
+#[test]
 fn struct_layouts_match_the_c_header() {
     let Some(path) = common::need(common::layout_listing()) else { return };
     let text = std::fs::read_to_string(&path).expect("reading the layout listing");
@@ -416,6 +439,39 @@ fn training_argument_errors() {
                             lr: -1.0, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 };
         expect_err(rt.adamw(&a, S), inv, &["lr"]);
         expect_err(rt.increment_step(0, S), inv, &["foxjit_increment_step"]);
+    }
+}
+
+#[test]
+fn split_column_sum_argument_errors() {
+    let Some(lib) = lib() else { return };
+    assert!(lib.has_column_sum_split());
+    let rt = placeholder(&lib);
+    let (inv, unsup, small) =
+        (Status::INVALID_ARGUMENT, Status::UNSUPPORTED, Status::WORKSPACE_TOO_SMALL);
+    let name = "foxjit_column_sum_split";
+    // x, out and the workspace: far apart (x is 1.3 MB)
+    let (x, o, w) = (G, G << 8, G << 9);
+    assert_eq!(rt.column_sum_workspace_size(32, 40960).unwrap(), 512);
+    let ws = rt.column_sum_workspace_size(8192, 42).unwrap();
+    assert!(ws > 512);
+    expect_err(rt.column_sum_workspace_size(0, 4), inv,
+               &["foxjit_column_sum_workspace_size", "rows is 0"]);
+    expect_err(rt.column_sum_workspace_size(1 << 20, 1 << 20), unsup, &["2^40"]);
+    expect_err(rt.column_sum_split_prepare(4, 0), inv, &["foxjit_column_sum_split_prepare"]);
+    unsafe {
+        expect_err(rt.column_sum_split(x, 8192, 42, o, true, 0, ws, S), inv,
+                   &[name, "workspace is NULL"]);
+        expect_err(rt.column_sum_split(x, 8192, 42, o, true, w + 8, ws, S), inv,
+                   &[name, "16-byte"]);
+        expect_err(rt.column_sum_split(x, 8192, 42, o, false, w, ws - 16, S), small,
+                   &[name, "foxjit_column_sum_workspace_size"]);
+        expect_err(rt.column_sum_split(x, 8192, 42, o, false, x + 4096, ws, S), inv,
+                   &[name, "workspace overlaps x"]);
+        expect_err(rt.column_sum_split(x, 8192, 42, x + 64, false, w, ws, S), inv,
+                   &[name, "out overlaps x"]);
+        expect_err(rt.column_sum_split(x, 1 << 31, 4, o, false, w, ws, S), unsup,
+                   &[name, "limit"]);
     }
 }
 
