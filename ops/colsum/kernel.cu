@@ -113,49 +113,51 @@ FJ_DEVICE void fj_tree_rows(const float *m, long long ld, long long nrows, long 
         node[j] = v[0][j];
 }
 
+// Phases whose tree a warp adds by shuffles first (LANES a power of two
+// below 32: a warp holds 32 / LANES whole phases, lane for lane), else 1;
+// then a column has GROUPS nodes left.
+constexpr int WARP_PHASES = (LANES & (LANES - 1)) == 0 && LANES < 32
+                                ? (32 / LANES < PHASES ? 32 / LANES : PHASES)
+                                : 1;
+constexpr int GROUPS = PHASES / WARP_PHASES;
+
 // The tree's node over the block's PHASES thread nodes (phase p's rows come
-// before phase p + 1's), column by column, into res[0, TILE). part: shared,
-// PHASES * TILE floats. Every thread of the block calls it; res is ready
-// for all of them on return.
-FJ_DEVICE void fj_tree_phases(const float *node, float *part, float *res)
+// before phase p + 1's), column by column, into res[0, TILE): within a
+// warp by xor shuffles (partners phase p and p ^ 2^k, lane for lane: each
+// step adds the two halves of an aligned group of phases, and a + b is b +
+// a bit for bit), then a thread a column over the warps' nodes. part:
+// shared, GROUPS * TILE floats. Every thread of the block calls it; res is
+// ready for all of them on return.
+FJ_DEVICE void fj_tree_phases(const float *node_in, float *part, float *res)
 {
-    const int t = threadIdx.x;
-    if (t < THREADS) {
-        const int lane = t % LANES, phase = t / LANES;
+    const int t = threadIdx.x, lane = t % LANES, phase = t / LANES;
+    float node[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        node[j] = node_in[j];
+#pragma unroll
+    for (int o = LANES; o < LANES * WARP_PHASES; o *= 2)
 #pragma unroll
         for (int j = 0; j < VEC; j++)
-            part[phase * TILE + lane * VEC + j] = node[j];
+            node[j] += __shfl_xor_sync(0xffffffffu, node[j], o);
+    if (t < THREADS && phase % WARP_PHASES == 0) {
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            part[phase / WARP_PHASES * TILE + lane * VEC + j] = node[j];
     }
     __syncthreads();
-    if constexpr (PHASES <= 16) {
-        // A thread a column: its PHASES values, then their tree.
 #pragma unroll 1
-        for (int c = t; c < TILE; c += SPLIT_BLOCK) {
-            float v[PHASES];
+    for (int c = t; c < TILE; c += SPLIT_BLOCK) {
+        float v[GROUPS];
 #pragma unroll
-            for (int p = 0; p < PHASES; p++)
-                v[p] = part[p * TILE + c];
+        for (int g = 0; g < GROUPS; g++)
+            v[g] = part[g * TILE + c];
 #pragma unroll
-            for (int s = 1; s < PHASES; s *= 2)
+        for (int s = 1; s < GROUPS; s *= 2)
 #pragma unroll
-                for (int p = 0; p < PHASES; p += 2 * s)
-                    v[p] += v[p + s];
-            res[c] = v[0];
-        }
-    } else {
-        // Level by level: node p of a level adds phases p and p + s.
-#pragma unroll
-        for (int s = 1; s < PHASES; s *= 2) {
-#pragma unroll 1
-            for (int i = t; i < PHASES / (2 * s) * TILE; i += SPLIT_BLOCK) {
-                const int p = i / TILE * 2 * s, c = i % TILE;
-                part[p * TILE + c] += part[(p + s) * TILE + c];
-            }
-            __syncthreads();
-        }
-#pragma unroll 1
-        for (int c = t; c < TILE; c += SPLIT_BLOCK)
-            res[c] = part[c];
+            for (int g = 0; g < GROUPS; g += 2 * s)
+                v[g] += v[g + s];
+        res[c] = v[0];
     }
     __syncthreads();
 }
@@ -213,11 +215,12 @@ colsum_split(const float *__restrict__ x, long long rows, long long cols, long l
              float *nodes)
 {
     fj_grid_wait();
-    __shared__ float part[PHASES * TILE];
+    __shared__ float part[GROUPS * TILE];
     __shared__ float res[TILE];
     __shared__ int verdict;
     const int t = threadIdx.x, lane = t % LANES, phase = t / LANES;
-    const long long tile = blockIdx.x % tiles, row_block = blockIdx.x / tiles;
+    // tiles x row_blocks < 2^31: 32-bit division.
+    const long long tile = blockIdx.x % (unsigned)tiles, row_block = blockIdx.x / (unsigned)tiles;
     const long long c0 = tile * TILE, col = c0 + (long long)lane * VEC;
     const int width = (int)fj_min((long long)TILE, cols - c0);
     float node[VEC];
