@@ -74,9 +74,10 @@ extern "C" {
  * ops; 2 foxjit_runtime_params.target; 3 the heads' save
  * (heads_seq_saved_size, _forward_save, _backward_saved); 4 the wide BCE
  * (bce_with_logits_workspace_size, _wide); 5 generalized advantage
- * estimation (gae, gae_prepare). A caller built against this
+ * estimation (gae, gae_prepare); 6 the products' precision
+ * (set_precision, get_precision). A caller built against this
  * header checks struct_size against the last member it calls. */
-#define FOXJIT_ABI_MINOR 5
+#define FOXJIT_ABI_MINOR 6
 
 typedef enum foxjit_status {
     FOXJIT_OK = 0,
@@ -181,6 +182,47 @@ FOXJIT_API foxjit_status foxjit_runtime_get_counters(const foxjit_runtime *rt,
  * override, see foxjit_runtime_params.target); valid while rt lives. */
 /* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt);
+
+/* The precision of the whole-sequence perception ops' matrix products
+ * (every heads_seq call's, cfc_seq_backward's gradient products; the only
+ * products fox-jit runs on tensor cores; docs/kernels.md, "Precision of
+ * the products"), runtime-wide, as cublasSetMathMode sets a cuBLAS
+ * handle's. ABI 2.6. */
+typedef enum foxjit_precision {
+    /* The default: 3xTF32 on tensor cores (each float split into a TF32
+     * part and a remainder, three products), the accuracy of float32 FMA. */
+    FOXJIT_PRECISION_FLOAT32 = 0,
+    /* One tensor-core product of the operands rounded to TF32 (10 mantissa
+     * bits), summed in float32, as PyTorch's
+     * torch.backends.cuda.matmul.allow_tf32 = True: faster, each product
+     * term off by up to about 2^-10 of its size. */
+    FOXJIT_PRECISION_TF32 = 1,
+} foxjit_precision;
+
+/* Sets rt's precision for the calls that start after it returns. Every
+ * other op computes in float32 either way, and so do the products on GPUs
+ * before sm_80 (no TF32 tensor cores; float32 FMA). A value other than
+ * the two above is refused (FOXJIT_ERROR_INVALID_ARGUMENT) and changes
+ * nothing.
+ * Each precision is a kernel variant of its own, compiled, cached and
+ * loaded on its own: a call after a change loads the variant of the new
+ * precision, compiling it on first use. So
+ *  - prepare after setting the precision: kernels prepared at the other
+ *    one do not serve the call, and inside a CUDA graph capture it fails
+ *    with FOXJIT_ERROR_NOT_PREPARED (the variants loaded for both stay
+ *    loaded: switching back and forth compiles nothing more);
+ *  - a captured CUDA graph keeps the kernels it captured: changing the
+ *    precision does not change what a graph replays; capture again.
+ * Results are bitwise repeatable at each precision, and the default's bits
+ * are the same whether or not TF32 was ever set. */
+/* Threads: any thread, concurrently with every call on rt except destroy;
+ * needs no context. An op call running meanwhile uses one precision or the
+ * other for the whole call. */
+FOXJIT_API foxjit_status foxjit_set_precision(foxjit_runtime *rt, foxjit_precision precision);
+
+/* *out = rt's precision (FOXJIT_PRECISION_FLOAT32 until set). ABI 2.6. */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
+FOXJIT_API foxjit_status foxjit_get_precision(const foxjit_runtime *rt, foxjit_precision *out);
 
 /* ------------------------------------------------------------------------
  * Column sums (kernels.md section 1): out[j] (+)= sum_b x[b, j]
@@ -470,10 +512,12 @@ FOXJIT_API void foxjit_get_perception_limits(foxjit_perception_limits *out);
  * matrix products. Parameter gradients are summed over every (b, t) row in
  * a fixed order straight into parameter-shaped tensors (no per-batch
  * scratch, no foxjit_reduce_axis0), overwriting them or adding to them
- * (grad_accumulate). Float32 arithmetic: FMA, and for the heads' products
- * tensor cores in 3xTF32 form (float32 accuracy; docs/kernels.md); results are
- * bitwise repeatable for the same inputs and GPU, and within float32
- * rounding of the per-step ops (the order of the sums differs).
+ * (grad_accumulate). Float32 arithmetic: FMA, and for the heads' and
+ * the CfC backward's products tensor cores in 3xTF32 form (float32
+ * accuracy; docs/kernels.md), or TF32 where foxjit_set_precision asks for
+ * it; results are bitwise repeatable for the same inputs, GPU and
+ * precision, and in float32 within float32 rounding of the per-step ops
+ * (the order of the sums differs).
  * ------------------------------------------------------------------------ */
 
 /* CfC over a whole sequence of k steps. Every tensor is dense. */
@@ -833,6 +877,9 @@ typedef struct foxjit_api {
     foxjit_status (*gae)(foxjit_runtime *, CUdeviceptr, CUdeviceptr, CUdeviceptr, int64_t,
                          int64_t, float, float, CUdeviceptr, CUdeviceptr, CUstream);
     foxjit_status (*gae_prepare)(foxjit_runtime *);
+    /* abi_minor 6 */
+    foxjit_status (*set_precision)(foxjit_runtime *, foxjit_precision);
+    foxjit_status (*get_precision)(const foxjit_runtime *, foxjit_precision *);
     /* New members go here, at the end only. */
 } foxjit_api;
 
