@@ -142,9 +142,17 @@ static void test_precision_changes_the_key(void **state)
         fj_key plan;
         assert_int_equal(fj_key_build(&v, &t, &fake_tc, &plan), 0);
         assert_string_equal(plan.hex, a.hex);
-        char desc[256];
+        char desc[256], target_name[32];
         fj_variant_describe(&tf32, desc, sizeof desc);
         assert_non_null(strstr(desc, "FJ_TF32=1)"));
+        /* fox-jit list tells them apart. */
+        char name[64];
+        fj_key_describe(b.text, name, sizeof name, target_name, sizeof target_name);
+        snprintf(desc, sizeof desc, "%s tf32", follow[i]);
+        assert_string_equal(name, desc);
+        fj_key_describe(a.text, name, sizeof name, target_name, sizeof target_name);
+        assert_string_equal(name, follow[i]);
+        assert_string_equal(target_name, "sm_90 cubin");
     }
     fj_variant v = base_variant();
     assert_int_equal(fj_program_precision_param(v.program), -1);
