@@ -102,5 +102,6 @@ int main(void)
     F1(foxjit_api, heads_seq_backward_saved);
     F2(foxjit_api, bce_with_logits_workspace_size, bce_with_logits_wide);
     F2(foxjit_api, gae, gae_prepare);
+    F2(foxjit_api, set_precision, get_precision);
     return 0;
 }
