@@ -111,6 +111,19 @@ pub enum Ties {
     Ordinal = 1,
 }
 
+/// The precision of the heads' and the CfC's matrix products
+/// (`foxjit_precision`, [`Runtime::set_precision`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// 3xTF32 on tensor cores: float32 accuracy (the default).
+    #[default]
+    Float32 = 0,
+    /// One TF32 product a step, as PyTorch's
+    /// `torch.backends.cuda.matmul.allow_tf32 = True`: faster, each
+    /// product term to about 2^-10.
+    Tf32 = 1,
+}
+
 /// What went wrong. Calls into the library give [`Error::Status`] with the
 /// status and `foxjit_last_error()`'s message, which says what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -330,6 +343,13 @@ impl Library {
         self.abi().0 >= ffi::api_end_gae_prepare()
     }
 
+    /// Whether the library has the products' precision (ABI 2.6:
+    /// [`Runtime::set_precision`] with [`Precision::Tf32`]); without it the
+    /// library computes in float32 and that call returns `Error::Abi`.
+    pub fn has_precision(&self) -> bool {
+        self.abi().0 >= ffi::api_end_get_precision()
+    }
+
     /// Err(Error::Abi) unless the library's table reaches `end` bytes (the
     /// end of `entry`, new in ABI 2.`minor`).
     fn need(&self, entry: &str, end: usize, minor: u32) -> Result<()> {
@@ -544,6 +564,40 @@ impl Runtime {
         let mut c = Counters::default();
         call!(self, runtime_get_counters(&mut c))?;
         Ok(c)
+    }
+
+    /// Sets the precision of the heads' and the CfC's matrix products for
+    /// the calls that start after it (`foxjit_set_precision`). Each
+    /// precision is a kernel variant of its own: prepare after setting it
+    /// (a capture otherwise fails with `NOT_PREPARED`); a captured CUDA
+    /// graph keeps the kernels it captured. [`Precision::Tf32`] needs a
+    /// library of ABI 2.6 (`Error::Abi` on an older one);
+    /// [`Precision::Float32`] is what an older library computes, and is
+    /// accepted there without a call.
+    pub fn set_precision(&self, precision: Precision) -> Result<()> {
+        if precision == Precision::Float32 && !self.lib.has_precision() {
+            return Ok(());
+        }
+        self.lib.need("set_precision", ffi::api_end_set_precision(), 6)?;
+        call!(self, set_precision(precision as c_int))
+    }
+
+    /// The runtime's precision ([`Precision::Float32`] on a library older
+    /// than ABI 2.6, the only one it has).
+    pub fn precision(&self) -> Result<Precision> {
+        if !self.lib.has_precision() {
+            return Ok(Precision::Float32);
+        }
+        let mut p: c_int = 0;
+        call!(self, get_precision(&mut p))?;
+        match p {
+            0 => Ok(Precision::Float32),
+            1 => Ok(Precision::Tf32),
+            other => Err(Error::Status {
+                status: Status::UNSUPPORTED,
+                message: format!("foxjit_get_precision: precision {} is not one this crate                                   knows (float32 0, tf32 1); use a newer crate", other),
+            }),
+        }
     }
 
     // ---- column sums --------------------------------------------------

@@ -6,7 +6,7 @@ mod common;
 
 use foxjit::{
     AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, Error, HeadsArgs, HeadsSeqArgs, Library,
-    Runtime, RuntimeParams, Source, Status, Ties, VsnArgs, VsnSeqArgs,
+    Precision, Runtime, RuntimeParams, Source, Status, Ties, VsnArgs, VsnSeqArgs,
 };
 use std::sync::Mutex;
 
@@ -241,6 +241,24 @@ fn older_minor_loads_without_gae() {
 }
 
 #[test]
+fn older_minor_loads_without_the_precision() {
+    let _g = ENV_LOCK.lock().unwrap();
+    let Some(lib) = fake_library("abi_2_5") else { return };
+    assert_eq!((lib.abi().1, lib.abi().2), (2, 5));
+    assert!(lib.has_gae());
+    assert!(!lib.has_precision());
+    let rt = placeholder(&lib);
+    // Float32 is what such a library computes: accepted without a call (the
+    // placeholder runtime would not survive one), and reported.
+    assert_eq!(rt.set_precision(Precision::Float32), Ok(()));
+    assert_eq!(rt.precision(), Ok(Precision::Float32));
+    expect_abi_err(rt.set_precision(Precision::Tf32), "set_precision", 6, "ABI 2.5");
+    let Some(lib) = fake_library("abi_2_2") else { return };
+    expect_abi_err(placeholder(&lib).set_precision(Precision::Tf32), "set_precision", 6,
+                   "ABI 2.2");
+}
+
+#[test]
 fn struct_layouts_match_the_c_header() {
     let Some(path) = common::need(common::layout_listing()) else { return };
     let text = std::fs::read_to_string(&path).expect("reading the layout listing");
@@ -461,6 +479,19 @@ fn gae_argument_errors() {
     unsafe {
         expect_err(null.gae(r, v, d, t, n, g, l, a, q, S), inv, &[name, "runtime is NULL"]);
     }
+}
+
+#[test]
+fn precision_argument_errors() {
+    let Some(lib) = lib() else { return };
+    assert!(lib.has_precision());
+    assert_eq!(Precision::default(), Precision::Float32);
+    let null = unsafe { Runtime::from_raw(&lib, std::ptr::null_mut(), false) };
+    let inv = Status::INVALID_ARGUMENT;
+    expect_err(null.set_precision(Precision::Tf32), inv,
+               &["foxjit_set_precision", "runtime is NULL"]);
+    expect_err(null.set_precision(Precision::Float32), inv, &["runtime is NULL"]);
+    expect_err(null.precision(), inv, &["foxjit_get_precision"]);
 }
 
 #[test]
