@@ -12,7 +12,9 @@
  * (api_table.c), the gpu tests and the bad-input table (ops/<op>/test.c,
  * holding cases_<op>, which gpu_bad_input needs for every line, with a
  * case for every API function) and the bench's per-op groups
- * (ops/<op>/bench.c where one exists).
+ * (ops/<op>/bench.c where one exists; radix_sort is timed in
+ * rank_normalize's group, the seven perception ops in the kloop group,
+ * tools/bench/bench_kloop.c: docs/adding-an-op.md section 7).
  * Order: append only (the table's layout is foxjit_api's, in the header). */
 #ifndef FJ_OP_LIST_H
 #define FJ_OP_LIST_H

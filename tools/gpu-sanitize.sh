@@ -194,7 +194,7 @@ case $split in
            case $w in gpu_*[!A-Za-z0-9_]*|gpu_) bad=1 ;; gpu_*) bad= ;; *) bad=1 ;; esac
            if [ -n "$bad" ]; then
                echo "gpu-sanitize: FOXJIT_SANITIZE_SPLIT: '$w' is not a gpu test name" \
-                    "(all, none, or names such as gpu_perception)" >&2
+                    "(all, none, or names such as gpu_cfc)" >&2
                exit 2
            fi
        done ;;
@@ -357,12 +357,14 @@ run_one() {
 
 # The runs, slowest kinds first so the long ones start at once: racecheck,
 # then initcheck, memcheck, synccheck; within a checker the trainer and
-# perception programs first. Each is "rank|tool|command index|function".
+# per-step perception programs first. Each is
+# "rank|tool|command index|function".
 weight_tool() {
     case $1 in racecheck) echo 1 ;; initcheck) echo 2 ;; memcheck) echo 3 ;; *) echo 4 ;; esac
 }
 weight_test() {
-    case $1 in gpu_trainer*|gpu_perception) echo 1 ;; gpu_kloop|gpu_radix_sort|gpu_rank) echo 2 ;;
+    case $1 in gpu_trainer*|gpu_cfc|gpu_heads|gpu_vsn|gpu_attn_pool) echo 1 ;;
+        gpu_kloop|gpu_radix_sort|gpu_rank) echo 2 ;;
         *) echo 3 ;; esac
 }
 runs=()

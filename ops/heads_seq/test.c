@@ -24,7 +24,7 @@
 #include "perception_ref.h"
 
 /* float32 vs float64 for per-row values (logits, dx: sums of a few hundred
- * to 2 x 10^3 terms), as in test_perception.c. */
+ * to 2 x 10^3 terms), as in ops/heads/test.c. */
 #define RTOL 2e-5
 
 /* In TF32 (foxjit_set_precision) the three block products (A = X W1^T,

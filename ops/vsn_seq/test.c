@@ -28,8 +28,8 @@
 #include "vsn_seq/policy.h"
 
 /* float32 vs float64 for per-row values (dx: sums of F terms after a
- * softmax of F-term dot products), as test_perception.c allows the
- * per-step op on the same data. */
+ * softmax of F-term dot products), as ops/vsn/test.c allows the per-step
+ * op on the same data. */
 #define RTOL 2e-5
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,8 +1,7 @@
 /* The bad-input checks of the gpu suite, shared by every op's test file.
  *
  * Each op of the op list (ops/op_list.h) defines, in its test file
- * (ops/<op>/test.c; the four per-step perception ops share
- * tests/gpu/test_perception.c), its cases:
+ * (ops/<op>/test.c), its cases:
  *
  *     const bi_case cases_<op>[] = {
  *         {"foxjit_<name>", setup, valid, prepare, refusals},

@@ -1,8 +1,8 @@
 /* Test data for the perception GPU tests: each op's inputs on the host (as
  * float, as the float64 reference sees them, and on the device, possibly
  * strided), its outputs, and calls that run the op, its legacy baseline
- * and its float64 reference. One struct per op; tests/gpu/test_perception.c
- * drives them. */
+ * and its float64 reference. One struct per op; the ops' tests
+ * (ops/<op>/test.c) and gpu_target_paths drive them. */
 #ifndef PERCEPTION_CASES_H
 #define PERCEPTION_CASES_H
 

@@ -184,8 +184,7 @@ static int api_without_case(void)
             if (!found) {
                 fprintf(stderr, "gpu/bad_input: op %s: API function %s has no bad-input case; "
                         "add one named \"%s\" to cases_%s in the op's test file "
-                        "(ops/%s/test.c; the per-step perception ops': "
-                        "tests/gpu/test_perception.c)\n", op_table[i].op, *e, *e, op_table[i].op,
+                        "(ops/%s/test.c)\n", op_table[i].op, *e, *e, op_table[i].op,
                         op_table[i].op);
                 missing++;
             }

@@ -182,7 +182,7 @@ static void check_against_model(ft_dims dims, uint64_t seed)
  * (the legacy backwards loop over B in one block). At B = 4 the reducers run
  * without clusters and the heads sum kernel stages all 4 steps at once; the
  * split reducers and several step chunks are covered by gpu_colsum (32 x
- * 5120) and gpu_perception (11 steps). */
+ * 5120) and gpu_heads (11 steps). */
 static ft_dims trainer_dims(void)
 {
     return (ft_dims){.batch = GH_QUICK(32, 4), .k = GH_QUICK(64, 4), .f = 40, .d = 128,

@@ -360,7 +360,7 @@ static void test_heads_agree(void **state)
                      c->h, c->strided ? " strided" : "", names[i]);
             t_check_same(what, ta[i], t2[i]);
             /* Same RTOL as each path's check against float64 (2e-5 of
-             * |want| + max |want|, gpu/perception): both within it of the
+             * |want| + max |want|, gpu_heads): both within it of the
              * reference, so within twice it of each other. */
             assert_tensors_agree(what, ta[i], tb[i], 4e-5);
         }

@@ -37,6 +37,7 @@ HEADS_PARAMS = ("w1", "b1", "w2", "b2", "w_gate", "b_gate", "w_main", "b_main", 
                 "b_skip")
 
 _byref = ctypes.byref
+_TD = _arrays._TORCH_DTYPES     # the same dict: filled and cleared in place
 _CONTEXT_STATUSES = (_lib.Status.NO_CONTEXT, _lib.Status.WRONG_CONTEXT)
 
 # ---- runtimes and contexts ----------------------------------------------------
@@ -247,7 +248,7 @@ class _Call:
     and what it allocated. Checked arrays are handed on as device addresses
     (ints); `shape` is the shape of the array checked last."""
     __slots__ = ("what", "device", "torch", "cai_stream", "shape", "rt", "ctx", "stream",
-                 "made")
+                 "made", "rec")
 
     def __init__(self, what):
         self.what = what
@@ -256,6 +257,7 @@ class _Call:
         self.cai_stream = None  # the first producer stream of an interface array
         self.shape = None
         self.made = None        # the tensors allocated here
+        self.rec = None         # a _Recording: prepare() is asking, launch nothing
 
     # -- arrays ------------------------------------------------------------------
     def inp(self, obj, name, kind="f4", shape=None, output=False, writable=False):
@@ -266,14 +268,19 @@ class _Call:
         if T is not None and isinstance(obj, T):
             # The whole check of a torch tensor: dtype, contiguity, device,
             # shape and alignment, in as few attribute reads as there are.
-            if obj.dtype in _arrays._TORCH_DTYPES[kind] and obj.is_contiguous():
+            if obj.dtype in _TD[kind] and obj.is_contiguous():
                 d = obj.get_device()
                 s = obj.shape
                 if d >= 0 and (shape is None or s == shape):
                     p = obj.data_ptr()
                     if not p & 3:
-                        if d != self.device:
-                            self._other_device(d, name, output)
+                        dev = self.device
+                        if d != dev:
+                            if dev is None:
+                                if not output:      # the inputs' GPU
+                                    self.device = d
+                            else:
+                                self._other_device(d, name, output)
                         if not output:
                             self.torch = True
                         self.shape = s
@@ -309,6 +316,9 @@ class _Call:
 
     def bind(self, rt, stream):
         """After the inputs: the runtime, its context and the stream."""
+        if stream is not None and type(stream) is _Recording:
+            self.rec = stream
+            stream = stream.stream
         if self.torch:
             if rt is None:
                 entry = _runtimes.get(self.device) or _runtime_entry(self.device)
@@ -384,6 +394,9 @@ class _Call:
                                 "%d.%d): install a newer fox-jit" % (rt.lib.path, entry,
                                                                      rt.lib.abi[1],
                                                                      rt.lib.abi[2]))
+        if self.rec is not None:
+            self.rec.add(self, fn, args)
+            return
         st = fn(rt._rt, *args)
         if st:
             if st in _CONTEXT_STATUSES and self.ctx:
@@ -412,6 +425,83 @@ class _Call:
             op.wait_stream(cur)
             for t in self.made:
                 t.record_stream(op)
+
+
+class _Recording:
+    """What prepare() passes as an op's `stream`: the op checks its arrays,
+    allocates what it must and, instead of launching, hands each library
+    call here (launch)."""
+    __slots__ = ("stream", "launches", "call")
+
+    def __init__(self, stream):
+        self.stream = stream    # the caller's stream, or None for torch's current one
+        self.launches = []
+        self.call = None
+
+    def add(self, c, fn, args):
+        # The stream is the last argument of every entry: replaced on replay.
+        self.launches.append((fn, c.rt._rt, args[:-1]))
+        self.call = c
+
+
+class Prepared:
+    """An op call checked once, launched again on each call: see prepare()."""
+    __slots__ = ("what", "result", "_launches", "_stream", "_query", "_device", "_ctx",
+                 "_keep")
+
+    def __call__(self):
+        """Launches the op again on the same arrays; returns what the op
+        returned when prepared (the same output arrays)."""
+        s = self._stream if self._query is None else self._query(self._device)
+        for fn, rtp, args in self._launches:
+            st = fn(rtp, *args, s)
+            if st:
+                self._failed(st, fn, rtp, args, s)
+        return self.result
+
+    def _failed(self, st, fn, rtp, args, s):
+        if st in _CONTEXT_STATUSES and self._ctx:
+            st = _in_context(self._ctx, fn, rtp, *args, s)
+            if not st:
+                return
+        raise _lib.Error(st, self._keep[0].lib.last_error())
+
+    def __repr__(self):
+        return "<foxjit.ops.Prepared %s: %d launch%s>" % (
+            self.what, len(self._launches), "" if len(self._launches) == 1 else "es")
+
+
+def prepare(op, *args, **kwargs):
+    """op (a function of this module) on these arrays, checked now and
+    launched on each call of the result: p = prepare(ops.cfc_forward, x,
+    h, dt, *params); then p() runs it and returns what op returns (the same
+    output arrays each time, allocated here when not given). For loops that
+    run an op on the same buffers, as a CUDA graph does: a call costs about
+    what the raw ctypes call does, the plain wrapper's checks of every
+    array are done once. The arrays are kept alive; their contents may
+    change between calls, their addresses, shapes and dtypes must not (do
+    not resize or reassign them). Each call runs on the stream given to
+    prepare (stream=), else on torch's current stream of the arrays' GPU
+    at that call (interface arrays: their producer's stream, else the
+    legacy default stream, as when prepared). Nothing is launched by
+    prepare itself; errors the library finds at launch are raised by the
+    call that launches."""
+    rec = _Recording(kwargs.pop("stream", None))
+    result = op(*args, stream=rec, **kwargs)
+    c = rec.call
+    p = Prepared()
+    p.what = getattr(op, "__name__", str(op))
+    p.result = result
+    p._launches = tuple(rec.launches)
+    p._device = None if c is None else c.device
+    p._ctx = None if c is None else c.ctx
+    p._stream = None if c is None else c.stream
+    p._query = None
+    if c is not None and c.torch and rec.stream is None:
+        p._query = _tm[2] if _tm[2] is not None else _current_stream
+    # The runtime (for its errors), the arrays and what was allocated.
+    p._keep = (None if c is None else c.rt, args, kwargs, None if c is None else c.made)
+    return p
 
 
 def _ws_kind(obj):

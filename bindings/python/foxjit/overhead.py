@@ -2,7 +2,8 @@
 
 For a few ops at the trainers' shapes: host microseconds per call through
 the Python wrapper on torch tensors (foxjit.ops, with its checks), through
-the raw ctypes call on addresses (Runtime methods), through the autograd
+the raw ctypes call on addresses (Runtime methods), through a prepared call
+(foxjit.ops.prepare: the wrapper's checks done once), through the autograd
 path where the op has one (foxjit.torch's custom op, parameters requiring
 grad: torch's dispatcher and autograd bookkeeping included) and, with
 --c-json, through C (tools/examples/call_overhead, the same calls in a C
@@ -68,13 +69,16 @@ def cases():
     pg = [t.clone().requires_grad_(True) for t in p]
     yield ("column_sum 8192x42",
            lambda: ops.column_sum(x, out=out),
+           ops.prepare(ops.column_sum, x, out=out),
            lambda: rt.column_sum(xp, 8192, 42, out.data_ptr(), False, s), None)
     yield ("rank_normalize 4096000",
            lambda: ops.rank_normalize(r, 1.0, 0.0, out=ro, workspace=ws),
+           ops.prepare(ops.rank_normalize, r, 1.0, 0.0, out=ro, workspace=ws),
            lambda: rt.rank_normalize(r.data_ptr(), r.numel(), 1.0, 0.0, "max", ro.data_ptr(),
                                      ws.data_ptr(), ws_bytes, s), None)
     yield ("cfc_forward 32x128x128",
            lambda: ops.cfc_forward(xc, hc, dt, *p, h_out=h_out, u=u),
+           ops.prepare(ops.cfc_forward, xc, hc, dt, *p, h_out=h_out, u=u),
            lambda: rt.cfc_forward(cargs, s),
            lambda: ft.cfc_step(xc, hc, dt, *pg))
 
@@ -90,13 +94,15 @@ def main(argv=None):
         with open(a.c_json) as f:
             c = json.load(f)
     rows = []
-    for name, wrapper, raw, autograd in cases():
+    for name, wrapper, prepared, raw, autograd in cases():
         row = {"op": name,
                "wrapper_host_us": host_us(wrapper, a.calls),
+               "prepared_host_us": host_us(prepared, a.calls),
                "ctypes_host_us": host_us(raw, a.calls),
                "wrapper_gpu_us": gpu_us(wrapper, a.calls // 4),
                "ctypes_gpu_us": gpu_us(raw, a.calls // 4)}
         row["wrapper_over_ctypes"] = row["wrapper_host_us"] / row["ctypes_host_us"]
+        row["prepared_over_ctypes"] = row["prepared_host_us"] / row["ctypes_host_us"]
         if autograd is not None:
             row["autograd_host_us"] = host_us(autograd, a.calls)
         row.update({k: v for k, v in c.get(name, {}).items()})
@@ -104,13 +110,15 @@ def main(argv=None):
 
     def opt(r, k):
         return "%.2f" % r[k] if k in r else "-"
-    print("| op | Python wrapper host us/call | raw ctypes host us/call | wrapper / ctypes "
+    print("| op | Python wrapper host us/call | prepared call host us/call "
+          "| raw ctypes host us/call | wrapper / ctypes | prepared / ctypes "
           "| autograd op host us/call | C host us/call | GPU us/call (wrapper) "
           "| GPU us/call (ctypes) | GPU us/call (C) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %.2f | %.2f | %.2f | %s | %s | %.2f | %.2f | %s |" % (
-            r["op"], r["wrapper_host_us"], r["ctypes_host_us"], r["wrapper_over_ctypes"],
+        print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.2f | %.2f | %s |" % (
+            r["op"], r["wrapper_host_us"], r["prepared_host_us"], r["ctypes_host_us"],
+            r["wrapper_over_ctypes"], r["prepared_over_ctypes"],
             opt(r, "autograd_host_us"), opt(r, "c_host_us"), r["wrapper_gpu_us"],
             r["ctypes_gpu_us"], opt(r, "c_gpu_us")))
     if a.json:

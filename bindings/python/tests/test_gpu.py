@@ -326,6 +326,23 @@ class Ops(unittest.TestCase):
                              ("dtau", r["dtau"].sum(0), grads[5])):
             close(self, "cfc " + name, got, w)
 
+    def test_prepared_calls(self):
+        """A prepared call runs the op on the arrays' current contents: the
+        same results as the plain wrapper, bitwise, on every call."""
+        x = rnd(8192, 42)
+        p = ops.prepare(ops.column_sum, x)
+        for _ in range(2):
+            x.copy_(rnd(8192, 42))
+            self.assertTrue(torch.equal(p(), ops.column_sum(x)))
+        b, n_in, n_hid = 6, 12, 20
+        params = cfc_params(n_in, n_hid)
+        x, h, dt = rnd(b, n_in), rnd(b, n_hid), rnd(b, lo=0.25, hi=1.75)
+        q = ops.prepare(ops.cfc_forward, x, h, dt, *params)
+        for _ in range(2):
+            h.copy_(rnd(b, n_hid))
+            got, want = q(), ops.cfc_forward(x, h, dt, *params)
+            self.assertTrue(torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]))
+
     def test_heads(self):
         b, d, e, h = 16, 32, 16, 5
         p = heads_params(d, e, h)

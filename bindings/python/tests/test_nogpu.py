@@ -656,6 +656,44 @@ class TorchPath(unittest.TestCase):
             ops.column_sum(self.t(8, 4), out=self.t(4))
         self.assertEqual(self.driver.stack, [OTHER])
 
+    def test_prepared_call(self):
+        """prepare() checks the arrays and launches nothing; each call of the
+        result launches the op on the same arrays, on torch's current
+        stream at that call unless prepare was given one, with the op's
+        context made current when the caller's is another, and returns the
+        same outputs; a launch the library refuses raises."""
+        x, out = self.t(8, 4), self.t(4)
+        with self.assertRaisesRegex(ValueError, "out"):
+            ops.prepare(ops.column_sum, x, out=self.t(5))
+        p = ops.prepare(ops.column_sum, x, out=out)
+        self.assertEqual(self.launches(), [])
+        self.assertIs(p(), out)
+        self.assertIs(p(), out)
+        self.assertEqual(self.launches(), [("launch", "column_sum", CTX, CUR)] * 2)
+        del self.log[:]
+        s = ops.prepare(ops.column_sum, x, out=out, stream=77)
+        self.driver.stack = [OTHER]
+        s()
+        self.assertEqual(self.log, [("push", CTX), ("launch", "column_sum", CTX, 77),
+                                    ("pop", CTX)])
+        self.assertEqual(self.driver.stack, [OTHER])
+        # Outputs it allocates are made once, at prepare.
+        del self.log[:]
+        self.driver.stack = [CTX]
+        b, n_in, n_hid = 2, 3, 4
+        r = ops.prepare(ops.cfc_forward, self.t(b, n_in), None, self.t(b),
+                        self.t(n_hid, n_in), self.t(n_hid, n_hid), self.t(n_hid),
+                        self.t(n_hid))
+        made = [e for e in self.log if e[0] == "empty"]
+        self.assertEqual(len(made), 2)
+        first = r()
+        self.assertIs(r()[0], first[0])
+        self.assertEqual([e for e in self.log if e[0] == "empty"], made)
+        self.assertEqual(len(self.launches()), 2)
+        self.rt.fail = ("column_sum",)
+        with self.assertRaisesRegex(foxjit.Error, "recorded failure"):
+            p()
+
     def test_driver_errors_are_raised(self):
         self.driver.stack = [OTHER]
         self.driver.fail["push"] = 201
