@@ -24,9 +24,10 @@
  *    rows; 0 means "dense"). Device pointers must be 4-byte aligned.
  *  - A runtime is bound to the CUcontext that was current when it was
  *    created; ops must be called with that context current.
- *  - Results are bitwise reproducible for the same inputs, shape, GPU arch
- *    and pointer alignment class (address mod 16): kernels pick vector widths
- *    by alignment, which changes the order of float additions. The column
+ *  - Results are bitwise reproducible for the same inputs, shape, GPU arch,
+ *    precision (foxjit_set_precision) and pointer alignment class
+ *    (address mod 16): kernels pick vector widths by alignment, which
+ *    changes the order of float additions. The column
  *    sums (bias_grad_reduce, reduce_axis0) also split rows by the GPU's SM
  *    count (and whether it takes clusters of 16), so their bits are those of
  *    one GPU model: an H100 PCIe (114 SMs) or a MIG slice may differ from an
