@@ -40,8 +40,9 @@ void ft_env_close(ft_env *e);
 int ft_env_load(ft_env *e, const ft_options *o);
 /* The per-device part, on the calling thread: retains the primary context
  * of device `ordinal`, makes it current, creates the stream and a fox-jit
- * runtime bound to that context, at the precision of --precision. A data-parallel rank copies a loaded env
- * and binds it to its own device from its own thread. */
+ * runtime bound to that context, at the precision of --precision. A
+ * data-parallel rank copies a loaded env and binds it to its own device
+ * from its own thread. */
 int ft_env_bind(ft_env *e, const ft_options *o, int ordinal);
 /* The runtime's precision of the products (--precision, a
  * foxjit_precision): nothing for the default; else foxjit_set_precision,

@@ -595,7 +595,8 @@ impl Runtime {
             1 => Ok(Precision::Tf32),
             other => Err(Error::Status {
                 status: Status::UNSUPPORTED,
-                message: format!("foxjit_get_precision: precision {} is not one this crate                                   knows (float32 0, tf32 1); use a newer crate", other),
+                message: format!("foxjit_get_precision: precision {} is not one this crate \
+                                  knows (float32 0, tf32 1); use a newer crate", other),
             }),
         }
     }
