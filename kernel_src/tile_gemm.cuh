@@ -3,10 +3,13 @@
 // products, cfc_seq.cu): a TMo x NPo output tile per block, A and B staged
 // through shared memory in chunks of BK k's.
 // On sm_80 and newer the products run on tensor cores in 3xTF32 form (float32
-// accuracy, below) and the chunks arrive by cp.async; else register-tiled
-// FMA with the chunks staged through registers. Compiled by NVRTC only.
+// accuracy, below), or in TF32 when the runtime's precision says so, and the
+// chunks arrive by cp.async; else register-tiled FMA with the chunks staged
+// through registers. Compiled by NVRTC only.
 //
-// The includer defines TG_NT, the threads of its blocks, first.
+// The includer defines TG_NT, the threads of its blocks, first. FJ_TF32 (0
+// or 1) is the runtime's precision, a parameter of every program that
+// includes this file (FJ_PRECISION_PARAM, runtime/build/registry.h).
 //
 // Determinism: every output element is one thread's fixed-order sum over
 // k = 0, 1, ... (FMA) or k = 0, 8, 16, ... (MMA), or, in the wide tile, the
@@ -15,13 +18,22 @@
 // bits wherever it lands in a tile.
 #pragma once
 
+#include "common/policy.h"
 #include "perception_common.cuh"
 
 #ifndef TG_NT
 #error "TG_NT (threads of a block) must be defined before tile_gemm.cuh"
 #endif
+// A program that includes this file without that parameter would build one
+// variant for both precisions: refused here rather than run as float32.
+#if !defined(FJ_TF32) || (FJ_TF32 != 0 && FJ_TF32 != 1)
+#error "FJ_TF32 (0 or 1) is not defined: list FJ_PRECISION_PARAM in the program's params"
+#endif
 
 constexpr int TG_THREADS = TG_NT;
+// Tensor-core products a k-step takes (common/policy.h): 3 (3xTF32) or 1.
+constexpr int TG_PRODUCTS = fj_tf32_products(FJ_TF32);
+static_assert(TG_PRODUCTS == 3 || TG_PRODUCTS == 1, "3xTF32 or TF32");
 
 // ---- what every block-product tile holds ----------------------------------------
 // A thread's RM x 4 piece of the output: rows r0 .. r0 + RM - 1, columns
@@ -186,7 +198,7 @@ struct tg_simt_tile : tg_tile_base<fj_cmax(1, TMo / (TG_THREADS / (NPo / 4)))> {
     }
 };
 
-// ---- the same block product on tensor cores, in 3xTF32 form ----------------------
+// ---- the same block product on tensor cores, in 3xTF32 (or TF32) form -------------
 // A float32 operand v splits exactly into big = v rounded to TF32 (10
 // mantissa bits) and small = v - big; the product a b is then
 // a_big b_big + a_big b_small + a_small b_big, dropping a_small b_small
@@ -214,6 +226,14 @@ struct tg_simt_tile : tg_tile_base<fj_cmax(1, TMo / (TG_THREADS / (NPo / 4)))> {
 // Each output is a fixed sequence of MMAs over k = 0, 8, 16, ..., and an
 // MMA's result for a row depends on that row alone, so a row's outputs keep
 // their bits wherever it lands in a tile and whatever the batch.
+//
+// In TF32 (FJ_TF32 = 1, TG_PRODUCTS = 1) a step is the one product
+// a_big b_big: the operands rounded to TF32 (to nearest; a relative error
+// of at most 2^-11 each), the sums in float32, as cuBLAS's TF32 mode
+// (PyTorch's allow_tf32). A product term is then off by up to about 2^-10
+// of |a b|, where 3xTF32 keeps it within float32 rounding. The same layout,
+// staging and order of MMAs; the remainders are not formed. Determinism
+// holds as above.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define TG_HAVE_TC 1
 #else
@@ -293,28 +313,34 @@ FJ_DEVICE void tg_frag_b(const float *b, int ldb, int k, int c, float (&bv)[2][2
         bv[0][0] = lo.x, bv[0][1] = hi.x, bv[1][0] = lo.y, bv[1][1] = hi.y;
     }
 }
-// N values split into their TF32 parts and remainders.
+// N values split into their TF32 parts and remainders (in TF32 the
+// remainders are not used: zeros, which the compiler drops).
 template <int N>
 FJ_DEVICE void tg_split(const float *v, unsigned (&big)[N], unsigned (&small)[N])
 {
 #pragma unroll
     for (int i = 0; i < N; i++) {
         big[i] = tg_tf32(v[i]);
-        small[i] = __float_as_uint(v[i] - __uint_as_float(big[i]));
+        if constexpr (TG_PRODUCTS == 3)
+            small[i] = __float_as_uint(v[i] - __uint_as_float(big[i]));
+        else
+            small[i] = 0u;
     }
 }
-// One m16n8k8 product in 3xTF32 form into the thread's 4 x 4 sums c: m-tile
-// mi and n-tile ni give c0, c1 at row 2mi, columns ni and 2 + ni, and c2, c3
-// at row 2mi + 1. The small terms first, so they are not lost against the
-// large one.
-FJ_DEVICE void tg_mma3(float (&c)[4][4], int mi, int ni, const unsigned (&abig)[4],
-                       const unsigned (&asmall)[4], const unsigned (&bbig)[2],
-                       const unsigned (&bsmall)[2])
+// One m16n8k8 step into the thread's 4 x 4 sums c: m-tile mi and n-tile ni
+// give c0, c1 at row 2mi, columns ni and 2 + ni, and c2, c3 at row 2mi + 1.
+// 3xTF32: the small terms first, so they are not lost against the large
+// one; TF32: the large one alone.
+FJ_DEVICE void tg_mma_step(float (&c)[4][4], int mi, int ni, const unsigned (&abig)[4],
+                           const unsigned (&asmall)[4], const unsigned (&bbig)[2],
+                           const unsigned (&bsmall)[2])
 {
     float &c0 = c[2 * mi][ni], &c1 = c[2 * mi][2 + ni];
     float &c2 = c[2 * mi + 1][ni], &c3 = c[2 * mi + 1][2 + ni];
-    tg_mma_tf32(c0, c1, c2, c3, asmall, bbig[0], bbig[1]);
-    tg_mma_tf32(c0, c1, c2, c3, abig, bsmall[0], bsmall[1]);
+    if constexpr (TG_PRODUCTS == 3) {
+        tg_mma_tf32(c0, c1, c2, c3, asmall, bbig[0], bbig[1]);
+        tg_mma_tf32(c0, c1, c2, c3, abig, bsmall[0], bsmall[1]);
+    }
     tg_mma_tf32(c0, c1, c2, c3, abig, bbig[0], bbig[1]);
 }
 
@@ -353,7 +379,7 @@ struct tg_tc_tile : tg_tile_base<4> {
             tg_split(av[mi], abig, asmall);
 #pragma unroll
             for (int ni = 0; ni < 2; ni++)
-                tg_mma3(acc, mi, ni, abig, asmall, bbig[ni], bsmall[ni]);
+                tg_mma_step(acc, mi, ni, abig, asmall, bbig[ni], bsmall[ni]);
         }
     }
     // The first kn k's of a chunk, 8 at a time: the k's past kn up to the
@@ -369,9 +395,9 @@ struct tg_tc_tile : tg_tile_base<4> {
 };
 
 // ---- twice the columns a warp, the k-steps split between two warp groups -------------
-// tg_tc_tile's warps split 12 operand values for 12 MMAs a k-step, 3
-// instructions each: the split is half of what its loop issues. A 32 x 32
-// warp piece splits 16 values for 24 MMAs. To keep every warp busy when
+// In 3xTF32, tg_tc_tile's warps split 12 operand values for 12 MMAs a
+// k-step, 3 instructions each: the split is half of what its loop issues. A
+// 32 x 32 warp piece splits 16 values for 24 MMAs. To keep every warp busy when
 // such pieces cover the tile with half the block's warps (a 64 x 64 tile
 // and 256 threads), the warps form two groups over the whole tile that take
 // alternate k-steps: group 0 k = 0, 16, 32, ..., group 1 k = 8, 24, ....
@@ -443,8 +469,8 @@ struct tg_tc_wide_tile : tg_tile_base<4> {
             for (int hf = 0; hf < 2; hf++)
 #pragma unroll
                 for (int ni = 0; ni < 2; ni++)
-                    tg_mma3(hf == 0 ? acc : oth, mi, ni, abig, asmall, bbig[hf][ni],
-                            bsmall[hf][ni]);
+                    tg_mma_step(hf == 0 ? acc : oth, mi, ni, abig, asmall, bbig[hf][ni],
+                                bsmall[hf][ni]);
         }
     }
     // The group's k-steps of the first kn k's of a chunk (chunks start at

@@ -24,9 +24,10 @@
  *    rows; 0 means "dense"). Device pointers must be 4-byte aligned.
  *  - A runtime is bound to the CUcontext that was current when it was
  *    created; ops must be called with that context current.
- *  - Results are bitwise reproducible for the same inputs, shape, GPU arch
- *    and pointer alignment class (address mod 16): kernels pick vector widths
- *    by alignment, which changes the order of float additions. The column
+ *  - Results are bitwise reproducible for the same inputs, shape, GPU arch,
+ *    precision (foxjit_set_precision) and pointer alignment class
+ *    (address mod 16): kernels pick vector widths by alignment, which
+ *    changes the order of float additions. The column
  *    sums (bias_grad_reduce, reduce_axis0) also split rows by the GPU's SM
  *    count (and whether it takes clusters of 16), so their bits are those of
  *    one GPU model: an H100 PCIe (114 SMs) or a MIG slice may differ from an
@@ -76,11 +77,12 @@ extern "C" {
  * ops; 2 foxjit_runtime_params.target; 3 the heads' save
  * (heads_seq_saved_size, _forward_save, _backward_saved); 4 the wide BCE
  * (bce_with_logits_workspace_size, _wide); 5 generalized advantage
- * estimation (gae, gae_prepare); 6 the split column sums
+ * estimation (gae, gae_prepare); 6 the products' precision
+ * (set_precision, get_precision); 7 the split column sums
  * (column_sum_workspace_size, column_sum_split, column_sum_split_prepare).
  * A caller built against this header checks struct_size against the last
  * member it calls. */
-#define FOXJIT_ABI_MINOR 6
+#define FOXJIT_ABI_MINOR 7
 
 typedef enum foxjit_status {
     FOXJIT_OK = 0,
@@ -186,6 +188,47 @@ FOXJIT_API foxjit_status foxjit_runtime_get_counters(const foxjit_runtime *rt,
 /* Threads: any thread, concurrently with every call on rt except destroy. */
 FOXJIT_API const char *foxjit_runtime_arch(const foxjit_runtime *rt);
 
+/* The precision of the whole-sequence perception ops' matrix products
+ * (every heads_seq call's, cfc_seq_backward's gradient products; the only
+ * products fox-jit runs on tensor cores; docs/kernels.md, "Precision of
+ * the products"), runtime-wide, as cublasSetMathMode sets a cuBLAS
+ * handle's. ABI 2.6. */
+typedef enum foxjit_precision {
+    /* The default: 3xTF32 on tensor cores (each float split into a TF32
+     * part and a remainder, three products), the accuracy of float32 FMA. */
+    FOXJIT_PRECISION_FLOAT32 = 0,
+    /* One tensor-core product of the operands rounded to TF32 (10 mantissa
+     * bits), summed in float32, as PyTorch's
+     * torch.backends.cuda.matmul.allow_tf32 = True: faster, each product
+     * term off by up to about 2^-10 of its size. */
+    FOXJIT_PRECISION_TF32 = 1,
+} foxjit_precision;
+
+/* Sets rt's precision for the calls that start after it returns. Every
+ * other op computes in float32 either way, and so do the products on GPUs
+ * before sm_80 (no TF32 tensor cores; float32 FMA). A value other than
+ * the two above is refused (FOXJIT_ERROR_INVALID_ARGUMENT) and changes
+ * nothing.
+ * Each precision is a kernel variant of its own, compiled, cached and
+ * loaded on its own: a call after a change loads the variant of the new
+ * precision, compiling it on first use. So
+ *  - prepare after setting the precision: kernels prepared at the other
+ *    one do not serve the call, and inside a CUDA graph capture it fails
+ *    with FOXJIT_ERROR_NOT_PREPARED (the variants loaded for both stay
+ *    loaded: switching back and forth compiles nothing more);
+ *  - a captured CUDA graph keeps the kernels it captured: changing the
+ *    precision does not change what a graph replays; capture again.
+ * Results are bitwise repeatable at each precision, and the default's bits
+ * are the same whether or not TF32 was ever set. */
+/* Threads: any thread, concurrently with every call on rt except destroy;
+ * needs no context. An op call running meanwhile uses one precision or the
+ * other for the whole call. */
+FOXJIT_API foxjit_status foxjit_set_precision(foxjit_runtime *rt, foxjit_precision precision);
+
+/* *out = rt's precision (FOXJIT_PRECISION_FLOAT32 until set). ABI 2.6. */
+/* Threads: any thread, concurrently with every call on rt except destroy. */
+FOXJIT_API foxjit_status foxjit_get_precision(const foxjit_runtime *rt, foxjit_precision *out);
+
 /* ------------------------------------------------------------------------
  * Column sums (kernels.md section 1): out[j] (+)= sum_b x[b, j]
  * x: [rows, cols]. No workspace, except the split form's. Deterministic
@@ -229,7 +272,7 @@ FOXJIT_API foxjit_status foxjit_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x,
 FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t rows,
                                                    int64_t cols);
 
-/* The split form (ABI 2.6): the same sums over the whole GPU without
+/* The split form (ABI 2.7): the same sums over the whole GPU without
  * thread-block clusters, in one launch. Each column is one pairwise tree
  * over its rows (kernels.md section 1): blocks of rows add their part of
  * it and leave it in the workspace, and the last block to finish adds
@@ -529,10 +572,12 @@ FOXJIT_API void foxjit_get_perception_limits(foxjit_perception_limits *out);
  * matrix products. Parameter gradients are summed over every (b, t) row in
  * a fixed order straight into parameter-shaped tensors (no per-batch
  * scratch, no foxjit_reduce_axis0), overwriting them or adding to them
- * (grad_accumulate). Float32 arithmetic: FMA, and for the heads' products
- * tensor cores in 3xTF32 form (float32 accuracy; docs/kernels.md); results are
- * bitwise repeatable for the same inputs and GPU, and within float32
- * rounding of the per-step ops (the order of the sums differs).
+ * (grad_accumulate). Float32 arithmetic: FMA, and for the heads' and
+ * the CfC backward's products tensor cores in 3xTF32 form (float32
+ * accuracy; docs/kernels.md), or TF32 where foxjit_set_precision asks for
+ * it; results are bitwise repeatable for the same inputs, GPU and
+ * precision, and in float32 within float32 rounding of the per-step ops
+ * (the order of the sums differs).
  * ------------------------------------------------------------------------ */
 
 /* CfC over a whole sequence of k steps. Every tensor is dense. */
@@ -893,6 +938,9 @@ typedef struct foxjit_api {
                          int64_t, float, float, CUdeviceptr, CUdeviceptr, CUstream);
     foxjit_status (*gae_prepare)(foxjit_runtime *);
     /* abi_minor 6 */
+    foxjit_status (*set_precision)(foxjit_runtime *, foxjit_precision);
+    foxjit_status (*get_precision)(const foxjit_runtime *, foxjit_precision *);
+    /* abi_minor 7 */
     foxjit_status (*column_sum_workspace_size)(foxjit_runtime *, int64_t, int64_t, size_t *);
     foxjit_status (*column_sum_split)(foxjit_runtime *, CUdeviceptr, int64_t, int64_t,
                                       CUdeviceptr, int, CUdeviceptr, size_t, CUstream);

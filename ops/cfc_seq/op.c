@@ -21,7 +21,9 @@
 const fj_program fj_program_cfc_seq = {
     .name = "cfc_seq",
     .source = "cfc_seq/kernel.cu",
-    .params = {"N_IN", "N_HID", "SPLIT", "THREADS", "RMAX", "WREG", NULL},
+    /* The last is the runtime's precision of the products (tile_gemm.cuh),
+     * not the plan's: 0 here, set by the kernel lookup. */
+    .params = {"N_IN", "N_HID", "SPLIT", "THREADS", "RMAX", "WREG", FJ_PRECISION_PARAM, NULL},
     .kernels = {
         {"cfc_seq_forward",
          {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32,

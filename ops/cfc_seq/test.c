@@ -32,6 +32,20 @@
 #define RTOL 2e-5
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* In TF32 (foxjit_set_precision) the backward's block products,
+ * [dW_in | dW_rec] = d_pre^T [x | h_{t-1}] and dx = d_pre W_in, take their
+ * operands rounded to TF32: 10 mantissa bits, so an operand is off by at
+ * most 2^-11 of itself and a product term by at most 2^-10 + 2^-22 of its
+ * size. Everything else (the recurrence, d_pre, dbias, dtau) is the float32
+ * path's, bit for bit. So a weight gradient is off by at most TF32_TERM
+ * times its sum of |terms| more than in float32 (a bound, with 2^-20 for
+ * the float32 rounding of d_pre itself). dx's terms are not summed by the
+ * reference: it gets RTOL_TF32 (2^-9) on top of RTOL, 4x the worst error
+ * of independent TF32 roundings measured against max |dx| (about 2^-11;
+ * heads_seq/test.c says why, for the same products). */
+#define TF32_TERM (0x1p-10 + 0x1p-20)
+#define RTOL_TF32 0x1p-9
+
 typedef struct seq_case {
     int batch, k, n_in, n_hid;
     int h_init;  /* 1: a given initial state; 0: NULL (zeros) */
@@ -241,7 +255,8 @@ static void case_name(char *buf, size_t len, const seq_case *c, seq_flags f, con
              f.null_outs ? " dx=dh_init=NULL" : "", what);
 }
 
-static void check_case(const seq_case *c, size_t idx, seq_flags f)
+/* tf32: the runtime's precision is TF32 (the allowances above). */
+static void check_case(const seq_case *c, size_t idx, seq_flags f, int tf32)
 {
     seq_data d;
     seq_make(&d, c, seed_for(1, idx, f.acc), f.acc);
@@ -256,8 +271,8 @@ static void check_case(const seq_case *c, size_t idx, seq_flags f)
     case_name(what, sizeof what, c, f, "u");
     t_check(what, &d.u, r.u, RTOL);
     if (!f.null_outs) {
-        case_name(what, sizeof what, c, f, "dx");
-        t_check(what, &d.dx, r.dx, RTOL);
+        case_name(what, sizeof what, c, f, tf32 ? "dx (TF32)" : "dx");
+        t_check(what, &d.dx, r.dx, RTOL + (tf32 ? RTOL_TF32 : 0.0));
         case_name(what, sizeof what, c, f, "dh_init");
         t_check(what, &d.dh_init, r.dh_init, RTOL);
     } else {
@@ -268,7 +283,11 @@ static void check_case(const seq_case *c, size_t idx, seq_flags f)
     }
     for (int i = 0; i < 4; i++) {
         double *res = grad_residue(c, &r, i, 1.0);
-        case_name(what, sizeof what, c, f, gname[i]);
+        /* dw_in and dw_rec are the products' */
+        for (int e = 0; tf32 && i < 2 && e < psize(c, i); e++)
+            res[e] += TF32_TERM * r.g_abs[i][e];
+        case_name(what, sizeof what, c, f, tf32 && i < 2 ? (i ? "dw_rec (TF32)" : "dw_in (TF32)")
+                                                         : gname[i]);
         t_check_bounded(what, &d.g[i], r.g[i], RTOL, res);
         free(res);
     }
@@ -287,7 +306,38 @@ static void test_against_reference(void **state)
             /* dh_init's flag is the opposite of the others' on odd cases, and
              * odd cases drop dx and dh_init when overwriting. */
             seq_flags f = {acc, acc ^ (int)(i & 1), !acc && (i & 1)};
-            check_case(&table[i], i, f);
+            check_case(&table[i], i, f, 0);
+        }
+}
+
+/* ---- TF32 (foxjit_set_precision) ------------------------------------------------- */
+
+/* The runtime the tests share back at its default, whatever a TF32 test
+ * left (a failed check leaves it early). */
+static int back_to_float32(void **state)
+{
+    (void)state;
+    return foxjit_set_precision(gh.rt, FOXJIT_PRECISION_FLOAT32) == FOXJIT_OK ? 0 : -1;
+}
+
+static void set_precision(foxjit_precision p)
+{
+    GH_CHECK(foxjit_set_precision(gh.rt, p));
+    foxjit_precision now;
+    GH_CHECK(foxjit_get_precision(gh.rt, &now));
+    assert_int_equal(now, p);
+}
+
+/* Every case and flag of test_against_reference with the products in TF32. */
+static void test_tf32_against_reference(void **state)
+{
+    (void)state;
+    set_precision(FOXJIT_PRECISION_TF32);
+    const seq_case *table = case_table();
+    for (size_t i = 0; i < COUNT(cases); i++)
+        for (int acc = 0; acc < 2; acc++) {
+            seq_flags f = {acc, acc ^ (int)(i & 1), !acc && (i & 1)};
+            check_case(&table[i], i, f, 1);
         }
 }
 
@@ -446,6 +496,55 @@ static void test_rows_match_batch_of_one(void **state)
         seq_free(&d);
         snap_free(&all);
         seq_free(&big);
+    }
+}
+
+/* The GPU's compute capability (the plan's: "sm_90", "compute_89"). */
+static int plan_cc(void)
+{
+    const char *a = foxjit_runtime_arch(gh.rt), *u = strchr(a, '_');
+    return u ? atoi(u + 1) : 0;
+}
+
+/* The default's bits do not depend on TF32 having been set: float32, then
+ * TF32, then float32 again give the first run's bits. The TF32 run keeps
+ * the bits of everything but the products' outputs (h, u, dh_init, dbias,
+ * dtau), and differs in those (on tensor cores, sm_80 and newer). */
+static void test_tf32_leaves_float32_bits(void **state)
+{
+    (void)state;
+    const seq_case cs[] = {{trainer_batch(), GH_QUICK(64, 9), 40, 128, 1},
+                           {3, GH_QUICK(300, 30), 17, 17, 1}};
+    for (size_t k = 0; k < COUNT(cs); k++) {
+        const seq_case c = cs[k];
+        seq_data d;
+        seq_make(&d, &c, seed_for(8, k, 0), 0);
+        const foxjit_cfc_seq_args a = seq_args(&d, (seq_flags){0, 0, 0});
+        seq_run(&a);
+        snapshot f32 = snap(&d);
+        set_precision(FOXJIT_PRECISION_TF32);
+        poison_outputs(&d);
+        seq_run(&a);
+        snapshot tf = snap(&d);
+        set_precision(FOXJIT_PRECISION_FLOAT32);
+        poison_outputs(&d);
+        seq_run(&a);
+        snapshot again = snap(&d);
+        char what[120];
+        snprintf(what, sizeof what, "cfc_seq B=%d K=%d n_in=%d n_hid=%d: float32 after TF32 vs "
+                 "float32 before", c.batch, c.k, c.n_in, c.n_hid);
+        same_bits(what, &f32, &again);
+        /* h, u, dh_init; dbias, dtau: outputs 0, 1, 3, 6, 7. */
+        const int kept[] = {0, 1, 3, 6, 7};
+        for (size_t o = 0; o < COUNT(kept); o++)
+            if (memcmp(f32.t[kept[o]], tf.t[kept[o]], f32.n[kept[o]] * sizeof(float)))
+                fail_msg("cfc_seq B=%d K=%d: %s differs between float32 and TF32; no product is "
+                         "on its path", c.batch, c.k, out_name[kept[o]]);
+        if (plan_cc() >= 80 && !memcmp(f32.t[4], tf.t[4], f32.n[4] * sizeof(float)))
+            fail_msg("cfc_seq B=%d K=%d: dw_in is the same bits in TF32 and float32: the "
+                     "precision did not reach the kernels", c.batch, c.k);
+        snap_free(&f32), snap_free(&tf), snap_free(&again);
+        seq_free(&d);
     }
 }
 
@@ -856,6 +955,8 @@ int main(void)
         cmocka_unit_test(test_bitwise_repeatable),
         cmocka_unit_test(test_graph_replay_matches_eager),
         cmocka_unit_test(test_matches_per_step_ops),
+        cmocka_unit_test_teardown(test_tf32_against_reference, back_to_float32),
+        cmocka_unit_test_teardown(test_tf32_leaves_float32_bits, back_to_float32),
         cmocka_unit_test(test_bad_arguments_launch_nothing),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
         cmocka_unit_test(test_timing),

@@ -25,6 +25,12 @@ FJ_POLICY_FN int fj_policy_min(int a, int b) { return a < b ? a : b; }
 
 FJ_POLICY_FN int fj_policy_max(int a, int b) { return a > b ? a : b; }
 
+/* Tensor-core products an MMA step of the tile GEMM takes
+ * (kernel_src/tile_gemm.cuh) at a precision: 3 in float32 (3xTF32, the
+ * default), 1 in TF32 (tf32 = 1: foxjit_set_precision's
+ * FOXJIT_PRECISION_TF32, compiled with -DFJ_TF32=1). */
+FJ_POLICY_FN int fj_tf32_products(int tf32) { return tf32 ? 1 : 3; }
+
 /* n rounded up to 4 x a power of two: the columns of the sequence ops'
  * row-tile products (E of the heads, F of the variable selection). */
 FJ_POLICY_FN int fj_np4(int n)

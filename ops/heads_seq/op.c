@@ -16,7 +16,9 @@
 const fj_program fj_program_heads_seq = {
     .name = "heads_seq",
     .source = "heads_seq/kernel.cu",
-    .params = {"HS_D", "HS_E", "HS_H", "HS_TM", NULL},
+    /* The last is the runtime's precision of the products (tile_gemm.cuh),
+     * not the plan's: 0 here, set by the kernel lookup. */
+    .params = {"HS_D", "HS_E", "HS_H", "HS_TM", FJ_PRECISION_PARAM, NULL},
     .kernels = {
         {"heads_seq_forward",
          {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTR}},

@@ -27,6 +27,23 @@
  * to 2 x 10^3 terms), as in ops/heads/test.c. */
 #define RTOL 2e-5
 
+/* In TF32 (foxjit_set_precision) the three block products (A = X W1^T,
+ * dW1 = dA^T X, dx = dA W1) take their operands rounded to TF32: 10
+ * mantissa bits, so an operand is off by at most 2^-11 of itself and a
+ * product term by at most 2^-10 (+ 2^-22). Those errors are independent
+ * from term to term, so a product of n terms is off by about
+ * sqrt(2/3) 2^-11 of the root-sum-square of its terms (one sigma), which
+ * for the random-signed terms here is the scale of the result; what
+ * carries it further (ELU, the heads' dots, dA from A) does not grow it.
+ * Measured against max |want| (the check's floor), the worst value over a
+ * case's 10^3 to 10^6 outputs reaches about 2^-11: a float64 emulation of
+ * the TF32 products on every case below gives at most 5.1e-4. RTOL_TF32,
+ * 2^-9 = 1.95e-3, is 4x that, added to the float32 allowances for the
+ * rest of the arithmetic; a missing or doubled term of an n-term product
+ * still shows as about 1 / sqrt(n) of the scale (9% at n = 128).
+ * PyTorch's own TF32 tests allow 5e-3. */
+#define RTOL_TF32 0x1p-9
+
 /* Gradients are sums over all R rows. A float32 sum of R terms in a fixed
  * order carries rounding that grows like sqrt(R) (a random walk of the
  * per-addition roundings, each relative to the partial sums), while RTOL
@@ -356,8 +373,11 @@ static seq_case quick_case(seq_case c)
     return c;
 }
 
-static void check_case(const seq_case *c, uint64_t seed)
+/* tf32: the runtime's precision is TF32 (RTOL_TF32 on top of the float32
+ * allowances). */
+static void check_case(const seq_case *c, uint64_t seed, int tf32)
 {
+    const double row_tol = RTOL + (tf32 ? RTOL_TF32 : 0.0);
     seq_data d;
     data_make(&d, c, seed);
     data_run(&d);
@@ -367,11 +387,11 @@ static void check_case(const seq_case *c, uint64_t seed)
         g[i] = dalloc(param_size(c, i));
     data_ref(&d, logits, dx, g);
     char what[200];
-    case_name(what, sizeof what, c, "logits");
-    seq_check(what, &d.logits, logits, RTOL);
+    case_name(what, sizeof what, c, tf32 ? "logits (TF32)" : "logits");
+    seq_check(what, &d.logits, logits, row_tol);
     if (c->with_dx) {
-        case_name(what, sizeof what, c, "dx");
-        seq_check(what, &d.dx, dx, RTOL);
+        case_name(what, sizeof what, c, tf32 ? "dx (TF32)" : "dx");
+        seq_check(what, &d.dx, dx, row_tol);
     } else {
         /* dx = NULL: its buffer is untouched. */
         float *img = seq_image(&d.dx);
@@ -381,7 +401,7 @@ static void check_case(const seq_case *c, uint64_t seed)
     }
     for (int i = 0; i < 10; i++) {
         case_name(what, sizeof what, c, gname[i]);
-        t_check(what, &d.g[i], g[i], rtol_sum(R));
+        t_check(what, &d.g[i], g[i], rtol_sum(R) + (tf32 ? RTOL_TF32 : 0.0));
     }
     free(logits), free(dx);
     for (int i = 0; i < 10; i++)
@@ -394,7 +414,7 @@ static void test_against_reference(void **state)
     (void)state;
     for (size_t i = 0; i < COUNT(cases); i++) {
         seq_case c = quick_case(cases[i]);
-        check_case(&c, seed_for(1, i, 0));
+        check_case(&c, seed_for(1, i, 0), 0);
     }
 }
 
@@ -675,6 +695,170 @@ static void test_unprepared_capture_fails_cleanly(void **state)
     GH_CHECK(b);
     gh.cu->cuGraphDestroy(graph);
     foxjit_runtime_destroy(&fresh);
+    data_free(&d);
+}
+
+/* ---- TF32 (foxjit_set_precision) ------------------------------------------------- */
+
+/* The runtime the tests share back at its default, whatever a TF32 test
+ * left (a failed check leaves it early). */
+static int back_to_float32(void **state)
+{
+    (void)state;
+    return foxjit_set_precision(gh.rt, FOXJIT_PRECISION_FLOAT32) == FOXJIT_OK ? 0 : -1;
+}
+
+static void set_precision(foxjit_precision p)
+{
+    GH_CHECK(foxjit_set_precision(gh.rt, p));
+    foxjit_precision now;
+    GH_CHECK(foxjit_get_precision(gh.rt, &now));
+    assert_int_equal(now, p);
+}
+
+/* Every case against the float64 reference with the products in TF32. */
+static void test_tf32_against_reference(void **state)
+{
+    (void)state;
+    set_precision(FOXJIT_PRECISION_TF32);
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        seq_case c = quick_case(cases[i]);
+        check_case(&c, seed_for(1, i, 0), 1);
+    }
+}
+
+/* The GPU's compute capability (the plan's: "sm_90", "compute_89"). */
+static int plan_cc(void)
+{
+    const char *a = foxjit_runtime_arch(gh.rt), *u = strchr(a, '_');
+    return u ? atoi(u + 1) : 0;
+}
+
+/* The default's bits do not depend on TF32 having been set: float32, then
+ * TF32, then float32 again give the first run's bits. The TF32 run differs
+ * from them (on tensor cores, sm_80 and newer) where a product is on its
+ * path, and keeps the bits of what no product touches: dw_skip and db_skip
+ * (sums of x and dlogits). Also at the save path. */
+static void test_tf32_leaves_float32_bits(void **state)
+{
+    (void)state;
+    const seq_case cs[] = {quick_case(cases[0]), quick_case(cases[3])};
+    for (size_t k = 0; k < COUNT(cs); k++) {
+        seq_case c = cs[k];
+        c.grad_acc = c.dx_acc = 1; /* every run starts from the same bases */
+        seq_data d;
+        data_make(&d, &c, seed_for(10, k, 0));
+        float *f32[N_OUTS], *tf[N_OUTS], *again[N_OUTS];
+        size_t n[N_OUTS];
+        data_reset(&d);
+        data_run(&d);
+        outputs(&d, f32, n);
+        set_precision(FOXJIT_PRECISION_TF32);
+        data_reset(&d);
+        data_run(&d);
+        outputs(&d, tf, n);
+        set_precision(FOXJIT_PRECISION_FLOAT32);
+        data_reset(&d);
+        data_run(&d);
+        outputs(&d, again, n);
+        char what[200];
+        case_name(what, sizeof what, &c, "float32 after TF32 vs float32 before");
+        same_outputs(what, f32, again, n);
+        case_name(what, sizeof what, &c, "TF32 vs float32");
+        /* dw_skip and db_skip: outputs 10 and 11. */
+        for (int o = 10; o < N_OUTS; o++)
+            if (memcmp(f32[o], tf[o], n[o] * sizeof(float)))
+                fail_msg("%s: %s differs; no product is on its path", what, gname[o - 2]);
+        if (plan_cc() >= 80 && !memcmp(f32[0], tf[0], n[0] * sizeof(float)))
+            fail_msg("%s: the logits are the same bits: the precision did not reach the "
+                     "kernels", what);
+        free_outputs(f32), free_outputs(tf), free_outputs(again);
+        data_free(&d);
+    }
+}
+
+/* A captured graph keeps the kernels it captured: captured in float32 and
+ * replayed after the runtime turned to TF32, it gives float32's bits. A
+ * runtime prepared in float32 and then turned to TF32 has not loaded the
+ * TF32 kernels: a capture fails with FOXJIT_ERROR_NOT_PREPARED (saying
+ * so) and records nothing; prepared again, the capture replays TF32's
+ * eager bits. */
+static void test_graph_keeps_its_precision(void **state)
+{
+    (void)state;
+    seq_case c = quick_case(cases[0]);
+    c.grad_acc = c.dx_acc = 1;
+    seq_data d;
+    data_make(&d, &c, seed_for(11, 0, 0));
+    foxjit_heads_seq_args a = data_args(&d);
+    float *f32[N_OUTS], *tf[N_OUTS], *now[N_OUTS];
+    size_t n[N_OUTS];
+    data_reset(&d);
+    data_run(&d);
+    outputs(&d, f32, n);
+    set_precision(FOXJIT_PRECISION_TF32);
+    data_reset(&d);
+    data_run(&d);
+    outputs(&d, tf, n);
+    set_precision(FOXJIT_PRECISION_FLOAT32);
+
+    CUgraph graph;
+    CUgraphExec exec;
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    foxjit_status f = foxjit_heads_seq_forward(gh.rt, &a, gh.stream);
+    foxjit_status b = foxjit_heads_seq_backward(gh.rt, &a, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    GH_CHECK(f);
+    GH_CHECK(b);
+    GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+    set_precision(FOXJIT_PRECISION_TF32);
+    data_reset(&d);
+    GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+    gh_sync();
+    outputs(&d, now, n);
+    same_outputs("heads_seq: a float32 graph replayed after foxjit_set_precision(TF32) vs "
+                 "float32 eager", f32, now, n);
+    free_outputs(now);
+    gh.cu->cuGraphExecDestroy(exec);
+    gh.cu->cuGraphDestroy(graph);
+    set_precision(FOXJIT_PRECISION_FLOAT32);
+
+    foxjit_runtime_params prm;
+    foxjit_runtime_default_params(&prm);
+    const char *shared = getenv("FOXJIT_TEST_CACHE_DIR");
+    prm.cache_dir = shared && *shared ? shared : gh.cache_dir; /* compiled already: disk hits */
+    foxjit_runtime *fresh;
+    GH_CHECK(foxjit_runtime_create(&prm, &fresh));
+    GH_CHECK(foxjit_heads_seq_prepare(fresh, c.d, c.e, c.h));
+    GH_CHECK(foxjit_set_precision(fresh, FOXJIT_PRECISION_TF32));
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    f = foxjit_heads_seq_forward(fresh, &a, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    assert_int_equal(f, FOXJIT_ERROR_NOT_PREPARED);
+    assert_non_null(strstr(foxjit_last_error(), "FJ_TF32=1"));
+    assert_non_null(strstr(foxjit_last_error(), "foxjit_set_precision"));
+    size_t nodes = 0;
+    GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+    assert_int_equal(nodes, 0);
+    gh.cu->cuGraphDestroy(graph);
+    GH_CHECK(foxjit_heads_seq_prepare(fresh, c.d, c.e, c.h));
+    GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    f = foxjit_heads_seq_forward(fresh, &a, gh.stream);
+    b = foxjit_heads_seq_backward(fresh, &a, gh.stream);
+    GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
+    GH_CHECK(f);
+    GH_CHECK(b);
+    GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
+    data_reset(&d);
+    GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
+    gh_sync();
+    outputs(&d, now, n);
+    same_outputs("heads_seq: a TF32 graph replay vs TF32 eager", tf, now, n);
+    free_outputs(now);
+    gh.cu->cuGraphExecDestroy(exec);
+    gh.cu->cuGraphDestroy(graph);
+    foxjit_runtime_destroy(&fresh);
+    free_outputs(f32), free_outputs(tf);
     data_free(&d);
 }
 
@@ -1195,6 +1379,9 @@ int main(void)
         cmocka_unit_test(test_graph_replay_equals_eager),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
         cmocka_unit_test(test_matches_per_step_op),
+        cmocka_unit_test_teardown(test_tf32_against_reference, back_to_float32),
+        cmocka_unit_test_teardown(test_tf32_leaves_float32_bits, back_to_float32),
+        cmocka_unit_test_teardown(test_graph_keeps_its_precision, back_to_float32),
         cmocka_unit_test(test_bad_arguments_launch_nothing),
         cmocka_unit_test(test_timing),
     };

@@ -287,7 +287,8 @@ static int bench_compile_rows(bench_ctx *b)
             fj_tk_units *u = fj_tk_units_new();
             double ms = 0;
             int ok = u && fj_tk_manifest_parse(line, &m, why, sizeof why) == 0 &&
-                     fj_tk_units_add(u, m, &t, why, sizeof why) == 0;
+                     fj_tk_units_add(u, m, &t, FJ_TK_PRECISIONS_DEFAULT, why,
+                                     sizeof why) == 0;
             if (!ok)
                 fprintf(stderr, "bench rank: %s: %s\n", ops[v], why);
             else if (!(ok = fj_tk_unit_compile(u, 0, &ms) == FOXJIT_OK))

@@ -31,6 +31,9 @@ static const foxjit_api api_table = {
 #undef FJ_OP_API
 #undef FJ_API
     .get_perception_limits = foxjit_get_perception_limits,
+    /* Runtime-wide settings, no op's. */
+    .set_precision = foxjit_set_precision,
+    .get_precision = foxjit_get_precision,
 };
 
 FOXJIT_API const foxjit_api *foxjit_get_api(uint32_t abi_major)

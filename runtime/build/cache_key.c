@@ -153,6 +153,12 @@ void fj_key_describe(const char *key, char *program, size_t program_len, char *t
             snprintf(program, program_len, "%.*s", len - 8, line + 8);
         else if (!strncmp(line, "target ", 7))
             snprintf(target, target_len, "%.*s", len - 7, line + 7);
+        else if (!strncmp(line, "options ", 8)) {
+            /* After the program's line: a TF32 variant says so. */
+            const char *tf32 = strstr(line, " -D" FJ_PRECISION_PARAM "=1");
+            if (tf32 && tf32 < line + len && strcmp(program, "?"))
+                snprintf(program + strlen(program), program_len - strlen(program), " tf32");
+        }
         line = end ? end + 1 : NULL;
     }
 }

@@ -37,8 +37,9 @@ const char *fj_sources_hash_hex(void);
  * key text does not fit (never cut: a cut key could name two kernels). */
 int fj_key_build(const fj_variant *v, const fj_target *t, const fj_toolchain *tc, fj_key *out);
 
-/* What an entry's key bytes say, for fox-jit list: the program and the
- * target ("?" where the bytes are not a key this library wrote). */
+/* What an entry's key bytes say, for fox-jit list: the program (with
+ * " tf32" after a TF32 variant's) and the target ("?" where the bytes are
+ * not a key this library wrote). */
 void fj_key_describe(const char *key, char *program, size_t program_len, char *target,
                      size_t target_len);
 

@@ -77,6 +77,23 @@ int fj_kernel_arg_count(const fj_kernel *k)
     return n;
 }
 
+int fj_program_precision_param(const fj_program *p)
+{
+    for (int i = 0; i < FJ_MAX_PARAMS && p->params[i]; i++)
+        if (!strcmp(p->params[i], FJ_PRECISION_PARAM))
+            return i;
+    return -1;
+}
+
+fj_variant fj_variant_at_precision(const fj_variant *v, int tf32)
+{
+    fj_variant out = *v;
+    const int i = fj_program_precision_param(v->program);
+    if (i >= 0)
+        out.values[i] = tf32 ? 1 : 0;
+    return out;
+}
+
 void fj_variant_describe(const fj_variant *v, char *buf, size_t len)
 {
     int n = fj_program_param_count(v->program);

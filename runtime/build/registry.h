@@ -73,6 +73,23 @@ typedef struct fj_variant {
     int values[FJ_MAX_PARAMS];
 } fj_variant;
 
+/* The parameter through which a program follows the runtime's precision
+ * (foxjit_set_precision): a program whose kernels include
+ * kernel_src/tile_gemm.cuh lists it last among its params (the tile GEMM
+ * does not build without it). Its value comes from the runtime, not from
+ * the op's plan, which leaves it 0: 0 the default (3xTF32), 1 TF32. A
+ * parameter like the others, it is a -D option of the compile, so the two
+ * precisions are two cache keys and two loaded modules. */
+#define FJ_PRECISION_PARAM "FJ_TF32"
+
+/* The index of FJ_PRECISION_PARAM in p's params, or -1 when p has none
+ * (no tensor-core products: one variant serves both precisions). */
+int fj_program_precision_param(const fj_program *p);
+
+/* v at a precision: its precision parameter set to tf32 (0 or 1); v as it
+ * is when its program has none. */
+fj_variant fj_variant_at_precision(const fj_variant *v, int tf32);
+
 /* The embedded source file p compiles, or NULL. */
 const fj_embedded_file *fj_program_source(const fj_program *p);
 int fj_program_param_count(const fj_program *p);

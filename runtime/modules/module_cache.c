@@ -165,9 +165,13 @@ static foxjit_status load_variant(foxjit_runtime *rt, const fj_variant *v, fj_lo
     return st;
 }
 
-foxjit_status fj_module_get(foxjit_runtime *rt, const fj_variant *v, CUstream stream,
+foxjit_status fj_module_get(foxjit_runtime *rt, const fj_variant *asked, CUstream stream,
                             int check_capture, const fj_loaded **out)
 {
+    const int tf32 = atomic_load_explicit(&rt->precision, memory_order_relaxed) ==
+                     FOXJIT_PRECISION_TF32;
+    const fj_variant at = fj_variant_at_precision(asked, tf32);
+    const fj_variant *v = &at;
     fj_module_table *t = &rt->modules;
     uint64_t h = fj_variant_hash(v);
     fj_module_slot *s = probe(t, v, h);
@@ -191,7 +195,11 @@ foxjit_status fj_module_get(foxjit_runtime *rt, const fj_variant *v, CUstream st
             return fj_fail(FOXJIT_ERROR_NOT_PREPARED,
                            "kernel %s is not loaded and the stream is being captured into a "
                            "CUDA graph, where fox-jit will not compile; call the op's "
-                           "foxjit_*_prepare() with the same shape before capture", desc);
+                           "foxjit_*_prepare() with the same shape before capture%s", desc,
+                           fj_program_precision_param(v->program) >= 0
+                               ? ", after foxjit_set_precision (each precision is a kernel "
+                                 "of its own)"
+                               : "");
     }
 
     pthread_mutex_lock(&t->lock);

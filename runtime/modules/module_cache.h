@@ -53,9 +53,11 @@ typedef struct fj_module_table {
 
 struct foxjit_runtime;
 
-/* The loaded kernels of v, loading (and compiling) them if needed. When
- * stream is capturing and v is not loaded, fails with
- * FOXJIT_ERROR_NOT_PREPARED. check_capture = 0 for prepare calls. */
+/* The loaded kernels of v at the runtime's precision (read once here:
+ * fj_variant_at_precision sets v's precision parameter, if it has one),
+ * loading (and compiling) them if needed. When stream is capturing and they are not
+ * loaded, fails with FOXJIT_ERROR_NOT_PREPARED. check_capture = 0 for
+ * prepare calls. */
 foxjit_status fj_module_get(struct foxjit_runtime *rt, const fj_variant *v, CUstream stream,
                             int check_capture, const fj_loaded **out);
 

@@ -132,6 +132,7 @@ FOXJIT_API foxjit_status foxjit_runtime_create(const foxjit_runtime_params *para
     }
     fj_module_table_init(&rt->modules);
     atomic_init(&rt->colsum_max_split, 0);
+    atomic_init(&rt->precision, FOXJIT_PRECISION_FLOAT32);
     /* The kernels' fj_grid_wait() is griddepcontrol.wait only in sm_90+
      * code, so the launch attribute follows the plan's arch, not the GPU's. */
     rt->grid_wait_launch = rt->cc >= 90 && pdl_wanted();

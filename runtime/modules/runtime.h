@@ -2,6 +2,8 @@
 #ifndef FJ_RUNTIME_H
 #define FJ_RUNTIME_H
 
+#include <stdatomic.h>
+
 #include "arch.h"
 #include "counters.h"
 #include "cuda_loader.h"
@@ -33,6 +35,9 @@ struct foxjit_runtime {
     /* Launch fox-jit's kernels with programmatic stream serialization
      * (op_call.c): plans for sm_90+, unless FOXJIT_PDL=0. */
     int grid_wait_launch;
+    /* The products' precision, a foxjit_precision (precision.c): read once
+     * by each kernel lookup (fj_module_get), so a call runs at one. */
+    _Atomic int precision;
 };
 
 #endif

@@ -135,9 +135,31 @@ void fj_tk_units_free(fj_tk_units *u)
  * uses about a hundred). */
 #define MAX_VARIANTS 1024
 
-int fj_tk_units_add(fj_tk_units *u, const fj_tk_manifest *m, const fj_tk_target *t, char *why,
-                    size_t why_len)
+/* One unit more; -1 when out of memory. */
+static int units_append(fj_tk_units *u, const fj_variant *v, const fj_tk_target *t)
 {
+    if (u->count == u->cap) {
+        size_t cap = u->cap ? u->cap * 2 : 64;
+        fj_tk_unit *grown = realloc(u->units, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        u->units = grown;
+        u->cap = cap;
+    }
+    u->units[u->count++] = (fj_tk_unit){*v, *t};
+    return 0;
+}
+
+int fj_tk_units_add(fj_tk_units *u, const fj_tk_manifest *m, const fj_tk_target *t,
+                    unsigned precisions, char *why, size_t why_len)
+{
+    const unsigned all = FJ_TK_PRECISION_BIT(FOXJIT_PRECISION_FLOAT32) |
+                         FJ_TK_PRECISION_BIT(FOXJIT_PRECISION_TF32);
+    if (!precisions || (precisions & ~all)) {
+        snprintf(why, why_len, "no precision to build at (0x%x: float32, tf32 or both)",
+                 precisions);
+        return -1;
+    }
     fj_variant *v = malloc(MAX_VARIANTS * sizeof *v);
     size_t nv = 0;
     if (!v) {
@@ -148,22 +170,23 @@ int fj_tk_units_add(fj_tk_units *u, const fj_tk_manifest *m, const fj_tk_target 
         free(v);
         return -1;
     }
-    for (size_t a = 0; a < nv; a++) {
-        if (u->count == u->cap) {
-            size_t cap = u->cap ? u->cap * 2 : 64;
-            fj_tk_unit *grown = realloc(u->units, cap * sizeof *grown);
-            if (!grown) {
-                snprintf(why, why_len, "out of memory");
-                free(v);
-                return -1;
-            }
-            u->units = grown;
-            u->cap = cap;
+    int failed = 0;
+    for (size_t a = 0; a < nv && !failed; a++) {
+        if (fj_program_precision_param(v[a].program) < 0) {
+            failed = units_append(u, &v[a], t);
+            continue;
         }
-        u->units[u->count++] = (fj_tk_unit){v[a], *t};
+        /* The plan's variant is the default's; each precision asked for. */
+        for (int p = FOXJIT_PRECISION_FLOAT32; p <= FOXJIT_PRECISION_TF32 && !failed; p++)
+            if (precisions & FJ_TK_PRECISION_BIT(p)) {
+                const fj_variant at = fj_variant_at_precision(&v[a], p == FOXJIT_PRECISION_TF32);
+                failed = units_append(u, &at, t);
+            }
     }
     free(v);
-    return 0;
+    if (failed)
+        snprintf(why, why_len, "out of memory");
+    return failed ? -1 : 0;
 }
 
 size_t fj_tk_units_count(const fj_tk_units *u) { return u->count; }

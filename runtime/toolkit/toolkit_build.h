@@ -83,11 +83,18 @@ typedef struct fj_tk_units fj_tk_units;
 fj_tk_units *fj_tk_units_new(void);
 void fj_tk_units_free(fj_tk_units *u);
 
+/* A set of precisions of the products (foxjit_precision) to build at: bit
+ * 1 << p for precision p. */
+#define FJ_TK_PRECISION_BIT(p) (1u << (unsigned)(p))
+#define FJ_TK_PRECISIONS_DEFAULT FJ_TK_PRECISION_BIT(FOXJIT_PRECISION_FLOAT32)
+
 /* Appends the variants the manifest's shapes use on target t, each once
- * per target. 0, or -1 with "line N (op): why" (a value the op does not
- * support) or out of memory. */
-int fj_tk_units_add(fj_tk_units *u, const fj_tk_manifest *m, const fj_tk_target *t, char *why,
-                    size_t why_len);
+ * per target: a variant of a program that follows the precision (the
+ * heads' and the CfC's) once for each of `precisions`, every other once.
+ * 0, or -1 with "line N (op): why" (a value the op does not support),
+ * no precision, or out of memory. */
+int fj_tk_units_add(fj_tk_units *u, const fj_tk_manifest *m, const fj_tk_target *t,
+                    unsigned precisions, char *why, size_t why_len);
 size_t fj_tk_units_count(const fj_tk_units *u);
 
 /* Unit i's variant, e.g. "colsum_tall(COLS=3,BLOCK=256)", and target. */

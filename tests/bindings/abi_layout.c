@@ -102,6 +102,7 @@ int main(void)
     F1(foxjit_api, heads_seq_backward_saved);
     F2(foxjit_api, bce_with_logits_workspace_size, bce_with_logits_wide);
     F2(foxjit_api, gae, gae_prepare);
+    F2(foxjit_api, set_precision, get_precision);
     F2(foxjit_api, column_sum_workspace_size, column_sum_split);
     F1(foxjit_api, column_sum_split_prepare);
     return 0;

@@ -12,8 +12,11 @@
  *   abi_2_4                a table of ABI 2.4: it ends before generalized
  *                          advantage estimation (2.5), which the bindings
  *                          then must not call
- *   abi_2_5                a table of ABI 2.5: it ends before the split
- *                          column sums (2.6), which the bindings then must
+ *   abi_2_5                a table of ABI 2.5: it ends before the products'
+ *                          precision (2.6), which the bindings then must
+ *                          not call for TF32
+ *   abi_2_6                a table of ABI 2.6: it ends before the split
+ *                          column sums (2.7), which the bindings then must
  *                          not call
  * The older-minor tables hold last_error and a bce_with_logits that fails
  * with FOXJIT_ERROR_UNSUPPORTED and says it was called, so a test can see
@@ -75,7 +78,10 @@ FAKE_API const foxjit_api *foxjit_get_api(uint32_t abi_major)
     if (!strcmp(mode, "abi_2_4"))
         return older_minor(&table, abi_major, offsetof(foxjit_api, gae), 4);
     if (!strcmp(mode, "abi_2_5"))
-        return older_minor(&table, abi_major, offsetof(foxjit_api, column_sum_workspace_size), 5);
+        return older_minor(&table, abi_major, offsetof(foxjit_api, set_precision), 5);
+    if (!strcmp(mode, "abi_2_6"))
+        return older_minor(&table, abi_major, offsetof(foxjit_api, column_sum_workspace_size),
+                           6);
     if (!strcmp(mode, "short_table")) {
         table.struct_size = offsetof(foxjit_api, cfc_seq_workspace_size);
         return abi_major == FOXJIT_ABI_MAJOR ? &table : NULL;

@@ -1,7 +1,9 @@
 /* compile suite: every kernel variant of the default manifest and of the
  * baselines' manifest, for sm_89 and sm_90, through the real NVRTC path (no
  * GPU needed), and each kernel's declared arguments against the parameter
- * list of its PTX .entry. Compiles straight through fj_compile so nothing is
+ * list of its PTX .entry. Programs that follow the runtime's precision are
+ * built at both: the TF32 variant issues a third of the 3xTF32 variant's
+ * tensor-core products. Compiles straight through fj_compile so nothing is
  * served from a cache. FOXJIT_COMPILE_ARCHS="sm_90" (a comma list) compiles
  * for those archs only and reports the others skipped: tools/run-tests.sh
  * --quick, and its ASan run, whose host code is the same for every arch. */
@@ -95,6 +97,43 @@ static int arch_selected(const char *arch)
     return 0;
 }
 
+/* Tensor-core products (mma.sync) in a PTX text. */
+static int count_mma(const char *ptx)
+{
+    int n = 0;
+    for (const char *p = ptx; (p = strstr(p, "mma.sync.")); p++)
+        n++;
+    return n;
+}
+
+/* One variant through NVRTC, its kernels' arguments checked, the image a
+ * cubin; a line of the listing. Returns its mma.sync count, or -1 after
+ * printing why it failed. */
+static int compile_one(const fj_variant *v, const fj_target *t, const char *arch)
+{
+    char desc[256];
+    fj_variant_describe(v, desc, sizeof desc);
+    uint8_t *image;
+    size_t size;
+    uint32_t kind;
+    double ms = 0;
+    char *ptx;
+    if (fj_compile_with_ptx(tc, v, t, &image, &size, &kind, &ms, &ptx) != FOXJIT_OK) {
+        fprintf(stderr, "FAILED %s %s: %s\n", arch, desc, foxjit_last_error());
+        return -1;
+    }
+    int mma = ptx ? count_mma(ptx) : -1;
+    if (check_kernel_args(v, ptx, desc))
+        mma = -1;
+    free(ptx);
+    /* A cubin is an ELF file. */
+    assert_int_equal(kind, FJ_ENTRY_KIND_CUBIN);
+    assert_true(size > 4 && !memcmp(image, "\177ELF", 4));
+    printf("  %-6s %-60s %6.0f ms %7zu bytes\n", arch, desc, ms, size);
+    free(image);
+    return mma;
+}
+
 static void compile_all_for(const char *arch)
 {
     if (!arch_selected(arch)) {
@@ -108,30 +147,34 @@ static void compile_all_for(const char *arch)
     static fj_variant v[512];
     size_t n = manifest_variants(t.cc, v, 512);
     assert_true(n > 0);
-    int failures = 0;
+    int failures = 0, tf32_variants = 0;
     for (size_t i = 0; i < n; i++) {
-        char desc[256];
-        fj_variant_describe(&v[i], desc, sizeof desc);
-        uint8_t *image;
-        size_t size;
-        uint32_t kind;
-        double ms = 0;
-        char *ptx;
-        if (fj_compile_with_ptx(tc, &v[i], &t, &image, &size, &kind, &ms, &ptx) != FOXJIT_OK) {
-            fprintf(stderr, "FAILED %s %s: %s\n", arch, desc, foxjit_last_error());
+        int mma = compile_one(&v[i], &t, arch);
+        if (mma < 0) {
             failures++;
             continue;
         }
-        if (check_kernel_args(&v[i], ptx, desc))
+        if (fj_program_precision_param(v[i].program) < 0)
+            continue;
+        /* The manifest's variants are the default's; the TF32 one too. The
+         * same kernels, with one tensor-core product where 3xTF32 has
+         * three (sm_80 and newer: on tensor cores). */
+        const fj_variant w = fj_variant_at_precision(&v[i], 1);
+        int mma_tf32 = compile_one(&w, &t, arch);
+        tf32_variants++;
+        if (mma_tf32 < 0) {
             failures++;
-        free(ptx);
-        /* A cubin is an ELF file. */
-        assert_int_equal(kind, FJ_ENTRY_KIND_CUBIN);
-        assert_true(size > 4 && !memcmp(image, "\177ELF", 4));
-        printf("  %-6s %-60s %6.0f ms %7zu bytes\n", arch, desc, ms, size);
-        free(image);
+        } else if (mma == 0 || 3 * mma_tf32 != mma) {
+            char desc[256];
+            fj_variant_describe(&w, desc, sizeof desc);
+            fprintf(stderr, "FAILED %s %s: %d mma.sync in its PTX, %d at the default "
+                    "precision; want a third of them, and some\n", arch, desc, mma_tf32, mma);
+            failures++;
+        }
     }
     assert_int_equal(failures, 0);
+    /* The heads' and the CfC's programs follow the precision. */
+    assert_true(tf32_variants >= 2);
 }
 
 static void test_sm89(void **state) { (void)state; compile_all_for("sm_89"); }
@@ -177,6 +220,30 @@ static void test_compile_error_has_log(void **state)
     const char *msg = foxjit_last_error();
     assert_non_null(strstr(msg, "BLOCK must be defined"));
     assert_non_null(strstr(msg, "sm_90"));
+}
+
+/* A program that includes the tile GEMM without the precision parameter
+ * does not build (it would serve one variant for both precisions), and
+ * the log says what to add. */
+static void test_tile_gemm_needs_the_precision(void **state)
+{
+    (void)state;
+    fj_target t;
+    assert_int_equal(fj_target_for_name(tc->nvrtc, "sm_90", &t), FOXJIT_OK);
+    const fj_program *heads = fj_program_find("heads_seq");
+    assert_non_null(heads);
+    assert_true(fj_program_precision_param(heads) >= 0);
+    fj_program without = *heads;
+    without.name = "heads_seq_without_precision";
+    for (int i = 0; i <= FJ_MAX_PARAMS; i++)
+        if (without.params[i] && !strcmp(without.params[i], FJ_PRECISION_PARAM))
+            without.params[i] = NULL;
+    fj_variant v = {&without, {128, 64, 5, 64}};
+    uint8_t *image;
+    size_t size;
+    uint32_t kind;
+    assert_int_equal(fj_compile(tc, &v, &t, &image, &size, &kind, NULL), FOXJIT_ERROR_COMPILE);
+    assert_non_null(strstr(foxjit_last_error(), "FJ_PRECISION_PARAM"));
 }
 
 /* A declaration that disagrees with its kernel is named: the kernel, the
@@ -241,6 +308,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_program_is_covered),
         cmocka_unit_test(test_compile_error_has_log),
+        cmocka_unit_test(test_tile_gemm_needs_the_precision),
         cmocka_unit_test(test_unknown_arch_is_refused),
         cmocka_unit_test(test_mismatched_declaration_is_named),
         cmocka_unit_test(test_sm89),

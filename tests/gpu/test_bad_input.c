@@ -12,6 +12,9 @@
  * be bit-for-bit untouched, and once into a CUDA graph capture, which must
  * end with zero nodes, so nothing was launched at all.
  *
+ * The runtime calls that are no op's too (counters, create, the
+ * products' precision).
+ *
  * Then, with arguments that are fine: another CUcontext current
  * (FOXJIT_ERROR_WRONG_CONTEXT), no context current (FOXJIT_ERROR_NO_CONTEXT),
  * a stream of another context (FOXJIT_ERROR_WRONG_CONTEXT), and a capturing
@@ -109,6 +112,16 @@ static void test_runtime_calls(void **state)
     REFUSED(INVALID, foxjit_runtime_create(&p, &rt));
     assert_null(rt);
     assert_string_equal(foxjit_runtime_arch(NULL), "");
+    /* The products' precision: a value that is none, on a real runtime,
+     * changes nothing. */
+    foxjit_precision prec;
+    REFUSED(INVALID, foxjit_set_precision(NULL, FOXJIT_PRECISION_TF32));
+    REFUSED(INVALID, foxjit_set_precision(gh.rt, (foxjit_precision)2));
+    REFUSED(INVALID, foxjit_set_precision(gh.rt, (foxjit_precision)-1));
+    REFUSED(INVALID, foxjit_get_precision(NULL, &prec));
+    REFUSED(INVALID, foxjit_get_precision(gh.rt, NULL));
+    GH_CHECK(foxjit_get_precision(gh.rt, &prec));
+    assert_int_equal(prec, FOXJIT_PRECISION_FLOAT32);
     foxjit_runtime_destroy(NULL);
     foxjit_runtime_destroy(&rt);
 }

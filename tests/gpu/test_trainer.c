@@ -9,7 +9,9 @@
  * library): the acceptance gate (constant-direction signal, B = 32: the
  * loss falls from its start to under 0.1 within 200 steps), eager and
  * graph-replayed training giving bitwise identical loss curves and
- * parameters over 50 steps, a resumed run continuing bit for bit, and a run
+ * parameters over 50 steps (also at --precision tf32, whose losses are not
+ * float32's and whose checkpoint resumes only at tf32), a resumed run
+ * continuing bit for bit, and a run
  * longer than the loss ring (losslog.h) reported only when the ring fills
  * writing the curve of a run that reports every 10 steps, and --bench's
  * step and loop figures.
@@ -473,6 +475,64 @@ static void test_eager_and_graph_bitwise(void **state)
     assert_same_file(what, path_in("eager.ckpt"), path_in("graph.ckpt"));
 }
 
+/* Whether the log of run `tag` (run_trainer) holds needle. */
+static int log_has(const char *tag, const char *needle)
+{
+    char log[512], text[16384];
+    snprintf(log, sizeof log, "%s/%s.log", tmpdir, tag);
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return 0;
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    return strstr(text, needle) != NULL;
+}
+
+/* --precision tf32: said in the run's header; eager and graph-replayed
+ * give the same bits at it too; its checkpoint resumes only with it. The
+ * losses are not float32's (on tensor cores, sm_80 and newer: the heads'
+ * and the CfC's products change). */
+static void test_tf32_eager_and_graph_bitwise(void **state)
+{
+    (void)state;
+    const int steps = BITWISE_STEPS;
+    const char *common[] = {"--batch", "32", "--steps", arg_int(steps), "--heldout-size", "0"};
+    assert_int_equal(run_trainer("tf32-eager", common[0], common[1], common[2], common[3],
+                                 common[4], common[5], "--precision", "tf32", "--csv",
+                                 path_in("tf32-eager.csv"), "--checkpoint",
+                                 path_in("tf32-eager.ckpt"), NULL), 0);
+    if (!log_has("tf32-eager", "precision tf32"))
+        fail_msg("the run's header does not say 'precision tf32'");
+    assert_int_equal(run_trainer("tf32-graph", common[0], common[1], common[2], common[3],
+                                 common[4], common[5], "--precision", "tf32", "--graph", "--csv",
+                                 path_in("tf32-graph.csv"), "--checkpoint",
+                                 path_in("tf32-graph.ckpt"), NULL), 0);
+    assert_int_equal(run_trainer("f32-eager", common[0], common[1], common[2], common[3],
+                                 common[4], common[5], "--csv", path_in("f32-eager.csv"), NULL),
+                     0);
+    if (!log_has("f32-eager", "precision float32"))
+        fail_msg("the run's header does not say 'precision float32'");
+    curve e, g, f;
+    read_curve(path_in("tf32-eager.csv"), &e);
+    read_curve(path_in("tf32-graph.csv"), &g);
+    read_curve(path_in("f32-eager.csv"), &f);
+    assert_int_equal(e.n, steps);
+    assert_same_curve("TF32: eager vs graph-replayed", &e, 0, &g, 0, steps);
+    assert_same_file("TF32: parameters and AdamW state, eager vs graph",
+                     path_in("tf32-eager.ckpt"), path_in("tf32-graph.ckpt"));
+    int differ = 0;
+    for (int i = 0; i < steps && !differ; i++)
+        differ = e.bits[i] != f.bits[i];
+    const char *arch = foxjit_runtime_arch(gh.rt), *u = strchr(arch, '_');
+    if (u && atoi(u + 1) >= 80 && !differ)
+        fail_msg("--precision tf32 gave float32's losses bit for bit: it did not reach the "
+                 "kernels");
+    assert_int_equal(run_trainer("tf32-resume", "--resume", path_in("tf32-eager.ckpt"),
+                                 "--steps", arg_int(steps + 1), NULL), 2);
+    if (!log_has("tf32-resume", "add --precision tf32"))
+        fail_msg("resuming a TF32 checkpoint without --precision tf32 does not say to add it");
+}
+
 static void test_resume_bitwise(void **state)
 {
     (void)state;
@@ -603,6 +663,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_paths_agree),
         cmocka_unit_test(test_acceptance_gate),
         cmocka_unit_test(test_eager_and_graph_bitwise),
+        cmocka_unit_test(test_tf32_eager_and_graph_bitwise),
         cmocka_unit_test(test_resume_bitwise),
         cmocka_unit_test(test_long_run_rare_reports),
         cmocka_unit_test(test_bench_loop),

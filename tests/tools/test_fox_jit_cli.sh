@@ -5,7 +5,8 @@
 # (GPU or not) and a value that is not a target is refused (warm: 2, info:
 # 1, everything else still printed); --arch twice is refused rather than
 # the last one kept; an empty manifest is refused; `info` on a cache path
-# that is a file exits 1; bench's --samples wants a number. With a fake
+# that is a file exits 1; bench's --samples wants a number and its
+# --precision float32 or tf32. With a fake
 # driver reporting one GPU (FAKE_CUDA, FAKE_CUDA_CC): warm builds for that
 # GPU, and refuses (1) one NVRTC cannot target instead of building other
 # archs; info refuses (1) a FOXJIT_TARGET newer than the GPU. A sibling
@@ -13,7 +14,9 @@
 # is refused by the manifest (2), naming the manifest file, and a number
 # past int64 is "too large". --print-manifest beside a build option, an
 # empty --max-bytes, a manifest with no end (/dev/zero, `yes |`) are bad
-# usage said plainly; `help version` describes version. Files named like
+# usage said plainly; `help version` describes version. warm --precision
+# builds the precision-following kernels at each precision asked for and
+# refuses a list that is not float32, tf32 or both. Files named like
 # entries that are not fox-jit's (a foreign file, a symbolic link) get one
 # rule from verify, verify --remove, clear and prune, are never counted as
 # entries, and are warned about once per warm.
@@ -150,6 +153,24 @@ fi
 expect 0 "warm: 4 variants for sm_90:" "$foxjit" warm --arch sm_90,sm_090 \
     --manifest "$manifest" --cache-dir "$tmp/c"
 
+# --precision: the heads' and the CfC's kernels at each precision asked for
+# (their TF32 entries listed as such), every other kernel once; a bad list
+# is bad usage and builds nothing.
+printf 'heads_seq d=8 e=4 h=1\ncolumn_sum rows=8192 cols=42\n' > "$tmp/mp"
+expect 0 "warm: 6 variants for sm_90: 6 compiled" "$foxjit" warm --arch sm_90 \
+    --precision float32,tf32 --manifest "$tmp/mp" --cache-dir "$tmp/p"
+expect 0 "heads_seq tf32 " "$foxjit" list --cache-dir "$tmp/p"
+expect 0 "warm: 5 variants for sm_90: 0 compiled" "$foxjit" warm --arch sm_90 \
+    --precision tf32 --manifest "$tmp/mp" --cache-dir "$tmp/p"
+for bad in fp16 float32, float32,,tf32 TF32; do
+    expect 2 "give float32, tf32 or float32,tf32" "$foxjit" warm --arch sm_90 \
+        --precision "$bad" --manifest "$tmp/mp" --cache-dir "$tmp/p2"
+done
+[ ! -d "$tmp/p2" ] || fail "a warm with a bad --precision made a cache"
+expect 2 "--precision given twice ('tf32', then 'float32')" "$foxjit" warm --arch sm_90 \
+    --precision tf32 --precision float32 --manifest "$tmp/mp" --cache-dir "$tmp/p2"
+expect 2 "so --precision has no use beside it" "$foxjit" warm --print-manifest --precision tf32
+
 expect 2 "no command 'bogus' to describe" "$foxjit" help bogus
 # Both listed beside the commands are described too.
 expect 0 "usage: fox-jit version" "$foxjit" help version
@@ -251,5 +272,6 @@ n=$(grep -c "not fox-jit's" "$tmp/out")
 expect 2 "--samples wants a whole number from 1 to 100000, not 'abc'" \
     "$foxjit" bench --samples abc
 expect 2 "not '0'" "$foxjit" bench --samples 0
+expect 2 "--precision wants float32 or tf32, not 'fp16'" "$foxjit" bench --precision fp16
 
 if [ "$failed" = 0 ]; then echo "fox-jit CLI: all checks passed"; else exit 1; fi

@@ -113,6 +113,58 @@ static void test_options_are_canonical(void **state)
     assert_int_equal(found, 2);
 }
 
+/* The precision (foxjit_set_precision) is part of the key of every program
+ * that follows it, the heads' and the CfC's, through its -DFJ_TF32: the
+ * disk cache keeps the TF32 and the 3xTF32 variants apart. A program
+ * without tensor-core products has one key for both. */
+static void test_precision_changes_the_key(void **state)
+{
+    (void)state;
+    fj_target t = target(90, 0);
+    const char *const follow[] = {"heads_seq", "cfc_seq"};
+    for (int i = 0; i < 2; i++) {
+        const fj_program *p = fj_program_find(follow[i]);
+        assert_non_null(p);
+        assert_true(fj_program_precision_param(p) >= 0);
+        fj_variant v = {p, {64, 64, 4, 256, 8, 32}};
+        v.values[fj_program_precision_param(p)] = 0;  /* the plan's: it leaves it 0 */
+        const fj_variant f32 = fj_variant_at_precision(&v, 0),
+                         tf32 = fj_variant_at_precision(&v, 1);
+        assert_false(fj_variant_equal(&f32, &tf32));
+        assert_true(fj_variant_hash(&f32) != fj_variant_hash(&tf32));
+        fj_key a, b;
+        assert_int_equal(fj_key_build(&f32, &t, &fake_tc, &a), 0);
+        assert_int_equal(fj_key_build(&tf32, &t, &fake_tc, &b), 0);
+        assert_differs(&a, &b, "the precision");
+        assert_non_null(strstr(a.text, " -DFJ_TF32=0"));
+        assert_non_null(strstr(b.text, " -DFJ_TF32=1"));
+        /* So the default's key is the plan's. */
+        fj_key plan;
+        assert_int_equal(fj_key_build(&v, &t, &fake_tc, &plan), 0);
+        assert_string_equal(plan.hex, a.hex);
+        char desc[256], target_name[32];
+        fj_variant_describe(&tf32, desc, sizeof desc);
+        assert_non_null(strstr(desc, "FJ_TF32=1)"));
+        /* fox-jit list tells them apart. */
+        char name[64];
+        fj_key_describe(b.text, name, sizeof name, target_name, sizeof target_name);
+        snprintf(desc, sizeof desc, "%s tf32", follow[i]);
+        assert_string_equal(name, desc);
+        fj_key_describe(a.text, name, sizeof name, target_name, sizeof target_name);
+        assert_string_equal(name, follow[i]);
+        assert_string_equal(target_name, "sm_90 cubin");
+    }
+    fj_variant v = base_variant();
+    assert_int_equal(fj_program_precision_param(v.program), -1);
+    const fj_variant w = fj_variant_at_precision(&v, 1);
+    assert_true(fj_variant_equal(&v, &w));
+    fj_key a, b;
+    fj_key_build(&v, &t, &fake_tc, &a);
+    fj_key_build(&w, &t, &fake_tc, &b);
+    assert_string_equal(a.hex, b.hex);
+    assert_null(strstr(a.text, "FJ_TF32"));
+}
+
 static int embedded(const char *name)
 {
     for (size_t i = 0; i < fj_library_sources.count; i++)
@@ -150,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_key_shape),
         cmocka_unit_test(test_every_input_changes_the_key),
         cmocka_unit_test(test_options_are_canonical),
+        cmocka_unit_test(test_precision_changes_the_key),
         cmocka_unit_test(test_every_policy_is_in_the_key),
     };
     return cmocka_run_group_tests_name("cache_key", tests, NULL, NULL);

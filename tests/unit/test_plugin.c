@@ -82,6 +82,22 @@ static void test_no_driver_fails_with_message(void **state)
     assert_null(strstr(api->last_error(), "could not be loaded"));
 }
 
+/* ABI 2.6's entries are the library's precision setting: they check their
+ * runtime like every call, with no driver. */
+static void test_precision_entries(void **state)
+{
+    (void)state;
+    const foxjit_api *api = get_api(FOXJIT_ABI_MAJOR);
+    assert_true(api->abi_minor >= 6);
+    assert_true(api->struct_size >= offsetof(foxjit_api, get_precision) + sizeof(void *));
+    assert_int_equal(api->set_precision(NULL, FOXJIT_PRECISION_TF32),
+                     FOXJIT_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(api->last_error(), "foxjit_set_precision"));
+    foxjit_precision p;
+    assert_int_equal(api->get_precision(NULL, &p), FOXJIT_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(api->last_error(), "foxjit_get_precision"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -94,6 +110,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unknown_abi_is_null),
         cmocka_unit_test(test_only_api_symbols_exported),
         cmocka_unit_test(test_no_driver_fails_with_message),
+        cmocka_unit_test(test_precision_entries),
     };
     return cmocka_run_group_tests_name("plugin", tests, load, NULL);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "foxjit/foxjit.h"
 
 static char why[512];
 
@@ -331,6 +332,31 @@ static void test_path_and_dump(void **state)
     expect_error(parse(&o, "--dump-step", NULL), "--dump-step");
 }
 
+/* --precision: float32 (the default) or tf32, in every mode; anything else
+ * is refused naming the two. */
+static void test_precision(void **state)
+{
+    (void)state;
+    ft_options o;
+    assert_int_equal(parse(&o, NULL), FT_PARSE_OK);
+    assert_int_equal(o.precision, FOXJIT_PRECISION_FLOAT32);
+    assert_int_equal(parse(&o, "--precision", "tf32", NULL), FT_PARSE_OK);
+    assert_int_equal(o.precision, FOXJIT_PRECISION_TF32);
+    assert_int_equal(parse(&o, "--precision=float32", NULL), FT_PARSE_OK);
+    assert_int_equal(o.precision, FOXJIT_PRECISION_FLOAT32);
+    assert_int_equal(parse(&o, "--bench", "--precision", "tf32", NULL), FT_PARSE_OK);
+    assert_int_equal(o.precision, FOXJIT_PRECISION_TF32);
+    assert_int_equal(parse(&o, "--dump-step", "/tmp/x", "--precision", "tf32", NULL),
+                     FT_PARSE_OK);
+    assert_int_equal(parse(&o, "--gpus", "2", "--batch", "64", "--precision", "tf32", NULL),
+                     FT_PARSE_OK);
+    expect_error(parse(&o, "--precision", "fp16", NULL),
+                 "--precision: 'fp16' is not 'float32' or 'tf32'");
+    expect_error(parse(&o, "--precision", "TF32", NULL), "is not 'float32' or 'tf32'");
+    expect_error(parse(&o, "--precision", "", NULL), "--precision");
+    expect_error(parse(&o, "--precision", NULL), "--precision needs a value");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_inconsistent),
         cmocka_unit_test(test_path_and_dump),
+        cmocka_unit_test(test_precision),
         cmocka_unit_test(test_ignored_options_refused),
         cmocka_unit_test(test_one_number_parser),
     };

@@ -456,6 +456,12 @@ static void test_agree_resumed_state(void **state)
     o.graph = 0;
     assert_int_equal(ft_agree_diff(&a, "rank 1", &b, "rank 0", why, sizeof why), 1);
     assert_string_equal(why, "--graph is given on rank 1 and not given on rank 0");
+    /* --precision on one rank only: named, in its words. */
+    o.precision = FOXJIT_PRECISION_TF32;
+    ft_agree_make(&a, &rc, &o);
+    o.precision = FOXJIT_PRECISION_FLOAT32;
+    assert_int_equal(ft_agree_diff(&a, "rank 1", &b, "rank 0", why, sizeof why), 1);
+    assert_string_equal(why, "--precision is tf32 on rank 1 and float32 on rank 0");
     /* A fresh run has no hash to compare. */
     rc.params = rc.m = rc.v = NULL;
     ft_agree_make(&a, &rc, &o);

@@ -69,6 +69,7 @@ static void test_checkpoint_round_trip(void **state)
     float *p, *m, *v;
     make_arrays(n, &p, &m, &v);
     ft_ckpt_meta meta = sample_meta(), got;
+    meta.kloop = FT_KLOOP_PER_STEP, meta.precision = FOXJIT_PRECISION_TF32;
     char why[512];
     assert_int_equal(ft_ckpt_write(path, &meta, p, m, v, n, why, sizeof why), 0);
     float *p2, *m2, *v2;
@@ -76,6 +77,8 @@ static void test_checkpoint_round_trip(void **state)
     if (ft_ckpt_read(path, &got, &p2, &m2, &v2, &n2, why, sizeof why))
         fail_msg("%s", why);
     assert_int_equal(n2, n);
+    assert_int_equal(got.kloop, FT_KLOOP_PER_STEP);
+    assert_int_equal(got.precision, FOXJIT_PRECISION_TF32);
     assert_memory_equal(&got.dims, &meta.dims, sizeof meta.dims);
     assert_int_equal(got.signal, 1);
     assert_int_equal(got.n_train, 4096);
@@ -90,6 +93,44 @@ static void test_checkpoint_round_trip(void **state)
     assert_int_equal(files_named(".tmp."), 0);
     free(p), free(m), free(v), free(p2), free(m2), free(v2);
     unlink(path);
+}
+
+/* --precision reaches the runtime through foxjit_set_precision; the
+ * default makes no call (a library older than ABI 2.6 trains as before),
+ * and tf32 on such a library is refused with exit status 4, saying why. */
+static int precision_calls, precision_set;
+static foxjit_status record_precision(foxjit_runtime *rt, foxjit_precision p)
+{
+    (void)rt;
+    precision_calls++, precision_set = (int)p;
+    return FOXJIT_OK;
+}
+
+static void test_env_precision(void **state)
+{
+    (void)state;
+    foxjit_api api = {.struct_size = sizeof api, .abi_major = FOXJIT_ABI_MAJOR,
+                      .abi_minor = FOXJIT_ABI_MINOR, .set_precision = record_precision};
+    ft_env e;
+    memset(&e, 0, sizeof e);
+    e.api = &api;
+    snprintf(e.plugin.path, sizeof e.plugin.path, "libfoxjit-old.so");
+    assert_int_equal(ft_env_set_precision(&e, FOXJIT_PRECISION_FLOAT32), FT_EXIT_OK);
+    assert_int_equal(precision_calls, 0);
+    assert_int_equal(ft_env_set_precision(&e, FOXJIT_PRECISION_TF32), FT_EXIT_OK);
+    assert_int_equal(precision_calls, 1);
+    assert_int_equal(precision_set, FOXJIT_PRECISION_TF32);
+    api.struct_size = offsetof(foxjit_api, set_precision), api.abi_minor = 5;
+    fd_capture c;
+    char out[512];
+    fd_capture_begin(&c, 2);
+    int rc = ft_env_set_precision(&e, FOXJIT_PRECISION_TF32);
+    fd_capture_end(&c, out, sizeof out);
+    assert_int_equal(rc, FT_EXIT_NO_LIBRARY);
+    assert_int_equal(precision_calls, 1);
+    assert_non_null(strstr(out, "--precision tf32 needs foxjit_set_precision (fox-jit ABI 2.6); "
+                                "libfoxjit-old.so is ABI 2.5"));
+    assert_int_equal(ft_env_set_precision(&e, FOXJIT_PRECISION_FLOAT32), FT_EXIT_OK);
 }
 
 /* Writes a good checkpoint, applies `damage` to its bytes, expects the read
@@ -221,6 +262,51 @@ static void test_checkpoint_settings_checked(void **state)
         assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_OK);
         assert_int_equal(rc.cfg.kloop, FT_KLOOP_PER_STEP);
         ft_run_config_free(&rc);
+    }
+    /* So must the precision of its products (0, float32, in files older
+     * than the field: the only one they could be). */
+    ft_ckpt_meta tf = good;
+    tf.precision = FOXJIT_PRECISION_TF32;
+    assert_int_equal(ft_ckpt_write(path, &tf, p, m, v, n, why, sizeof why), 0);
+    {
+        char *av[] = {"fox-train", "--resume", path, "--steps", "2000", NULL};
+        ft_options o;
+        assert_int_equal(ft_parse_args(5, av, &o, why, sizeof why), FT_PARSE_OK);
+        ft_run_config rc;
+        char out[1024];
+        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_USAGE);
+        ft_run_config_free(&rc);
+        assert_non_null(strstr(out, "trained with --precision tf32; add --precision tf32"));
+        char *av2[] = {"fox-train", "--resume", path, "--quiet", "--steps", "2000",
+                       "--precision", "tf32", NULL};
+        assert_int_equal(ft_parse_args(8, av2, &o, why, sizeof why), FT_PARSE_OK);
+        assert_int_equal(ft_run_config_make(&rc, &o), FT_EXIT_OK);
+        assert_int_equal(rc.cfg.precision, FOXJIT_PRECISION_TF32);
+        ft_run_config_free(&rc);
+    }
+    assert_int_equal(ft_ckpt_write(path, &good, p, m, v, n, why, sizeof why), 0);
+    {
+        char *av[] = {"fox-train", "--resume", path, "--steps", "2000", "--precision", "tf32",
+                      NULL};
+        ft_options o;
+        assert_int_equal(ft_parse_args(7, av, &o, why, sizeof why), FT_PARSE_OK);
+        ft_run_config rc;
+        char out[1024];
+        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_USAGE);
+        ft_run_config_free(&rc);
+        assert_non_null(strstr(out, "trained with --precision float32; drop --precision"));
+    }
+    tf.precision = 7;
+    assert_int_equal(ft_ckpt_write(path, &tf, p, m, v, n, why, sizeof why), 0);
+    {
+        char *av[] = {"fox-train", "--resume", path, NULL};
+        ft_options o;
+        assert_int_equal(ft_parse_args(3, av, &o, why, sizeof why), FT_PARSE_OK);
+        ft_run_config rc;
+        char out[1024];
+        assert_int_equal(run_config_capturing(&rc, &o, out, sizeof out), FT_EXIT_USAGE);
+        ft_run_config_free(&rc);
+        assert_non_null(strstr(out, "precision 7 is not float32 (0) or tf32 (1)"));
     }
     /* A batch trained over several GPUs: more rows than one GPU takes
      * unless the run has GPUs enough, and a world that divides it. */
@@ -799,6 +885,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint_round_trip),
         cmocka_unit_test(test_checkpoint_damage),
         cmocka_unit_test(test_checkpoint_settings_checked),
+        cmocka_unit_test(test_env_precision),
         cmocka_unit_test(test_checkpoint_state_not_finite),
         cmocka_unit_test(test_resume_not_a_file),
         cmocka_unit_test(test_checkpoint_links),

@@ -8,6 +8,7 @@
 #include "../bench/bench.h"
 #include "cli.h"
 #include "driver.h"
+#include "precision_name.h"
 #include "toolkit.h"
 
 /* The groups in their order: BENCH_FIRST ones, each op group (op list
@@ -86,7 +87,7 @@ void bench_print_usage(FILE *f)
 {
     fputs("usage: fox-jit bench [GROUP...] [--json FILE] [--samples N] [--quick] "
           "[--target ARCH]\n"
-          "                     [--cache-dir DIR]\n\n"
+          "                     [--precision float32|tf32] [--cache-dir DIR]\n\n"
           "Times fox-jit's kernels on GPU 0 with CUDA events: warm-up, then the median of N "
           "samples\n"
           "(default 51), each a batch of back-to-back calls over rotating input buffers larger "
@@ -104,6 +105,9 @@ void bench_print_usage(FILE *f)
           "                test)\n"
           "  --target ARCH plan and compile as for an older arch, e.g. compute_89 (sets\n"
           "                FOXJIT_TARGET, a testing aid); rows say \"sm_89 plan on <GPU>\"\n"
+          "  --precision P the products' precision (foxjit_set_precision): float32 (the\n"
+          "                default, 3xTF32) or tf32; it changes the heads' and the CfC's\n"
+          "                sequence kernels: kloop's sequence rows and steps\n"
           "  --cache-dir DIR  kernel cache (default $FOXJIT_CACHE_DIR, $XDG_CACHE_HOME/foxjit,\n"
           "                ~/.cache/foxjit)\n"
           "\nExit status: 0, 1 when there is no GPU, a runtime cannot be made or a group\n"
@@ -113,6 +117,7 @@ void bench_print_usage(FILE *f)
 int cmd_bench(int argc, char **argv)
 {
     const char *json_path = NULL, *cache_dir = NULL;
+    foxjit_precision precision = FOXJIT_PRECISION_FLOAT32;
     bench_ctx b;
     memset(&b, 0, sizeof b);
     b.samples = 51;
@@ -123,6 +128,7 @@ int cmd_bench(int argc, char **argv)
                                          {"quick", no_argument, NULL, 'q'},
                                          {"cache-dir", required_argument, NULL, 'c'},
                                          {"target", required_argument, NULL, 't'},
+                                         {"precision", required_argument, NULL, 'p'},
                                          {NULL, 0, NULL, 0}};
     optind = 1;
     int c;
@@ -142,6 +148,13 @@ int cmd_bench(int argc, char **argv)
             break;
         }
         case 'q': b.quick = 1; break;
+        case 'p':
+            if (precision_parse(optarg, &precision)) {
+                fprintf(stderr, "fox-jit bench: --precision wants float32 or tf32, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'c':
             cache_dir = optarg;
             if (cli_check_cache_dir("bench", optarg))
@@ -205,7 +218,8 @@ int cmd_bench(int argc, char **argv)
     foxjit_runtime_params p;
     foxjit_runtime_default_params(&p);
     p.cache_dir = cache_dir;
-    if (foxjit_runtime_create(&p, &b.rt) != FOXJIT_OK) {
+    if (foxjit_runtime_create(&p, &b.rt) != FOXJIT_OK ||
+        foxjit_set_precision(b.rt, precision) != FOXJIT_OK) {
         fprintf(stderr, "fox-jit bench: %s\n", foxjit_last_error());
         return 1;
     }
@@ -221,13 +235,17 @@ int cmd_bench(int argc, char **argv)
         char when[64];
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
         fprintf(b.json, "{\"fox_jit\": \"%s\", \"device\": \"%s\", \"arch\": \"%s\", "
-                "\"plan\": \"%s\", \"sms\": %d, \"samples\": %d, \"date\": \"%s\", "
-                "\"rows\": [", foxjit_version(), b.device_name, foxjit_runtime_arch(b.rt), b.plan,
-                b.sm_count, b.samples, when);
+                "\"plan\": \"%s\", \"precision\": \"%s\", \"sms\": %d, \"samples\": %d, "
+                "\"date\": \"%s\", \"rows\": [", foxjit_version(), b.device_name,
+                foxjit_runtime_arch(b.rt), b.plan, precision_name(precision), b.sm_count,
+                b.samples, when);
     }
     printf("fox-jit bench on %s (%s, %d SMs, L2 %zu MiB): median of %d samples after %d "
            "warm-up\n", b.device_name, foxjit_runtime_arch(b.rt), b.sm_count, b.l2_bytes >> 20,
            b.samples, b.warmup);
+    if (precision != FOXJIT_PRECISION_FLOAT32)
+        printf("precision %s: the heads' and the CfC's products in one TF32 product, not "
+               "3xTF32\n", precision_name(precision));
     if (b.plan_overridden)
         printf("target override %s: every row below is the %s, as PTX the driver compiled\n",
                foxjit_runtime_arch(b.rt), b.plan);

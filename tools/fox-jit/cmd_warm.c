@@ -10,11 +10,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "precision_name.h"
 #include "toolkit.h"
 
 const char warm_usage[] =
-    "usage: fox-jit warm [--arch LIST] [--manifest FILE] [-j N] [--cache-dir DIR] [--shared]\n"
-    "                    [--quiet]\n"
+    "usage: fox-jit warm [--arch LIST] [--precision LIST] [--manifest FILE] [-j N]\n"
+    "                    [--cache-dir DIR] [--shared] [--quiet]\n"
     "       fox-jit warm --print-manifest\n"
     "\n"
     "Compiles every kernel variant the ops use for the shapes of a manifest, for each arch,\n"
@@ -25,6 +26,9 @@ const char warm_usage[] =
     "                   when set, else the local GPU's, or sm_89,sm_90 without one);\n"
     "                   compute_89 builds PTX, what a runtime under\n"
     "                   FOXJIT_TARGET=compute_89 loads\n"
+    "  --precision LIST the precisions of the products to build the heads' and the CfC's\n"
+    "                   kernels at (foxjit_set_precision): float32 (the default, 3xTF32),\n"
+    "                   tf32, or float32,tf32; the other kernels are the same at both\n"
     "  --manifest FILE  shapes to build, one op per line, e.g. 'column_sum rows=8192 cols=42'\n"
     "                   ('-' reads stdin; default: the trainer shapes of kernels.md, shown by\n"
     "                   `fox-jit warm --print-manifest`)\n"
@@ -116,7 +120,32 @@ static const char *build_option_name(int c)
     case 'c': return "--cache-dir";
     case 's': return "--shared";
     case 'j': return "-j";
+    case 'P': return "--precision";
     default: return NULL;
+    }
+}
+
+/* The set of precisions (FJ_TK_PRECISION_BIT) a comma-separated list
+ * names, or 0 after saying what is wrong with it. */
+static unsigned parse_precisions(const char *list)
+{
+    unsigned set = 0;
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        char name[32];
+        foxjit_precision v;
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        if (!len || len >= sizeof name || precision_parse(name, &v)) {
+            fprintf(stderr, "fox-jit warm: --precision %s: %s%.*s%s; give float32, tf32 or "
+                    "float32,tf32\n", list, len ? "'" : "an empty item", (int)len, p,
+                    len ? "' is not a precision" : "");
+            return 0;
+        }
+        set |= FJ_TK_PRECISION_BIT(v);
+        if (!p[len])
+            return set;
+        p += len + 1;
     }
 }
 
@@ -192,6 +221,8 @@ static size_t check_kept(warm_state *w)
 int cmd_warm(int argc, char **argv)
 {
     const char *arch_list = NULL, *manifest_path = NULL, *cache_dir = NULL;
+    const char *precision_list = NULL;
+    unsigned precisions = FJ_TK_PRECISIONS_DEFAULT;
     long jobs_n = sysconf(_SC_NPROCESSORS_ONLN);
     int quiet = 0, shared = 0, print_manifest = 0;
     const char *build_option = NULL;   /* the first option that only a build uses */
@@ -200,7 +231,7 @@ int cmd_warm(int argc, char **argv)
         {"arch", required_argument, NULL, 'a'},     {"manifest", required_argument, NULL, 'm'},
         {"cache-dir", required_argument, NULL, 'c'}, {"quiet", no_argument, NULL, 'q'},
         {"print-manifest", no_argument, NULL, 'p'},  {"jobs", required_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0}};
+        {"precision", required_argument, NULL, 'P'}, {NULL, 0, NULL, 0}};
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "j:q", opts, NULL)) != -1) {
@@ -214,6 +245,17 @@ int cmd_warm(int argc, char **argv)
                 return 2;
             }
             arch_list = optarg;
+            break;
+        case 'P':
+            if (precision_list) {
+                fprintf(stderr, "fox-jit warm: --precision given twice ('%s', then '%s'); give "
+                        "one comma-separated list, e.g. --precision float32,tf32\n",
+                        precision_list, optarg);
+                return 2;
+            }
+            precision_list = optarg;
+            if (!(precisions = parse_precisions(optarg)))
+                return 2;
             break;
         case 'm': manifest_path = optarg; break;
         case 'c':
@@ -365,7 +407,8 @@ int cmd_warm(int argc, char **argv)
             fprintf(stderr, "fox-jit warm: --arch %s names more than %d archs\n", archs,
                     (int)(sizeof seen / sizeof seen[0]));
             bad = 1;
-        } else if ((seen[n_seen++] = t, fj_tk_units_add(w.units, m, &t, why, sizeof why)) != 0) {
+        } else if ((seen[n_seen++] = t, fj_tk_units_add(w.units, m, &t, precisions, why,
+                                                             sizeof why)) != 0) {
             fprintf(stderr, "fox-jit warm: %s: %s\n", manifest_name, why);
             bad = 1;
         }
@@ -395,7 +438,8 @@ int cmd_warm(int argc, char **argv)
         return 1;
     }
     if (!quiet)
-        printf("warming %zu kernel variants for %s into %s with %ld jobs\n", w.count, archs,
+        printf("warming %zu kernel variants for %s%s%s into %s with %ld jobs\n", w.count, archs,
+               precision_list ? " at precision " : "", precision_list ? precision_list : "",
                fj_tk_cache_dir(w.cache), jobs_n);
 
     double t0 = now_s();

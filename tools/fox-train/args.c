@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "number.h"
+#include "precision_name.h"
 
 const char ft_usage[] =
     "usage: fox-train [options]\n"
@@ -28,6 +29,11 @@ const char ft_usage[] =
     "  --per-step           run the K-loop with the per-step ops (K CfC launches each way,\n"
     "                       per-batch gradient scratch and 17 reducers) instead of the\n"
     "                       whole-sequence ops; same model, equal within float32 rounding\n"
+    "  --precision P        the precision of the heads' and the CfC's matrix products:\n"
+    "                       float32 (the default: 3xTF32 on tensor cores, float32\n"
+    "                       accuracy) or tf32 (one TF32 product, as PyTorch's allow_tf32:\n"
+    "                       faster, each product term to about 2^-10); a checkpoint\n"
+    "                       records it and a resumed run must give the same\n"
     "several GPUs:\n"
     "  --gpus N             data parallel over N GPUs (--device .. --device+N-1) in one\n"
     "                       process, one thread each: each takes --batch/N rows of every\n"
@@ -106,6 +112,7 @@ void ft_options_default(ft_options *o)
     o->n_train = 4096;
     o->n_heldout = 1024;
     o->signal = FT_SIGNAL_RULE;
+    o->precision = FOXJIT_PRECISION_FLOAT32;
     o->progress_every = 10;
     o->bench_batches[0] = 32, o->bench_batches[1] = 128, o->bench_batches[2] = 512;
     o->n_bench_batches = 3;
@@ -185,7 +192,7 @@ int ft_fewest_gpus(int batch)
     return w;
 }
 
-typedef enum kind { FLAG, INT, FLOAT, STRING, U64, SIGNAL, LIST } kind;
+typedef enum kind { FLAG, INT, FLOAT, STRING, U64, SIGNAL, LIST, PRECISION } kind;
 
 typedef struct spec {
     const char *name;
@@ -240,6 +247,7 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
         {"heldout-size", INT, &n_heldout, 0, 1 << 24, FT_SET_HELDOUT},
         {"graph", FLAG, &o->graph, 0, 0, 0},
         {"per-step", FLAG, &o->per_step, 0, 0, 0},
+        {"precision", PRECISION, &o->precision, 0, 0, 0},
         {"dump-step", STRING, &o->dump_step, 0, 0, 0},
         {"csv", STRING, &o->csv, 0, 0, 0},
         {"checkpoint", STRING, &o->checkpoint, 0, 0, 0},
@@ -323,6 +331,14 @@ ft_parse_result ft_parse_args(int argc, char **argv, ft_options *o, char *why, s
                 return bad(why, why_len, "--%s: '%s' is not 'rule' or 'constant'", s->name,
                            value);
             break;
+        case PRECISION: {
+            foxjit_precision p;
+            if (precision_parse(value, &p))
+                return bad(why, why_len, "--%s: '%s' is not 'float32' or 'tf32'", s->name,
+                           value);
+            *(int *)s->field = (int)p;
+            break;
+        }
         case LIST:
             if (parse_list(opt, value, o->bench_batches, &o->n_bench_batches, why, why_len))
                 return FT_PARSE_ERROR;

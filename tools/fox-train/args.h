@@ -38,6 +38,8 @@ typedef struct ft_options {
     ft_signal signal;
     int graph;             /* --graph: replay the captured step */
     int per_step;          /* --per-step: the per-step K-loop ops (model.h, FT_PATH_PER_STEP) */
+    int precision;         /* --precision: a foxjit_precision, FOXJIT_PRECISION_FLOAT32
+                              unless given (foxjit_set_precision on every runtime) */
     const char *dump_step; /* --dump-step FILE: one step's gradients for tools/torch_peer.py */
     const char *csv;       /* --csv FILE: the loss curve */
     const char *checkpoint;   /* --checkpoint FILE: written at the end (and every N) */

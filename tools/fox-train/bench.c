@@ -9,6 +9,7 @@
 #include "model.h"
 #include "output_file.h"
 #include "pacer.h"
+#include "precision_name.h"
 #include "stepper.h"
 
 #define WARMUP 5
@@ -217,12 +218,14 @@ int ft_bench(ft_env *e, const ft_options *o)
     int n = 0, failed = 0;
     const ft_path path = o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE;
     printf("fox-train bench: one training step (batch copy, forward, BCE, backward, reducers, "
-           "AdamW, loss copy), %s path\n%s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; "
+           "AdamW, loss copy), %s path, precision %s\n%s (%s), K = %d, F = %d, D = %d, E = %d, "
+           "H = %d; "
            "median of %d x %d steps\n"
            "loop ms: graph-replayed steps as a run takes them, through epochs of --train-size "
            "%d sequences (at least 2 and at most %d batches) packed ahead, a reporting point "
            "every %d (--progress); median of %d samples of at least 2 epochs\n\n",
-           ft_path_name(path), e->device_name, e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F,
+           ft_path_name(path), precision_name((foxjit_precision)o->precision), e->device_name,
+           e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F,
            FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps, o->n_train,
            FT_BENCH_LOOP_BATCHES, o->progress_every, SAMPLES);
     printf("%6s %5s %9s %12s %12s %9s %12s %12s\n", "batch", "K", "calls", "eager ms",
@@ -261,8 +264,9 @@ int ft_bench(ft_env *e, const ft_options *o)
             return FT_EXIT_FAILED;
         }
         FILE *f = out.f;
-        fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"rows\": [", e->device_name,
-                e->api->runtime_arch(e->rt));
+        fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"precision\": \"%s\", "
+                "\"rows\": [", e->device_name, e->api->runtime_arch(e->rt),
+                precision_name((foxjit_precision)o->precision));
         for (int i = 0; i < n; i++)
             fprintf(f, "%s\n  {\"group\": \"train_step\", \"path\": \"%s\", \"batch\": %d, "
                     "\"k\": %d, \"launches\": %d, \"graph_nodes\": %zu, \"eager_ms\": %.4f, "

@@ -21,7 +21,8 @@ typedef struct ft_ckpt_header {
     int32_t batch, k, f, d, e, h;
     int32_t signal, n_train, n_heldout, kloop;   /* kloop: a reserved 0 in older files */
     uint64_t seed;
-    float lr, beta1, beta2, eps, weight_decay, reserved_f;
+    float lr, beta1, beta2, eps, weight_decay;
+    int32_t precision;  /* a foxjit_precision; 0 (float32, all they could be) in older files */
     uint64_t step;
     uint64_t param_floats;
     uint64_t checksum;
@@ -94,6 +95,7 @@ int ft_ckpt_write(const char *path, const ft_ckpt_meta *meta, const float *param
     h.d = meta->dims.d, h.e = meta->dims.e, h.h = meta->dims.h;
     h.signal = meta->signal, h.n_train = meta->n_train, h.n_heldout = meta->n_heldout;
     h.kloop = meta->kloop;
+    h.precision = meta->precision;
     h.seed = meta->seed;
     h.lr = meta->lr, h.beta1 = meta->beta1, h.beta2 = meta->beta2, h.eps = meta->eps;
     h.weight_decay = meta->weight_decay;
@@ -235,6 +237,7 @@ int ft_ckpt_read(const char *path, ft_ckpt_meta *meta, float **params, float **m
     meta->dims = dims;
     meta->signal = h.signal, meta->n_train = h.n_train, meta->n_heldout = h.n_heldout;
     meta->kloop = h.kloop;
+    meta->precision = h.precision;
     meta->seed = h.seed;
     meta->lr = h.lr, meta->beta1 = h.beta1, meta->beta2 = h.beta2, meta->eps = h.eps;
     meta->weight_decay = h.weight_decay;

@@ -2,8 +2,8 @@
  *
  * File layout (host byte order: little-endian on every CUDA host):
  *   ft_ckpt_header (112 bytes; magic "FOXTRAIN", format version, the run's
- *   configuration and K-loop path, the step count, the float count per
- *   array, a checksum)
+ *   configuration, K-loop path and precision, the step count, the float
+ *   count per array, a checksum)
  *   then three float32 arrays of param_floats each: the parameters, AdamW's
  *   first moments m and second moments v, every tensor back to back in
  *   reducer order (params.h).
@@ -31,6 +31,8 @@ typedef struct ft_ckpt_meta {
     float lr, beta1, beta2, eps, weight_decay;
     uint64_t step;          /* completed steps */
     int kloop;              /* the K-loop path that made it: FT_KLOOP_* (0 in older files) */
+    int precision;          /* the products' precision that made it: a foxjit_precision
+                               (0, float32, in older files: the only one they had) */
 } ft_ckpt_meta;
 
 /* ft_ckpt_meta.kloop: the two K-loop paths give different bits, so a run

@@ -9,6 +9,7 @@
 
 #include "env.h"
 #include "params.h"
+#include "precision_name.h"
 
 static void config_from_options(ft_ckpt_meta *c, const ft_options *o)
 {
@@ -17,7 +18,8 @@ static void config_from_options(ft_ckpt_meta *c, const ft_options *o)
         .signal = (int)o->signal, .n_train = o->n_train, .n_heldout = o->n_heldout,
         .seed = o->seed, .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
         .weight_decay = o->weight_decay, .step = 0,
-        .kloop = o->per_step ? FT_KLOOP_PER_STEP : FT_KLOOP_SEQUENCE};
+        .kloop = o->per_step ? FT_KLOOP_PER_STEP : FT_KLOOP_SEQUENCE,
+        .precision = o->precision};
 }
 
 /* A resumed run takes its configuration from the checkpoint; an option
@@ -49,6 +51,16 @@ static int check_resume_conflicts(const ft_options *o, const ft_ckpt_meta *c)
                 "continue it exactly (the two paths agree only within float rounding)\n",
                 c->kloop == FT_KLOOP_PER_STEP ? "per-step" : "whole-sequence",
                 c->kloop == FT_KLOOP_PER_STEP ? "add --per-step" : "drop --per-step");
+        return -1;
+    }
+    /* So is the precision of the products: TF32's bits are not float32's.
+     * (A value that is neither is check_saved_settings' to name.) */
+    if ((c->precision == FOXJIT_PRECISION_FLOAT32 || c->precision == FOXJIT_PRECISION_TF32) &&
+        c->precision != o->precision) {
+        fprintf(stderr, "fox-train: the checkpoint was trained with --precision %s; %s to "
+                "continue it exactly\n", precision_name((foxjit_precision)c->precision),
+                c->precision == FOXJIT_PRECISION_FLOAT32 ? "drop --precision (or give float32)"
+                                                         : "add --precision tf32");
         return -1;
     }
     /* The seed is 64 bits: a double would take two near seeds for one. */
@@ -84,6 +96,8 @@ static const char *check_saved_settings(const ft_ckpt_meta *c)
                  c->n_heldout, d->batch);
     else if (c->kloop < FT_KLOOP_UNKNOWN || c->kloop > FT_KLOOP_PER_STEP)
         snprintf(why, sizeof why, "K-loop path %d is not one of fox-train's", c->kloop);
+    else if (c->precision != FOXJIT_PRECISION_FLOAT32 && c->precision != FOXJIT_PRECISION_TF32)
+        snprintf(why, sizeof why, "precision %d is not float32 (0) or tf32 (1)", c->precision);
     else if (c->signal != FT_SIGNAL_RULE && c->signal != FT_SIGNAL_CONSTANT)
         snprintf(why, sizeof why, "signal %d is not one of fox-train's", c->signal);
     else if (!isfinite(c->lr) || c->lr < 0 || !isfinite(c->weight_decay) ||

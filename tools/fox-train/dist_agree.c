@@ -6,6 +6,7 @@
 
 #include "checkpoint.h"
 #include "params.h"
+#include "precision_name.h"
 
 void ft_agree_make(ft_agree *a, const ft_run_config *rc, const ft_options *o)
 {
@@ -27,11 +28,12 @@ void ft_agree_make(ft_agree *a, const ft_run_config *rc, const ft_options *o)
     a->lr = c->lr, a->beta1 = c->beta1, a->beta2 = c->beta2, a->eps = c->eps;
     a->weight_decay = c->weight_decay;
     a->graph = o->graph != 0;
+    a->precision = o->precision;
     a->format = FT_AGREE_FORMAT;
     a->ring = FT_LOSS_RING;
 }
 
-enum { KIND_I64, KIND_U64, KIND_I32, KIND_F32, KIND_HASH, KIND_PATH, KIND_FLAG };
+enum { KIND_I64, KIND_U64, KIND_I32, KIND_F32, KIND_HASH, KIND_PATH, KIND_FLAG, KIND_PRECISION };
 
 static const struct {
     const char *name;
@@ -61,6 +63,7 @@ static const struct {
     {"--eps", offsetof(ft_agree, eps), KIND_F32},
     {"--weight-decay", offsetof(ft_agree, weight_decay), KIND_F32},
     {"--graph", offsetof(ft_agree, graph), KIND_FLAG},
+    {"--precision", offsetof(ft_agree, precision), KIND_PRECISION},
 };
 
 static void show(char *buf, size_t len, const ft_agree *a, size_t at, int kind)
@@ -93,6 +96,10 @@ static void show(char *buf, size_t len, const ft_agree *a, size_t at, int kind)
     case KIND_FLAG:
         memcpy(&i32, p, sizeof i32);
         snprintf(buf, len, "%s", i32 ? "given" : "not given");
+        break;
+    case KIND_PRECISION:
+        memcpy(&i32, p, sizeof i32);
+        snprintf(buf, len, "%s", precision_name((foxjit_precision)i32));
         break;
     case KIND_F32:
         memcpy(&f, p, sizeof f);

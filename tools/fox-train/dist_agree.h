@@ -17,7 +17,7 @@
 #include "dist_xchg.h"
 
 /* The layout below; a build that changes it changes this. */
-#define FT_AGREE_FORMAT 2
+#define FT_AGREE_FORMAT 3
 
 typedef struct ft_agree {
     int64_t start, end;        /* steps: done before (--resume), done at the end (--steps) */
@@ -30,6 +30,8 @@ typedef struct ft_agree {
     int32_t graph;             /* --graph: a collective captured in a graph may take
                                 * another path in NCCL (buffer registration) than one
                                 * launched eagerly, so every rank does the same */
+    int32_t precision;         /* --precision: replicas of other precisions would part */
+    int32_t spare;             /* 0: the struct stays a multiple of 8 bytes */
 } ft_agree;
 
 _Static_assert(sizeof(ft_agree) % 8 == 0, "ft_agree: no padding of the compiler's");

@@ -12,6 +12,7 @@
 #include "feed.h"
 #include "losslog.h"
 #include "model.h"
+#include "precision_name.h"
 #include "params.h"
 #include "rank.h"
 #include "replica.h"
@@ -169,12 +170,14 @@ static void banner(dist_run *d)
             "%llu (%.2f s)\n"
             "  batch: %d = %d rank%s x %d rows; the gradients (%zu floats) are averaged with "
             "one all-reduce per step\n"
-            "  model: D = %d, E = %d, H = %d, %zu parameters, %.1f MiB on each device\n"
+            "  model: D = %d, E = %d, H = %d, %zu parameters, %.1f MiB on each device; "
+            "precision %s\n"
             "  kernels ready in %.2f s on rank 0 (%llu compiled, %llu from the disk cache)\n",
             cfg->n_train, cfg->n_heldout, dm->k, dm->f, ft_signal_name(cfg->signal),
             (unsigned long long)cfg->seed, d->t_data, dm->batch, d->r.count,
             d->r.count == 1 ? "" : "s", d->batch_per_rank, d->model.grad_floats, dm->d, dm->e,
-            dm->h, ft_param_total(dm), (double)d->model.bytes / (1 << 20), d->prepare_s,
+            dm->h, ft_param_total(dm), (double)d->model.bytes / (1 << 20),
+            precision_name((foxjit_precision)cfg->precision), d->prepare_s,
             (unsigned long long)(d->after.compiles - d->before.compiles),
             (unsigned long long)(d->after.disk_hits - d->before.disk_hits));
     if (d->o->graph)

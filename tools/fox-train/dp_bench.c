@@ -11,6 +11,7 @@
 #include "output_file.h"
 #include "pacer.h"
 #include "params.h"
+#include "precision_name.h"
 #include "rank.h"
 #include "stepper.h"
 
@@ -336,14 +337,16 @@ static void *rank_main(void *arg)
         char v[32];
         snprintf(sh->device_name, sizeof sh->device_name, "%s", e->device_name);
         snprintf(sh->arch, sizeof sh->arch, "%s", e->api->runtime_arch(e->rt));
-        printf("fox-train bench: data-parallel training steps, graph-replayed, NCCL %s\n"
+        printf("fox-train bench: data-parallel training steps, graph-replayed, NCCL %s, "
+               "precision %s\n"
                "%d x %s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; median of %d x %d "
                "steps;\na step: the batch copy, forward, BCE, backward, the reducers, the "
                "gradient all-reduce (ncclAvg), AdamW, the loss copy\nscaling: samples/s over "
                "the baseline's (ideal %d)\nloop ms: the same steps as a run takes them, "
                "through epochs of --train-size %d sequences (at least 2 and at most %d "
                "global batches) packed ahead, a reporting point every %d (--progress)\n\n",
-               ft_nccl_version_string(sh->nccl->version, v, sizeof v), sh->nranks,
+               ft_nccl_version_string(sh->nccl->version, v, sizeof v),
+               precision_name((foxjit_precision)o->precision), sh->nranks,
                e->device_name, e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F, FT_DEFAULT_D,
                FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps, sh->nranks, o->n_train,
                FT_BENCH_LOOP_BATCHES, o->progress_every);
@@ -369,8 +372,9 @@ static int write_json(const bshared *sh, const char *path)
         return -1;
     }
     FILE *f = out.f;
-    fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"gpus\": %d, \"nccl_version\": %d, "
-            "\"rows\": [", sh->device_name, sh->arch, sh->nranks, sh->nccl->version);
+    fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"precision\": \"%s\", \"gpus\": %d, "
+            "\"nccl_version\": %d, \"rows\": [", sh->device_name, sh->arch,
+            precision_name((foxjit_precision)sh->o->precision), sh->nranks, sh->nccl->version);
     int first = 1;
     for (int i = 0; i < sh->ncfg; i++) {
         const bench_config *c = &sh->cfg[i];

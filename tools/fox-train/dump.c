@@ -10,6 +10,7 @@
 #include "model.h"
 #include "output_file.h"
 #include "params.h"
+#include "precision_name.h"
 
 static int write_floats(FILE *f, const float *p, size_t n)
 {
@@ -100,8 +101,10 @@ int ft_dump_step(ft_env *e, const ft_options *o)
         goto done;
     }
     if (!o->quiet)
-        fprintf(stderr, "fox-train: wrote one step (%s path, B = %d, K = %d, loss %.7g) to %s\n",
-                ft_path_name(path), d.batch, d.k, (double)loss, o->dump_step);
+        fprintf(stderr, "fox-train: wrote one step (%s path, precision %s, B = %d, K = %d, "
+                "loss %.7g) to %s\n", ft_path_name(path),
+                precision_name((foxjit_precision)o->precision), d.batch, d.k, (double)loss,
+                o->dump_step);
     rc = FT_EXIT_OK;
 done:
     ft_feed_close(&feed);

@@ -1,7 +1,10 @@
 #include "env.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "precision_name.h"
 
 int ft_lib_failed(const ft_env *e, foxjit_status st, const char *what)
 {
@@ -58,6 +61,25 @@ int ft_env_bind(ft_env *e, const ft_options *o, int ordinal)
     e->api->runtime_default_params(&p);
     p.cache_dir = o->cache_dir;
     if (ft_lib_failed(e, e->api->runtime_create(&p, &e->rt), "runtime_create"))
+        return FT_EXIT_FAILED;
+    return ft_env_set_precision(e, o->precision);
+}
+
+int ft_env_set_precision(ft_env *e, int precision)
+{
+    /* The default needs no call: a library older than ABI 2.6 has no
+     * setting, and computes in float32. */
+    if (precision == FOXJIT_PRECISION_FLOAT32)
+        return FT_EXIT_OK;
+    const foxjit_api *a = e->api;
+    if (a->struct_size < offsetof(foxjit_api, set_precision) + sizeof(void *)) {
+        fprintf(stderr, "fox-train: --precision %s needs foxjit_set_precision (fox-jit ABI "
+                "2.6); %s is ABI %u.%u: use a newer libfoxjit.so, or drop --precision\n",
+                precision_name((foxjit_precision)precision), e->plugin.path, a->abi_major,
+                a->abi_minor);
+        return FT_EXIT_NO_LIBRARY;
+    }
+    if (ft_lib_failed(e, a->set_precision(e->rt, (foxjit_precision)precision), "set_precision"))
         return FT_EXIT_FAILED;
     return FT_EXIT_OK;
 }

@@ -40,9 +40,15 @@ void ft_env_close(ft_env *e);
 int ft_env_load(ft_env *e, const ft_options *o);
 /* The per-device part, on the calling thread: retains the primary context
  * of device `ordinal`, makes it current, creates the stream and a fox-jit
- * runtime bound to that context. A data-parallel rank copies a loaded env
- * and binds it to its own device from its own thread. */
+ * runtime bound to that context, at the precision of --precision. A
+ * data-parallel rank copies a loaded env and binds it to its own device
+ * from its own thread. */
 int ft_env_bind(ft_env *e, const ft_options *o, int ordinal);
+/* The runtime's precision of the products (--precision, a
+ * foxjit_precision): nothing for the default; else foxjit_set_precision,
+ * refused with FT_EXIT_NO_LIBRARY (after saying so) by a library whose
+ * table lacks it. ft_env_bind calls it with the options'. */
+int ft_env_set_precision(ft_env *e, int precision);
 /* Destroys the runtime and the stream, releases the context; keeps the
  * plugin and the driver. */
 void ft_env_unbind(ft_env *e);

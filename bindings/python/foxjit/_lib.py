@@ -7,10 +7,10 @@ import threading
 
 ABI_MAJOR = 2
 ABI_MINOR = 1          # the sequence ops: the last entries every library must have
-# Newer entries, ABI 2.3's (the heads' save), 2.4's (the wide BCE) and
-# 2.5's (generalized advantage estimation), are called only when the
-# library has them (Library.has, Library.need); an older library still
-# loads.
+# Newer entries, ABI 2.3's (the heads' save), 2.4's (the wide BCE), 2.5's
+# (generalized advantage estimation) and 2.6's (the products' precision),
+# are called only when the library has them (Library.has, Library.need);
+# an older library still loads.
 DEFAULT_LIBRARY = "libfoxjit.so.1"
 # The library the wheel carries (pip install . at the repository root):
 # meson-python installs the project's shared libraries into
@@ -46,6 +46,8 @@ class Status:
 
 
 TIES_MAX, TIES_ORDINAL = 0, 1
+# foxjit_precision by name, in the order of its values (FOXJIT_PRECISION_FLOAT32 = 0).
+PRECISIONS = ("float32", "tf32")
 
 
 class Error(RuntimeError):
@@ -219,6 +221,9 @@ Api = _struct("foxjit_api", [
     ("gae", _op(P, P, P, c_i64, c_i64, c_f32, c_f32, P, P, CUstream)),
     ("gae_prepare", _op()),
     # ABI 2.6
+    ("set_precision", _op(c_int)),
+    ("get_precision", _op(ctypes.POINTER(c_int))),
+    # ABI 2.7
     ("column_sum_workspace_size", _op(c_i64, c_i64, _SP)),
     ("column_sum_split", _op(P, c_i64, c_i64, P, c_int, P, c_size, CUstream)),
     ("column_sum_split_prepare", _op(c_i64, c_i64)),

@@ -31,7 +31,7 @@ from . import _lib
 from . import arrays as _arrays
 from .arrays import arg, _torch
 from .runtime import (AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, HeadsArgs, HeadsSeqArgs,
-                      Runtime, VsnArgs, VsnSeqArgs, _ties)
+                      Runtime, VsnArgs, VsnSeqArgs, _precision, _ties)
 
 HEADS_PARAMS = ("w1", "b1", "w2", "b2", "w_gate", "b_gate", "w_main", "b_main", "w_skip",
                 "b_skip")
@@ -46,6 +46,7 @@ _lock = threading.Lock()
 _runtimes = {}          # device index -> (Runtime, CUcontext as int)
 _default_rt = None
 _driver = None
+_precision_name = "float32"   # set_precision's, for every runtime made here
 
 
 def _cuda():
@@ -140,6 +141,7 @@ def _runtime_entry(device):
                     torch.cuda.synchronize()
                 ctx = _primary_ctx(device)
                 entry = (_in_context(ctx, Runtime), ctx)
+                entry[0].set_precision(_precision_name)
                 _runtimes[device] = entry
     return entry
 
@@ -161,8 +163,40 @@ def default_runtime():
     global _default_rt
     with _lock:
         if _default_rt is None:
-            _default_rt = Runtime()
+            rt = Runtime()
+            rt.set_precision(_precision_name)
+            _default_rt = rt
         return _default_rt
+
+
+def set_precision(precision):
+    """The precision of the heads' and the CfC's matrix products on every
+    runtime foxjit.ops uses, those made already and those made later (the
+    runtime of each GPU, runtime_for, and default_runtime): "float32" (the
+    default: 3xTF32, float32 accuracy) or "tf32" (one TF32 product a step,
+    as torch.backends.cuda.matmul.allow_tf32 = True). foxjit.torch and
+    foxjit.modules run on these runtimes. A runtime passed as rt= keeps its
+    own (Runtime.set_precision). Capture CUDA graphs after setting it (a
+    graph keeps the kernels it captured); "tf32" needs a library of ABI 2.6
+    (foxjit.AbiError, and nothing changed, on an older one)."""
+    global _precision_name
+    _precision(precision)                    # ValueError before anything changes
+    with _lock:
+        made = [rt for rt, _ctx in _runtimes.values()]
+        if _default_rt is not None:
+            made.append(_default_rt)
+        if precision != "float32":
+            for rt in made:                  # every runtime can, or none changes
+                rt.lib.need("set_precision", 6)
+        for rt in made:
+            rt.set_precision(precision)
+        _precision_name = precision
+
+
+def get_precision():
+    """The precision set_precision gave foxjit.ops' runtimes ("float32"
+    until then)."""
+    return _precision_name
 
 
 # ---- torch, looked up once per module object ------------------------------------
@@ -521,7 +555,7 @@ def column_sum(x, out=None, accumulate=False, rt=None, stream=None):
 
 def column_sum_split(x, out=None, accumulate=False, workspace=None, rt=None, stream=None):
     """out[j] (+)= sum_b x[b, j] by the split form (foxjit_column_sum_split,
-    ABI 2.6: foxjit.AbiError on an older library): the rows spread over
+    ABI 2.7: foxjit.AbiError on an older library): the rows spread over
     the whole GPU without clusters, one pairwise tree a column, the same
     bits on every GPU and at every alignment (not column_sum's bits). x
     [rows, cols] float32. Returns out.
@@ -535,7 +569,7 @@ def column_sum_split(x, out=None, accumulate=False, workspace=None, rt=None, str
     xp = c.inp(x, "x")
     rows, cols = _dims2(c, "x")
     c.bind(rt, stream)
-    need = c.size("column_sum_workspace_size", rows, cols)   # AbiError before ABI 2.6
+    need = c.size("column_sum_workspace_size", rows, cols)   # AbiError before ABI 2.7
     out, op = c.out(out, "out", (cols,), zero=accumulate)
     _keep, wsp, wsb = c.workspace(workspace, need, zero=True)
     c.launch("column_sum_split", xp, rows, cols, op, 1 if accumulate else 0, wsp, wsb, c.stream)

@@ -12,6 +12,13 @@ __all__ = ["Runtime", "AdamwArgs", "AttnPoolArgs", "CfcArgs", "CfcSeqArgs", "Hea
            "HeadsSeqArgs", "VsnArgs", "VsnSeqArgs"]
 
 
+def _precision(precision):
+    """foxjit_precision's value of a name: "float32" or "tf32"."""
+    if precision in _lib.PRECISIONS:
+        return _lib.PRECISIONS.index(precision)
+    raise ValueError("precision must be 'float32' or 'tf32', not %r" % (precision,))
+
+
 def _ties(ties):
     if ties in (0, "max"):
         return _lib.TIES_MAX
@@ -105,6 +112,34 @@ class Runtime:
     def perception_limits(self):
         return self.lib.perception_limits()
 
+    def set_precision(self, precision):
+        """The precision of the heads' and the CfC's matrix products on
+        this runtime (foxjit_set_precision), for the calls that start
+        after it: "float32" (the default: 3xTF32 on tensor cores, float32
+        accuracy) or "tf32" (one TF32 product a step, as PyTorch's
+        torch.backends.cuda.matmul.allow_tf32 = True: faster, each product
+        term to about 2^-10). Each precision is a kernel variant of its
+        own: prepare after setting it; a captured CUDA graph keeps the
+        kernels it captured. "tf32" needs a library of ABI 2.6
+        (foxjit.AbiError on an older one); "float32" is what an older
+        library computes, and is accepted there without a call."""
+        p = _precision(precision)
+        if p == 0 and not self.lib.has("set_precision"):
+            return
+        self.lib.need("set_precision", 6)
+        self._call(self._api.set_precision(self._rt, p))
+
+    def precision(self):
+        """The runtime's precision: "float32" or "tf32" ("float32" on a
+        library older than ABI 2.6, the only one it has)."""
+        if not self.lib.has("get_precision"):
+            return _lib.PRECISIONS[0]
+        p = ctypes.c_int()
+        self._call(self._api.get_precision(self._rt, ctypes.byref(p)))
+        if 0 <= p.value < len(_lib.PRECISIONS):
+            return _lib.PRECISIONS[p.value]
+        return "precision %d" % p.value
+
     # ---- column sums -------------------------------------------------------
     def column_sum(self, x, rows, cols, out, accumulate, stream):
         self._call(self._api.column_sum(self._rt, x, rows, cols, out, int(bool(accumulate)),
@@ -124,8 +159,8 @@ class Runtime:
 
     def column_sum_workspace_size(self, rows, cols):
         """Bytes of workspace column_sum_split needs for x [rows, cols] (ABI
-        2.6)."""
-        self.lib.need("column_sum_workspace_size", 6)
+        2.7)."""
+        self.lib.need("column_sum_workspace_size", 7)
         b = ctypes.c_size_t()
         self._call(self._api.column_sum_workspace_size(self._rt, rows, cols, ctypes.byref(b)))
         return b.value
@@ -136,17 +171,17 @@ class Runtime:
         whole GPU without clusters, one pairwise tree a column, the same
         bits on every GPU. The workspace (16-byte aligned,
         column_sum_workspace_size bytes or more) must be zeroed before its
-        first use; each call leaves it ready for the next. ABI 2.6:
+        first use; each call leaves it ready for the next. ABI 2.7:
         foxjit.AbiError on an older library."""
-        self.lib.need("column_sum_split", 6)
+        self.lib.need("column_sum_split", 7)
         self._call(self._api.column_sum_split(self._rt, x, rows, cols, out, int(bool(accumulate)),
                                               workspace, workspace_bytes, stream))
 
     def column_sum_split_prepare(self, rows, cols):
         """Compiles and loads column_sum_split's kernels for this shape, for
-        use before CUDA graph capture. ABI 2.6: foxjit.AbiError on an older
+        use before CUDA graph capture. ABI 2.7: foxjit.AbiError on an older
         library."""
-        self.lib.need("column_sum_split_prepare", 6)
+        self.lib.need("column_sum_split_prepare", 7)
         self._call(self._api.column_sum_split_prepare(self._rt, rows, cols))
 
     # ---- sort and rank normalization ----------------------------------------

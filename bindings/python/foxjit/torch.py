@@ -14,7 +14,10 @@ custom op, so they trace under torch.compile (fullgraph) and capture into
 CUDA graphs. Before capturing a graph, run the step once eagerly: fox-jit
 compiles a kernel on first use and refuses to compile during capture
 (FOXJIT_ERROR_NOT_PREPARED). Tensors must be float32, contiguous, on one
-CUDA device; the ops run on torch's current stream.
+CUDA device; the ops run on torch's current stream. They run on
+foxjit.ops' runtimes: foxjit.ops.set_precision("tf32") puts the heads' and
+the CfC's matrix products in TF32, as torch.backends.cuda.matmul.allow_tf32
+does for torch's own (the default, "float32", is 3xTF32: float32 accuracy).
 
 Needs torch >= 2.4 (torch.library.custom_op).
 """

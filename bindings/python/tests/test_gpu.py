@@ -606,6 +606,32 @@ class Ops(unittest.TestCase):
         self.assertTrue(torch.equal(ret, want + v[:T]), "returns != advantages + values")
 
 
+    def test_precision(self):
+        """foxjit.ops.set_precision("tf32") (ABI 2.6): the heads' products in
+        TF32, within TF32's error of float64 (heads_seq/test.c: 2^-9 of the
+        scale), not float32's bits; "float32" again gives the first bits."""
+        rt = ops.runtime_for(0)
+        if not rt.lib.has("set_precision"):
+            self.skipTest("the library predates ABI 2.6 (no foxjit_set_precision)")
+        d, e, h = 128, 64, 5
+        p = heads_params(d, e, h)
+        xs, gs = rnd(8, 16, d), rnd(8, 16, h)
+        want, _ = f64_grads(ref_heads, [xs] + p, gs)
+        first = ops.heads_seq_forward(xs, p)
+        try:
+            ops.set_precision("tf32")
+            self.assertEqual((ops.get_precision(), rt.precision()), ("tf32", "tf32"))
+            tf = ops.heads_seq_forward(xs, p)
+        finally:
+            ops.set_precision("float32")
+        self.assertEqual(rt.precision(), "float32")
+        scale = want.abs().max().item()
+        close(self, "heads_seq logits (TF32)", tf, want, 2.0 ** -9 * scale, 2.0 ** -9)
+        self.assertFalse(torch.equal(tf, first), "TF32 gave float32's bits")
+        self.assertTrue(torch.equal(ops.heads_seq_forward(xs, p), first),
+                        "float32 after TF32 is not float32's bits")
+
+
 @unittest.skipUnless(HAVE_GPU, "needs a GPU")
 class Autograd(unittest.TestCase):
     """The custom ops' gradients against float64 autograd of the reference."""

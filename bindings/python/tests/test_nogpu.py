@@ -160,26 +160,44 @@ class Loading(unittest.TestCase):
             self.abi_err("gae_prepare", 5, have,
                          foxjit.Runtime.from_raw(0x1000, lib=lib).gae_prepare)
 
-    def test_older_minor_loads_without_the_split_column_sums(self):
+    def test_older_minor_loads_without_the_precision(self):
         lib = self.fake_library("abi_2_5")
         self.assertEqual(lib.abi[1:], (2, 5))
         self.assertTrue(lib.has("gae_prepare"))
+        self.assertFalse(lib.has("set_precision"))
+        self.assertFalse(lib.has("get_precision"))
+        rt = foxjit.Runtime.from_raw(0x1000, lib=lib)
+        # float32 is what such a library computes: accepted without a call
+        # (the placeholder runtime would not survive one), and reported.
+        rt.set_precision("float32")
+        self.assertEqual(rt.precision(), "float32")
+        self.abi_err("set_precision", 6, "2.5", rt.set_precision, "tf32")
+        with self.assertRaisesRegex(ValueError, "'float32' or 'tf32', not 'fp16'"):
+            rt.set_precision("fp16")
+        lib = self.fake_library("abi_2_2")
+        self.abi_err("set_precision", 6, "2.2",
+                     foxjit.Runtime.from_raw(0x1000, lib=lib).set_precision, "tf32")
+
+    def test_older_minor_loads_without_the_split_column_sums(self):
+        lib = self.fake_library("abi_2_6")
+        self.assertEqual(lib.abi[1:], (2, 6))
+        self.assertTrue(lib.has("get_precision"))
         for entry in ("column_sum_workspace_size", "column_sum_split",
                       "column_sum_split_prepare"):
             self.assertFalse(lib.has(entry), entry)
         rt = foxjit.Runtime.from_raw(0x1000, lib=lib)
-        self.abi_err("column_sum_workspace_size", 6, "2.5", rt.column_sum_workspace_size,
+        self.abi_err("column_sum_workspace_size", 7, "2.6", rt.column_sum_workspace_size,
                      8192, 42)
-        self.abi_err("column_sum_split", 6, "2.5", rt.column_sum_split, G, 8192, 42, G * 2,
+        self.abi_err("column_sum_split", 7, "2.6", rt.column_sum_split, G, 8192, 42, G * 2,
                      True, G * 3, 1 << 16, 0)
-        self.abi_err("column_sum_split_prepare", 6, "2.5", rt.column_sum_split_prepare, 8192, 42)
+        self.abi_err("column_sum_split_prepare", 7, "2.6", rt.column_sum_split_prepare, 8192, 42)
         # The array-level op refuses before it looks at its outputs (here
         # none given, which interface arrays would need).
-        self.abi_err("column_sum_workspace_size", 6, "2.5", ops.column_sum_split,
+        self.abi_err("column_sum_workspace_size", 7, "2.6", ops.column_sum_split,
                      FakeArray(G, (8192, 42)), rt=rt)
         # The older tables lack it too.
-        lib = self.fake_library("abi_2_4")
-        self.abi_err("column_sum_split_prepare", 6, "2.4",
+        lib = self.fake_library("abi_2_5")
+        self.abi_err("column_sum_split_prepare", 7, "2.5",
                      foxjit.Runtime.from_raw(0x1000, lib=lib).column_sum_split_prepare, 4, 4)
 
     def test_version_and_abi(self):
@@ -552,11 +570,14 @@ class RecordingRuntime:
 
     def __init__(self, log, driver, ctx, fail=()):
         self.log, self.driver, self.ctx, self.fail = log, driver, ctx, fail
-        self.lib = types.SimpleNamespace(has=lambda entry: True,
+        self.lib = types.SimpleNamespace(has=lambda entry: True, need=lambda entry, minor: None,
                                          last_error=lambda: "recorded failure")
         self._rt = ctypes.c_void_p(0x1000)
         self._sizes = {}
         self._fns = self
+
+    def set_precision(self, precision):
+        self.log.append(("precision", precision, self.ctx))
 
     def __getattr__(self, name):
         if name.endswith("_workspace_size"):
@@ -582,7 +603,8 @@ class TorchPath(unittest.TestCase):
         self.rt = RecordingRuntime(self.log, self.driver, CTX)
         self.rt1 = RecordingRuntime(self.log, self.driver, CTX + 1)
         saved_dtypes = dict(arrays._TORCH_DTYPES)
-        saved = (sys.modules.get("torch"), ops._driver, dict(ops._runtimes), ops.Runtime)
+        saved = (sys.modules.get("torch"), ops._driver, dict(ops._runtimes), ops.Runtime,
+                 ops._precision_name)
 
         def restore():
             if saved[0] is None:
@@ -593,6 +615,7 @@ class TorchPath(unittest.TestCase):
             ops._runtimes.clear()
             ops._runtimes.update(saved[2])
             ops.Runtime = saved[3]
+            ops._precision_name = saved[4]
             arrays._TORCH_DTYPES.clear()
             arrays._TORCH_DTYPES.update(saved_dtypes)
         self.addCleanup(restore)
@@ -729,6 +752,37 @@ class TorchPath(unittest.TestCase):
         self.assertEqual(self.driver.stack, [0])
         self.assertIs(ops.runtime_for(self.torch.Tensor((1,)).device.index), self.rt)
         self.assertEqual(made, [CTX])       # made once
+
+    def test_set_precision(self):
+        """foxjit.ops.set_precision reaches every runtime foxjit.ops has made
+        and every one it makes later; a bad name, or a library too old for
+        TF32 behind any of them, changes none."""
+        self.assertEqual(ops.get_precision(), "float32")
+        ops.set_precision("tf32")
+        self.assertEqual(ops.get_precision(), "tf32")
+        self.assertEqual(sorted(e for e in self.log if e[0] == "precision"),
+                         [("precision", "tf32", CTX), ("precision", "tf32", CTX + 1)])
+        self.log.clear()
+        later = RecordingRuntime(self.log, self.driver, CTX)
+        ops.Runtime = lambda: later
+        del ops._runtimes[0]
+        self.assertIs(ops.runtime_for(0), later)
+        self.assertEqual([e for e in self.log if e[0] == "precision"],
+                         [("precision", "tf32", CTX)])
+        self.log.clear()
+        with self.assertRaisesRegex(ValueError, "'float32' or 'tf32', not 'bf16'"):
+            ops.set_precision("bf16")
+
+        def too_old(entry, minor):
+            raise foxjit.AbiError("foxjit_%s needs fox-jit ABI 2.%d" % (entry, minor))
+        self.rt1.lib = types.SimpleNamespace(has=lambda entry: False, need=too_old)
+        with self.assertRaisesRegex(foxjit.AbiError, "foxjit_set_precision needs fox-jit ABI 2.6"):
+            ops.set_precision("tf32")
+        self.assertEqual(self.log, [])
+        self.assertEqual(ops.get_precision(), "tf32")
+        ops.set_precision("float32")
+        self.assertEqual(ops.get_precision(), "float32")
+        self.assertEqual(len([e for e in self.log if e[1] == "float32"]), 2)
 
     def test_nothing_asked_of_the_driver_on_the_common_path(self):
         """With the runtime's context current, a call asks the driver
@@ -1110,6 +1164,22 @@ class LibraryChecks(unittest.TestCase):
         # arrays), the library's own checks answer.
         self.err(ops.gae, R, V, D, gamma=2.0, advantages=A, want_returns=False, rt=rt,
                  needles=[name, "gamma is 2"])
+
+    def test_precision(self):
+        rt = self.rt
+        self.assertTrue(rt.lib.has("set_precision") and rt.lib.has("get_precision"))
+        # A value that is no foxjit_precision, past the package's own check.
+        status = rt._api.set_precision(rt._rt, 7)
+        self.assertEqual(status, INV)
+        self.assertIn("foxjit_set_precision: precision is 7", rt.lib.last_error())
+        self.assertIn("FOXJIT_PRECISION_TF32", rt.lib.last_error())
+        for bad in ("TF32", "fp16", 1, None):
+            with self.assertRaises(ValueError):
+                rt.set_precision(bad)
+        null = foxjit.Runtime.from_raw(0, owned=False)
+        self.err(null.set_precision, "tf32", needles=["foxjit_set_precision", "runtime is NULL"])
+        self.err(null.set_precision, "float32", needles=["runtime is NULL"])
+        self.err(null.precision, needles=["foxjit_get_precision"])
 
     def test_wide_bce(self):
         rt, S = self.rt, 0

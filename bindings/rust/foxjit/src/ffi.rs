@@ -20,9 +20,10 @@ pub(crate) type RuntimePtr = *mut c_void;
 pub const ABI_MAJOR: u32 = 2;
 /// The smallest ABI minor version the crate needs (2.1: the sequence ops).
 /// A 2.1 library ignores `RuntimeParams::target` (2.2): it reads only the
-/// struct_size bytes it knows. The heads' save (2.3), the wide BCE (2.4)
-/// and generalized advantage estimation (2.5) are called only when the
-/// library's table has them; otherwise those calls return `Error::Abi`.
+/// struct_size bytes it knows. The heads' save (2.3), the wide BCE (2.4),
+/// generalized advantage estimation (2.5) and the products' precision
+/// (2.6) are called only when the library's table has them; otherwise
+/// those calls return `Error::Abi`.
 pub const ABI_MINOR: u32 = 1;
 
 #[repr(C)]
@@ -381,7 +382,10 @@ pub(crate) struct Api {
     // ABI 2.5
     pub gae: unsafe extern "C" fn(Rt, D, D, D, i64, i64, f32, f32, D, D, S) -> Status,
     pub gae_prepare: unsafe extern "C" fn(Rt) -> Status,
-    // ABI 2.6
+    // ABI 2.6 (foxjit_precision passed as the C enum's int)
+    pub set_precision: unsafe extern "C" fn(Rt, c_int) -> Status,
+    pub get_precision: unsafe extern "C" fn(Rt, *mut c_int) -> Status,
+    // ABI 2.7
     pub column_sum_workspace_size: unsafe extern "C" fn(Rt, i64, i64, *mut usize) -> Status,
     pub column_sum_split: unsafe extern "C" fn(Rt, D, i64, i64, D, c_int, D, usize, S) -> Status,
     pub column_sum_split_prepare: unsafe extern "C" fn(Rt, i64, i64) -> Status,
@@ -428,7 +432,14 @@ pub(crate) fn api_end_gae() -> usize {
 pub(crate) fn api_end_gae_prepare() -> usize {
     api_offset!(gae_prepare) + std::mem::size_of::<usize>()
 }
-/// The ends of the ABI 2.6 entries (the split column sums).
+/// The ends of the ABI 2.6 entries (the products' precision).
+pub(crate) fn api_end_set_precision() -> usize {
+    api_offset!(set_precision) + std::mem::size_of::<usize>()
+}
+pub(crate) fn api_end_get_precision() -> usize {
+    api_offset!(get_precision) + std::mem::size_of::<usize>()
+}
+/// The ends of the ABI 2.7 entries (the split column sums).
 pub(crate) fn api_end_column_sum_workspace_size() -> usize {
     api_offset!(column_sum_workspace_size) + std::mem::size_of::<usize>()
 }
@@ -503,7 +514,7 @@ pub fn layout() -> Vec<(String, usize)> {
          weight_decay);
     off!(v, Api, "foxjit_api", abi_major, abi_minor, version, cfc_forward,
          heads_workspace_size, vsn_seq_prepare, heads_seq_backward_saved,
-         bce_with_logits_workspace_size, bce_with_logits_wide, gae, gae_prepare,
-         column_sum_workspace_size, column_sum_split, column_sum_split_prepare);
+         bce_with_logits_workspace_size, bce_with_logits_wide, gae, gae_prepare, set_precision,
+         get_precision, column_sum_workspace_size, column_sum_split, column_sum_split_prepare);
     v
 }

@@ -111,6 +111,19 @@ pub enum Ties {
     Ordinal = 1,
 }
 
+/// The precision of the heads' and the CfC's matrix products
+/// (`foxjit_precision`, [`Runtime::set_precision`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// 3xTF32 on tensor cores: float32 accuracy (the default).
+    #[default]
+    Float32 = 0,
+    /// One TF32 product a step, as PyTorch's
+    /// `torch.backends.cuda.matmul.allow_tf32 = True`: faster, each
+    /// product term to about 2^-10.
+    Tf32 = 1,
+}
+
 /// What went wrong. Calls into the library give [`Error::Status`] with the
 /// status and `foxjit_last_error()`'s message, which says what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -231,7 +244,7 @@ impl Library {
 
     /// Loads the library at `path` (a file name alone is searched for as
     /// dlopen does) and checks its table: ABI major [`ABI_MAJOR`], and every
-    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3 to 2.6)
+    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3 to 2.7)
     /// are checked where they are called, and return `Error::Abi` on a
     /// table that lacks them. Nothing else is tried.
     pub fn open_path(path: &str) -> Result<Library> {
@@ -330,7 +343,14 @@ impl Library {
         self.abi().0 >= ffi::api_end_gae_prepare()
     }
 
-    /// Whether the library has the split column sums (ABI 2.6:
+    /// Whether the library has the products' precision (ABI 2.6:
+    /// [`Runtime::set_precision`] with [`Precision::Tf32`]); without it the
+    /// library computes in float32 and that call returns `Error::Abi`.
+    pub fn has_precision(&self) -> bool {
+        self.abi().0 >= ffi::api_end_get_precision()
+    }
+
+    /// Whether the library has the split column sums (ABI 2.7:
     /// [`Runtime::column_sum_workspace_size`], [`Runtime::column_sum_split`]
     /// and [`Runtime::column_sum_split_prepare`]); without it those calls
     /// return `Error::Abi`.
@@ -554,6 +574,41 @@ impl Runtime {
         Ok(c)
     }
 
+    /// Sets the precision of the heads' and the CfC's matrix products for
+    /// the calls that start after it (`foxjit_set_precision`). Each
+    /// precision is a kernel variant of its own: prepare after setting it
+    /// (a capture otherwise fails with `NOT_PREPARED`); a captured CUDA
+    /// graph keeps the kernels it captured. [`Precision::Tf32`] needs a
+    /// library of ABI 2.6 (`Error::Abi` on an older one);
+    /// [`Precision::Float32`] is what an older library computes, and is
+    /// accepted there without a call.
+    pub fn set_precision(&self, precision: Precision) -> Result<()> {
+        if precision == Precision::Float32 && !self.lib.has_precision() {
+            return Ok(());
+        }
+        self.lib.need("set_precision", ffi::api_end_set_precision(), 6)?;
+        call!(self, set_precision(precision as c_int))
+    }
+
+    /// The runtime's precision ([`Precision::Float32`] on a library older
+    /// than ABI 2.6, the only one it has).
+    pub fn precision(&self) -> Result<Precision> {
+        if !self.lib.has_precision() {
+            return Ok(Precision::Float32);
+        }
+        let mut p: c_int = 0;
+        call!(self, get_precision(&mut p))?;
+        match p {
+            0 => Ok(Precision::Float32),
+            1 => Ok(Precision::Tf32),
+            other => Err(Error::Status {
+                status: Status::UNSUPPORTED,
+                message: format!("foxjit_get_precision: precision {} is not one this crate \
+                                  knows (float32 0, tf32 1); use a newer crate", other),
+            }),
+        }
+    }
+
     // ---- column sums --------------------------------------------------
 
     /// `out[j] (+)= sum_b x[b, j]`; x is `[rows, cols]` f32, out `[cols]`.
@@ -599,11 +654,11 @@ impl Runtime {
     }
 
     /// Bytes of workspace [`Runtime::column_sum_split`] needs for x
-    /// `[rows, cols]`. ABI 2.6: `Error::Abi` on an older library
+    /// `[rows, cols]`. ABI 2.7: `Error::Abi` on an older library
     /// ([`Library::has_column_sum_split`]).
     pub fn column_sum_workspace_size(&self, rows: i64, cols: i64) -> Result<usize> {
         self.lib.need("column_sum_workspace_size", ffi::api_end_column_sum_workspace_size(),
-                      6)?;
+                      7)?;
         let mut bytes = 0usize;
         call!(self, column_sum_workspace_size(rows, cols, &mut bytes))?;
         Ok(bytes)
@@ -615,7 +670,7 @@ impl Runtime {
     /// alignment of x (not [`Runtime::column_sum`]'s bits). `workspace`:
     /// [`Runtime::column_sum_workspace_size`] bytes or more, 16-byte
     /// aligned, zeroed before its first use (each call leaves it zeroed
-    /// again: zero it once, not per call). ABI 2.6: `Error::Abi` on an older
+    /// again: zero it once, not per call). ABI 2.7: `Error::Abi` on an older
     /// library ([`Library::has_column_sum_split`]).
     ///
     /// # Safety
@@ -624,16 +679,16 @@ impl Runtime {
     pub unsafe fn column_sum_split(&self, x: CUdeviceptr, rows: i64, cols: i64,
                                    out: CUdeviceptr, accumulate: bool, workspace: CUdeviceptr,
                                    workspace_bytes: usize, stream: CUstream) -> Result<()> {
-        self.lib.need("column_sum_split", ffi::api_end_column_sum_split(), 6)?;
+        self.lib.need("column_sum_split", ffi::api_end_column_sum_split(), 7)?;
         call!(self, column_sum_split(x, rows, cols, out, accumulate as c_int, workspace,
                                      workspace_bytes, stream))
     }
 
     /// Compiles and loads the kernels [`Runtime::column_sum_split`] uses for
-    /// this shape, for use before CUDA graph capture. ABI 2.6: `Error::Abi`
+    /// this shape, for use before CUDA graph capture. ABI 2.7: `Error::Abi`
     /// on an older library.
     pub fn column_sum_split_prepare(&self, rows: i64, cols: i64) -> Result<()> {
-        self.lib.need("column_sum_split_prepare", ffi::api_end_column_sum_split_prepare(), 6)?;
+        self.lib.need("column_sum_split_prepare", ffi::api_end_column_sum_split_prepare(), 7)?;
         call!(self, column_sum_split_prepare(rows, cols))
     }
 

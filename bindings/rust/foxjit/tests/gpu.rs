@@ -8,7 +8,7 @@ mod common;
 #[path = "common/cuda.rs"]
 mod cuda;
 
-use foxjit::{CfcArgs, Library, Runtime, RuntimeParams, Ties};
+use foxjit::{CfcArgs, Library, Precision, Runtime, RuntimeParams, Ties};
 
 struct Rng(u64);
 impl Rng {
@@ -194,7 +194,7 @@ fn gpu_ops_match_the_cpu_reference() {
             assert!(ws.download::<u32>()[..128].iter().all(|&w| w == 0), "counters back at 0");
         }
     } else {
-        eprintln!("  column_sum_split: the library predates ABI 2.6, not run");
+        eprintln!("  column_sum_split: the library predates ABI 2.7, not run");
     }
 
     // ---- radix sort of pairs: exact against a stable sort ---------------------
@@ -439,6 +439,16 @@ fn gpu_ops_match_the_cpu_reference() {
         }
     } else {
         eprintln!("  gae: the library predates ABI 2.5, not run");
+    }
+    // ---- the products' precision (ABI 2.6): float32 until set, then as set ------------
+    if lib.has_precision() {
+        assert_eq!(rt.precision(), Ok(Precision::Float32));
+        rt.set_precision(Precision::Tf32).unwrap();
+        assert_eq!(rt.precision(), Ok(Precision::Tf32));
+        rt.set_precision(Precision::Float32).unwrap();
+        assert_eq!(rt.precision(), Ok(Precision::Float32));
+    } else {
+        eprintln!("  set_precision: the library predates ABI 2.6, not run");
     }
     let c = rt.counters().unwrap();
     eprintln!("GPU test passed ({} modules loaded, {} compiles)", c.modules_loaded, c.compiles);

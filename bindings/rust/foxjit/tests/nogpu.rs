@@ -6,7 +6,7 @@ mod common;
 
 use foxjit::{
     AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, Error, HeadsArgs, HeadsSeqArgs, Library,
-    Runtime, RuntimeParams, Source, Status, Ties, VsnArgs, VsnSeqArgs,
+    Precision, Runtime, RuntimeParams, Source, Status, Ties, VsnArgs, VsnSeqArgs,
 };
 use std::sync::Mutex;
 
@@ -241,26 +241,44 @@ fn older_minor_loads_without_gae() {
 }
 
 #[test]
-fn older_minor_loads_without_the_split_column_sums() {
+fn older_minor_loads_without_the_precision() {
     let _g = ENV_LOCK.lock().unwrap();
     let Some(lib) = fake_library("abi_2_5") else { return };
     assert_eq!((lib.abi().1, lib.abi().2), (2, 5));
     assert!(lib.has_gae());
+    assert!(!lib.has_precision());
+    let rt = placeholder(&lib);
+    // Float32 is what such a library computes: accepted without a call (the
+    // placeholder runtime would not survive one), and reported.
+    assert_eq!(rt.set_precision(Precision::Float32), Ok(()));
+    assert_eq!(rt.precision(), Ok(Precision::Float32));
+    expect_abi_err(rt.set_precision(Precision::Tf32), "set_precision", 6, "ABI 2.5");
+    let Some(lib) = fake_library("abi_2_2") else { return };
+    expect_abi_err(placeholder(&lib).set_precision(Precision::Tf32), "set_precision", 6,
+                   "ABI 2.2");
+}
+
+#[test]
+fn older_minor_loads_without_the_split_column_sums() {
+    let _g = ENV_LOCK.lock().unwrap();
+    let Some(lib) = fake_library("abi_2_6") else { return };
+    assert_eq!((lib.abi().1, lib.abi().2), (2, 6));
+    assert!(lib.has_precision());
     assert!(!lib.has_column_sum_split());
     let rt = placeholder(&lib);
-    expect_abi_err(rt.column_sum_workspace_size(8192, 42), "column_sum_workspace_size", 6,
-                   "ABI 2.5");
+    expect_abi_err(rt.column_sum_workspace_size(8192, 42), "column_sum_workspace_size", 7,
+                   "ABI 2.6");
     unsafe {
         expect_abi_err(rt.column_sum_split(G, 8192, 42, G * 2, true, G * 3, 1 << 16, S),
-                       "column_sum_split", 6, "ABI 2.5");
+                       "column_sum_split", 7, "ABI 2.6");
     }
-    expect_abi_err(rt.column_sum_split_prepare(8192, 42), "column_sum_split_prepare", 6,
-                   "ABI 2.5");
+    expect_abi_err(rt.column_sum_split_prepare(8192, 42), "column_sum_split_prepare", 7,
+                   "ABI 2.6");
     // The older tables lack it too.
-    let Some(lib) = fake_library("abi_2_4") else { return };
+    let Some(lib) = fake_library("abi_2_5") else { return };
     assert!(!lib.has_column_sum_split());
     expect_abi_err(placeholder(&lib).column_sum_split_prepare(4, 4), "column_sum_split_prepare",
-                   6, "ABI 2.4");
+                   7, "ABI 2.5");
 }
 
 #[test]
@@ -517,6 +535,19 @@ fn gae_argument_errors() {
     unsafe {
         expect_err(null.gae(r, v, d, t, n, g, l, a, q, S), inv, &[name, "runtime is NULL"]);
     }
+}
+
+#[test]
+fn precision_argument_errors() {
+    let Some(lib) = lib() else { return };
+    assert!(lib.has_precision());
+    assert_eq!(Precision::default(), Precision::Float32);
+    let null = unsafe { Runtime::from_raw(&lib, std::ptr::null_mut(), false) };
+    let inv = Status::INVALID_ARGUMENT;
+    expect_err(null.set_precision(Precision::Tf32), inv,
+               &["foxjit_set_precision", "runtime is NULL"]);
+    expect_err(null.set_precision(Precision::Float32), inv, &["runtime is NULL"]);
+    expect_err(null.precision(), inv, &["foxjit_get_precision"]);
 }
 
 #[test]
