@@ -264,7 +264,11 @@ class _Call:
         """The device address of a checked array: an input (writable: one
         the op writes in place), or with output a caller-given output
         (writable, on the inputs' GPU; it does not decide their GPU)."""
-        T = _tm[1] if sys.modules.get("torch") is _tm[0] else _tensor_class()
+        # A tensor of exactly the class looked up last is torch's (a torch
+        # module swapped in since has another Tensor class): no lookup.
+        T = _tm[1]
+        if type(obj) is not T or T is None:
+            T = _tm[1] if sys.modules.get("torch") is _tm[0] else _tensor_class()
         if T is not None and isinstance(obj, T):
             # The whole check of a torch tensor: dtype, contiguity, device,
             # shape and alignment, in as few attribute reads as there are.
@@ -325,7 +329,10 @@ class _Call:
                 self.rt, self.ctx = entry
             else:
                 self.rt, self.ctx = rt, None    # the caller's runtime, in the caller's context
-            self.stream = stream if stream is not None else _current_stream(self.device)
+            if stream is None:
+                raw = _tm[2]
+                stream = raw(self.device) if raw is not None else _current_stream(self.device)
+            self.stream = stream
         else:
             self.rt = rt if rt is not None else default_runtime()
             self.ctx = None
@@ -546,7 +553,9 @@ def column_sum(x, out=None, accumulate=False, rt=None, stream=None):
     """out[j] (+)= sum_b x[b, j]; x [rows, cols] float32. Returns out."""
     c = _Call("column_sum")
     xp = c.inp(x, "x")
-    rows, cols = _dims2(c, "x")
+    if len(c.shape) != 2:
+        _dims2(c, "x")      # raises: what is wrong
+    rows, cols = c.shape
     c.bind(rt, stream)
     out, op = c.out(out, "out", (cols,), zero=accumulate)
     c.launch("column_sum", xp, rows, cols, op, 1 if accumulate else 0, c.stream)
