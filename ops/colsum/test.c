@@ -411,8 +411,10 @@ static void assert_bits(const char *what, const float *want, const float *got, s
 
 /* Against the float64 reference at the three alignment classes of x (the
  * same data at x + 0, 1 and 2 floats: float4, float and float2 loads),
- * whose bits must agree; overwrite into NaN, then accumulate onto base,
- * whose result must be base + the overwritten sums, bit for bit. */
+ * whose bits must agree; at each, overwrite into NaN, then accumulate onto
+ * base, whose result must be base + the overwritten sums, bit for bit.
+ * Each upload shifts the data over the last one's: the calls read it at
+ * xin, where it was just put. */
 static void check_split_shape(const shape *s)
 {
     uint64_t seed = gh_seed() + (uint64_t)(s->rows * 131 + s->cols * 7) + 5;
@@ -443,16 +445,17 @@ static void check_split_shape(const shape *s)
         if (o)
             assert_bits(what, first, got, c);
         assert_counters_zero(what, ws);
+        gh_upload(dout, base, c * 4);
+        GH_CHECK(foxjit_column_sum_split(gh.rt, xin, s->rows, s->cols, dout, 1, ws, ws_bytes,
+                                         gh.stream));
+        gh_download(got, dout, c * 4);
+        for (size_t i = 0; i < c; i++)
+            want_acc[i] = base[i] + first[i];
+        snprintf(what, sizeof what, "split %lldx%lld x + %d floats, accumulate",
+                 (long long)s->rows, (long long)s->cols, offsets[o]);
+        assert_bits(what, want_acc, got, c);
+        assert_counters_zero(what, ws);
     }
-    gh_upload(dout, base, c * 4);
-    GH_CHECK(foxjit_column_sum_split(gh.rt, dx, s->rows, s->cols, dout, 1, ws, ws_bytes,
-                                     gh.stream));
-    gh_download(got, dout, c * 4);
-    for (size_t i = 0; i < c; i++)
-        want_acc[i] = base[i] + first[i];
-    snprintf(what, sizeof what, "split %lldx%lld accumulate", (long long)s->rows,
-             (long long)s->cols);
-    assert_bits(what, want_acc, got, c);
     gh_free(dx), gh_free(dout), gh_free(ws);
     free(x), free(base), free(first), free(got), free(want_acc), free(want), free(scale);
 }
@@ -880,7 +883,15 @@ static void split_refusals(foxjit_runtime *rt, CUstream s)
     REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, out, 0, 0, wb, s));
     REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, out, 0, ws + 4, wb - 4, s));
     REFUSED(INVALID, foxjit_column_sum_split(rt, x, R, C, out, 0, ws + 8, wb - 8, s));
-    REFUSED(TOO_SMALL, foxjit_column_sum_split(rt, x, R, C, out, 0, ws, wb - 1, s));
+    /* The size query covers every alignment of x; a call needs its own
+     * alignment's bytes: at x (float4 loads) fewer than the query's, at
+     * x + 4 (float loads; a row less, so it stays in x) all of them. A
+     * byte short of either is too small. */
+    const size_t need16 = (size_t)fj_colsum_split_workspace(fj_colsum_split_plan(R, C, 16), C);
+    const size_t need4 = (size_t)fj_colsum_split_workspace(fj_colsum_split_plan(R - 1, C, 4), C);
+    assert_true(x % 16 == 0 && need16 < wb && need4 == wb);
+    REFUSED(TOO_SMALL, foxjit_column_sum_split(rt, x, R, C, out, 0, ws, need16 - 1, s));
+    REFUSED(TOO_SMALL, foxjit_column_sum_split(rt, x + 4, R - 1, C, out, 0, ws, wb - 1, s));
     REFUSED(TOO_SMALL, foxjit_column_sum_split(rt, x, R, C, out, 0, ws, 0, s));
     /* 520 x 63 (as many floats as x holds) takes blocks of 8 rows, whose
      * nodes outgrow this workspace. */
