@@ -261,6 +261,19 @@ static void test_split_bad_arguments(void **state)
     expect(foxjit_column_sum_split(fake_rt, good, 8192, 42, 0x4000000, 0, 0x5000000, need - 16,
                                    NULL),
            FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "needs");
+    /* The size query covers every alignment class of x; a call is
+     * checked against its own class's need: 4096 x 8 (gpu_bad_input's
+     * case) needs 2560 bytes at a 16-byte aligned x (float4 loads), the
+     * query's 4608 at a 4-byte aligned one (float loads). */
+    assert_int_equal(foxjit_column_sum_workspace_size(fake_rt, 4096, 8, &need), FOXJIT_OK);
+    assert_int_equal(need, 4608);
+    assert_int_equal(fj_colsum_split_workspace(fj_colsum_split_plan(4096, 8, 16), 8), 2560);
+    expect(foxjit_column_sum_split(fake_rt, 0x4000000, 4096, 8, 0x5000000, 0, 0x6000000, 2559,
+                                   NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "4096 x 8 needs 2560");
+    expect(foxjit_column_sum_split(fake_rt, 0x4000004, 4095, 8, 0x5000000, 0, 0x6000000,
+                                   need - 1, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "4095 x 8 needs 4608");
     expect(foxjit_column_sum_workspace_size(NULL, 4, 4, &bytes), FOXJIT_ERROR_INVALID_ARGUMENT,
            "runtime is NULL");
     assert_int_equal(bytes, 0);  /* a failed query leaves 0 */
