@@ -240,10 +240,12 @@ struct tg_simt_tile : tg_tile_base<fj_cmax(1, TMo / (TG_THREADS / (NPo / 4)))> {
 #define TG_HAVE_TC 0
 #endif
 
-// Tensor cores for a TMo x NPo tile when the warps' 32 x 16 pieces cover it.
+// Tensor cores for a TMo x NPo tile when the warps' 32 x 16 pieces cover it
+// (the rule is common/policy.h's, so that hosts can tell which products
+// follow the precision).
 constexpr bool tg_use_tc(int tmo, int npo)
 {
-    return TG_HAVE_TC && tmo % 32 == 0 && npo % 16 == 0 && (tmo / 32) * (npo / 16) <= TG_THREADS / 32;
+    return TG_HAVE_TC && fj_tc_tile_fits(tmo, npo, TG_THREADS);
 }
 
 // v rounded to TF32 (10 mantissa bits), to nearest with ties away from zero

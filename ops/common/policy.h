@@ -31,6 +31,16 @@ FJ_POLICY_FN int fj_policy_max(int a, int b) { return a > b ? a : b; }
  * FOXJIT_PRECISION_TF32, compiled with -DFJ_TF32=1). */
 FJ_POLICY_FN int fj_tf32_products(int tf32) { return tf32 ? 1 : 3; }
 
+/* Whether the tile GEMM's tensor-core tile (kernel_src/tile_gemm.cuh,
+ * tg_use_tc) covers a tm x np output tile of a block of `threads`
+ * threads: its warps' 32 x 16 pieces. On sm_80 and newer such a product
+ * runs on tensor cores (3xTF32, or TF32 by foxjit_set_precision); any
+ * other runs as register-tiled FMA, float32 at both precisions. */
+FJ_POLICY_FN int fj_tc_tile_fits(int tm, int np, int threads)
+{
+    return tm % 32 == 0 && np % 16 == 0 && (tm / 32) * (np / 16) <= threads / 32;
+}
+
 /* n rounded up to 4 x a power of two: the columns of the sequence ops'
  * row-tile products (E of the heads, F of the variable selection). */
 FJ_POLICY_FN int fj_np4(int n)

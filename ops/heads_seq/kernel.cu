@@ -138,6 +138,8 @@ FJ_DEVICE float hs_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 // chunks of BKR k's (on tensor cores two buffers of them: half of BK1 past
 // NP = 64, to stay in the same shared memory).
 constexpr bool TCR = tg_use_tc(TM, NP);
+static_assert(TCR == (TG_HAVE_TC && fj_heads_seq_rows_fit_tc(E)),
+              "heads_seq/policy.h tells the host which products follow the precision");
 constexpr int BKR = TCR && NP > 64 ? BK1 / 2 : BK1;
 // Not the wide tile: its 32 sums a thread need 80 registers, and at 3
 // blocks an SM the forward took 131 us where this one takes 116 (H200,
@@ -672,6 +674,8 @@ heads_seq_rows_saved(hs_params p, const float *__restrict__ x, long long xs, lon
 // The gradient kernel's products: chunks of BKG rows (twice BK2 on tensor
 // cores, where no registers hold the next chunk: fewer barriers a tile).
 constexpr bool TCG = tg_use_tc(GT, GT);
+static_assert(TCG == (TG_HAVE_TC && fj_heads_seq_grads_fit_tc()),
+              "heads_seq/policy.h tells the host which products follow the precision");
 constexpr int BKG = TCG ? 2 * BK2 : BK2;
 using LGA = tg_layout<TCG, BKG, GT, false>;   // weight tiles' left operand (dA^T)
 using LGX = tg_layout<TCG, BKG, GT, true>;    // dx tiles' left operand (dA, contiguous along k)

@@ -30,6 +30,26 @@ FJ_POLICY_FN int fj_heads_seq_tile_rows(int e)
     return fj_np4(e) <= 64 ? 64 : fj_np4(e) == 128 ? 32 : 16;
 }
 
+/* Whether the row tiles' product A = X W1^T runs on tensor cores (sm_80
+ * and newer): where the tile of fj_heads_seq_tile_rows(e) rows by
+ * fj_np4(e) columns fits the tensor-core tile, E of 9 to 128. At any
+ * other E it is FMA, float32 at both precisions (foxjit_set_precision),
+ * and so is all that the heads compute from A alone: the logits, dA, db1
+ * and the second layer's gradients. */
+FJ_POLICY_FN int fj_heads_seq_rows_fit_tc(int e)
+{
+    return fj_tc_tile_fits(fj_heads_seq_tile_rows(e), fj_np4(e), FJ_HEADS_SEQ_THREADS);
+}
+
+/* Whether heads_seq_grads' products (dW1 = dA^T X and dx = dA W1, tiles
+ * of GEMM_TILE x GEMM_TILE) run on tensor cores on sm_80 and newer: at
+ * every dim. */
+FJ_POLICY_FN int fj_heads_seq_grads_fit_tc(void)
+{
+    return fj_tc_tile_fits(FJ_HEADS_SEQ_GEMM_TILE, FJ_HEADS_SEQ_GEMM_TILE,
+                           FJ_HEADS_SEQ_THREADS);
+}
+
 /* Floats a row of dA (the workspace) and of A (the save) takes: H * E
  * rounded up to 4, so rows are 16-byte aligned. */
 FJ_POLICY_FN int fj_heads_seq_row_floats(int e, int h) { return (h * e + 3) / 4 * 4; }

@@ -20,6 +20,7 @@
 
 #include "gpu_harness.h"
 #include "bad_input.h"
+#include "heads_seq/policy.h"
 #include "perception_cases.h"
 #include "perception_ref.h"
 
@@ -28,7 +29,8 @@
 #define RTOL 2e-5
 
 /* In TF32 (foxjit_set_precision) the three block products (A = X W1^T,
- * dW1 = dA^T X, dx = dA W1) take their operands rounded to TF32: 10
+ * dW1 = dA^T X, dx = dA W1), where they run on tensor cores (A only at E
+ * of 9 to 128: heads_seq/policy.h), take their operands rounded to TF32: 10
  * mantissa bits, so an operand is off by at most 2^-11 of itself and a
  * product term by at most 2^-10 (+ 2^-22). Those errors are independent
  * from term to term, so a product of n terms is off by about
@@ -430,6 +432,9 @@ static float *tensor_image(const tensor *t)
 
 /* All outputs of a case: logits, dx, the ten gradients. */
 enum { N_OUTS = 12 };
+static const char *const out_name[N_OUTS] = {"logits", "dx", "dw1", "db1", "dw2", "db2",
+                                             "dw_gate", "db_gate", "dw_main", "db_main",
+                                             "dw_skip", "db_skip"};
 static void outputs(const seq_data *d, float *img[N_OUTS], size_t n[N_OUTS])
 {
     img[0] = seq_image(&d->logits), n[0] = d->logits.n;
@@ -441,13 +446,10 @@ static void outputs(const seq_data *d, float *img[N_OUTS], size_t n[N_OUTS])
 static void same_outputs(const char *what, float *a[N_OUTS], float *b[N_OUTS],
                          const size_t n[N_OUTS])
 {
-    static const char *const names[N_OUTS] = {"logits", "dx", "dw1", "db1", "dw2", "db2",
-                                              "dw_gate", "db_gate", "dw_main", "db_main",
-                                              "dw_skip", "db_skip"};
     for (int o = 0; o < N_OUTS; o++)
         for (size_t i = 0; i < n[o]; i++)
             if (memcmp(&a[o][i], &b[o][i], sizeof(float)))
-                fail_msg("%s: %s differs bitwise at float %zu: %.9g vs %.9g", what, names[o], i,
+                fail_msg("%s: %s differs bitwise at float %zu: %.9g vs %.9g", what, out_name[o], i,
                          b[o][i], a[o][i]);
 }
 
@@ -734,45 +736,116 @@ static int plan_cc(void)
     return u ? atoi(u + 1) : 0;
 }
 
+/* Whether TF32 changes output o (outputs()) of case c: whether a product
+ * on tensor cores is on its path (heads_seq/policy.h). From sm_80 on,
+ * heads_seq_grads' products (dW1 = dA^T X, dx = dA W1) run on them at
+ * every dim, the row tiles' product A = X W1^T only at E of 9 to 128;
+ * elsewhere a product is FMA, float32 at both precisions. The logits, dA
+ * and so db1 and the second layer's gradients come from A alone; dw_skip
+ * and db_skip (sums of x and dlogits) meet no product. When not, *why
+ * says why. */
+static int tf32_changes(const seq_case *c, int o, const char **why)
+{
+    const int tc = plan_cc() >= 80, rows = tc && fj_heads_seq_rows_fit_tc(c->e),
+              grads = tc && fj_heads_seq_grads_fit_tc();
+    int changes;
+    if (o >= 10)
+        changes = 0, *why = "no product is on its path";
+    else if (o == 1 && !c->with_dx)
+        changes = 0, *why = "dx is NULL, not written";
+    else if (!tc)
+        changes = 0, *why = "no tensor cores before sm_80: every product is FMA";
+    else if (o == 1 || o == 2) /* dA times W1 or x */
+        changes = rows || grads, *why = "dA and the product from it both FMA";
+    else
+        changes = rows, *why = "from A alone, whose product is FMA at this E";
+    return changes;
+}
+
+/* TF32's outputs against float32's on the same inputs: each output that a
+ * tensor-core product reaches differs (else the precision did not reach
+ * the kernels), every other keeps float32's bits (else TF32 leaks into
+ * float32 arithmetic, or a product runs on tensor cores where
+ * heads_seq/policy.h says not). From sm_80 on every case has such an
+ * output (dW1), so this can fail on every case. */
+static void check_tf32_changes(const char *what, const seq_case *c, float *f32[N_OUTS],
+                               float *tf[N_OUTS], const size_t n[N_OUTS])
+{
+    int changing = 0;
+    for (int o = 0; o < N_OUTS; o++) {
+        const char *why = "";
+        const int same = !memcmp(f32[o], tf[o], n[o] * sizeof(float));
+        if (tf32_changes(c, o, &why)) {
+            changing++;
+            if (same)
+                fail_msg("%s: %s is the same bits, though a tensor-core product is on its "
+                         "path: the precision did not reach the kernels", what, out_name[o]);
+        } else if (!same) {
+            fail_msg("%s: %s differs; it should keep float32's bits (%s)", what, out_name[o],
+                     why);
+        }
+    }
+    if (plan_cc() >= 80 && !changing)
+        fail_msg("%s: no output has a tensor-core product on its path: the check is empty",
+                 what);
+}
+
+/* forward_save + backward_saved of d's case into d's outputs. */
+static void data_run_saved(const seq_data *d, CUdeviceptr saved, size_t saved_bytes)
+{
+    foxjit_heads_seq_args a = data_args(d);
+    gh_poison(saved, saved_bytes / sizeof(float));
+    GH_CHECK(foxjit_heads_seq_forward_save(gh.rt, &a, saved, saved_bytes, gh.stream));
+    GH_CHECK(foxjit_heads_seq_backward_saved(gh.rt, &a, saved, saved_bytes, gh.stream));
+    gh_sync();
+}
+
 /* The default's bits do not depend on TF32 having been set: float32, then
- * TF32, then float32 again give the first run's bits. The TF32 run differs
- * from them (on tensor cores, sm_80 and newer) where a product is on its
- * path, and keeps the bits of what no product touches: dw_skip and db_skip
- * (sums of x and dlogits). Also at the save path. */
+ * TF32, then float32 again give the first run's bits. The TF32 run
+ * changes exactly what a tensor-core product reaches (check_tf32_changes):
+ * one case of each kind of row tile, on tensor cores (E = 64, the
+ * trainer's) and off them (E = 255: only dW1 and dx change). At each
+ * precision the save path gives the plain path's bits. */
 static void test_tf32_leaves_float32_bits(void **state)
 {
     (void)state;
     const seq_case cs[] = {quick_case(cases[0]), quick_case(cases[3])};
+    assert_true(fj_heads_seq_rows_fit_tc(cs[0].e) && !fj_heads_seq_rows_fit_tc(cs[1].e));
     for (size_t k = 0; k < COUNT(cs); k++) {
         seq_case c = cs[k];
         c.grad_acc = c.dx_acc = 1; /* every run starts from the same bases */
         seq_data d;
         data_make(&d, &c, seed_for(10, k, 0));
-        float *f32[N_OUTS], *tf[N_OUTS], *again[N_OUTS];
+        size_t saved_bytes = 0;
+        GH_CHECK(foxjit_heads_seq_saved_size(gh.rt, c.batch, c.steps, c.d, c.e, c.h,
+                                             &saved_bytes));
+        CUdeviceptr saved = gh_alloc(saved_bytes);
+        static const foxjit_precision order[3] = {
+            FOXJIT_PRECISION_FLOAT32, FOXJIT_PRECISION_TF32, FOXJIT_PRECISION_FLOAT32};
+        static const char *const run_name[3] = {"float32", "TF32", "float32 after TF32"};
+        float *img[3][N_OUTS], *via_save[N_OUTS];
         size_t n[N_OUTS];
-        data_reset(&d);
-        data_run(&d);
-        outputs(&d, f32, n);
-        set_precision(FOXJIT_PRECISION_TF32);
-        data_reset(&d);
-        data_run(&d);
-        outputs(&d, tf, n);
-        set_precision(FOXJIT_PRECISION_FLOAT32);
-        data_reset(&d);
-        data_run(&d);
-        outputs(&d, again, n);
-        char what[200];
+        char what[200], tail[80];
+        for (int run = 0; run < 3; run++) {
+            set_precision(order[run]);
+            data_reset(&d);
+            data_run(&d);
+            outputs(&d, img[run], n);
+            data_reset(&d);
+            data_run_saved(&d, saved, saved_bytes);
+            outputs(&d, via_save, n);
+            snprintf(tail, sizeof tail, "%s: save path vs plain", run_name[run]);
+            case_name(what, sizeof what, &c, tail);
+            same_outputs(what, img[run], via_save, n);
+            free_outputs(via_save);
+        }
         case_name(what, sizeof what, &c, "float32 after TF32 vs float32 before");
-        same_outputs(what, f32, again, n);
+        same_outputs(what, img[0], img[2], n);
         case_name(what, sizeof what, &c, "TF32 vs float32");
-        /* dw_skip and db_skip: outputs 10 and 11. */
-        for (int o = 10; o < N_OUTS; o++)
-            if (memcmp(f32[o], tf[o], n[o] * sizeof(float)))
-                fail_msg("%s: %s differs; no product is on its path", what, gname[o - 2]);
-        if (plan_cc() >= 80 && !memcmp(f32[0], tf[0], n[0] * sizeof(float)))
-            fail_msg("%s: the logits are the same bits: the precision did not reach the "
-                     "kernels", what);
-        free_outputs(f32), free_outputs(tf), free_outputs(again);
+        check_tf32_changes(what, &c, img[0], img[1], n);
+        for (int run = 0; run < 3; run++)
+            free_outputs(img[run]);
+        gh_free(saved);
         data_free(&d);
     }
 }
@@ -801,6 +874,8 @@ static void test_graph_keeps_its_precision(void **state)
     data_run(&d);
     outputs(&d, tf, n);
     set_precision(FOXJIT_PRECISION_FLOAT32);
+    /* TF32's bits are not float32's, so the replays below tell them apart. */
+    check_tf32_changes("heads_seq graph case: TF32 vs float32 eager", &c, f32, tf, n);
 
     CUgraph graph;
     CUgraphExec exec;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/perception.h"
+#include "heads_seq/policy.h"
 #include "registry.h"
 #include "runtime.h"
 
@@ -118,6 +120,27 @@ static void test_variant_at_precision(void **state)
     assert_true(fj_program_precision_param(fj_program_find("cfc_seq")) >= 0);
 }
 
+/* The heads' variant follows the precision at every E, past 128 too: what
+ * keeps their logits float32 there is the row tiles' product running as
+ * FMA (off the tensor-core tile), at E of 9 to 128 only on tensor cores;
+ * the gradient products are on them at every dim. The gpu suite's TF32
+ * test expects changed bits from this (heads_seq/policy.h). */
+static void test_heads_products_on_tensor_cores(void **state)
+{
+    (void)state;
+    for (int e = 1; e <= FJ_PERC_MAX_E; e++) {
+        fj_variant v;
+        char why[256];
+        assert_int_equal(fj_heads_seq_variant(17, e, 1, 90, &v, why, sizeof why), 0);
+        const fj_variant t = fj_variant_at_precision(&v, 1);
+        assert_int_equal(t.values[fj_program_precision_param(v.program)], 1);
+        if (fj_heads_seq_rows_fit_tc(e) != (e >= 9 && e <= 128))
+            fail_msg("E = %d: the row tiles' product is %son tensor cores", e,
+                     fj_heads_seq_rows_fit_tc(e) ? "" : "not ");
+    }
+    assert_true(fj_heads_seq_grads_fit_tc());
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -125,6 +148,7 @@ int main(void)
         cmocka_unit_test(test_bad_values_are_refused),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_variant_at_precision),
+        cmocka_unit_test(test_heads_products_on_tensor_cores),
     };
     return cmocka_run_group_tests_name("precision", tests, NULL, NULL);
 }
