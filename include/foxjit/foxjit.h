@@ -206,7 +206,9 @@ typedef enum foxjit_precision {
 
 /* Sets rt's precision for the calls that start after it returns. Every
  * other op computes in float32 either way, and so do the products on GPUs
- * before sm_80 (no TF32 tensor cores; float32 FMA). A value other than
+ * before sm_80 (no TF32 tensor cores; float32 FMA) and the heads' first
+ * layer A = x W1^T at e outside 9 to 128 (FMA; there TF32 changes only
+ * dw1 and dx of heads_seq). A value other than
  * the two above is refused (FOXJIT_ERROR_INVALID_ARGUMENT) and changes
  * nothing.
  * Each precision is a kernel variant of its own, compiled, cached and
