@@ -1,7 +1,7 @@
 // Baseline for `fox-jit bench kloop` and a cross-check in tests, not used by
-// the ops: the seed's attention-pooling backward (kernels.md section 6) as
-// one block looping over the batch rows, adding dq straight into the final
-// gradient [D]. Dynamic shared memory: 2T floats.
+// the ops: the original trainer's attention-pooling backward (kernels.md
+// section 6) as one block looping over the batch rows, adding dq straight
+// into the final gradient [D]. Dynamic shared memory: 2T floats.
 // Compile-time dim: ATTN_D; BLOCK threads.
 #include "perception_attn.cuh"
 

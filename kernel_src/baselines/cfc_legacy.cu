@@ -1,8 +1,8 @@
 // Baseline for `fox-jit bench kloop` and a cross-check in tests, not used by
-// the ops: the seed's CfC backward (kernels.md section 3) as one block that
-// loops over the batch and adds parameter gradients straight into the final
-// gradient tensors ([n_hid, n_in] etc., no batch dimension). Same math as
-// cfc.cu; dh and dx columns are serial loops over the hidden units.
+// the ops: the original trainer's CfC backward (kernels.md section 3) as one
+// block that loops over the batch and adds parameter gradients straight into
+// the final gradient tensors ([n_hid, n_in] etc., no batch dimension). Same
+// math as cfc.cu; dh and dx columns are serial loops over the hidden units.
 // Compile-time dims: N_IN, N_HID; BLOCK threads.
 #include "perception_common.cuh"
 

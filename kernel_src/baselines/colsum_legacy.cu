@@ -1,5 +1,5 @@
 // Baselines for `fox-jit bench` and cross-checks in tests: the serial and
-// two-phase column sums the seed trainers used, with the same math.
+// two-phase column sums the original trainers used, with the same math.
 // Not used by the ops.
 
 // One thread per column, looping over every row.

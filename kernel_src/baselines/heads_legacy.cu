@@ -1,7 +1,7 @@
 // Baseline for `fox-jit bench kloop` and a cross-check in tests, not used by
-// the ops: the seed's GRN-heads backward (kernels.md section 4) as one block
-// that loops over the batch rows and the heads, adding parameter gradients
-// straight into the final [H, ...] gradient tensors.
+// the ops: the original trainer's GRN-heads backward (kernels.md section 4)
+// as one block that loops over the batch rows and the heads, adding
+// parameter gradients straight into the final [H, ...] gradient tensors.
 // Compile-time dims: HEADS_D, HEADS_E, HEADS_H; BLOCK threads.
 #include "perception_heads.cuh"
 

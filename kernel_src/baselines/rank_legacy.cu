@@ -1,7 +1,7 @@
-// Baseline for `fox-jit bench` and a cross-check in tests: the seed's
-// O(N^2) rank normalization, one thread per element counting over all N,
-// with the math of rank_key.cuh (so the result is bit-identical to the
-// sort-based op in max-tie mode). Not used by the ops.
+// Baseline for `fox-jit bench` and a cross-check in tests: the original
+// trainer's O(N^2) rank normalization, one thread per element counting over
+// all N, with the math of rank_key.cuh (so the result is bit-identical to
+// the sort-based op in max-tie mode). Not used by the ops.
 #include "rank_key.cuh"
 
 // abs_s[i] = |s_i| (NaN stays NaN, so it compares false with everything).

@@ -1,8 +1,8 @@
 // Baseline for `fox-jit bench kloop` and a cross-check in tests, not used by
-// the ops: the seed's variable-selection backward (kernels.md section 5) as
-// one block that loops over the batch rows and, ROWS at a time, over T,
-// adding parameter gradients straight into the final dW [F, F] and
-// dbias [F]. Compile-time dim: VSN_F; ROWS, BLOCK.
+// the ops: the original trainer's variable-selection backward (kernels.md
+// section 5) as one block that loops over the batch rows and, ROWS at a
+// time, over T, adding parameter gradients straight into the final dW
+// [F, F] and dbias [F]. Compile-time dim: VSN_F; ROWS, BLOCK.
 #include "perception_vsn.cuh"
 
 #ifndef ROWS

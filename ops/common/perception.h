@@ -1,6 +1,6 @@
 /* The perception ops (kernels.md sections 3-6): limits, kernel variants for
- * prepare and `fox-jit warm`, and shared argument checks. The seed's
- * single-block backwards are baselines outside the library
+ * prepare and `fox-jit warm`, and shared argument checks. The original
+ * trainer's single-block backwards are baselines outside the library
  * (tools/baselines/), which reuse the backward checks declared here.
  * The API functions are in include/foxjit/foxjit.h. */
 #ifndef FJ_OPS_PERCEPTION_H

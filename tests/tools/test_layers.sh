@@ -24,10 +24,10 @@
 #  3. Nothing in the repository points at the spec folder next to the
 #     checkout (a clone does not have it).
 #  4. libfoxjit.so carries no baseline: neither symbols (nm -D) nor kernel
-#     names or source text (strings) of the seed's kernels; and nothing of
-#     the runtime's inside leaves it: its dynamic table has foxjit_* names
-#     only (the toolkit's fj_tk_* wrappers are linked into the tools
-#     statically, from libfoxjit_toolkit.a).
+#     names or source text (strings) of the original trainer's kernels; and
+#     nothing of the runtime's inside leaves it: its dynamic table has
+#     foxjit_* names only (the toolkit's fj_tk_* wrappers are linked into
+#     the tools statically, from libfoxjit_toolkit.a).
 #  5. The toolkit is a narrow interface, not a re-export of the internals:
 #     its headers (runtime/toolkit/, all but toolkit_internal.h) include of
 #     the runtime only foxjit/foxjit.h, and each other.
