@@ -8,9 +8,9 @@ import threading
 ABI_MAJOR = 2
 ABI_MINOR = 1          # the sequence ops: the last entries every library must have
 # Newer entries, ABI 2.3's (the heads' save), 2.4's (the wide BCE), 2.5's
-# (generalized advantage estimation) and 2.6's (the products' precision),
-# are called only when the library has them (Library.has, Library.need);
-# an older library still loads.
+# (generalized advantage estimation), 2.6's (the products' precision) and
+# 2.7's (the split column sums), are called only when the library has them
+# (Library.has, Library.need); an older library still loads.
 DEFAULT_LIBRARY = "libfoxjit.so.1"
 # The library the wheel carries (pip install . at the repository root):
 # meson-python installs the project's shared libraries into

@@ -21,9 +21,9 @@ pub const ABI_MAJOR: u32 = 2;
 /// The smallest ABI minor version the crate needs (2.1: the sequence ops).
 /// A 2.1 library ignores `RuntimeParams::target` (2.2): it reads only the
 /// struct_size bytes it knows. The heads' save (2.3), the wide BCE (2.4),
-/// generalized advantage estimation (2.5) and the products' precision
-/// (2.6) are called only when the library's table has them; otherwise
-/// those calls return `Error::Abi`.
+/// generalized advantage estimation (2.5), the products' precision (2.6)
+/// and the split column sums (2.7) are called only when the library's table
+/// has them; otherwise those calls return `Error::Abi`.
 pub const ABI_MINOR: u32 = 1;
 
 #[repr(C)]
