@@ -281,9 +281,10 @@ FOXJIT_API foxjit_status foxjit_column_sum_prepare(foxjit_runtime *rt, int64_t r
  * those in the tree's order. Its bits depend on x, the shape and
  * accumulate alone: the same on every GPU and arch, at every alignment of
  * x, however the rows are split (they are not foxjit_column_sum's bits,
- * which adds in another order). The fast form before sm_90 (the L40S),
- * where foxjit_column_sum sums a tile of columns in one block; on sm_90
- * `fox-jit bench colsum` compares the two.
+ * which adds in another order). The fast form before sm_90 (the L40S)
+ * from about 42 columns, where foxjit_column_sum sums a tile of columns
+ * in one block (at a few columns the older form is as fast or faster);
+ * `fox-jit bench colsum` compares the two on each plan.
  *
  * The workspace: foxjit_column_sum_workspace_size bytes or more, 16-byte
  * aligned, overlapping neither x nor out, and ZEROED BEFORE ITS FIRST USE

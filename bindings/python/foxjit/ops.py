@@ -484,7 +484,9 @@ def prepare(op, *args, **kwargs):
     """op (a function of this module) on these arrays, checked now and
     launched on each call of the result: p = prepare(ops.cfc_forward, x,
     h, dt, *params); then p() runs it and returns what op returns (the same
-    output arrays each time, allocated here when not given). For loops that
+    output arrays each time, allocated here when not given, and zeroed
+    here once where the op zeroes new ones: an op that adds into its
+    output, accumulate=True, adds onto the last call's result). For loops that
     run an op on the same buffers, as a CUDA graph does: a call costs about
     what the raw ctypes call does, the plain wrapper's checks of every
     array are done once. The arrays are kept alive; their contents may
