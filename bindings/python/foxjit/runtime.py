@@ -131,7 +131,8 @@ class Runtime:
 
     def precision(self):
         """The runtime's precision: "float32" or "tf32" ("float32" on a
-        library older than ABI 2.6, the only one it has)."""
+        library older than ABI 2.6, the only one it has; "precision N" for
+        a value a newer library knows and this package does not)."""
         if not self.lib.has("get_precision"):
             return _lib.PRECISIONS[0]
         p = ctypes.c_int()
