@@ -783,6 +783,8 @@ COMPILED = {"reduce-overhead", "default", "max-autotune-no-cudagraphs"}
 # torch.compile modes whose compiled step is then also captured in one CUDA graph.
 CAPTURED_AFTER_COMPILE = {"default", "max-autotune-no-cudagraphs"}
 PRECISIONS = ("fp32", "tf32")
+# fox-jit and fox-train say float32 where PyTorch's users say fp32: both spell it.
+PRECISION_ALIASES = {"float32": "fp32"}
 # The slowest compiles are opt-in: the literal formulation's (the reference,
 # minutes per precision) and max-autotune (minutes per batch size).
 DEFAULT_MODES = [m for m in BENCH_MODES if m not in ("literal-compile", "strong-autotune")]
@@ -811,6 +813,7 @@ def parse_modes(text):
         if not item:
             continue
         name, _, prec = item.partition(":")
+        prec = PRECISION_ALIASES.get(prec, prec)
         names = list(BENCH_MODES) if name == "all" else \
             list(DEFAULT_MODES) if name == "default" else [name]
         for n in names:
@@ -821,7 +824,8 @@ def parse_modes(text):
                     f":fp32 or :tf32")
             if prec and prec not in PRECISIONS:
                 raise argparse.ArgumentTypeError(
-                    f"unknown precision '{prec}' in --modes entry {item!r}: fp32 or tf32")
+                    f"unknown precision '{prec}' in --modes entry {item!r}: fp32 (or "
+                    f"float32) or tf32")
             out.append((n, [prec] if prec else None))
     if not out:
         raise argparse.ArgumentTypeError(f"no mode in --modes {text!r}")
@@ -1659,10 +1663,11 @@ def int_list(s):
 
 
 def precision_list(s):
-    out = [v.strip() for v in s.split(",") if v.strip()]
+    out = [PRECISION_ALIASES.get(v.strip(), v.strip()) for v in s.split(",") if v.strip()]
     bad = [v for v in out if v not in PRECISIONS]
     if not out or bad:
-        raise argparse.ArgumentTypeError(f"--precisions takes fp32 and/or tf32, not {s!r}")
+        raise argparse.ArgumentTypeError(
+            f"--precisions takes fp32 (or float32) and/or tf32, not {s!r}")
     return list(dict.fromkeys(out))
 
 
