@@ -255,6 +255,16 @@ static foxjit_status check_shape(const char *op, int64_t rows, int64_t cols)
     return FOXJIT_OK;
 }
 
+/* Blocks read x while others write out: in place would race. */
+static foxjit_status check_out_apart(const char *op, CUdeviceptr x, int64_t rows, int64_t cols,
+                                     CUdeviceptr out)
+{
+    if (fj_ranges_overlap(x, (size_t)(rows * cols) * 4, out, (size_t)cols * 4))
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: out overlaps x; the sums cannot be "
+                       "written in place: give out its own buffer", op);
+    return FOXJIT_OK;
+}
+
 static unsigned alignment_of(CUdeviceptr p)
 {
     return (p % 16 == 0) ? 16 : (p % 8 == 0) ? 8 : 4;
@@ -271,13 +281,9 @@ static foxjit_status column_sum(const char *op, foxjit_runtime *rt, CUdeviceptr 
     foxjit_status st;
     if ((st = check_shape(op, rows, cols)) != FOXJIT_OK ||
         (st = fj_check_ptr(op, "x", x)) != FOXJIT_OK ||
-        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK)
-        return st;
-    /* Blocks read x while others write out: in place would race. */
-    if (fj_ranges_overlap(x, (size_t)(rows * cols) * 4, out, (size_t)cols * 4))
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: out overlaps x; the sums cannot be "
-                       "written in place: give out its own buffer", op);
-    if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
+        (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK ||
+        (st = check_out_apart(op, x, rows, cols, out)) != FOXJIT_OK ||
+        (st = fj_enter(rt, stream)) != FOXJIT_OK)
         return st;
     fj_colsum_plan plan;
     const fj_loaded *k;
@@ -349,25 +355,23 @@ FOXJIT_API foxjit_status foxjit_column_sum_workspace_size(foxjit_runtime *rt, in
     return FOXJIT_OK;
 }
 
+/* The split call's arguments past its shape (checked before the plan). */
 static foxjit_status check_split_call(const char *op, CUdeviceptr x, int64_t rows, int64_t cols,
                                       CUdeviceptr out, CUdeviceptr workspace,
                                       size_t workspace_bytes,
                                       const fj_colsum_split_geometry *g)
 {
     foxjit_status st;
-    if ((st = check_shape(op, rows, cols)) != FOXJIT_OK ||
-        (st = fj_check_ptr(op, "x", x)) != FOXJIT_OK ||
+    if ((st = fj_check_ptr(op, "x", x)) != FOXJIT_OK ||
         (st = fj_check_ptr(op, "out", out)) != FOXJIT_OK ||
-        (st = fj_check_ptr(op, "workspace", workspace)) != FOXJIT_OK)
+        (st = fj_check_ptr(op, "workspace", workspace)) != FOXJIT_OK ||
+        (st = check_out_apart(op, x, rows, cols, out)) != FOXJIT_OK)
         return st;
     if (workspace % 16)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) is not 16-byte "
                        "aligned; give it an allocation's start (cuMemAlloc aligns to 256)", op,
                        (unsigned long long)workspace);
     const size_t x_bytes = (size_t)(rows * cols) * 4, out_bytes = (size_t)cols * 4;
-    if (fj_ranges_overlap(x, x_bytes, out, out_bytes))
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: out overlaps x; the sums cannot be "
-                       "written in place: give out its own buffer", op);
     if (fj_ranges_overlap(workspace, workspace_bytes, x, x_bytes))
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT,
                        "%s: the workspace overlaps x; it is written during the op", op);
@@ -407,14 +411,10 @@ FOXJIT_API foxjit_status foxjit_column_sum_split(foxjit_runtime *rt, CUdeviceptr
                                                  CUstream stream)
 {
     const char *op = "foxjit_column_sum_split";
-    fj_clear_error();
-    if (!rt)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL; create one with "
-                       "foxjit_runtime_create()", op);
     /* Arguments first (the shape before the plan reads it), then the
      * context: a bad call is reported as such whatever the context state. */
     foxjit_status st;
-    if ((st = check_shape(op, rows, cols)) != FOXJIT_OK)
+    if ((st = fj_op_begin(op, rt)) != FOXJIT_OK || (st = check_shape(op, rows, cols)) != FOXJIT_OK)
         return st;
     const fj_colsum_split_geometry g = fj_colsum_split_plan(rows, cols, (int)alignment_of(x));
     if ((st = check_split_call(op, x, rows, cols, out, workspace, workspace_bytes, &g)) !=
@@ -433,11 +433,9 @@ FOXJIT_API foxjit_status foxjit_column_sum_split_prepare(foxjit_runtime *rt, int
                                                          int64_t cols)
 {
     const char *op = "foxjit_column_sum_split_prepare";
-    fj_clear_error();
-    if (!rt)
-        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: runtime is NULL", op);
     foxjit_status st;
-    if ((st = check_shape(op, rows, cols)) != FOXJIT_OK || (st = fj_enter(rt, NULL)) != FOXJIT_OK)
+    if ((st = fj_op_begin(op, rt)) != FOXJIT_OK ||
+        (st = check_shape(op, rows, cols)) != FOXJIT_OK || (st = fj_enter(rt, NULL)) != FOXJIT_OK)
         return st;
     /* Every alignment class: the kernels a call of this shape may use. */
     fj_variant v[3];
