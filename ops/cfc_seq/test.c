@@ -312,27 +312,11 @@ static void test_against_reference(void **state)
 
 /* ---- TF32 (foxjit_set_precision) ------------------------------------------------- */
 
-/* The runtime the tests share back at its default, whatever a TF32 test
- * left (a failed check leaves it early). */
-static int back_to_float32(void **state)
-{
-    (void)state;
-    return foxjit_set_precision(gh.rt, FOXJIT_PRECISION_FLOAT32) == FOXJIT_OK ? 0 : -1;
-}
-
-static void set_precision(foxjit_precision p)
-{
-    GH_CHECK(foxjit_set_precision(gh.rt, p));
-    foxjit_precision now;
-    GH_CHECK(foxjit_get_precision(gh.rt, &now));
-    assert_int_equal(now, p);
-}
-
 /* Every case and flag of test_against_reference with the products in TF32. */
 static void test_tf32_against_reference(void **state)
 {
     (void)state;
-    set_precision(FOXJIT_PRECISION_TF32);
+    gh_set_precision(FOXJIT_PRECISION_TF32);
     const seq_case *table = case_table();
     for (size_t i = 0; i < COUNT(cases); i++)
         for (int acc = 0; acc < 2; acc++) {
@@ -522,11 +506,11 @@ static void test_tf32_leaves_float32_bits(void **state)
         const foxjit_cfc_seq_args a = seq_args(&d, (seq_flags){0, 0, 0});
         seq_run(&a);
         snapshot f32 = snap(&d);
-        set_precision(FOXJIT_PRECISION_TF32);
+        gh_set_precision(FOXJIT_PRECISION_TF32);
         poison_outputs(&d);
         seq_run(&a);
         snapshot tf = snap(&d);
-        set_precision(FOXJIT_PRECISION_FLOAT32);
+        gh_set_precision(FOXJIT_PRECISION_FLOAT32);
         poison_outputs(&d);
         seq_run(&a);
         snapshot again = snap(&d);
@@ -955,8 +939,8 @@ int main(void)
         cmocka_unit_test(test_bitwise_repeatable),
         cmocka_unit_test(test_graph_replay_matches_eager),
         cmocka_unit_test(test_matches_per_step_ops),
-        cmocka_unit_test_teardown(test_tf32_against_reference, back_to_float32),
-        cmocka_unit_test_teardown(test_tf32_leaves_float32_bits, back_to_float32),
+        cmocka_unit_test_teardown(test_tf32_against_reference, gh_back_to_float32),
+        cmocka_unit_test_teardown(test_tf32_leaves_float32_bits, gh_back_to_float32),
         cmocka_unit_test(test_bad_arguments_launch_nothing),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
         cmocka_unit_test(test_timing),

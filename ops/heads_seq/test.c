@@ -702,27 +702,11 @@ static void test_unprepared_capture_fails_cleanly(void **state)
 
 /* ---- TF32 (foxjit_set_precision) ------------------------------------------------- */
 
-/* The runtime the tests share back at its default, whatever a TF32 test
- * left (a failed check leaves it early). */
-static int back_to_float32(void **state)
-{
-    (void)state;
-    return foxjit_set_precision(gh.rt, FOXJIT_PRECISION_FLOAT32) == FOXJIT_OK ? 0 : -1;
-}
-
-static void set_precision(foxjit_precision p)
-{
-    GH_CHECK(foxjit_set_precision(gh.rt, p));
-    foxjit_precision now;
-    GH_CHECK(foxjit_get_precision(gh.rt, &now));
-    assert_int_equal(now, p);
-}
-
 /* Every case against the float64 reference with the products in TF32. */
 static void test_tf32_against_reference(void **state)
 {
     (void)state;
-    set_precision(FOXJIT_PRECISION_TF32);
+    gh_set_precision(FOXJIT_PRECISION_TF32);
     for (size_t i = 0; i < COUNT(cases); i++) {
         seq_case c = quick_case(cases[i]);
         check_case(&c, seed_for(1, i, 0), 1);
@@ -827,7 +811,7 @@ static void test_tf32_leaves_float32_bits(void **state)
         size_t n[N_OUTS];
         char what[200], tail[80];
         for (int run = 0; run < 3; run++) {
-            set_precision(order[run]);
+            gh_set_precision(order[run]);
             data_reset(&d);
             data_run(&d);
             outputs(&d, img[run], n);
@@ -869,11 +853,11 @@ static void test_graph_keeps_its_precision(void **state)
     data_reset(&d);
     data_run(&d);
     outputs(&d, f32, n);
-    set_precision(FOXJIT_PRECISION_TF32);
+    gh_set_precision(FOXJIT_PRECISION_TF32);
     data_reset(&d);
     data_run(&d);
     outputs(&d, tf, n);
-    set_precision(FOXJIT_PRECISION_FLOAT32);
+    gh_set_precision(FOXJIT_PRECISION_FLOAT32);
     /* TF32's bits are not float32's, so the replays below tell them apart. */
     check_tf32_changes("heads_seq graph case: TF32 vs float32 eager", &c, f32, tf, n);
 
@@ -886,7 +870,7 @@ static void test_graph_keeps_its_precision(void **state)
     GH_CHECK(f);
     GH_CHECK(b);
     GH_CU(gh.cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
-    set_precision(FOXJIT_PRECISION_TF32);
+    gh_set_precision(FOXJIT_PRECISION_TF32);
     data_reset(&d);
     GH_CU(gh.cu->cuGraphLaunch(exec, gh.stream));
     gh_sync();
@@ -896,7 +880,7 @@ static void test_graph_keeps_its_precision(void **state)
     free_outputs(now);
     gh.cu->cuGraphExecDestroy(exec);
     gh.cu->cuGraphDestroy(graph);
-    set_precision(FOXJIT_PRECISION_FLOAT32);
+    gh_set_precision(FOXJIT_PRECISION_FLOAT32);
 
     foxjit_runtime_params prm;
     foxjit_runtime_default_params(&prm);
@@ -1454,9 +1438,9 @@ int main(void)
         cmocka_unit_test(test_graph_replay_equals_eager),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
         cmocka_unit_test(test_matches_per_step_op),
-        cmocka_unit_test_teardown(test_tf32_against_reference, back_to_float32),
-        cmocka_unit_test_teardown(test_tf32_leaves_float32_bits, back_to_float32),
-        cmocka_unit_test_teardown(test_graph_keeps_its_precision, back_to_float32),
+        cmocka_unit_test_teardown(test_tf32_against_reference, gh_back_to_float32),
+        cmocka_unit_test_teardown(test_tf32_leaves_float32_bits, gh_back_to_float32),
+        cmocka_unit_test_teardown(test_graph_keeps_its_precision, gh_back_to_float32),
         cmocka_unit_test(test_bad_arguments_launch_nothing),
         cmocka_unit_test(test_timing),
     };

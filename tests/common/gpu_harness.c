@@ -208,6 +208,20 @@ void gh_sync(void)
     GH_CU(gh.cu->cuStreamSynchronize(gh.stream));
 }
 
+void gh_set_precision(foxjit_precision p)
+{
+    GH_CHECK(foxjit_set_precision(gh.rt, p));
+    foxjit_precision now;
+    GH_CHECK(foxjit_get_precision(gh.rt, &now));
+    assert_int_equal(now, p);
+}
+
+int gh_back_to_float32(void **state)
+{
+    (void)state;
+    return foxjit_set_precision(gh.rt, FOXJIT_PRECISION_FLOAT32) == FOXJIT_OK ? 0 : -1;
+}
+
 uint64_t gh_seed(void)
 {
     static uint64_t seed;

@@ -54,6 +54,12 @@ void gh_download(void *dst, CUdeviceptr src, size_t bytes);
 void gh_poison(CUdeviceptr p, size_t n_floats);
 void gh_sync(void);
 
+/* The shared runtime's precision set to p, and read back as p. */
+void gh_set_precision(foxjit_precision p);
+/* A cmocka teardown: the shared runtime back at its default precision,
+ * whatever a TF32 test left (a failed check leaves it early). */
+int gh_back_to_float32(void **state);
+
 /* Deterministic xorshift generator; seeds come from gh_seed() (time-based
  * unless FOXJIT_TEST_SEED is set; printed so a failure can be replayed). */
 uint64_t gh_seed(void);
