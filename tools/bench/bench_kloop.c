@@ -18,6 +18,7 @@
 
 typedef struct kloop_bench {
     kloop k;
+    int seq_only;  /* kloop_seq: the sequence path alone, no baselines */
     ft_path form;  /* per-step (next to the single-block), or the sequence ops */
     ft_op op;      /* per-op rows; FT_OP_COUNT = the whole step */
     int index;
@@ -145,13 +146,13 @@ static double seq_row(bench_ctx *b, kloop_bench *k, const char *shape, const cha
     snprintf(row.shape, sizeof row.shape, "%s", shape);
     if (time_op(b, k, FT_PATH_SEQUENCE_ONE_STREAM, index, 10, 1, &row.us, &row.graph_us))
         return -1;
-    if (base_calls > 0) {
+    if (base_calls > 0 && !k->seq_only) {
         row.base1_name = "per-step";
         if (time_op(b, k, FT_PATH_PER_STEP, base_index, 5, base_calls, &row.base1_us,
                     &row.base1_graph_us))
             return -1;
     }
-    row.note = base_note;
+    row.note = k->seq_only ? NULL : base_note;
     bench_emit(b, &row);
     return row.graph_us;
 }
@@ -258,6 +259,43 @@ static double op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
     return kernel_us;
 }
 
+/* The sequence path alone (kloop_seq): its step and per-op rows. */
+static int bench_batch_seq(bench_ctx *b, int batch)
+{
+    kloop_bench k = {.op = FT_OP_COUNT, .seq_only = 1, .form = FT_PATH_SEQUENCE_ONE_STREAM};
+    const ft_dims dims = {.batch = batch, .k = 64, .f = 40, .d = 128, .e = 64, .h = 5};
+    if (kloop_open(&k.k, b->rt, &dims) != 0)
+        return 1;
+    fill_model(b, &k.k.m);
+    foxjit_status st = kloop_prepare(&k.k, FT_PATH_SEQUENCE_ONE_STREAM);
+    if (st != FOXJIT_OK) {
+        fprintf(stderr, "bench kloop_seq: %s\n", k.k.m.why);
+        kloop_close(&k.k);
+        return 1;
+    }
+    char shape[64];
+    snprintf(shape, sizeof shape, "B=%d K=64", batch);
+    bench_row row = {.group = "kloop", .name = "step (sequence)"};
+    snprintf(row.shape, sizeof row.shape, "%s", shape);
+    row.us = bench_time_us(b, run_once, &k, 1);
+    row.graph_us = bench_time_graph_us(b, run_once, &k, 1);
+    if (row.us <= 0 || row.graph_us <= 0) {
+        kloop_close(&k.k);
+        return 1;
+    }
+    char note[64];
+    snprintf(note, sizeof note, "%d kernels + 1 memset",
+             kloop_kernels_per_step(&dims, FT_PATH_SEQUENCE_ONE_STREAM));
+    row.note = note;
+    bench_emit(b, &row);
+    double kernel_us = seq_op_rows(b, &k, shape);
+    if (kernel_us > 0)
+        printf("  B=%d: sequence path eager %.3f ms, graph %.3f ms; kernel time %.3f ms\n", batch,
+               row.us / 1e3, row.graph_us / 1e3, kernel_us / 1e3);
+    kloop_close(&k.k);
+    return kernel_us > 0 ? 0 : 1;
+}
+
 static int bench_batch(bench_ctx *b, int batch, int per_op)
 {
     kloop_bench k = {.op = FT_OP_COUNT};
@@ -361,5 +399,16 @@ int bench_kloop(bench_ctx *b)
         failed |= bench_batch(b, batches[i], batches[i] == 32 || !b->quick);
     printf("  targets: the training step (fox-train --bench, with BCE and AdamW) <= 0.5 ms at "
            "B=32, <= 1.0 ms at B=128, <= 2.5 ms at B=512, graph-replayed\n");
+    return failed;
+}
+
+int bench_kloop_seq(bench_ctx *b)
+{
+    static const int batches[] = {32, 128, 512};
+    int failed = 0;
+    bench_print_header("perception K-loop step, sequence path alone: the step and its per-op "
+                       "rows (per call)");
+    for (size_t i = 0; i < (b->quick ? 1 : sizeof batches / sizeof batches[0]); i++)
+        failed |= bench_batch_seq(b, batches[i]);
     return failed;
 }

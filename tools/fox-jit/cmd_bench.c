@@ -114,6 +114,13 @@ void bench_print_usage(FILE *f)
           "failed (the others still run), 2 on bad usage.\n", f);
 }
 
+/* Whether "all" (and no group named) runs the group: not the developer
+ * groups, whose help ends "(not in all)". */
+static int in_all(const bench_group *g)
+{
+    return strstr(g->help, "(not in all)") == NULL;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     const char *json_path = NULL, *cache_dir = NULL;
@@ -182,7 +189,7 @@ int cmd_bench(int argc, char **argv)
         int matched = 0;
         for (size_t g = 0; g < n_groups; g++)
             if (!strcmp(argv[i], groups[g]->name) ||
-                (!strcmp(argv[i], "all") && !strstr(groups[g]->name, "sweep")))
+                (!strcmp(argv[i], "all") && in_all(groups[g])))
                 selected[g] = 1, any = matched = 1;
         if (!matched) {
             fprintf(stderr, "fox-jit bench: unknown group '%s'\n", argv[i]);
@@ -192,7 +199,7 @@ int cmd_bench(int argc, char **argv)
     }
     if (!any)
         for (size_t g = 0; g < n_groups; g++)
-            selected[g] = strstr(groups[g]->name, "sweep") == NULL; /* sweeps on request */
+            selected[g] = in_all(groups[g]); /* the developer groups on request */
 
     static ft_cuda cu;
     char why[512];
