@@ -179,10 +179,11 @@ static void check_against_model(ft_dims dims, uint64_t seed)
 
 /* The trainer's model. Kernel variants depend only on F, D, E and H, so quick
  * mode (FOXJIT_TEST_QUICK=1) keeps those and runs B = 4 rows of K = 4 steps
- * (the legacy backwards loop over B in one block). At B = 4 the reducers run
- * without clusters and the heads sum kernel stages all 4 steps at once; the
- * split reducers and several step chunks are covered by gpu_colsum (32 x
- * 5120) and gpu_heads (11 steps). */
+ * (the legacy backwards loop over B in one block). At B = 4 the column sums
+ * (the split form, model.h) sum each tile's rows in one block and the heads
+ * sum kernel stages all 4 steps at once; rows split over blocks are covered
+ * by gpu_trainer (the step's column sums at B = 64) and gpu_colsum, and
+ * several step chunks by gpu_heads (11 steps). */
 static ft_dims trainer_dims(void)
 {
     return (ft_dims){.batch = GH_QUICK(32, 4), .k = GH_QUICK(64, 4), .f = 40, .d = 128,

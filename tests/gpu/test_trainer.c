@@ -3,7 +3,10 @@
  * In process, through the same model code fox-train runs (model.c, driven
  * by the foxjit_api table): the full-model gradient at B = 2, K = 4 against
  * the float64 reference model (tests/ref/perception_ref.c) and against
- * central finite differences of its float64 forward.
+ * central finite differences of its float64 forward; the sequence and
+ * per-step paths against each other, and the split column sums against
+ * reduce_axis0 (a table cut short to ABI 2.6), the split form's
+ * workspaces left at zero after a step.
  *
  * As a trainer runs it (the fox-train binary, which only dlopens the
  * library): the acceptance gate (constant-direction signal, B = 32: the
@@ -25,6 +28,7 @@
  *
  * argv[1]: the fox-train binary, argv[2]: the built libfoxjit.so. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,30 +220,94 @@ static void test_per_step_gradient_matches_finite_differences(void **state)
     gradient_matches_finite_differences(FT_PATH_PER_STEP);
 }
 
-/* Loss and gradients of one step (no update) of `path` at B = 32, K = 64
- * from the trainer's initial parameters and its first batch. */
-static void one_step(ft_path path, const ft_cuda *cu, const float *params, const ft_dataset *data,
-                     float *loss, float *grads)
+/* The split column sums' workspaces after a step: every counter (the
+ * first 512 bytes) back at zero, as each call must leave them; then the
+ * step's column sums again on the same workspaces give the same bits. */
+static void check_split_sums(ft_model *m, const float *grads)
 {
-    const ft_dims d = {GH_QUICK(32, 4), GH_QUICK(64, 8), FT_DEFAULT_F, FT_DEFAULT_D,
-                       FT_DEFAULT_E, FT_DEFAULT_H};
+    const ft_dims *d = &m->dims;
+    unsigned char counters[512];
+    for (int i = 0; i <= FT_PARAM_COUNT; i++) {
+        const CUdeviceptr w = i < FT_PARAM_COUNT ? m->colsum_work[i] : m->heads_sum_work;
+        const size_t bytes = i < FT_PARAM_COUNT ? m->colsum_work_bytes[i]
+                                                : m->heads_sum_work_bytes;
+        if (!w)
+            continue;
+        assert_true(bytes >= sizeof counters);
+        gh_download(counters, w, sizeof counters);
+        for (size_t b = 0; b < sizeof counters; b++)
+            if (counters[b])
+                fail_msg("%s: the workspace of the column sum of %s has byte %zu = %u after "
+                         "the step: a call left its counters not zero", ft_path_name(m->path),
+                         i < FT_PARAM_COUNT ? ft_param_name(i) : "the heads' stack", b,
+                         counters[b]);
+    }
+    if ((m->path == FT_PATH_SEQUENCE && ft_model_op(m, FT_OP_HEADS_SUM, 0, gh.stream)) ||
+        ft_model_reduce(m, gh.stream))
+        fail_msg("%s: %s", ft_path_name(m->path), m->why);
+    float *again = malloc(ft_param_total(d) * 4);
+    assert_non_null(again);
+    if (ft_model_get_grads(m, again, gh.stream))
+        fail_msg("%s", m->why);
+    if (memcmp(again, grads, ft_param_total(d) * 4))
+        fail_msg("%s: the column sums run again on their workspaces gave other bits",
+                 ft_path_name(m->path));
+    free(again);
+}
+
+/* Loss and gradients of one step (no update) of `path` at dims d from the
+ * trainer's initial parameters and its first batch, through the table
+ * `api` (the library's, or one cut short to an older ABI). */
+static void one_step(const ft_dims *d, ft_path path, const foxjit_api *api, const ft_cuda *cu,
+                     const float *params, const ft_dataset *data, float *loss, float *grads)
+{
     ft_model m;
-    if (ft_model_alloc(&m, foxjit_get_api(FOXJIT_ABI_MAJOR), gh.rt, cu, &d, path) ||
+    if (ft_model_alloc(&m, api, gh.rt, cu, d, path) ||
         ft_model_prepare(&m) || ft_model_set_state(&m, params, NULL, NULL, 0, gh.stream))
         fail_msg("%s: %s", ft_path_name(path), m.why);
-    int idx[32];
-    for (int i = 0; i < d.batch; i++)
+    int *idx = malloc((size_t)d->batch * sizeof *idx);
+    assert_non_null(idx);
+    for (int i = 0; i < d->batch; i++)
         idx[i] = i;
     float *packed = malloc(m.in_layout.floats * 4);
-    ft_data_pack(data, idx, d.batch, &m.in_layout, packed);
+    ft_data_pack(data, idx, d->batch, &m.in_layout, packed);
+    free(idx);
     gh_upload(m.batch_in, packed, m.in_layout.floats * 4);
     if (ft_model_zero(&m, gh.stream) || ft_model_forward(&m, gh.stream) ||
         ft_model_loss(&m, 1, gh.stream) || ft_model_backward(&m, gh.stream) ||
         ft_model_reduce(&m, gh.stream) || ft_model_get_grads(&m, grads, gh.stream))
         fail_msg("%s: %s", ft_path_name(path), m.why);
     gh_download(loss, m.loss, 4);
+    if (m.colsum_split)
+        check_split_sums(&m, grads);
     free(packed);
     ft_model_free(&m);
+}
+
+/* Gradients of the same step in two ways agree within float32 rounding:
+ * sums of up to B*K*E terms in two orders, whose terms cancel, so they
+ * can be larger than the result: 1e-4 of the tensor's largest entry (a
+ * wrong term or index is off by far more). */
+static void grads_agree(const ft_dims *d, const char *a_name, const float *ga,
+                        const char *b_name, const float *gb)
+{
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        const float *a = ga + ft_param_offset(d, i), *b = gb + ft_param_offset(d, i);
+        size_t n = ft_param_size(d, i);
+        double scale = 0, worst = 0;
+        for (size_t j = 0; j < n; j++)
+            scale = fmax(scale, fabs(b[j]));
+        const double tol = 1e-4 * scale + 1e-12;
+        for (size_t j = 0; j < n; j++) {
+            double err = fabs((double)a[j] - b[j]);
+            worst = fmax(worst, err / tol);
+            if (!(err <= tol))
+                fail_msg("%s[%zu]: %s %.9g, %s %.9g (max |g| %.3g)", ft_param_name(i), j,
+                         a_name, (double)a[j], b_name, (double)b[j], scale);
+        }
+        printf("  %-13s max |g| %.3e, within %.2f of tolerance\n", ft_param_name(i), scale,
+               worst);
+    }
 }
 
 /* The sequence path and the per-step path compute the same step: their
@@ -262,32 +330,63 @@ static void test_paths_agree(void **state)
     assert_int_equal(ft_data_generate(&data, d.batch, d.k, d.f, d.h, FT_SIGNAL_RULE, seed,
                                       FT_STREAM_TRAIN), 0);
     float ls, lp;
-    one_step(FT_PATH_SEQUENCE, &cu, p, &data, &ls, gs);
-    one_step(FT_PATH_PER_STEP, &cu, p, &data, &lp, gp);
+    const foxjit_api *api = foxjit_get_api(FOXJIT_ABI_MAJOR);
+    one_step(&d, FT_PATH_SEQUENCE, api, &cu, p, &data, &ls, gs);
+    one_step(&d, FT_PATH_PER_STEP, api, &cu, p, &data, &lp, gp);
     printf("  loss: sequence %.9g, per-step %.9g\n", (double)ls, (double)lp);
     assert_true(fabsf(ls - lp) <= 1e-6f * fabsf(lp));
-    for (int i = 0; i < FT_PARAM_COUNT; i++) {
-        const float *a = gs + ft_param_offset(&d, i), *b = gp + ft_param_offset(&d, i);
-        size_t n = ft_param_size(&d, i);
-        double scale = 0, worst = 0;
-        for (size_t j = 0; j < n; j++)
-            scale = fmax(scale, fabs(b[j]));
-        /* Sums of up to B*K*E terms in two orders; the terms cancel, so
-         * they can be larger than the result: 1e-4 of the tensor's largest
-         * entry (a wrong term or index is off by far more). */
-        const double tol = 1e-4 * scale + 1e-12;
-        for (size_t j = 0; j < n; j++) {
-            double err = fabs((double)a[j] - b[j]);
-            worst = fmax(worst, err / tol);
-            if (!(err <= tol))
-                fail_msg("%s[%zu]: sequence path %.9g, per-step path %.9g (max |g| %.3g)",
-                         ft_param_name(i), j, (double)a[j], (double)b[j], scale);
-        }
-        printf("  %-13s max |g| %.3e, paths within %.2f of tolerance\n", ft_param_name(i),
-               scale, worst);
-    }
+    grads_agree(&d, "sequence path", gs, "per-step path", gp);
     ft_data_free(&data);
     free(p), free(gs), free(gp);
+}
+
+/* fox-train's column sums: the split form (foxjit_column_sum_split, which
+ * the library's table has) and, through the same table cut short before
+ * it (a library of ABI 2.6), reduce_axis0. On both paths the loss is the
+ * same bits (the forward has no column sum) and the gradients agree
+ * within float32 rounding (the sums add in other orders: not the same
+ * bits); the split form's workspaces are left at zero and serve the sums
+ * again with the same bits (check_split_sums). B = 64, quick mode too: the
+ * split form sums 64 rows of the attention query's 128 columns in two
+ * blocks that meet at a counter of the workspace (colsum/policy.h:
+ * fj_colsum_split_plan), and the per-step path's narrow tensors too; at
+ * B = 32 the sequence path's sums are one block a tile, which never
+ * touch the counters. */
+static void test_column_sum_forms_agree(void **state)
+{
+    (void)state;
+    const ft_dims d = {64, GH_QUICK(16, 4), FT_DEFAULT_F, FT_DEFAULT_D, FT_DEFAULT_E,
+                       FT_DEFAULT_H};
+    ft_cuda cu;
+    char why[1024];
+    if (ft_cuda_load(&cu, why, sizeof why))
+        fail_msg("%s", why);
+    const foxjit_api *api = foxjit_get_api(FOXJIT_ABI_MAJOR);
+    assert_true(ft_model_colsum_split(api));
+    foxjit_api older = *api;
+    older.struct_size = offsetof(foxjit_api, column_sum_workspace_size);
+    older.abi_minor = 6;
+    assert_false(ft_model_colsum_split(&older));
+    const uint64_t seed = gh_seed();
+    size_t total = ft_param_total(&d);
+    float *p = malloc(total * 4), *gs = malloc(total * 4), *ga = malloc(total * 4);
+    ft_params_init(&d, seed, p);
+    ft_dataset data;
+    assert_int_equal(ft_data_generate(&data, d.batch, d.k, d.f, d.h, FT_SIGNAL_RULE, seed,
+                                      FT_STREAM_TRAIN), 0);
+    static const ft_path paths[] = {FT_PATH_SEQUENCE, FT_PATH_PER_STEP};
+    for (size_t i = 0; i < 2; i++) {
+        float ls, la;
+        printf("  %s path\n", ft_path_name(paths[i]));
+        one_step(&d, paths[i], api, &cu, p, &data, &ls, gs);
+        one_step(&d, paths[i], &older, &cu, p, &data, &la, ga);
+        if (memcmp(&ls, &la, sizeof ls))
+            fail_msg("%s: loss %.9g with the split column sums, %.9g with reduce_axis0",
+                     ft_path_name(paths[i]), (double)ls, (double)la);
+        grads_agree(&d, "column_sum_split", gs, "reduce_axis0", ga);
+    }
+    ft_data_free(&data);
+    free(p), free(gs), free(ga);
 }
 
 /* ---- fox-train as a program ------------------------------------------------------ */
@@ -661,6 +760,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gradient_matches_finite_differences),
         cmocka_unit_test(test_per_step_gradient_matches_finite_differences),
         cmocka_unit_test(test_paths_agree),
+        cmocka_unit_test(test_column_sum_forms_agree),
         cmocka_unit_test(test_acceptance_gate),
         cmocka_unit_test(test_eager_and_graph_bitwise),
         cmocka_unit_test(test_tf32_eager_and_graph_bitwise),

@@ -246,6 +246,17 @@ static foxjit_status r_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x, int64_t r
     return FOXJIT_OK;
 }
 
+static foxjit_status r_column_sum_split(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
+                                        int64_t cols, CUdeviceptr out, int accumulate,
+                                        CUdeviceptr work, size_t work_bytes, CUstream s)
+{
+    (void)rt;
+    put("column_sum_split %s x=%s rows=%lld cols=%lld out=%s accumulate=%d work=%s "
+        "work_bytes=%zu\n", stream_name(s), ptr(x), (long long)rows, (long long)cols, ptr(out),
+        accumulate, ptr(work), work_bytes);
+    return FOXJIT_OK;
+}
+
 static foxjit_status r_bce(foxjit_runtime *rt, CUdeviceptr z, CUdeviceptr y, int64_t n,
                            CUdeviceptr loss, int acc, CUdeviceptr dz, CUstream s)
 {
@@ -324,6 +335,14 @@ static foxjit_status r_bce_ws(foxjit_runtime *rt, int64_t n, size_t *bytes)
     return FOXJIT_OK;
 }
 
+static foxjit_status r_colsum_ws(foxjit_runtime *rt, int64_t rows, int64_t cols, size_t *bytes)
+{
+    (void)rt;
+    put("column_sum_workspace_size rows=%lld cols=%lld\n", (long long)rows, (long long)cols);
+    *bytes = 512 + (size_t)((rows + 1) / 2 * cols * 4 + 15) / 16 * 16;
+    return FOXJIT_OK;
+}
+
 static foxjit_status r_prep1(const char *what, int a)
 {
     put("%s %d\n", what, a);
@@ -380,6 +399,12 @@ static foxjit_status r_column_sum_prepare(foxjit_runtime *rt, int64_t rows, int6
     put("column_sum_prepare %lld %lld\n", (long long)rows, (long long)cols);
     return FOXJIT_OK;
 }
+static foxjit_status r_column_sum_split_prepare(foxjit_runtime *rt, int64_t rows, int64_t cols)
+{
+    (void)rt;
+    put("column_sum_split_prepare %lld %lld\n", (long long)rows, (long long)cols);
+    return FOXJIT_OK;
+}
 static const char *r_status_string(foxjit_status st)
 {
     (void)st;
@@ -390,7 +415,7 @@ static const char *r_last_error(void) { return "recorded"; }
 static foxjit_api api = {
     .struct_size = sizeof(foxjit_api),
     .abi_major = FOXJIT_ABI_MAJOR,
-    .abi_minor = 4,
+    .abi_minor = 7,
     .status_string = r_status_string,
     .last_error = r_last_error,
     .reduce_axis0 = r_reduce_axis0,
@@ -428,6 +453,9 @@ static foxjit_api api = {
     .heads_seq_backward_saved = r_heads_seq_backward_saved,
     .bce_with_logits_workspace_size = r_bce_ws,
     .bce_with_logits_wide = r_bce_wide,
+    .column_sum_workspace_size = r_colsum_ws,
+    .column_sum_split = r_column_sum_split,
+    .column_sum_split_prepare = r_column_sum_split_prepare,
 };
 
 /* The single-block path's four backward entries (the bench's baselines). */
@@ -584,7 +612,10 @@ static void model_regions(const ft_model *m)
             snprintf(name, sizeof name, "%s.%s", t[k].what, ft_param_name(i));
             region_add(name, t[k].p, t[k].bytes);
         }
+        snprintf(name, sizeof name, "colsum_work.%s", ft_param_name(i));
+        region_add(name, m->colsum_work[i], m->colsum_work_bytes[i]);
     }
+    region_add("heads_sum_work", m->heads_sum_work, m->heads_sum_work_bytes);
     region_add("x", m->x, B * K * F * f4);
     region_add("dt", m->dt, B * K * f4);
     region_add("labels", m->labels, (K + 1) * B * H * f4);
@@ -756,10 +787,14 @@ static void record_kloop(void)
 static void record_all(void)
 {
     rec_len = 0;
-    /* A library of ABI 2.2: no heads saves, no wide BCE. */
+    /* A library of ABI 2.2: no heads saves, no wide BCE, no split column
+     * sums; one of ABI 2.6: all but the split column sums (reduce_axis0). */
     foxjit_api old = api;
     old.struct_size = offsetof(foxjit_api, heads_seq_saved_size);
     old.abi_minor = 2;
+    foxjit_api no_split = api;
+    no_split.struct_size = offsetof(foxjit_api, column_sum_workspace_size);
+    no_split.abi_minor = 6;
     record_trainer("fox-train, sequence path, eager", &api, FT_PATH_SEQUENCE, EAGER, 0);
     record_trainer("fox-train, sequence path, captured, data-parallel hook", &api,
                    FT_PATH_SEQUENCE, CAPTURED, 1);
@@ -767,6 +802,10 @@ static void record_all(void)
     record_trainer("fox-train --per-step, captured", &api, FT_PATH_PER_STEP, CAPTURED, 0);
     record_trainer("fox-train, held-out loss", &api, FT_PATH_SEQUENCE, EVAL, 0);
     record_trainer("fox-train, sequence path, ABI 2.2 library", &old, FT_PATH_SEQUENCE, EAGER,
+                   0);
+    record_trainer("fox-train, sequence path, ABI 2.6 library", &no_split, FT_PATH_SEQUENCE,
+                   EAGER, 0);
+    record_trainer("fox-train --per-step, ABI 2.6 library", &no_split, FT_PATH_PER_STEP, EAGER,
                    0);
     record_kloop();
 }

@@ -965,6 +965,63 @@ static foxjit_status e_reduce(foxjit_runtime *rt, CUdeviceptr x, int64_t rows, i
     return FOXJIT_OK;
 }
 
+/* The split column sums' workspace: 512 bytes of block counters, then
+ * made-up room for the blocks' nodes (so that each shape asks its own
+ * size, and a trainer that sizes one for another shape fails here). */
+#define E_COLSUM_COUNTER_BYTES 512
+static size_t e_colsum_bytes(int64_t rows, int64_t cols)
+{
+    return E_COLSUM_COUNTER_BYTES + (size_t)(((rows + 1) / 2 * cols * 4 + 15) / 16 * 16);
+}
+
+static foxjit_status e_colsum_ws(foxjit_runtime *rt, int64_t rows, int64_t cols, size_t *bytes)
+{
+    (void)rt;
+    *bytes = e_colsum_bytes(rows, cols);
+    return FOXJIT_OK;
+}
+
+static int overlaps(CUdeviceptr a, size_t a_bytes, CUdeviceptr b, size_t b_bytes)
+{
+    return a < b + b_bytes && b < a + a_bytes;
+}
+
+/* foxjit_column_sum_split as the header documents it: a workspace that is
+ * missing, misaligned, too small or overlapping x or out is refused; one
+ * whose counters are not zero (not zeroed after allocating, or in use by
+ * another call) gives NaN sums. The nodes' part of the workspace is
+ * scribbled over, as the blocks' nodes would be: a buffer that overlaps
+ * it loses its contents. The counters are left at zero. */
+static foxjit_status e_colsum_split(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
+                                    int64_t cols, CUdeviceptr out, int accumulate,
+                                    CUdeviceptr work, size_t work_bytes, CUstream s)
+{
+    (void)rt;
+    const size_t need = e_colsum_bytes(rows, cols), xb = (size_t)(rows * cols) * 4,
+                 ob = (size_t)cols * 4;
+    if (!work || work % 16 || overlaps(work, work_bytes, x, xb) ||
+        overlaps(work, work_bytes, out, ob))
+        return FOXJIT_ERROR_INVALID_ARGUMENT;
+    if (work_bytes < need)
+        return FOXJIT_ERROR_WORKSPACE_TOO_SMALL;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
+    trace_add("column_sum_split", s, NULL, work, 0);
+    const unsigned char *counters = (const unsigned char *)(uintptr_t)work;
+    int dirty = 0;
+    for (int i = 0; i < E_COLSUM_COUNTER_BYTES; i++)
+        dirty |= counters[i];
+    for (size_t i = E_COLSUM_COUNTER_BYTES / 4; i < need / 4; i++)
+        ((uint32_t *)(uintptr_t)work)[i] = 0x7fc00000u;
+    for (int64_t c = 0; c < cols; c++) {
+        double sum = 0;
+        for (int64_t r = 0; r < rows; r++)
+            sum += HP(x)[r * cols + c];
+        const float v = dirty ? NAN : (float)sum;
+        HP(out)[c] = accumulate ? HP(out)[c] + v : v;
+    }
+    return FOXJIT_OK;
+}
+
 /* The BCE both forms compute (the wide one's float64 reference is the
  * narrow one's result). */
 static void bce_compute(CUdeviceptr z, CUdeviceptr y, int64_t n, CUdeviceptr loss, int acc,
@@ -1139,6 +1196,9 @@ static int setup(void **state)
     api.bce_with_logits = e_bce;
     api.bce_with_logits_workspace_size = e_bce_ws;
     api.bce_with_logits_wide = e_bce_wide;
+    api.column_sum_workspace_size = e_colsum_ws;
+    api.column_sum_split = e_colsum_split;
+    api.column_sum_split_prepare = e_prep_colsum;
     api.adamw = e_adamw;
     api.increment_step = e_increment;
     return 0;
@@ -1322,10 +1382,10 @@ static void test_sequence_step_streams(void **state)
         {"record", 1, 2},
         {"wait", 0, 2},
         {"attn_pool_backward", 0, 0},
-        {"reduce_axis0", 0, 0},
+        {"column_sum_split", 0, 0},
         {"cfc_seq_backward", 0, 0},
         {"vsn_seq_backward", 0, 0},
-        {"reduce_axis0", 0, 0},
+        {"column_sum_split", 0, 0},
         {"increment_step", 0, 0},
         {"adamw", 0, 0},
         {"adamw", 0, 0},
@@ -1349,8 +1409,174 @@ static void test_sequence_step_streams(void **state)
     assert_true(m.bce_work != 0);
     assert_int_equal(m.bce_work_bytes, e_bce_wide_bytes((int64_t)d.k * d.batch * d.h));
     assert_true(trace[10].work == m.bce_work && trace[11].work == m.bce_work);
+    /* The two column sums (the heads' stack, the attention query's
+     * reducer), each on its own workspace. */
+    assert_true(m.colsum_split);
+    assert_true(trace[19].work == m.heads_sum_work && m.heads_sum_work != 0);
+    assert_true(trace[22].work == m.colsum_work[FT_ATTN_Q] && m.colsum_work[FT_ATTN_Q] != 0);
+    assert_true(m.heads_sum_work != m.colsum_work[FT_ATTN_Q]);
     free(p);
     ft_model_free(&m);
+}
+
+/* The split column sums' workspaces (ABI 2.7): one per call site, of the
+ * size the library asks for its shape, lying in the model's allocation
+ * apart from each other and from every other buffer a step writes (the
+ * step's memset of the scratch included), and zero after allocation (the
+ * emulated allocation fills memory with NaN bits). On every path, and on
+ * the model of all paths `fox-jit bench kloop` opens. */
+static void check_colsum_workspaces(const ft_model *m)
+{
+    const ft_dims *d = &m->dims;
+    CUdeviceptr w[FT_PARAM_COUNT + 1];
+    size_t wb[FT_PARAM_COUNT + 1];
+    int n = 0;
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        if (!m->scratch[i]) {
+            assert_true(m->colsum_work[i] == 0 && m->colsum_work_bytes[i] == 0);
+            continue;
+        }
+        assert_int_equal(m->colsum_work_bytes[i],
+                         e_colsum_bytes(d->batch, (int64_t)ft_param_size(d, i)));
+        w[n] = m->colsum_work[i], wb[n++] = m->colsum_work_bytes[i];
+    }
+    if (m->heads_stack) {
+        assert_int_equal(m->heads_sum_work_bytes,
+                         e_colsum_bytes(2, (int64_t)m->heads_span_floats));
+        w[n] = m->heads_sum_work, wb[n++] = m->heads_sum_work_bytes;
+    } else {
+        assert_true(m->heads_sum_work == 0 && m->heads_sum_work_bytes == 0);
+    }
+    assert_true(n > 0);
+    const size_t f4 = sizeof(float), B = (size_t)d->batch, K = (size_t)d->k;
+    const struct {
+        CUdeviceptr p;
+        size_t bytes;
+    } others[] = {
+        {m->grad_base, m->grad_floats * f4},
+        {m->scratch_base, m->scratch_floats * f4},
+        {m->batch_in, m->in_layout.floats * f4},
+        {m->y, B * K * (size_t)d->f * f4},
+        {m->hs, B * K * (size_t)d->d * f4},
+        {m->dhs, B * K * (size_t)d->d * f4},
+        {m->z, (K + 1) * B * (size_t)d->h * f4},
+        {m->dz, (K + 1) * B * (size_t)d->h * f4},
+        {m->heads_stack, m->heads_stack ? 2 * m->heads_span_floats * f4 : 0},
+        {m->heads_work, m->heads_work_bytes},
+        {m->heads_pooled_work, m->heads_pooled_work_bytes},
+        {m->cfc_work, m->cfc_work_bytes},
+        {m->vsn_work, m->vsn_work_bytes},
+        {m->bce_work, m->bce_work_bytes},
+        {m->loss, f4},
+        {m->step, f4},
+    };
+    for (int i = 0; i < n; i++) {
+        assert_true(w[i] != 0 && w[i] % 16 == 0);
+        assert_true(w[i] >= m->base && w[i] + wb[i] <= m->base + m->bytes);
+        for (int j = 0; j < n; j++)
+            assert_true(i == j || !overlaps(w[i], wb[i], w[j], wb[j]));
+        for (size_t j = 0; j < sizeof others / sizeof others[0]; j++)
+            assert_true(!overlaps(w[i], wb[i], others[j].p, others[j].bytes));
+        for (size_t b = 0; b < E_COLSUM_COUNTER_BYTES; b++)
+            assert_int_equal(((const unsigned char *)(uintptr_t)w[i])[b], 0);
+    }
+}
+
+static void test_colsum_workspaces(void **state)
+{
+    (void)state;
+    const ft_dims d = {3, 5, 6, 8, 4, 3};
+    foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
+    static const unsigned masks[] = {1u << FT_PATH_SEQUENCE, 1u << FT_PATH_PER_STEP,
+                                     (1u << FT_PATH_COUNT) - 1};
+    for (size_t k = 0; k < sizeof masks / sizeof masks[0]; k++) {
+        ft_model m;
+        assert_int_equal(ft_model_alloc_paths(&m, &api, rt, &cu, &d, masks[k]), 0);
+        assert_true(m.colsum_split);
+        check_colsum_workspaces(&m);
+        ft_model_free(&m);
+    }
+}
+
+/* A library older than ABI 2.7 (a table that ends before the split column
+ * sums): the trainer calls reduce_axis0, allocates no workspace for it,
+ * and says so in the run's header; the step's gradients are those of the
+ * split form (both emulations are the float64 sums), on both paths. And
+ * a workspace whose counters are not zero gives NaN sums in the
+ * emulation, as on a GPU: the zeroing at allocation is what the step
+ * relies on. */
+static void test_older_library_uses_reduce_axis0(void **state)
+{
+    (void)state;
+    const ft_dims d = {3, 5, 6, 8, 4, 3};
+    foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
+    const size_t total = ft_param_total(&d);
+    float *p = malloc(total * 4), *g[2] = {malloc(total * 4), malloc(total * 4)};
+    assert_true(p && g[0] && g[1]);
+    ft_params_init(&d, 11, p);
+    assert_string_equal(ft_model_colsum_form(&api), "split");
+    static const ft_path paths[] = {FT_PATH_SEQUENCE, FT_PATH_PER_STEP};
+    for (size_t pi = 0; pi < 2; pi++) {
+        for (int older = 0; older < 2; older++) {
+            foxjit_api a = api;
+            if (older) {
+                a.struct_size = offsetof(foxjit_api, column_sum_workspace_size);
+                a.abi_minor = 6;
+                /* Past the table's end: a trainer that reads them crashes. */
+                a.column_sum_workspace_size = NULL;
+                a.column_sum_split = NULL;
+                a.column_sum_split_prepare = NULL;
+                assert_string_equal(ft_model_colsum_form(&a),
+                                    "reduce_axis0 (library before ABI 2.7)");
+            }
+            ft_model m;
+            assert_int_equal(ft_model_alloc(&m, &a, rt, &cu, &d, paths[pi]), 0);
+            assert_int_equal(m.colsum_split, !older);
+            for (int i = 0; older && i < FT_PARAM_COUNT; i++)
+                assert_true(m.colsum_work[i] == 0 && m.colsum_work_bytes[i] == 0);
+            assert_true(!older || (m.heads_sum_work == 0 && m.heads_sum_work_bytes == 0));
+            assert_int_equal(ft_model_prepare(&m), FOXJIT_OK);
+            assert_int_equal(ft_model_set_state(&m, p, NULL, NULL, 0, NULL), 0);
+            for (size_t i = 0; i < m.in_layout.floats; i++)
+                HP(m.batch_in)[i] = 0.25f * (float)(i % 4);
+            trace_n = 0, tracing = 1;
+            assert_int_equal(ft_model_zero(&m, NULL), FOXJIT_OK);
+            assert_int_equal(ft_model_forward(&m, NULL), FOXJIT_OK);
+            assert_int_equal(ft_model_loss(&m, 1, NULL), FOXJIT_OK);
+            assert_int_equal(ft_model_backward(&m, NULL), FOXJIT_OK);
+            assert_int_equal(ft_model_reduce(&m, NULL), FOXJIT_OK);
+            tracing = 0;
+            int axis0 = 0, split = 0;
+            for (int i = 0; i < trace_n; i++) {
+                axis0 += !strcmp(trace[i].what, "reduce_axis0");
+                split += !strcmp(trace[i].what, "column_sum_split");
+            }
+            const int sums = paths[pi] == FT_PATH_SEQUENCE ? 2 : FT_PARAM_COUNT;
+            assert_int_equal(axis0, older ? sums : 0);
+            assert_int_equal(split, older ? 0 : sums);
+            assert_int_equal(ft_model_get_grads(&m, g[older], NULL), 0);
+            if (!older) {
+                /* A second step on the same workspaces: the counters were
+                 * left at zero. Then one with a counter not zero. */
+                assert_int_equal(ft_model_reduce(&m, NULL), FOXJIT_OK);
+                float *again = malloc(total * 4);
+                assert_non_null(again);
+                assert_int_equal(ft_model_get_grads(&m, again, NULL), 0);
+                assert_memory_equal(again, g[0], total * 4);
+                const int t = paths[pi] == FT_PATH_SEQUENCE ? FT_ATTN_Q : FT_CFC_BIAS;
+                ((unsigned char *)(uintptr_t)m.colsum_work[t])[8] = 1;
+                assert_int_equal(ft_model_reduce(&m, NULL), FOXJIT_OK);
+                assert_int_equal(ft_model_get_grads(&m, again, NULL), 0);
+                assert_true(isnan(again[ft_param_offset(&d, t)]));
+                free(again);
+            }
+            ft_model_free(&m);
+        }
+        for (size_t i = 0; i < total; i++)
+            assert_true(isfinite(g[0][i]));
+        assert_memory_equal(g[0], g[1], total * 4);
+    }
+    free(p), free(g[0]), free(g[1]);
 }
 
 /* A library older than ABI 2.4 (a table that ends before the wide BCE):
@@ -1850,6 +2076,8 @@ int main(void)
         cmocka_unit_test(test_per_step_path_matches_reference_model),
         cmocka_unit_test(test_sequence_step_streams),
         cmocka_unit_test(test_older_library_uses_narrow_bce),
+        cmocka_unit_test(test_colsum_workspaces),
+        cmocka_unit_test(test_older_library_uses_reduce_axis0),
         cmocka_unit_test(test_loop_resume_is_exact),
         cmocka_unit_test(test_loop_learns_constant_signal),
         cmocka_unit_test(test_feed_follows_epoch_order),

@@ -45,10 +45,19 @@ static const char *op_name(ft_op op)
         [FT_OP_ZERO] = "memset", [FT_OP_VSN_FWD] = "vsn_forward",
         [FT_OP_CFC_FWD] = "cfc_forward", [FT_OP_HEADS_FWD] = "heads_forward",
         [FT_OP_ATTN_FWD] = "attn_pool_forward", [FT_OP_HEADS_BWD] = "heads_backward",
-        [FT_OP_ATTN_BWD] = "attn_pool_backward", [FT_OP_HEADS_SUM] = "reduce_axis0 (heads)",
+        [FT_OP_ATTN_BWD] = "attn_pool_backward", [FT_OP_HEADS_SUM] = "column sum (heads)",
         [FT_OP_CFC_BWD] = "cfc_backward", [FT_OP_VSN_BWD] = "vsn_backward",
-        [FT_OP_REDUCE] = "reduce_axis0"};
+        [FT_OP_REDUCE] = "column sum"};
     return op >= 0 && op < FT_OP_COUNT ? names[op] : "?";
+}
+
+/* The reducers' row name: the column sum the model calls (model.h: the
+ * split form where the library has it), and how many a step makes. */
+static const char *reducers_name(const kloop_bench *k, int calls, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s x%d", k->k.m.colsum_split ? "column_sum_split" : "reduce_axis0",
+             calls);
+    return buf;
 }
 
 /* Parameters and inputs in the ranges a trainer sees (tau and dt > 0). */
@@ -195,7 +204,8 @@ static double seq_op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
         kernel_us += us;
     }
     /* The reducer left: the attention query's. */
-    bench_row row = {.group = "kloop", .name = "reduce_axis0 x1"};
+    char name[48];
+    bench_row row = {.group = "kloop", .name = reducers_name(k, 1, name, sizeof name)};
     snprintf(row.shape, sizeof row.shape, "%s", shape);
     k->op = FT_OP_REDUCE;
     if (time_op(b, k, FT_PATH_SEQUENCE_ONE_STREAM, FT_ATTN_Q, 5, 1, &row.us, &row.graph_us))
@@ -221,7 +231,10 @@ static double op_rows(bench_ctx *b, kloop_bench *k, const char *shape)
             continue;
         if (op == FT_OP_REDUCE) {
             /* One figure for all 17 reducers (their shapes differ). */
-            bench_row row = {.group = "kloop", .name = "reduce_axis0 x17"};
+            char reducers[48];
+            bench_row row = {.group = "kloop",
+                             .name = reducers_name(k, FT_PARAM_COUNT, reducers,
+                                                   sizeof reducers)};
             snprintf(row.shape, sizeof row.shape, "%s", shape);
             double sum = 0, sum_g = 0;
             for (int i = 0; i < FT_PARAM_COUNT; i++) {

@@ -218,13 +218,15 @@ int ft_bench(ft_env *e, const ft_options *o)
     int n = 0, failed = 0;
     const ft_path path = o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE;
     printf("fox-train bench: one training step (batch copy, forward, BCE, backward, reducers, "
-           "AdamW, loss copy), %s path, precision %s\n%s (%s), K = %d, F = %d, D = %d, E = %d, "
+           "AdamW, loss copy), %s path, precision %s, column sums %s\n%s (%s), K = %d, F = %d, "
+           "D = %d, E = %d, "
            "H = %d; "
            "median of %d x %d steps\n"
            "loop ms: graph-replayed steps as a run takes them, through epochs of --train-size "
            "%d sequences (at least 2 and at most %d batches) packed ahead, a reporting point "
            "every %d (--progress); median of %d samples of at least 2 epochs\n\n",
-           ft_path_name(path), precision_name((foxjit_precision)o->precision), e->device_name,
+           ft_path_name(path), precision_name((foxjit_precision)o->precision),
+           ft_model_colsum_form(e->api), e->device_name,
            e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F,
            FT_DEFAULT_D, FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps, o->n_train,
            FT_BENCH_LOOP_BATCHES, o->progress_every, SAMPLES);
@@ -265,8 +267,9 @@ int ft_bench(ft_env *e, const ft_options *o)
         }
         FILE *f = out.f;
         fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"precision\": \"%s\", "
-                "\"rows\": [", e->device_name, e->api->runtime_arch(e->rt),
-                precision_name((foxjit_precision)o->precision));
+                "\"column_sums\": \"%s\", \"rows\": [", e->device_name,
+                e->api->runtime_arch(e->rt), precision_name((foxjit_precision)o->precision),
+                ft_model_colsum_split(e->api) ? "split" : "reduce_axis0");
         for (int i = 0; i < n; i++)
             fprintf(f, "%s\n  {\"group\": \"train_step\", \"path\": \"%s\", \"batch\": %d, "
                     "\"k\": %d, \"launches\": %d, \"graph_nodes\": %zu, \"eager_ms\": %.4f, "

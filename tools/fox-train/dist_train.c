@@ -171,13 +171,14 @@ static void banner(dist_run *d)
             "  batch: %d = %d rank%s x %d rows; the gradients (%zu floats) are averaged with "
             "one all-reduce per step\n"
             "  model: D = %d, E = %d, H = %d, %zu parameters, %.1f MiB on each device; "
-            "precision %s\n"
+            "precision %s; column sums %s\n"
             "  kernels ready in %.2f s on rank 0 (%llu compiled, %llu from the disk cache)\n",
             cfg->n_train, cfg->n_heldout, dm->k, dm->f, ft_signal_name(cfg->signal),
             (unsigned long long)cfg->seed, d->t_data, dm->batch, d->r.count,
             d->r.count == 1 ? "" : "s", d->batch_per_rank, d->model.grad_floats, dm->d, dm->e,
             dm->h, ft_param_total(dm), (double)d->model.bytes / (1 << 20),
-            precision_name((foxjit_precision)cfg->precision), d->prepare_s,
+            precision_name((foxjit_precision)cfg->precision), ft_model_colsum_form(e->api),
+            d->prepare_s,
             (unsigned long long)(d->after.compiles - d->before.compiles),
             (unsigned long long)(d->after.disk_hits - d->before.disk_hits));
     if (d->o->graph)

@@ -338,7 +338,7 @@ static void *rank_main(void *arg)
         snprintf(sh->device_name, sizeof sh->device_name, "%s", e->device_name);
         snprintf(sh->arch, sizeof sh->arch, "%s", e->api->runtime_arch(e->rt));
         printf("fox-train bench: data-parallel training steps, graph-replayed, NCCL %s, "
-               "precision %s\n"
+               "precision %s, column sums %s\n"
                "%d x %s (%s), K = %d, F = %d, D = %d, E = %d, H = %d; median of %d x %d "
                "steps;\na step: the batch copy, forward, BCE, backward, the reducers, the "
                "gradient all-reduce (ncclAvg), AdamW, the loss copy\nscaling: samples/s over "
@@ -346,7 +346,8 @@ static void *rank_main(void *arg)
                "through epochs of --train-size %d sequences (at least 2 and at most %d "
                "global batches) packed ahead, a reporting point every %d (--progress)\n\n",
                ft_nccl_version_string(sh->nccl->version, v, sizeof v),
-               precision_name((foxjit_precision)o->precision), sh->nranks,
+               precision_name((foxjit_precision)o->precision),
+               ft_model_colsum_form(e->api), sh->nranks,
                e->device_name, e->api->runtime_arch(e->rt), o->k, FT_DEFAULT_F, FT_DEFAULT_D,
                FT_DEFAULT_E, FT_DEFAULT_H, SAMPLES, o->bench_steps, sh->nranks, o->n_train,
                FT_BENCH_LOOP_BATCHES, o->progress_every);
@@ -372,9 +373,11 @@ static int write_json(const bshared *sh, const char *path)
         return -1;
     }
     FILE *f = out.f;
-    fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"precision\": \"%s\", \"gpus\": %d, "
-            "\"nccl_version\": %d, \"rows\": [", sh->device_name, sh->arch,
-            precision_name((foxjit_precision)sh->o->precision), sh->nranks, sh->nccl->version);
+    fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"precision\": \"%s\", "
+            "\"column_sums\": \"%s\", \"gpus\": %d, \"nccl_version\": %d, \"rows\": [",
+            sh->device_name, sh->arch, precision_name((foxjit_precision)sh->o->precision),
+            ft_model_colsum_split(sh->base->api) ? "split" : "reduce_axis0", sh->nranks,
+            sh->nccl->version);
     int first = 1;
     for (int i = 0; i < sh->ncfg; i++) {
         const bench_config *c = &sh->cfg[i];

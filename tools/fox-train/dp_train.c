@@ -126,15 +126,15 @@ static void banner(dp_shared *sh)
             "  batch: %d = %d GPU%s x %d rows; the gradients (%zu floats) are averaged with "
             "one all-reduce per step\n"
             "  model: D = %d, E = %d, H = %d, %zu parameters, %.1f MiB on each device; "
-            "precision %s\n"
+            "precision %s; column sums %s\n"
             "  kernels ready in %.2f s (%llu compiled, %llu from the disk cache, over %d "
             "runtimes)\n",
             cfg->n_train, cfg->n_heldout, d->k, d->f, ft_signal_name(cfg->signal),
             (unsigned long long)cfg->seed, sh->t_data, d->batch, sh->nranks,
             sh->nranks == 1 ? "" : "s", sh->batch_per_rank, r0->model.grad_floats, d->d, d->e,
             d->h, ft_param_total(d), (double)r0->model.bytes / (1 << 20),
-            precision_name((foxjit_precision)cfg->precision), slowest, compiled, loaded,
-            sh->nranks);
+            precision_name((foxjit_precision)cfg->precision), ft_model_colsum_form(e->api),
+            slowest, compiled, loaded, sh->nranks);
     if (o->graph)
         fprintf(stderr, "  captured one training step per GPU: a CUDA graph of %zu nodes "
                 "(the all-reduce included)\n", r0->stepper.nodes);

@@ -175,6 +175,13 @@ static size_t layout(ft_model *m, CUdeviceptr base)
     m->bce_work = m->bce_work_bytes ? take(&c, (m->bce_work_bytes + 3) / 4) : 0;
     m->cfc_work = take(&c, (m->cfc_work_bytes + 3) / 4);
     m->vsn_work = take(&c, (m->vsn_work_bytes + 3) / 4);
+    /* The split column sums' workspaces: 256-byte aligned (the op asks 16),
+     * outside the scratch span (the step's memset must not touch them). */
+    for (int i = 0; i < FT_PARAM_COUNT; i++)
+        m->colsum_work[i] =
+            m->colsum_work_bytes[i] ? take(&c, (m->colsum_work_bytes[i] + 3) / 4) : 0;
+    m->heads_sum_work =
+        m->heads_sum_work_bytes ? take(&c, (m->heads_sum_work_bytes + 3) / 4) : 0;
     return c.used;
 }
 
@@ -233,6 +240,42 @@ static int workspace_sizes(ft_model *m)
     return 0;
 }
 
+int ft_model_colsum_split(const foxjit_api *api)
+{
+    return API_HAS(api, column_sum_split_prepare);
+}
+
+const char *ft_model_colsum_form(const foxjit_api *api)
+{
+    return ft_model_colsum_split(api) ? "split" : "reduce_axis0 (library before ABI 2.7)";
+}
+
+/* The split column sums' workspaces (after a measuring layout, which gives
+ * the heads' span): one for each call site, sized for its shape. With a
+ * library older than ABI 2.7 none (reduce_axis0 needs none). */
+static int colsum_workspace_sizes(ft_model *m)
+{
+    const foxjit_api *a = m->api;
+    const ft_dims *d = &m->dims;
+    m->colsum_split = ft_model_colsum_split(a);
+    if (!m->colsum_split)
+        return 0;
+    for (int i = 0; i < FT_PARAM_COUNT; i++) {
+        if (!has_scratch(m, i))
+            continue;
+        if (lib(m, a->column_sum_workspace_size(m->rt, d->batch, (int64_t)ft_param_size(d, i),
+                                                &m->colsum_work_bytes[i]),
+                "column_sum_workspace_size"))
+            return -1;
+    }
+    if (has_path(m, FT_PATH_SEQUENCE) &&
+        lib(m, a->column_sum_workspace_size(m->rt, 2, (int64_t)m->heads_span_floats,
+                                            &m->heads_sum_work_bytes),
+            "column_sum_workspace_size (heads)"))
+        return -1;
+    return 0;
+}
+
 int ft_model_alloc(ft_model *m, const foxjit_api *api, foxjit_runtime *rt, const ft_cuda *cu,
                    const ft_dims *dims, ft_path path)
 {
@@ -255,6 +298,9 @@ int ft_model_alloc_paths(ft_model *m, const foxjit_api *api, foxjit_runtime *rt,
         m->path++;
     m->api = api, m->rt = rt, m->cu = cu;
     if (workspace_sizes(m))
+        return -1;
+    layout(m, 0);  /* measures the heads' span, which the next sizes need */
+    if (colsum_workspace_sizes(m))
         return -1;
     size_t bytes = layout(m, 0);
     CUdeviceptr base;
@@ -302,7 +348,10 @@ int ft_model_alloc_paths(ft_model *m, const foxjit_api *api, foxjit_runtime *rt,
         ft_model_free(m);
         return -1;
     }
-    /* Zero everything once: the padding inside the AdamW spans must stay 0. */
+    /* Zero everything once: the padding inside the AdamW spans must stay 0,
+     * and the split column sums' workspaces must start at zero (their block
+     * counters; every call leaves them zero again, so this is their only
+     * memset, and a captured step replays without one). */
     if (drv(m, cu->cuMemsetD32Async(base, 0, bytes / sizeof(float), NULL),
             "cuMemsetD32Async of the model") ||
         drv(m, cu->cuStreamSynchronize(NULL), "cuStreamSynchronize")) {
@@ -342,14 +391,18 @@ foxjit_status ft_model_prepare(ft_model *m)
         (st = lib(m, a->attn_pool_prepare(m->rt, d->d), "attn_pool_prepare")) ||
         (st = lib(m, a->training_prepare(m->rt), "training_prepare")))
         return st;
+    /* The column sums, in the form the step calls. */
+    foxjit_status (*colsum_prepare)(foxjit_runtime *, int64_t, int64_t) =
+        m->colsum_split ? a->column_sum_split_prepare : a->column_sum_prepare;
+    const char *what = m->colsum_split ? "column_sum_split_prepare" : "column_sum_prepare";
     for (int i = 0; i < FT_PARAM_COUNT; i++)
         if (reduces(m->path, i) &&
-            (st = lib(m, a->column_sum_prepare(m->rt, d->batch, (int64_t)ft_param_size(d, i)),
-                      "column_sum_prepare")))
+            (st = lib(m, colsum_prepare(m->rt, d->batch, (int64_t)ft_param_size(d, i)), what)))
             return st;
     if (m->path == FT_PATH_SEQUENCE &&
-        (st = lib(m, a->column_sum_prepare(m->rt, 2, (int64_t)m->heads_span_floats),
-                  "column_sum_prepare (heads)")))
+        (st = lib(m, colsum_prepare(m->rt, 2, (int64_t)m->heads_span_floats),
+                  m->colsum_split ? "column_sum_split_prepare (heads)"
+                                  : "column_sum_prepare (heads)")))
         return st;
     return FOXJIT_OK;
 }
@@ -543,6 +596,22 @@ static foxjit_cfc_seq_args cfc_seq_args(const ft_model *m)
 
 /* ---- the step's calls ------------------------------------------------------------- */
 
+/* out[cols] = the sum of x[rows, cols]'s rows (overwritten), in the model's
+ * form: the split one on the call site's own workspace, or reduce_axis0. */
+static foxjit_status colsum(ft_model *m, CUdeviceptr x, int64_t rows, int64_t cols,
+                            CUdeviceptr out, CUdeviceptr work, size_t work_bytes, CUstream s,
+                            const char *what)
+{
+    const foxjit_api *a = m->api;
+    char label[64];
+    snprintf(label, sizeof label, "%s (%s)", m->colsum_split ? "column_sum_split"
+                                                             : "reduce_axis0", what);
+    return lib(m, m->colsum_split
+                      ? a->column_sum_split(m->rt, x, rows, cols, out, 0, work, work_bytes, s)
+                      : a->reduce_axis0(m->rt, x, rows, cols, out, s),
+               label);
+}
+
 /* The heads over the bars or the pooled row: forward, keeping its save
  * when there is one, or backward, from the save. */
 static foxjit_status heads_seq(ft_model *m, int backward, int pooled, CUstream s)
@@ -662,8 +731,8 @@ foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s)
         p.dhs_accumulate = m->path == FT_PATH_SEQUENCE;
         return lib(m, b->attn_pool_backward(m->rt, &p, s), "attn_pool_backward");
     case FT_OP_HEADS_SUM:
-        return lib(m, a->reduce_axis0(m->rt, m->heads_stack, 2, (int64_t)m->heads_span_floats,
-                                      m->grad[FT_HEADS_W1], s), "reduce_axis0 (heads)");
+        return colsum(m, m->heads_stack, 2, (int64_t)m->heads_span_floats, m->grad[FT_HEADS_W1],
+                      m->heads_sum_work, m->heads_sum_work_bytes, s, "heads");
     case FT_OP_CFC_BWD:
         if (seq) {
             cs = cfc_seq_args(m);
@@ -683,9 +752,9 @@ foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s)
         v.dy = m->dy, v.dx = 0, v.dw = g[FT_VSN_W], v.dbias = g[FT_VSN_BIAS];
         return lib(m, b->vsn_backward(m->rt, &v, s), "vsn_backward");
     case FT_OP_REDUCE:
-        return lib(m, a->reduce_axis0(m->rt, m->scratch[index], d->batch,
-                                      (int64_t)ft_param_size(d, index), m->grad[index], s),
-                   "reduce_axis0");
+        return colsum(m, m->scratch[index], d->batch, (int64_t)ft_param_size(d, index),
+                      m->grad[index], m->colsum_work[index], m->colsum_work_bytes[index], s,
+                      ft_param_name(index));
     default:
         return FOXJIT_ERROR_INVALID_ARGUMENT;  /* makes_call refused it */
     }

@@ -17,7 +17,7 @@
  *            its workspace: dx added into dhs[t]); for t in K-1..0:
  *            cfc_backward(t) (dh added into dhs[t-1], dy[t] written);
  *            vsn_backward
- *   reduce   reduce_axis0 of each of the 17 scratch tensors -> gradients
+ *   reduce   a column sum of each of the 17 scratch tensors -> gradients
  *   update   increment_step, then adamw once per weight-decay group (2 calls,
  *            below)
  *
@@ -33,11 +33,24 @@
  *            heads gradients into row 0 of a stack), and beside it on the
  *            second stream heads_seq_backward(pooled) (-> dpooled; heads
  *            gradients into row 1); then attn_pool_backward (dhs +=);
- *            reduce_axis0 of the stack -> the heads gradients;
+ *            a column sum of the stack -> the heads gradients;
  *            cfc_seq_backward (dy written, CfC gradients =);
  *            vsn_seq_backward (VSN gradients =)
- *   reduce   reduce_axis0 of the attention scratch (1 tensor)
+ *   reduce   a column sum of the attention scratch (1 tensor)
  *   update   as above
+ *
+ * The column sums (the reducers and the heads' stack sum; they overwrite
+ * their output) are foxjit_column_sum_split when the library's table has
+ * it (ABI 2.7), else foxjit_reduce_axis0 (ft_model.colsum_split). The
+ * split form spreads the rows over the whole GPU without thread-block
+ * clusters: before sm_90 (the L40S, sm_89) 2.3-3.1x the speed of
+ * reduce_axis0's plan there at 8192 rows of 42 to 256 columns, about equal
+ * on sm_90 (docs/performance.md), and its bits are the same on every GPU.
+ * It takes a workspace: one per call site (each tensor's reducer, the
+ * heads' sum), so calls on different streams never share one (two calls
+ * with the same output must be ordered anyway), zeroed once with
+ * everything else at allocation; each call leaves its counters at zero,
+ * so eager steps and graph replays need no memset of them.
  *
  * Two more paths serve `fox-jit bench kloop` (tools/kloop), which times
  * the step's calls one by one against what they replaced; fox-train never
@@ -147,10 +160,22 @@ struct ft_model {
     /* The two heads backward calls' gradients, side by side: row 0 the
      * bars', row 1 the pooled row's, each laid out like grad from
      * grad[FT_HEADS_W1] to the end of grad[FT_HEADS_B_SKIP] (the heads'
-     * tensors are contiguous in the device order); one reduce_axis0 adds
+     * tensors are contiguous in the device order); one column sum adds
      * the rows into grad. */
     CUdeviceptr heads_stack;
     size_t heads_span_floats;
+    /* 1: the column sums are foxjit_column_sum_split (the library has ABI
+     * 2.7's entries); 0: foxjit_reduce_axis0, with no workspaces. */
+    int colsum_split;
+    /* The split form's workspaces, one per call site: colsum_work[i] for
+     * tensor i's reducer (0 where no path reduces it), heads_sum_work for
+     * the heads' stack sum. Zeroed at allocation (the block counters must
+     * start at zero; each call leaves them so), never written by anything
+     * else. */
+    CUdeviceptr colsum_work[FT_PARAM_COUNT];
+    size_t colsum_work_bytes[FT_PARAM_COUNT];
+    CUdeviceptr heads_sum_work;
+    size_t heads_sum_work_bytes;
     /* The heads forward's saves (the first layer's pre-activations), read by
      * the backward instead of recomputing them: bars and pooled row. 0 with a
      * library older than ABI 2.3 (no save entries) and on the per-step path. */
@@ -187,6 +212,12 @@ int ft_model_alloc_paths(ft_model *m, const foxjit_api *api, foxjit_runtime *rt,
                          const ft_cuda *cu, const ft_dims *dims, unsigned paths);
 void ft_model_free(ft_model *m);
 
+/* Whether a model on this table takes the split column sums (ABI 2.7), and
+ * the form's name for a run's header: "split" or "reduce_axis0 (library
+ * before ABI 2.7)". */
+int ft_model_colsum_split(const foxjit_api *api);
+const char *ft_model_colsum_form(const foxjit_api *api);
+
 /* Compiles (or loads from the cache) every kernel a step of m->path uses:
  * call once before capturing a step into a graph (FT_PATH_SINGLE_BLOCK: but
  * its single-block kernels, which the caller prepares). */
@@ -221,10 +252,10 @@ typedef enum ft_op {
     FT_OP_HEADS_BWD,   /* index as FT_OP_HEADS_FWD; FT_PATH_SINGLE_BLOCK: bar t
                           or K */
     FT_OP_ATTN_BWD,
-    FT_OP_HEADS_SUM,   /* FT_PATH_SEQUENCE: the stack's reducer */
+    FT_OP_HEADS_SUM,   /* FT_PATH_SEQUENCE: the stack's column sum */
     FT_OP_CFC_BWD,     /* index as FT_OP_CFC_FWD */
     FT_OP_VSN_BWD,
-    FT_OP_REDUCE,      /* index: the parameter tensor (ft_param) */
+    FT_OP_REDUCE,      /* index: the parameter tensor (ft_param); a column sum */
     FT_OP_COUNT
 } ft_op;
 

@@ -61,13 +61,14 @@ static int setup(run *r)
                 "  data: %d train + %d held-out sequences, K = %d, F = %d, '%s' signal, seed "
                 "%llu (%.2f s)\n"
                 "  model: D = %d, E = %d, H = %d, %zu parameters, %.1f MiB on the device; "
-                "precision %s\n"
+                "precision %s; column sums %s\n"
                 "  kernels ready in %.2f s (%llu compiled, %llu from the disk cache)\n",
                 e->device_name, e->api->runtime_arch(e->rt), e->plugin.path, cfg->n_train,
                 cfg->n_heldout, d->k, d->f, ft_signal_name(cfg->signal),
                 (unsigned long long)cfg->seed, t_data, d->d, d->e, d->h,
                 ft_param_total(d), (double)r->model.bytes / (1 << 20),
-                precision_name((foxjit_precision)cfg->precision), ft_now_s() - t0,
+                precision_name((foxjit_precision)cfg->precision),
+                ft_model_colsum_form(e->api), ft_now_s() - t0,
                 (unsigned long long)(after.compiles - before.compiles),
                 (unsigned long long)(after.disk_hits - before.disk_hits));
     if (ft_state_load(&r->model, e->stream, cfg->seed, r->rc.start, r->rc.params, r->rc.m,
