@@ -42,7 +42,7 @@
     X(heads_seq, FJ_API(heads_seq_workspace_size) FJ_API(heads_seq_forward) \
                  FJ_API(heads_seq_backward) FJ_API(heads_seq_prepare) \
                  FJ_API(heads_seq_saved_size) FJ_API(heads_seq_forward_save) \
-                 FJ_API(heads_seq_backward_saved)) \
+                 FJ_API(heads_seq_backward_saved) FJ_API(heads_seq_backward_part)) \
     X(vsn_seq, FJ_API(vsn_seq_workspace_size) FJ_API(vsn_seq_backward) \
                FJ_API(vsn_seq_prepare)) \
     X(gae, FJ_API(gae) FJ_API(gae_prepare))

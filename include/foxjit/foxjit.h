@@ -79,10 +79,11 @@ extern "C" {
  * (bce_with_logits_workspace_size, _wide); 5 generalized advantage
  * estimation (gae, gae_prepare); 6 the products' precision
  * (set_precision, get_precision); 7 the split column sums
- * (column_sum_workspace_size, column_sum_split, column_sum_split_prepare).
+ * (column_sum_workspace_size, column_sum_split, column_sum_split_prepare);
+ * 8 the heads' backward in parts (heads_seq_backward_part).
  * A caller built against this header checks struct_size against the last
  * member it calls. */
-#define FOXJIT_ABI_MINOR 7
+#define FOXJIT_ABI_MINOR 8
 
 typedef enum foxjit_status {
     FOXJIT_OK = 0,
@@ -710,6 +711,54 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward_saved(foxjit_runtime *rt,
                                                          CUdeviceptr saved, size_t saved_bytes,
                                                          CUstream stream);
 
+/* The backward in two parts (ABI 2.8), so that a caller can run the
+ * parameter gradients on a second stream beside what needs only dx (a
+ * recurrence's backward: at a small batch it fills a few SMs, and the
+ * gradients' blocks would otherwise run before it). Each part launches
+ * its share of the one-call form's kernels, and every output has the
+ * bits of the one-call form (foxjit_heads_seq_backward, or
+ * foxjit_heads_seq_backward_saved when saved != 0), however the parts
+ * are ordered onto streams.
+ *  FOXJIT_HEADS_SEQ_PART_DX      the rows' backward (dA and the per-tile
+ *      sums into args->work; from the save when saved != 0, else
+ *      recomputed), then dx when args->dx != 0. Reads dims, parameters,
+ *      x, dlogits (and the save); writes work and dx. The ten gradient
+ *      pointers are not read and may be 0.
+ *  FOXJIT_HEADS_SEQ_PART_PARAMS  the ten parameter gradients, from what
+ *      the PART_DX call of the same args left in work. Reads dims,
+ *      parameters, x and work; writes the gradients and work. dlogits,
+ *      dx and the save are not read (each may be 0; saved_bytes is then
+ *      ignored); those given must not be a gradient, as in the one-call
+ *      form.
+ *  FOXJIT_HEADS_SEQ_PART_ALL     both: the launches of the one-call form.
+ * The order is the caller's to keep:
+ *  - PART_PARAMS after the PART_DX call of the same args and workspace:
+ *    on the same stream, or on another stream made to wait for an event
+ *    recorded after PART_DX (cuEventRecord, cuStreamWaitEvent; in a
+ *    captured graph, the same fork). Exactly one PART_PARAMS per PART_DX:
+ *    PART_DX resets the integer tickets in work that PART_PARAMS counts
+ *    its blocks with.
+ *  - work belongs to the pair until PART_PARAMS has finished: no other
+ *    call on it (another PART_DX included) may start before then, and
+ *    nothing may rewrite x or the parameters while either part may run.
+ *    dx may be read as soon as PART_DX has finished.
+ * A part value other than the three is refused (INVALID_ARGUMENT).
+ * foxjit_heads_seq_prepare loads every kernel of every part. */
+typedef enum foxjit_heads_seq_part {
+    FOXJIT_HEADS_SEQ_PART_DX = 1,
+    FOXJIT_HEADS_SEQ_PART_PARAMS = 2,
+    FOXJIT_HEADS_SEQ_PART_ALL = 3, /* PART_DX | PART_PARAMS */
+} foxjit_heads_seq_part;
+/* Threads: any thread with rt's context current, concurrently with every call
+ * on rt except destroy; calls that share a save, workspace or output must be
+ * ordered by the caller (one stream, or events), the two parts of one
+ * backward as above. */
+FOXJIT_API foxjit_status foxjit_heads_seq_backward_part(foxjit_runtime *rt,
+                                                        const foxjit_heads_seq_args *args,
+                                                        CUdeviceptr saved, size_t saved_bytes,
+                                                        foxjit_heads_seq_part part,
+                                                        CUstream stream);
+
 /* Variable selection backward over all batch x t rows at once (the forward
  * is foxjit_vsn_forward): dx per row, and dW, dbias summed over every row
  * into [F, F] and [F]. Every tensor is dense. */
@@ -948,6 +997,10 @@ typedef struct foxjit_api {
     foxjit_status (*column_sum_split)(foxjit_runtime *, CUdeviceptr, int64_t, int64_t,
                                       CUdeviceptr, int, CUdeviceptr, size_t, CUstream);
     foxjit_status (*column_sum_split_prepare)(foxjit_runtime *, int64_t, int64_t);
+    /* abi_minor 8 */
+    foxjit_status (*heads_seq_backward_part)(foxjit_runtime *, const foxjit_heads_seq_args *,
+                                             CUdeviceptr, size_t, foxjit_heads_seq_part,
+                                             CUstream);
     /* New members go here, at the end only. */
 } foxjit_api;
 

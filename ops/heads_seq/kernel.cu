@@ -53,6 +53,17 @@
 //     the gradient;
 //   - dx blocks (when dx is wanted): a 64 x 64 tile of dx = dA [R, H*E] x
 //     W1 [H*E, D] + sum_h dl_h w_skip[h].
+//   The split backward (foxjit_heads_seq_backward_part) launches the grid in
+//   two ranges: the dx blocks alone (first_block = their first index) after
+//   heads_seq_rows, and the vector and product blocks (first_block = 0)
+//   later, maybe on another stream. That is the same work: the three kinds
+//   share no memory they write (the vector blocks write ws.u and the eight
+//   gradients other than dW1 and db1, the product blocks ws.gp, dW1 and
+//   db1, the dx blocks dx alone) and read none of it from each other (all
+//   read what heads_seq_rows left); the tickets count arrivals within one
+//   kind (the NV vector blocks, each dW1 tile's chunks), no block waits on
+//   them, and heads_seq_rows resets them before either range. So every
+//   value has the bits of the one launch.
 //
 // Determinism: every output element is one thread's fixed-order sum. An
 // element of a product is a fixed chain over the reduction index (FMAs over
@@ -803,12 +814,16 @@ extern "C" __global__ void __launch_bounds__(NT, TCG ? 3 : 2)
 heads_seq_grads(hs_params p, hs_grads g, const float *__restrict__ x, long long xs, long long xss,
                 const float *__restrict__ dlogits, long long zs, long long zss, float *dx,
                 long long dxs, long long dxss, int dx_acc, int grad_acc, int steps, int R,
-                int tiles, int chunks, int chunk_rows, hs_work ws)
+                int tiles, int chunks, int chunk_rows, hs_work ws, int first_block)
 {
     fj_grid_wait();
     __shared__ hs_grads_smem sm;
     const int tid = threadIdx.x;
-    int bid = blockIdx.x;
+    // The block's place in the whole grid: a launch of part of it (the
+    // split backward, foxjit_heads_seq_backward_part) starts at first_block.
+    // Nothing below reads gridDim, and no role waits for another's blocks,
+    // so a block computes the same values in any launch that holds it.
+    int bid = blockIdx.x + first_block;
     // Vector blocks first: their long sequential sums start in the first wave.
     if (bid < NV) {
         hs_vector(p, g, ws, tiles, bid, grad_acc, &sm.last);

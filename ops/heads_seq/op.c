@@ -6,7 +6,9 @@
  * the first layer's pre-activations A for the backward.
  * Backward: heads_seq_rows (or heads_seq_rows_saved, which reads A from the
  * save instead of recomputing it), the same blocks, then heads_seq_grads,
- * one 1-D grid of vector, weight-product and dx blocks: two launches. */
+ * one 1-D grid of vector, weight-product and dx blocks: two launches. The
+ * backward in parts launches heads_seq_rows and the dx blocks (PART_DX),
+ * and the other blocks of the grid apart (PART_PARAMS). */
 #include "common/perception.h"
 #include "heads_seq/policy.h"
 
@@ -26,7 +28,8 @@ const fj_program fj_program_heads_seq = {
          {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(5)}},
         {"heads_seq_grads",
          {FJ_PTRS(10), FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_PTR,
-          FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTRS(5)}},
+          FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTRS(5),
+          FJ_I32}},
         {"heads_seq_rows_saved",
          {FJ_PTRS(10), FJ_PTR, FJ_I64, FJ_I64, FJ_PTR, FJ_I64, FJ_I64, FJ_I32, FJ_I32, FJ_PTRS(5),
           FJ_PTR}},
@@ -321,70 +324,111 @@ typedef struct work_ptrs {
     CUdeviceptr da, p, u, gp, tickets;
 } work_ptrs;
 
-/* The backward; with a save (not NULL) A is read from it, else recomputed. */
-static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
-                              const save_buf *sb, CUstream stream)
+/* The workspace: given, 256-byte aligned, large enough for the plan. */
+static foxjit_status check_work(const char *op, const foxjit_heads_seq_args *a, const plan *pl)
 {
-    long long xs, xss, zs, zss, dxs = 0, dxss = 0;
-    const fj_loaded *k;
-    foxjit_status st;
-    if ((st = fj_perc_begin(op, rt, a)) || (st = check_common(op, a, &xs, &xss)) ||
-        (sb && (st = check_saved(op, a, sb))) ||
-        (st = fj_check_ptr(op, "dlogits", a->dlogits)) ||
-        (st = strides(op, "dlogits", a->dlogits_stride, a->dlogits_step_stride, a->batch,
-                      a->steps, a->h, 0, &zs, &zss)) ||
-        (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
-        (a->dx && (st = strides(op, "dx", a->dx_stride, a->dx_step_stride, a->batch, a->steps,
-                                a->d, 1, &dxs, &dxss))))
-        return st;
-    ptrs10 p = params_of(a), g = grads_of(a);
-    CUdeviceptr saved = sb ? sb->ptr : 0;
-    for (int i = 0; i < 10; i++)
-        if ((st = fj_check_ptr(op, grad_names[i], g.p[i])))
-            return st;
-    plan pl = plan_of(a->batch, a->steps, a->d, a->e, a->h);
     if (!a->work)
         return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: work is NULL; allocate "
                        "foxjit_heads_seq_workspace_size() bytes (%zu for these dims) and pass "
-                       "it", op, pl.bytes);
+                       "it", op, pl->bytes);
     if (a->work % 256)
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: work (0x%llx) is not 256-byte "
                        "aligned; pass the start of an allocation", op,
                        (unsigned long long)a->work);
-    if (a->work_bytes < pl.bytes)
+    if (a->work_bytes < pl->bytes)
         return fj_fail(FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "%s: work_bytes is %zu; %d x %d rows "
                        "need %zu (foxjit_heads_seq_workspace_size)", op, a->work_bytes,
-                       a->batch, a->steps, pl.bytes);
-    fj_perc_named ins[13] = {{"x", a->x}, {"dlogits", a->dlogits}, {"saved", saved}};
+                       a->batch, a->steps, pl->bytes);
+    return FOXJIT_OK;
+}
+
+/* The parts of a backward (foxjit_heads_seq_part): bits. */
+enum { PART_DX = FOXJIT_HEADS_SEQ_PART_DX, PART_PARAMS = FOXJIT_HEADS_SEQ_PART_PARAMS,
+       PART_ALL = FOXJIT_HEADS_SEQ_PART_ALL };
+
+/* The backward, or the part of it `part` names; with a save (not NULL) A
+ * is read from it, else recomputed. PART_DX: heads_seq_rows and the dx
+ * blocks of heads_seq_grads; PART_PARAMS: the grid's other blocks (the
+ * vector and dW1 blocks: the gradients), which read what the first part
+ * left in the workspace (kernel.cu says why the ranges split cleanly).
+ * Each part checks what it reads and writes; the save and dlogits are
+ * read by PART_DX alone. */
+static foxjit_status backward(foxjit_runtime *rt, const char *op, const foxjit_heads_seq_args *a,
+                              const save_buf *sb, int part, CUstream stream)
+{
+    long long xs, xss, zs = 0, zss = 0, dxs = 0, dxss = 0;
+    const fj_loaded *k;
+    foxjit_status st;
+    if ((st = fj_perc_begin(op, rt, a)))
+        return st;
+    if (part != PART_DX && part != PART_PARAMS && part != PART_ALL)
+        return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: part is %d; pass "
+                       "FOXJIT_HEADS_SEQ_PART_DX (1), FOXJIT_HEADS_SEQ_PART_PARAMS (2) or "
+                       "FOXJIT_HEADS_SEQ_PART_ALL (3)", op, part);
+    const int dx_part = part & PART_DX, params_part = part & PART_PARAMS;
+    if ((st = check_common(op, a, &xs, &xss)))
+        return st;
+    if (dx_part &&
+        ((sb && (st = check_saved(op, a, sb))) ||
+         (st = fj_check_ptr(op, "dlogits", a->dlogits)) ||
+         (st = strides(op, "dlogits", a->dlogits_stride, a->dlogits_step_stride, a->batch,
+                       a->steps, a->h, 0, &zs, &zss)) ||
+         (st = fj_perc_optional_ptr(op, "dx", a->dx)) ||
+         (a->dx && (st = strides(op, "dx", a->dx_stride, a->dx_step_stride, a->batch, a->steps,
+                                 a->d, 1, &dxs, &dxss)))))
+        return st;
+    ptrs10 p = params_of(a), g = grads_of(a);
+    for (int i = 0; params_part && i < 10; i++)
+        if ((st = fj_check_ptr(op, grad_names[i], g.p[i])))
+            return st;
+    plan pl = plan_of(a->batch, a->steps, a->d, a->e, a->h);
+    if ((st = check_work(op, a, &pl)))
+        return st;
+    /* Outputs: what this part writes. PART_PARAMS alone does not read
+     * dlogits, dx or the save, but those given must not be a gradient or
+     * the workspace (the one-call form's refusals; dx may be being read
+     * beside it). */
+    CUdeviceptr saved = sb ? sb->ptr : 0;
+    fj_perc_named ins[14] = {{"x", a->x}, {"dlogits", a->dlogits}, {"saved", saved},
+                             {"dx", dx_part ? 0 : a->dx}};
     for (int i = 0; i < 10; i++)
-        ins[i + 3] = (fj_perc_named){param_names[i], p.p[i]};
+        ins[i + 4] = (fj_perc_named){param_names[i], p.p[i]};
     fj_perc_named outs[12] = {{"work", a->work}};
     int n_outs = 1;
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; params_part && i < 10; i++)
         outs[n_outs++] = (fj_perc_named){grad_names[i], g.p[i]};
-    if (a->dx)
+    if (dx_part && a->dx)
         outs[n_outs++] = (fj_perc_named){"dx", a->dx};
-    if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 13)) ||
+    if ((st = fj_perc_distinct_all(op, outs, n_outs, ins, 14)) ||
         (st = load(rt, op, a, stream, &k)))
         return st;
 
     work_ptrs w = {a->work + pl.off_da, a->work + pl.off_p, a->work + pl.off_u,
                    a->work + pl.off_gp, a->work};
-    CUdeviceptr x = a->x, z = a->dlogits, dx = a->dx;
+    /* PART_PARAMS alone passes no dlogits or dx: its blocks read neither. */
+    CUdeviceptr x = a->x, z = dx_part ? a->dlogits : 0, dx = dx_part ? a->dx : 0;
     int steps = a->steps, rows = pl.rows, tiles = pl.tiles, chunks = pl.chunks,
         chunk_rows = pl.chunk_rows;
     int dx_acc = a->dx_accumulate ? 1 : 0, grad_acc = a->grad_accumulate ? 1 : 0;
-    FJ_ARGS(rows_args, p, x, xs, xss, z, zs, zss, steps, rows, w);
-    FJ_ARGS(rows_saved_args, p, x, xs, xss, z, zs, zss, steps, rows, w, saved);
-    const unsigned row_blocks = (unsigned)pl.tiles * (unsigned)a->h;
-    if ((st = fj_launch(rt, k->fn[saved ? K_ROWS_SAVED : K_ROWS], row_blocks, 1, 1,
-                        FJ_HEADS_SEQ_THREADS, 0, stream, saved ? &rows_saved_args : &rows_args,
-                        op)))
-        return st;
-    long long blocks = pl.nv + (long long)pl.ng * pl.chunks +
-                       (a->dx ? (long long)cdiv(pl.rows, FJ_HEADS_SEQ_GEMM_TILE) * pl.xn : 0);
+    if (dx_part) {
+        FJ_ARGS(rows_args, p, x, xs, xss, z, zs, zss, steps, rows, w);
+        FJ_ARGS(rows_saved_args, p, x, xs, xss, z, zs, zss, steps, rows, w, saved);
+        const unsigned row_blocks = (unsigned)pl.tiles * (unsigned)a->h;
+        if ((st = fj_launch(rt, k->fn[saved ? K_ROWS_SAVED : K_ROWS], row_blocks, 1, 1,
+                            FJ_HEADS_SEQ_THREADS, 0, stream,
+                            saved ? &rows_saved_args : &rows_args, op)))
+            return st;
+    }
+    /* heads_seq_grads' grid: the vector and dW1 blocks, then the dx tiles
+     * (policy.h); a part launches its range of it. */
+    const long long param_blocks = pl.nv + (long long)pl.ng * pl.chunks,
+                    dx_blocks = dx ? (long long)cdiv(pl.rows, FJ_HEADS_SEQ_GEMM_TILE) * pl.xn : 0;
+    const long long blocks = (params_part ? param_blocks : 0) + dx_blocks;
+    int first_block = params_part ? 0 : (int)param_blocks;
+    if (!blocks)
+        return FOXJIT_OK; /* PART_DX without dx: the rows kernel was all */
     FJ_ARGS(grads_args, p, g, x, xs, xss, z, zs, zss, dx, dxs, dxss, dx_acc, grad_acc, steps, rows,
-            tiles, chunks, chunk_rows, w);
+            tiles, chunks, chunk_rows, w, first_block);
     return fj_launch(rt, k->fn[K_GRADS], (unsigned)blocks, 1, 1, FJ_HEADS_SEQ_THREADS, 0, stream,
                      &grads_args, op);
 }
@@ -393,7 +437,7 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward(foxjit_runtime *rt,
                                                    const foxjit_heads_seq_args *a,
                                                    CUstream stream)
 {
-    return backward(rt, "foxjit_heads_seq_backward", a, NULL, stream);
+    return backward(rt, "foxjit_heads_seq_backward", a, NULL, PART_ALL, stream);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_backward_saved(foxjit_runtime *rt,
@@ -402,7 +446,18 @@ FOXJIT_API foxjit_status foxjit_heads_seq_backward_saved(foxjit_runtime *rt,
                                                          CUstream stream)
 {
     return backward(rt, "foxjit_heads_seq_backward_saved", a, &(save_buf){saved, saved_bytes},
-                    stream);
+                    PART_ALL, stream);
+}
+
+FOXJIT_API foxjit_status foxjit_heads_seq_backward_part(foxjit_runtime *rt,
+                                                        const foxjit_heads_seq_args *a,
+                                                        CUdeviceptr saved, size_t saved_bytes,
+                                                        foxjit_heads_seq_part part,
+                                                        CUstream stream)
+{
+    /* saved = 0: A recomputed, as foxjit_heads_seq_backward does. */
+    return backward(rt, "foxjit_heads_seq_backward_part", a,
+                    saved ? &(save_buf){saved, saved_bytes} : NULL, (int)part, stream);
 }
 
 FOXJIT_API foxjit_status foxjit_heads_seq_prepare(foxjit_runtime *rt, int d, int e, int h)

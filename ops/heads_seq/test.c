@@ -9,7 +9,9 @@
  * dx NULL and not, accumulate and overwrite flags; outputs poisoned (NaN)
  * first, and the floats between an output's rows must stay poisoned. Then:
  * bitwise repeatable over 10 runs; a row's bits do not depend on the batch;
- * graph capture + replay equals eager; within float32 rounding of the
+ * graph capture + replay equals eager; the backward in parts
+ * (foxjit_heads_seq_backward_part) on one stream, on two and captured with
+ * a fork and a join gives the one call's bits; within float32 rounding of the
  * per-step op (foxjit_heads_backward with per-batch scratch, then
  * foxjit_reduce_axis0); bad arguments return the right status and launch
  * nothing. FOXJIT_TEST_TIMING=1 adds a timing print (development aid). */
@@ -680,24 +682,214 @@ static void test_unprepared_capture_fails_cleanly(void **state)
     GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     foxjit_status f = foxjit_heads_seq_forward(fresh, &a, gh.stream);
     foxjit_status b = foxjit_heads_seq_backward(fresh, &a, gh.stream);
+    foxjit_status px = foxjit_heads_seq_backward_part(fresh, &a, 0, 0, FOXJIT_HEADS_SEQ_PART_DX,
+                                                      gh.stream);
+    foxjit_status pp = foxjit_heads_seq_backward_part(fresh, &a, 0, 0,
+                                                      FOXJIT_HEADS_SEQ_PART_PARAMS, gh.stream);
     GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
     assert_int_equal(f, FOXJIT_ERROR_NOT_PREPARED);
     assert_int_equal(b, FOXJIT_ERROR_NOT_PREPARED);
+    assert_int_equal(px, FOXJIT_ERROR_NOT_PREPARED);
+    assert_int_equal(pp, FOXJIT_ERROR_NOT_PREPARED);
     assert_non_null(strstr(foxjit_last_error(), "prepare"));
     size_t nodes = 0;
     GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
     assert_int_equal(nodes, 0);
     gh.cu->cuGraphDestroy(graph);
+    /* One prepare covers every form and part. */
     GH_CHECK(foxjit_heads_seq_prepare(fresh, c.d, c.e, c.h));
     GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     f = foxjit_heads_seq_forward(fresh, &a, gh.stream);
     b = foxjit_heads_seq_backward(fresh, &a, gh.stream);
+    px = foxjit_heads_seq_backward_part(fresh, &a, 0, 0, FOXJIT_HEADS_SEQ_PART_DX, gh.stream);
+    pp = foxjit_heads_seq_backward_part(fresh, &a, 0, 0, FOXJIT_HEADS_SEQ_PART_PARAMS,
+                                        gh.stream);
     GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &graph));
     GH_CHECK(f);
     GH_CHECK(b);
+    GH_CHECK(px);
+    GH_CHECK(pp);
+    GH_CU(gh.cu->cuGraphGetNodes(graph, NULL, &nodes));
+    assert_int_equal(nodes, 1 + 2 + 2 + 1); /* forward, backward, PART_DX (with dx), PART_PARAMS */
     gh.cu->cuGraphDestroy(graph);
     foxjit_runtime_destroy(&fresh);
     data_free(&d);
+}
+
+/* ---- the backward in parts (foxjit_heads_seq_backward_part) ---------------------- */
+
+/* How a test orders the two parts. */
+enum { HOW_ONE_STREAM, HOW_TWO_STREAMS, HOW_GRAPH, HOW_ALL, HOW_COUNT };
+static const char *const how_name[HOW_COUNT] = {
+    "PART_DX then PART_PARAMS on one stream",
+    "PART_PARAMS on a second stream after an event",
+    "PART_DX and PART_PARAMS captured with a fork and a join, replayed",
+    "PART_ALL"};
+
+static void part(const foxjit_heads_seq_args *a, CUdeviceptr saved, size_t saved_bytes,
+                 foxjit_heads_seq_part which, CUstream s)
+{
+    GH_CHECK(foxjit_heads_seq_backward_part(gh.rt, a, saved, saved_bytes, which, s));
+}
+
+/* The forward of d (with its save when saved != 0): the logits, and what
+ * the backward reads. */
+static void forward_of(const seq_data *d, CUdeviceptr saved, size_t saved_bytes)
+{
+    foxjit_heads_seq_args a = data_args(d);
+    if (saved)
+        GH_CHECK(foxjit_heads_seq_forward_save(gh.rt, &a, saved, saved_bytes, gh.stream));
+    else
+        GH_CHECK(foxjit_heads_seq_forward(gh.rt, &a, gh.stream));
+}
+
+/* After PART_DX alone: dx (and the logits) are the one-call form's, and
+ * the gradients are still their bases (NaN where they are overwritten). */
+static void check_after_dx_part(const char *what, const seq_data *d, float *plain[N_OUTS])
+{
+    float *img = seq_image(&d->dx);
+    if (memcmp(img, plain[1], d->dx.n * sizeof(float)))
+        fail_msg("%s: dx after PART_DX differs bitwise from the one-call form's", what);
+    free(img);
+    for (int i = 0; i < 10; i++) {
+        img = tensor_image(&d->g[i]);
+        if (memcmp(img, d->base[i], d->g[i].n * sizeof(float)))
+            fail_msg("%s: PART_DX wrote %s", what, gname[i]);
+        free(img);
+    }
+}
+
+/* One backward of d in parts, `how`, after a fresh forward; outputs and the
+ * workspace poisoned first. The graph is captured once (*graph) and
+ * replayed. */
+static void run_parts(seq_data *d, CUdeviceptr saved, size_t saved_bytes, int how,
+                      CUstream side, CUevent fork, CUevent join, CUgraphExec *graph,
+                      float *plain[N_OUTS], const char *what)
+{
+    data_reset(d);
+    gh_poison(d->work, d->work_bytes / sizeof(float));
+    forward_of(d, saved, saved_bytes);
+    const foxjit_heads_seq_args a = data_args(d);
+    foxjit_heads_seq_args dx_only = a, params_only = a;
+    /* What each part does not read may be 0. */
+    dx_only.dw1 = dx_only.db1 = dx_only.dw2 = dx_only.db2 = dx_only.dw_gate = 0;
+    dx_only.db_gate = dx_only.dw_main = dx_only.db_main = dx_only.dw_skip = 0;
+    dx_only.db_skip = 0;
+    params_only.dlogits = params_only.dx = 0;
+    switch (how) {
+    case HOW_ONE_STREAM:
+        part(&dx_only, saved, saved_bytes, FOXJIT_HEADS_SEQ_PART_DX, gh.stream);
+        gh_sync();
+        check_after_dx_part(what, d, plain);
+        part(&a, saved, saved_bytes, FOXJIT_HEADS_SEQ_PART_PARAMS, gh.stream);
+        break;
+    case HOW_TWO_STREAMS:
+        part(&a, saved, saved_bytes, FOXJIT_HEADS_SEQ_PART_DX, gh.stream);
+        GH_CU(gh.cu->cuEventRecord(fork, gh.stream));
+        GH_CU(gh.cu->cuStreamWaitEvent(side, fork, 0));
+        part(&params_only, 0, 0, FOXJIT_HEADS_SEQ_PART_PARAMS, side);
+        GH_CU(gh.cu->cuEventRecord(join, side));
+        GH_CU(gh.cu->cuStreamWaitEvent(gh.stream, join, 0));
+        break;
+    case HOW_GRAPH:
+        if (!*graph) {
+            CUgraph g;
+            GH_CU(gh.cu->cuStreamBeginCapture(gh.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+            foxjit_status x =
+                foxjit_heads_seq_backward_part(gh.rt, &a, saved, saved_bytes,
+                                               FOXJIT_HEADS_SEQ_PART_DX, gh.stream);
+            GH_CU(gh.cu->cuEventRecord(fork, gh.stream));
+            GH_CU(gh.cu->cuStreamWaitEvent(side, fork, 0));
+            foxjit_status y =
+                foxjit_heads_seq_backward_part(gh.rt, &a, saved, saved_bytes,
+                                               FOXJIT_HEADS_SEQ_PART_PARAMS, side);
+            GH_CU(gh.cu->cuEventRecord(join, side));
+            GH_CU(gh.cu->cuStreamWaitEvent(gh.stream, join, 0));
+            GH_CU(gh.cu->cuStreamEndCapture(gh.stream, &g));
+            GH_CHECK(x);
+            GH_CHECK(y);
+            size_t nodes = 0;
+            GH_CU(gh.cu->cuGraphGetNodes(g, NULL, &nodes));
+            /* the rows kernel, the dx blocks (when dx is wanted), the rest */
+            assert_int_equal(nodes, a.dx ? 3 : 2);
+            GH_CU(gh.cu->cuGraphInstantiateWithFlags(graph, g, 0));
+            gh.cu->cuGraphDestroy(g);
+        }
+        GH_CU(gh.cu->cuGraphLaunch(*graph, gh.stream));
+        break;
+    default:
+        part(&a, saved, saved_bytes, FOXJIT_HEADS_SEQ_PART_ALL, gh.stream);
+        break;
+    }
+    gh_sync();
+    GH_CU(gh.cu->cuStreamSynchronize(side));
+}
+
+/* Every case, from a save and not: the parts in every order a caller may
+ * give them (one stream; PART_PARAMS on a second stream after an event;
+ * captured with a fork and a join and replayed twice; PART_ALL) give the
+ * bits of the one-call form, and PART_DX alone writes dx and no
+ * gradient. */
+static void test_parts_bitwise_equal(void **state)
+{
+    (void)state;
+    CUstream side;
+    CUevent fork, join;
+    GH_CU(gh.cu->cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+    GH_CU(gh.cu->cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    GH_CU(gh.cu->cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    for (size_t k = 0; k < COUNT(cases); k++) {
+        seq_case c = quick_case(cases[k]);
+        seq_data d;
+        data_make(&d, &c, seed_for(10, k, 0));
+        GH_CHECK(foxjit_heads_seq_prepare(gh.rt, c.d, c.e, c.h));
+        size_t saved_bytes = 0;
+        GH_CHECK(foxjit_heads_seq_saved_size(gh.rt, c.batch, c.steps, c.d, c.e, c.h,
+                                             &saved_bytes));
+        CUdeviceptr save_buf = gh_alloc(saved_bytes);
+        for (int from_save = 0; from_save < 2; from_save++) {
+            const CUdeviceptr saved = from_save ? save_buf : 0;
+            /* The one-call form's outputs. */
+            data_reset(&d);
+            gh_poison(d.work, d.work_bytes / sizeof(float));
+            gh_poison(save_buf, saved_bytes / sizeof(float));
+            forward_of(&d, saved, saved_bytes);
+            foxjit_heads_seq_args a = data_args(&d);
+            if (saved)
+                GH_CHECK(foxjit_heads_seq_backward_saved(gh.rt, &a, saved, saved_bytes,
+                                                         gh.stream));
+            else
+                GH_CHECK(foxjit_heads_seq_backward(gh.rt, &a, gh.stream));
+            gh_sync();
+            float *plain[N_OUTS], *now[N_OUTS];
+            size_t n[N_OUTS];
+            outputs(&d, plain, n);
+            CUgraphExec graph = NULL;
+            for (int how = 0; how < HOW_COUNT; how++) {
+                for (int rep = 0; rep < (how == HOW_GRAPH ? 2 : 1); rep++) {
+                    char what[300];
+                    case_name(what, sizeof what, &c, "");
+                    snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s%s vs %s",
+                             how_name[how], rep ? " again" : "",
+                             from_save ? " (from a save)" : "",
+                             from_save ? "backward_saved" : "backward");
+                    run_parts(&d, saved, saved_bytes, how, side, fork, join, &graph, plain,
+                              what);
+                    outputs(&d, now, n);
+                    same_outputs(what, plain, now, n);
+                    free_outputs(now);
+                }
+            }
+            if (graph)
+                gh.cu->cuGraphExecDestroy(graph);
+            free_outputs(plain);
+        }
+        gh_free(save_buf);
+        data_free(&d);
+    }
+    gh.cu->cuEventDestroy(fork);
+    gh.cu->cuEventDestroy(join);
+    gh.cu->cuStreamDestroy(side);
 }
 
 /* ---- TF32 (foxjit_set_precision) ------------------------------------------------- */
@@ -1416,6 +1608,97 @@ static void heads_seq_backward_saved_refusals(foxjit_runtime *rt, CUstream s)
     REFUSED(INVALID, foxjit_heads_seq_backward_saved(rt, WITH(hq, dw1, sv), sv, sb, s));
 }
 
+/* The backward in parts: PART_DX alone (it needs no gradient pointer),
+ * and the pair PART_DX then PART_PARAMS (PART_PARAMS reads what PART_DX
+ * left in the workspace, so the pair is the valid call), from the save. */
+static foxjit_status heads_seq_part_dx_valid(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_heads_seq_args a = hq;
+    a.dw1 = a.db1 = a.dw2 = a.db2 = a.dw_gate = a.db_gate = a.dw_main = a.db_main = 0;
+    a.dw_skip = a.db_skip = 0;
+    return foxjit_heads_seq_backward_part(rt, &a, 0, 0, FOXJIT_HEADS_SEQ_PART_DX, s);
+}
+static foxjit_status heads_seq_parts_valid(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_status st = foxjit_heads_seq_backward_part(rt, &hq, hq_saved, hq_saved_bytes,
+                                                      FOXJIT_HEADS_SEQ_PART_DX, s);
+    if (st != FOXJIT_OK)
+        return st;
+    /* dlogits and dx are not read by this part: not given. */
+    foxjit_heads_seq_args a = hq;
+    a.dlogits = a.dx = 0;
+    return foxjit_heads_seq_backward_part(rt, &a, 0, 0, FOXJIT_HEADS_SEQ_PART_PARAMS, s);
+}
+
+static void heads_seq_backward_part_refusals(foxjit_runtime *rt, CUstream s)
+{
+    foxjit_heads_seq_args a;
+    const CUdeviceptr sv = hq_saved;
+    const size_t sb = hq_saved_bytes;
+    const foxjit_heads_seq_part DX = FOXJIT_HEADS_SEQ_PART_DX,
+                                PARAMS = FOXJIT_HEADS_SEQ_PART_PARAMS,
+                                ALL = FOXJIT_HEADS_SEQ_PART_ALL;
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(NULL, &hq, 0, 0, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, NULL, 0, 0, PARAMS, s));
+    /* part: one of the three */
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, &hq, 0, 0, (foxjit_heads_seq_part)0, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, &hq, 0, 0, (foxjit_heads_seq_part)4, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, &hq, sv, sb, (foxjit_heads_seq_part)-1,
+                                                    s));
+    /* what every part reads */
+    for (int p = 1; p <= 3; p++) {
+        const foxjit_heads_seq_part w = (foxjit_heads_seq_part)p;
+        REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, batch, 0), 0, 0, w, s));
+        REFUSED(UNSUPPORTED, foxjit_heads_seq_backward_part(rt, WITH(hq, h, 9), 0, 0, w, s));
+        REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, w2, 0), 0, 0, w, s));
+        REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, x, 0), 0, 0, w, s));
+        REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, x_stride, HQ_D - 1), 0, 0,
+                                                        w, s));
+        REFUSED(TOO_SMALL, foxjit_heads_seq_backward_part(rt, WITH(hq, work, 0), 0, 0, w, s));
+        REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, work, hq.work + 4), 0, 0,
+                                                        w, s));
+        REFUSED(TOO_SMALL, foxjit_heads_seq_backward_part(
+                               rt, WITH(hq, work_bytes, hq.work_bytes - 1), 0, 0, w, s));
+        REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, work, hq.x), 0, 0, w, s));
+        REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, work, hq.w1), 0, 0, w, s));
+    }
+    /* PART_DX: dlogits, dx and the save */
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dlogits, 0), 0, 0, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dlogits, hq.dlogits + 1), 0, 0,
+                                                    DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dlogits_step_stride, 1), 0, 0,
+                                                    DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dx, hq.dx + 2), 0, 0, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dx_stride, HQ_D), 0, 0, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dx, hq.x), 0, 0, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dx, hq.dlogits), 0, 0, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dx, hq.work), 0, 0, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, &hq, sv + 4, sb, DX, s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward_part(rt, &hq, sv, sb - 4, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dx, sv), sv, sb, DX, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, work, sv), sv, sb, DX, s));
+    /* PART_PARAMS: the ten gradients, none an input, dx, the save or another */
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dw1, 0), 0, 0, PARAMS, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, db_skip, 0), 0, 0, PARAMS, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dw_gate, hq.dw_gate + 1), 0, 0,
+                                                    PARAMS, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dw1, hq.w1), 0, 0, PARAMS, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dw_skip, hq.x), 0, 0, PARAMS,
+                                                    s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, db2, hq.db1), 0, 0, PARAMS, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dw2, hq.dx), 0, 0, PARAMS, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, db_main, hq.dlogits), 0, 0,
+                                                    PARAMS, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dw1, sv), sv, sb, PARAMS, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dw1, hq.work), 0, 0, PARAMS, s));
+    /* PART_ALL: both parts' */
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dlogits, 0), sv, sb, ALL, s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, dw_main, 0), sv, sb, ALL, s));
+    REFUSED(TOO_SMALL, foxjit_heads_seq_backward_part(rt, WITH(hq, steps, HQ_S + 1), sv, sb, ALL,
+                                                      s));
+    REFUSED(INVALID, foxjit_heads_seq_backward_part(rt, WITH(hq, db1, hq.dx), sv, sb, ALL, s));
+}
+
 const bi_case cases_heads_seq[] = {
     {"foxjit_heads_seq_forward", heads_seq_forward_setup, heads_seq_forward_valid,
      heads_seq_prepare, heads_seq_forward_refusals},
@@ -1425,6 +1708,10 @@ const bi_case cases_heads_seq[] = {
      heads_seq_prepare, heads_seq_forward_save_refusals},
     {"foxjit_heads_seq_backward_saved", heads_seq_backward_saved_setup,
      heads_seq_backward_saved_valid, heads_seq_prepare, heads_seq_backward_saved_refusals},
+    {"foxjit_heads_seq_backward_part", heads_seq_backward_setup, heads_seq_part_dx_valid,
+     heads_seq_prepare, NULL},
+    {"foxjit_heads_seq_backward_part", heads_seq_backward_saved_setup, heads_seq_parts_valid,
+     heads_seq_prepare, heads_seq_backward_part_refusals},
     BI_END,
 };
 
@@ -1437,6 +1724,7 @@ int main(void)
         cmocka_unit_test(test_saved_path_bitwise_equal),
         cmocka_unit_test(test_graph_replay_equals_eager),
         cmocka_unit_test(test_unprepared_capture_fails_cleanly),
+        cmocka_unit_test(test_parts_bitwise_equal),
         cmocka_unit_test(test_matches_per_step_op),
         cmocka_unit_test_teardown(test_tf32_against_reference, gh_back_to_float32),
         cmocka_unit_test_teardown(test_tf32_leaves_float32_bits, gh_back_to_float32),

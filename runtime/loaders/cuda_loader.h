@@ -19,7 +19,7 @@
     X(cuOccupancyMaxActiveClusters) \
     X(cuLaunchKernel) X(cuLaunchKernelEx) \
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing) \
-    X(cuStreamGetCtx) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
+    X(cuStreamGetCtx) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamWaitEvent) \
     X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) \
     X(cuGraphGetNodes) \
     X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH) \

@@ -104,6 +104,6 @@ int main(void)
     F2(foxjit_api, gae, gae_prepare);
     F2(foxjit_api, set_precision, get_precision);
     F2(foxjit_api, column_sum_workspace_size, column_sum_split);
-    F1(foxjit_api, column_sum_split_prepare);
+    F2(foxjit_api, column_sum_split_prepare, heads_seq_backward_part);
     return 0;
 }

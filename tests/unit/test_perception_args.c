@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -322,6 +323,131 @@ static void test_distinct_all(void **state)
            "dx and y are the same buffer");
 }
 
+/* Heads over batch x steps rows, every pointer its own: checks pass, so a
+ * call made with it reaches the device (never done here). */
+static foxjit_heads_seq_args good_heads_seq(void)
+{
+    return (foxjit_heads_seq_args){
+        .batch = 32, .steps = 64, .d = 128, .e = 64, .h = 5,
+        .w1 = P(1), .b1 = P(2), .w2 = P(3), .b2 = P(4), .w_gate = P(5), .b_gate = P(6),
+        .w_main = P(7), .b_main = P(8), .w_skip = P(9), .b_skip = P(10),
+        .x = P(11), .logits = P(12), .dlogits = P(13), .dx = P(14),
+        .dw1 = P(15), .db1 = P(16), .dw2 = P(17), .db2 = P(18), .dw_gate = P(19),
+        .db_gate = P(20), .dw_main = P(21), .db_main = P(22), .dw_skip = P(23),
+        .db_skip = P(24), .work = P(30), .work_bytes = (size_t)1 << 30};
+}
+
+/* The backward in parts (ABI 2.8): a part that is not one of the three is
+ * refused naming them; each part checks what it reads and writes, and
+ * nothing else. The workspace is checked after the pointers, so a call
+ * with a workspace too small that is refused for it (WORKSPACE_TOO_SMALL,
+ * "work_bytes is 100") passed every pointer check before: PART_DX without
+ * the gradients, PART_PARAMS without dlogits, dx and a save. */
+static void test_heads_seq_part_args(void **state)
+{
+    (void)state;
+    const foxjit_heads_seq_part DX = FOXJIT_HEADS_SEQ_PART_DX,
+                                PARAMS = FOXJIT_HEADS_SEQ_PART_PARAMS,
+                                ALL = FOXJIT_HEADS_SEQ_PART_ALL;
+    assert_int_equal(ALL, DX | PARAMS);
+    const foxjit_heads_seq_args good = good_heads_seq();
+    foxjit_heads_seq_args a = good;
+    const CUdeviceptr sv = P(40);
+    expect(foxjit_heads_seq_backward_part(NULL, &a, 0, 0, DX, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "runtime is NULL");
+    expect(foxjit_heads_seq_backward_part(fake_rt, NULL, 0, 0, DX, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "args is NULL");
+    static const int bad[] = {0, 4, -1, 7};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "part is %d; pass FOXJIT_HEADS_SEQ_PART_DX (1)", bad[i]);
+        expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, (foxjit_heads_seq_part)bad[i],
+                                              NULL),
+               FOXJIT_ERROR_INVALID_ARGUMENT, want);
+        assert_non_null(strstr(foxjit_last_error(), "FOXJIT_HEADS_SEQ_PART_ALL (3)"));
+    }
+    /* PART_DX: no gradient pointer needed; dlogits, dx, the save checked. */
+    a = good, a.work_bytes = 100;
+    a.dw1 = a.db1 = a.dw2 = a.db2 = a.dw_gate = a.db_gate = a.dw_main = a.db_main = 0;
+    a.dw_skip = a.db_skip = 0;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, DX, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "work_bytes is 100");
+    a.dw1 = a.dx; /* not PART_DX's to write */
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, DX, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "work_bytes is 100");
+    a = good, a.dlogits = 0;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, DX, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "dlogits is NULL");
+    a = good, a.dx += 2;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, DX, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "aligned");
+    a = good, a.dx = a.x;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, DX, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "dx and x are the same buffer");
+    a = good;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, sv + 4, 1 << 30, DX, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "saved");
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, sv, 64, DX, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "saved_bytes is 64");
+    a.work = sv;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, sv, 1 << 30, DX, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "work and saved are the same buffer");
+    /* PART_PARAMS: the ten gradients; dlogits, dx and the save are not
+     * read (and may be 0: a save too small is not refused), but none
+     * given may be a gradient. */
+    a = good, a.work_bytes = 100, a.dlogits = a.dx = 0;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, PARAMS, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "work_bytes is 100");
+    a = good, a.work_bytes = 100, a.dlogits_stride = -1, a.dx += 2;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, sv + 4, 8, PARAMS, NULL),
+           FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "work_bytes is 100");
+    a = good, a.db_gate = 0;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, PARAMS, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "db_gate is NULL");
+    a = good, a.dw2 = a.dx;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, PARAMS, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "dw2 and dx are the same buffer");
+    a = good, a.db_main = a.dlogits;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, PARAMS, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "db_main and dlogits are the same buffer");
+    a = good, a.dw_skip = sv;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, sv, 8, PARAMS, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "dw_skip and saved are the same buffer");
+    a = good, a.dw1 = a.w1;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, PARAMS, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "dw1 and w1 are the same buffer");
+    a = good, a.work = a.db2;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, PARAMS, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "same buffer");
+    /* Both parts read x, the parameters and the workspace. */
+    for (int p = (int)DX; p <= (int)ALL; p++) {
+        a = good, a.x = 0;
+        expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, (foxjit_heads_seq_part)p, NULL),
+               FOXJIT_ERROR_INVALID_ARGUMENT, "x is NULL");
+        a = good, a.w_main = 0;
+        expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, (foxjit_heads_seq_part)p, NULL),
+               FOXJIT_ERROR_INVALID_ARGUMENT, "w_main is NULL");
+        a = good, a.work = 0;
+        expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, (foxjit_heads_seq_part)p, NULL),
+               FOXJIT_ERROR_WORKSPACE_TOO_SMALL, "work is NULL");
+        a = good, a.work += 128;
+        expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, (foxjit_heads_seq_part)p, NULL),
+               FOXJIT_ERROR_INVALID_ARGUMENT, "256-byte");
+    }
+    /* PART_ALL checks what the one-call form does. */
+    a = good, a.dlogits = 0;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, ALL, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "dlogits is NULL");
+    a = good, a.dw_main = 0;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, ALL, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "dw_main is NULL");
+    a = good, a.db1 = a.dx;
+    expect(foxjit_heads_seq_backward_part(fake_rt, &a, 0, 0, ALL, NULL),
+           FOXJIT_ERROR_INVALID_ARGUMENT, "same buffer");
+    expect(foxjit_heads_seq_backward(fake_rt, &a, NULL), FOXJIT_ERROR_INVALID_ARGUMENT,
+           "same buffer");
+}
+
 static void test_limits_and_table(void **state)
 {
     (void)state;
@@ -340,6 +466,8 @@ static void test_limits_and_table(void **state)
     assert_ptr_equal(api->vsn_backward, foxjit_vsn_backward);
     assert_ptr_equal(api->attn_pool_prepare, foxjit_attn_pool_prepare);
     assert_ptr_equal(api->get_perception_limits, foxjit_get_perception_limits);
+    assert_ptr_equal(api->heads_seq_backward_part, foxjit_heads_seq_backward_part);
+    assert_int_equal(api->abi_minor, FOXJIT_ABI_MINOR);
 }
 
 static void test_launch_shapes(void **state)
@@ -424,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_vsn_and_attn_args), cmocka_unit_test(test_limits_and_table),
         cmocka_unit_test(test_launch_shapes),    cmocka_unit_test(test_manifest_lines),
         cmocka_unit_test(test_distinct_all),     cmocka_unit_test(test_size_queries),
+        cmocka_unit_test(test_heads_seq_part_args),
     };
     return cmocka_run_group_tests_name("unit/perception_args", tests, NULL, NULL);
 }

@@ -35,6 +35,7 @@ static void test_current_abi(void **state)
     assert_non_null(api);
     assert_int_equal(api->struct_size, sizeof(foxjit_api));
     assert_int_equal(api->abi_major, FOXJIT_ABI_MAJOR);
+    assert_int_equal(api->abi_minor, FOXJIT_ABI_MINOR);
     assert_string_equal(api->version(), FOXJIT_PROJECT_VERSION);  /* meson.build's */
     assert_string_equal(api->status_string(FOXJIT_ERROR_UNSUPPORTED), "FOXJIT_ERROR_UNSUPPORTED");
     /* Every entry is filled in: a trainer may call any of them. */
@@ -98,6 +99,22 @@ static void test_precision_entries(void **state)
     assert_non_null(strstr(api->last_error(), "foxjit_get_precision"));
 }
 
+/* ABI 2.8's entry, the heads' backward in parts: it checks its runtime
+ * like every call, with no driver. */
+static void test_heads_seq_backward_part_entry(void **state)
+{
+    (void)state;
+    const foxjit_api *api = get_api(FOXJIT_ABI_MAJOR);
+    assert_true(api->abi_minor >= 8);
+    assert_true(api->struct_size >=
+                offsetof(foxjit_api, heads_seq_backward_part) + sizeof(void *));
+    foxjit_heads_seq_args a = {0};
+    assert_int_equal(api->heads_seq_backward_part(NULL, &a, 0, 0, FOXJIT_HEADS_SEQ_PART_DX, NULL),
+                     FOXJIT_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(api->last_error(), "foxjit_heads_seq_backward_part"));
+    assert_non_null(strstr(api->last_error(), "runtime is NULL"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -111,6 +128,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_only_api_symbols_exported),
         cmocka_unit_test(test_no_driver_fails_with_message),
         cmocka_unit_test(test_precision_entries),
+        cmocka_unit_test(test_heads_seq_backward_part_entry),
     };
     return cmocka_run_group_tests_name("plugin", tests, load, NULL);
 }

@@ -227,6 +227,8 @@ Api = _struct("foxjit_api", [
     ("column_sum_workspace_size", _op(c_i64, c_i64, _SP)),
     ("column_sum_split", _op(P, c_i64, c_i64, P, c_int, P, c_size, CUstream)),
     ("column_sum_split_prepare", _op(c_i64, c_i64)),
+    # ABI 2.8 (foxjit_heads_seq_part as the C enum's int)
+    ("heads_seq_backward_part", _op(ctypes.POINTER(HeadsSeqArgs), P, c_size, c_int, CUstream)),
 ])
 
 STRUCTS = {s.__name__: s for s in (RuntimeParams, Counters, CfcArgs, HeadsArgs, VsnArgs,

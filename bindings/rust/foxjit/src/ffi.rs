@@ -389,6 +389,9 @@ pub(crate) struct Api {
     pub column_sum_workspace_size: unsafe extern "C" fn(Rt, i64, i64, *mut usize) -> Status,
     pub column_sum_split: unsafe extern "C" fn(Rt, D, i64, i64, D, c_int, D, usize, S) -> Status,
     pub column_sum_split_prepare: unsafe extern "C" fn(Rt, i64, i64) -> Status,
+    // ABI 2.8 (foxjit_heads_seq_part passed as the C enum's int)
+    pub heads_seq_backward_part:
+        unsafe extern "C" fn(Rt, *const HeadsSeqArgs, CUdeviceptr, usize, c_int, S) -> Status,
 }
 
 pub(crate) type GetApiFn = unsafe extern "C" fn(u32) -> *const Api;
@@ -515,6 +518,7 @@ pub fn layout() -> Vec<(String, usize)> {
     off!(v, Api, "foxjit_api", abi_major, abi_minor, version, cfc_forward,
          heads_workspace_size, vsn_seq_prepare, heads_seq_backward_saved,
          bce_with_logits_workspace_size, bce_with_logits_wide, gae, gae_prepare, set_precision,
-         get_precision, column_sum_workspace_size, column_sum_split, column_sum_split_prepare);
+         get_precision, column_sum_workspace_size, column_sum_split, column_sum_split_prepare,
+         heads_seq_backward_part);
     v
 }
