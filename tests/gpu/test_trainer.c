@@ -389,58 +389,6 @@ static void test_column_sum_forms_agree(void **state)
     free(p), free(gs), free(ga);
 }
 
-/* fox-train's heads backward over the bars: in two parts on two streams
- * (foxjit_heads_seq_backward_part, which the library's table has: the
- * parameter gradients on the second stream beside the recurrence's
- * backward) and, through the same table cut short before it (a library of
- * ABI 2.7), in one call. The loss and every gradient are the same bits:
- * the parts are the one call's blocks, and the stack's sum adds the same
- * two rows. At B = 32 (where the split is meant to help) and 64. */
-static void test_heads_parts_same_bits(void **state)
-{
-    (void)state;
-    ft_cuda cu;
-    char why[1024];
-    if (ft_cuda_load(&cu, why, sizeof why))
-        fail_msg("%s", why);
-    const foxjit_api *api = foxjit_get_api(FOXJIT_ABI_MAJOR);
-    assert_true(ft_model_heads_split(api));
-    foxjit_api older = *api;
-    older.struct_size = offsetof(foxjit_api, heads_seq_backward_part);
-    older.abi_minor = 7;
-    assert_false(ft_model_heads_split(&older));
-    static const int batches[] = {32, 64};
-    for (size_t b = 0; b < 2; b++) {
-        const ft_dims d = {batches[b], GH_QUICK(16, 4), FT_DEFAULT_F, FT_DEFAULT_D,
-                           FT_DEFAULT_E, FT_DEFAULT_H};
-        const uint64_t seed = gh_seed() + b;
-        size_t total = ft_param_total(&d);
-        float *p = malloc(total * 4), *gs = malloc(total * 4), *g1 = malloc(total * 4);
-        assert_true(p && gs && g1);
-        ft_params_init(&d, seed, p);
-        ft_dataset data;
-        assert_int_equal(ft_data_generate(&data, d.batch, d.k, d.f, d.h, FT_SIGNAL_RULE, seed,
-                                          FT_STREAM_TRAIN), 0);
-        float ls, l1;
-        one_step(&d, FT_PATH_SEQUENCE, api, &cu, p, &data, &ls, gs);
-        one_step(&d, FT_PATH_SEQUENCE, &older, &cu, p, &data, &l1, g1);
-        if (memcmp(&ls, &l1, sizeof ls))
-            fail_msg("B = %d: loss %.9g with the heads backward in parts, %.9g in one call",
-                     d.batch, (double)ls, (double)l1);
-        for (int i = 0; i < FT_PARAM_COUNT; i++) {
-            const size_t o = ft_param_offset(&d, i);
-            for (size_t j = 0; j < ft_param_size(&d, i); j++)
-                if (memcmp(&gs[o + j], &g1[o + j], sizeof(float)))
-                    fail_msg("B = %d: %s[%zu] is %.9g with the heads backward in parts, %.9g "
-                             "in one call", d.batch, ft_param_name(i), j, (double)gs[o + j],
-                             (double)g1[o + j]);
-        }
-        printf("  B = %d: loss and the %zu gradients the same bits\n", d.batch, total);
-        ft_data_free(&data);
-        free(p), free(gs), free(g1);
-    }
-}
-
 /* ---- fox-train as a program ------------------------------------------------------ */
 
 /* Step counts and sizes of the fox-train runs: full, quick, and the
@@ -813,7 +761,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_per_step_gradient_matches_finite_differences),
         cmocka_unit_test(test_paths_agree),
         cmocka_unit_test(test_column_sum_forms_agree),
-        cmocka_unit_test(test_heads_parts_same_bits),
         cmocka_unit_test(test_acceptance_gate),
         cmocka_unit_test(test_eager_and_graph_bitwise),
         cmocka_unit_test(test_tf32_eager_and_graph_bitwise),

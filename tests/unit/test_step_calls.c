@@ -237,19 +237,6 @@ SAVE_CALL(heads_seq_forward_save)
 SAVE_CALL(heads_seq_backward_saved)
 #undef SAVE_CALL
 
-/* The heads' backward in parts (ABI 2.8): which part, then the save. */
-static foxjit_status r_heads_seq_backward_part(foxjit_runtime *rt, const foxjit_heads_seq_args *a,
-                                               CUdeviceptr saved, size_t bytes,
-                                               foxjit_heads_seq_part part, CUstream s)
-{
-    (void)rt;
-    put("heads_seq_backward_part %s part=%d saved=%s saved_bytes=%zu", stream_name(s),
-        (int)part, ptr(saved), bytes);
-    heads_seq_fields(a);
-    put("\n");
-    return FOXJIT_OK;
-}
-
 static foxjit_status r_reduce_axis0(foxjit_runtime *rt, CUdeviceptr x, int64_t rows,
                                     int64_t cols, CUdeviceptr out, CUstream s)
 {
@@ -428,7 +415,7 @@ static const char *r_last_error(void) { return "recorded"; }
 static foxjit_api api = {
     .struct_size = sizeof(foxjit_api),
     .abi_major = FOXJIT_ABI_MAJOR,
-    .abi_minor = 8,
+    .abi_minor = 7,
     .status_string = r_status_string,
     .last_error = r_last_error,
     .reduce_axis0 = r_reduce_axis0,
@@ -469,7 +456,6 @@ static foxjit_api api = {
     .column_sum_workspace_size = r_colsum_ws,
     .column_sum_split = r_column_sum_split,
     .column_sum_split_prepare = r_column_sum_split_prepare,
-    .heads_seq_backward_part = r_heads_seq_backward_part,
 };
 
 /* The single-block path's four backward entries (the bench's baselines). */
@@ -802,18 +788,13 @@ static void record_all(void)
 {
     rec_len = 0;
     /* A library of ABI 2.2: no heads saves, no wide BCE, no split column
-     * sums, no heads backward in parts; one of ABI 2.6: all but the split
-     * column sums (reduce_axis0) and the parts; one of ABI 2.7: all but the
-     * heads backward in parts (the bars' one call). */
+     * sums; one of ABI 2.6: all but the split column sums (reduce_axis0). */
     foxjit_api old = api;
     old.struct_size = offsetof(foxjit_api, heads_seq_saved_size);
     old.abi_minor = 2;
     foxjit_api no_split = api;
     no_split.struct_size = offsetof(foxjit_api, column_sum_workspace_size);
     no_split.abi_minor = 6;
-    foxjit_api no_parts = api;
-    no_parts.struct_size = offsetof(foxjit_api, heads_seq_backward_part);
-    no_parts.abi_minor = 7;
     record_trainer("fox-train, sequence path, eager", &api, FT_PATH_SEQUENCE, EAGER, 0);
     record_trainer("fox-train, sequence path, captured, data-parallel hook", &api,
                    FT_PATH_SEQUENCE, CAPTURED, 1);
@@ -826,10 +807,6 @@ static void record_all(void)
                    EAGER, 0);
     record_trainer("fox-train --per-step, ABI 2.6 library", &no_split, FT_PATH_PER_STEP, EAGER,
                    0);
-    record_trainer("fox-train, sequence path, ABI 2.7 library", &no_parts, FT_PATH_SEQUENCE,
-                   EAGER, 0);
-    record_trainer("fox-train, sequence path, captured, ABI 2.7 library", &no_parts,
-                   FT_PATH_SEQUENCE, CAPTURED, 1);
     record_kloop();
 }
 
@@ -946,7 +923,6 @@ static void test_op_refuses_what_the_path_does_not_do(void **state)
     assert_int_equal(m.path, FT_PATH_PER_STEP);
     const char *no_call = "the path makes no such call";
     refused(&m, FT_PATH_PER_STEP, FT_OP_HEADS_SUM, 0, no_call);
-    refused(&m, FT_PATH_PER_STEP, FT_OP_HEADS_PARAMS, 0, no_call);
     refused(&m, FT_PATH_PER_STEP, FT_OP_CFC_FWD, dims.k, no_call);
     refused(&m, FT_PATH_PER_STEP, FT_OP_HEADS_BWD, 1, no_call);
     refused(&m, FT_PATH_PER_STEP, FT_OP_REDUCE, FT_PARAM_COUNT, no_call);

@@ -678,38 +678,16 @@ static foxjit_status e_cfc_seq_backward(foxjit_runtime *rt, const foxjit_cfc_seq
     return FOXJIT_OK;
 }
 
-/* The ten gradients' sizes, in the order of foxjit_heads_seq_args. */
-static void heads_seq_grad_sizes(int d, int e, int h, size_t n[10])
+static size_t heads_seq_ws(int batch, int steps, int e, int h)
 {
-    const size_t D = (size_t)d, E = (size_t)e, H = (size_t)h;
-    const size_t v[10] = {H * E * D, H * E, H * E * E, H * E, H * E, H, H * E, H, H * D, H};
-    memcpy(n, v, sizeof v);
-}
-
-static size_t heads_seq_grad_total(int d, int e, int h)
-{
-    size_t n[10], t = 0;
-    heads_seq_grad_sizes(d, e, h, n);
-    for (int i = 0; i < 10; i++)
-        t += n[i];
-    return t;
-}
-
-/* The emulated workspace: what the real one holds for the backward in parts
- * is the rows' dA; here PART_DX leaves a header (HS_PENDING and x's
- * fingerprint: a PART_PARAMS is due) and the gradients it computed, in
- * float64, which PART_PARAMS stores. */
-#define HS_PENDING 0x5041525453ull
-static size_t heads_seq_ws(int batch, int steps, int d, int e, int h)
-{
-    return (size_t)batch * steps * e * h * 4 + 16 + heads_seq_grad_total(d, e, h) * 8;
+    return (size_t)batch * steps * e * h * 4;
 }
 
 static foxjit_status e_heads_seq_ws(foxjit_runtime *rt, int batch, int steps, int d, int e,
                                     int h, size_t *bytes)
 {
-    (void)rt;
-    *bytes = heads_seq_ws(batch, steps, d, e, h);
+    (void)rt, (void)d;
+    *bytes = heads_seq_ws(batch, steps, e, h);
     return FOXJIT_OK;
 }
 
@@ -750,37 +728,23 @@ static foxjit_status e_heads_seq_forward(foxjit_runtime *rt, const foxjit_heads_
     return FOXJIT_OK;
 }
 
-static uint64_t heads_seq_fingerprint(const foxjit_heads_seq_args *a);
-
-/* The workspace given, large enough, and not holding a PART_DX's results
- * that its PART_PARAMS has not taken yet (unless `pending`, which
- * PART_PARAMS wants). An order the library forbids is an error of the
- * call (NULL; the step fails, saying so), so a test can make one. */
-static _Thread_local const char *heads_order_error;
-static uint64_t *heads_seq_work(const char *op, const foxjit_heads_seq_args *a, int pending)
+static foxjit_status e_heads_seq_backward(foxjit_runtime *rt, const foxjit_heads_seq_args *a,
+                                          CUstream s)
 {
-    if (!a->work || a->work_bytes < heads_seq_ws(a->batch, a->steps, a->d, a->e, a->h))
-        fail_msg("%s: no workspace or too small (%zu bytes)", op, a->work_bytes);
-    uint64_t *hdr = (uint64_t *)HP(a->work);
-    heads_order_error = NULL;
-    if (!pending && hdr[0] == HS_PENDING)
-        heads_order_error = "the workspace still holds a PART_DX whose PART_PARAMS has not run";
-    if (pending && (hdr[0] != HS_PENDING || hdr[1] != heads_seq_fingerprint(a)))
-        heads_order_error = "PART_PARAMS without the PART_DX of the same x before it on this "
-                            "workspace";
-    return heads_order_error ? NULL : hdr;
-}
-
-/* Every row's backward: dx stored (when write_dx and a->dx), the gradients
- * summed into g (zeroed first; heads_seq_grad_sizes). */
-static void heads_seq_rows_backward(const foxjit_heads_seq_args *a, double *g[10], int write_dx)
-{
+    (void)rt, (void)s;
+    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
+    trace_add(a->steps > 1 ? "heads_seq_backward" : "heads_seq_backward (pooled)", s, NULL, a->work, a->dw1);
+    if (!a->work || a->work_bytes < heads_seq_ws(a->batch, a->steps, a->e, a->h))
+        fail_msg("heads_seq_backward: no workspace or too small (%zu bytes)", a->work_bytes);
     heads_d h;
     heads_seq_load(a, &h);
-    size_t n[10];
-    heads_seq_grad_sizes(a->d, a->e, a->h, n);
+    size_t D = a->d, E = a->e, H = a->h;
+    const size_t n[10] = {H * E * D, H * E, H * E * E, H * E, H * E, H, H * E, H, H * D, H};
+    const CUdeviceptr dst[10] = {a->dw1, a->db1, a->dw2, a->db2, a->dw_gate,
+                                 a->db_gate, a->dw_main, a->db_main, a->dw_skip, a->db_skip};
+    double *g[10];
     for (int i = 0; i < 10; i++)
-        memset(g[i], 0, n[i] * sizeof(double));
+        g[i] = calloc(n[i], 8);
     pr_heads_grads gr = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]};
     double x[512], dz[16], dx[512];
     for (int b = 0; b < a->batch; b++)
@@ -791,39 +755,13 @@ static void heads_seq_rows_backward(const foxjit_heads_seq_args *a, double *g[10
                              a->h, b, st), dz, a->h);
             memset(dx, 0, sizeof dx);
             pr_heads_backward(&h.p, x, dz, dx, &gr);
-            if (write_dx && a->dx)
+            if (a->dx)
                 store(seq_row(a->dx, a->dx_stride, a->dx_step_stride, a->steps, a->d, b, st),
                       dx, a->d, a->dx_accumulate);
         }
-    heads_unload(&h);
-}
-
-/* The ten gradient outputs of a. */
-static void heads_seq_grad_dst(const foxjit_heads_seq_args *a, CUdeviceptr dst[10])
-{
-    const CUdeviceptr v[10] = {a->dw1, a->db1, a->dw2, a->db2, a->dw_gate,
-                               a->db_gate, a->dw_main, a->db_main, a->dw_skip, a->db_skip};
-    memcpy(dst, v, sizeof v);
-}
-
-static foxjit_status e_heads_seq_backward(foxjit_runtime *rt, const foxjit_heads_seq_args *a,
-                                          CUstream s)
-{
-    (void)rt, (void)s;
-    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
-    trace_add(a->steps > 1 ? "heads_seq_backward" : "heads_seq_backward (pooled)", s, NULL, a->work, a->dw1);
-    if (!heads_seq_work("heads_seq_backward", a, 0))
-        return FOXJIT_ERROR_INVALID_ARGUMENT;
-    size_t n[10];
-    heads_seq_grad_sizes(a->d, a->e, a->h, n);
-    CUdeviceptr dst[10];
-    heads_seq_grad_dst(a, dst);
-    double *g[10];
-    for (int i = 0; i < 10; i++)
-        g[i] = calloc(n[i], 8);
-    heads_seq_rows_backward(a, g, 1);
     for (int i = 0; i < 10; i++)
         store(HP(dst[i]), g[i], n[i], a->grad_accumulate), free(g[i]);
+    heads_unload(&h);
     return FOXJIT_OK;
 }
 
@@ -888,53 +826,6 @@ static foxjit_status e_heads_seq_backward_saved(foxjit_runtime *rt,
         fail_msg("heads_seq_backward_saved (%s): the save is not that of this x's forward",
                  a->steps > 1 ? "bars" : "pooled");
     return e_heads_seq_backward(rt, a, s);
-}
-
-/* The backward in parts: PART_DX writes dx and leaves the gradients in the
- * workspace (with the header PART_PARAMS checks); PART_PARAMS stores them
- * and clears the header; PART_ALL is the one-call form. A save, when
- * given, must be that of this x's forward (PART_DX reads it). Their bits
- * are the one-call form's: the same float64 sums, stored the same way. */
-static foxjit_status e_heads_seq_backward_part(foxjit_runtime *rt,
-                                               const foxjit_heads_seq_args *a, CUdeviceptr saved,
-                                               size_t saved_bytes, foxjit_heads_seq_part part,
-                                               CUstream s)
-{
-    if (part == FOXJIT_HEADS_SEQ_PART_ALL)
-        return saved ? e_heads_seq_backward_saved(rt, a, saved, saved_bytes, s)
-                     : e_heads_seq_backward(rt, a, s);
-    if (part != FOXJIT_HEADS_SEQ_PART_DX && part != FOXJIT_HEADS_SEQ_PART_PARAMS)
-        fail_msg("heads_seq_backward_part: part %d", (int)part);
-    const int dx = part == FOXJIT_HEADS_SEQ_PART_DX;
-    __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
-    trace_add(dx ? "heads_seq_part dx" : "heads_seq_part params", s, NULL, a->work,
-              dx ? 0 : a->dw1);
-    const char *op = dx ? "heads_seq_backward_part (dx)" : "heads_seq_backward_part (params)";
-    uint64_t *hdr = heads_seq_work(op, a, !dx);
-    if (!hdr)
-        return FOXJIT_ERROR_INVALID_ARGUMENT;
-    size_t n[10];
-    heads_seq_grad_sizes(a->d, a->e, a->h, n);
-    double *g[10], *at = (double *)(hdr + 2);
-    for (int i = 0; i < 10; i++)
-        g[i] = at, at += n[i];
-    if (dx) {
-        if (saved) {
-            heads_seq_check_saved(op, a, saved, saved_bytes);
-            const uint64_t *fp = (const uint64_t *)HP(saved);
-            if (fp[0] != heads_seq_fingerprint(a))
-                fail_msg("%s: the save is not that of this x's forward", op);
-        }
-        heads_seq_rows_backward(a, g, 1);
-        hdr[0] = HS_PENDING, hdr[1] = heads_seq_fingerprint(a);
-        return FOXJIT_OK;
-    }
-    CUdeviceptr dst[10];
-    heads_seq_grad_dst(a, dst);
-    for (int i = 0; i < 10; i++)
-        store(HP(dst[i]), g[i], n[i], a->grad_accumulate);
-    hdr[0] = hdr[1] = 0;
-    return FOXJIT_OK;
 }
 
 static foxjit_status e_vsn_forward(foxjit_runtime *rt, const foxjit_vsn_args *a, CUstream s)
@@ -1238,10 +1129,7 @@ static foxjit_status e_prep_colsum(foxjit_runtime *rt, int64_t a, int64_t b)
     (void)rt, (void)a, (void)b;
     return FOXJIT_OK;
 }
-static const char *e_last_error(void)
-{
-    return heads_order_error ? heads_order_error : "emulated";
-}
+static const char *e_last_error(void) { return "emulated"; }
 
 /* ---- the test ------------------------------------------------------------------ */
 
@@ -1288,7 +1176,6 @@ static int setup(void **state)
     api.heads_seq_saved_size = e_heads_seq_saved_size;
     api.heads_seq_forward_save = e_heads_seq_forward_save;
     api.heads_seq_backward_saved = e_heads_seq_backward_saved;
-    api.heads_seq_backward_part = e_heads_seq_backward_part;
     api.vsn_seq_prepare = e_prep1;
     api.vsn_seq_workspace_size = e_vsn_seq_ws;
     api.vsn_seq_backward = e_vsn_seq_backward;
@@ -1352,7 +1239,7 @@ static void step_matches_reference_model(ft_path path)
     float loss = HP(m.loss)[0];
     assert_int_equal(ft_model_update(&m, &hp, NULL), FOXJIT_OK);
     /* Every launch ft_model_launches_per_step counts, less the memset. */
-    assert_int_equal(calls + 1, ft_model_launches_per_step(&m));
+    assert_int_equal(calls + 1, ft_model_launches_per_step(&d, path));
 
     /* The reference model on the same numbers. */
     pr_model_dims rd = {d.batch, d.k, d.f, d.d, d.e, d.h};
@@ -1439,16 +1326,12 @@ static void test_per_step_path_matches_reference_model(void **state)
 }
 
 /* The sequence path's step: what runs on the step's stream, what runs on the
- * second stream, and where they fork and join. The heads backward calls
- * that run at once get their own workspaces and gradient rows; the
+ * second stream, and where they fork and join. The two heads backward
+ * calls, which run at once, get their own workspaces and gradient rows; the
  * pooling's backward, which adds into dhs after the bars' heads overwrote
- * it, waits for the join. With the heads' backward in parts (ABI 2.8): the
- * bars' dx part on the step's stream, their parameter part on the second
- * stream after the pooled row's call and a second fork, beside the
- * pooling's, the recurrence's and the VSN's backward, and joined before
- * the stack's sum. (The emulation runs every op at once on the host, so
- * only the order of the calls and their streams and events can be checked
- * here; the GPU tests check the bits.) */
+ * it, waits for the join. (The emulation runs every op at once on the host,
+ * so only the order of the calls and their streams and events can be
+ * checked here; the GPU tests check the bits.) */
 static void test_sequence_step_streams(void **state)
 {
     (void)state;
@@ -1459,7 +1342,6 @@ static void test_sequence_step_streams(void **state)
     assert_int_equal(ft_model_alloc(&m, &api, rt, &cu, &d, FT_PATH_SEQUENCE), 0);
     assert_non_null(m.side);
     assert_ptr_not_equal(m.fork, m.join);
-    assert_true(m.heads_split);
     /* The second stream's short kernels go before the main stream's
      * pending blocks: the GPU's greatest priority. */
     assert_int_equal(side_priority, -5);
@@ -1495,20 +1377,15 @@ static void test_sequence_step_streams(void **state)
         {"bce_with_logits_wide", 0, 0},
         {"record", 0, 1},
         {"wait", 1, 1},
-        {"heads_seq_part dx", 0, 0},             /* 14 */
-        {"heads_seq_backward (pooled)", 1, 0},   /* 15 */
+        {"heads_seq_backward", 0, 0},
+        {"heads_seq_backward (pooled)", 1, 0},
         {"record", 1, 2},
         {"wait", 0, 2},
-        {"record", 0, 1},
-        {"wait", 1, 1},
-        {"heads_seq_part params", 1, 0},         /* 20 */
         {"attn_pool_backward", 0, 0},
+        {"column_sum_split", 0, 0},
         {"cfc_seq_backward", 0, 0},
         {"vsn_seq_backward", 0, 0},
-        {"record", 1, 2},
-        {"wait", 0, 2},
-        {"column_sum_split", 0, 0},              /* 26: the heads' stack */
-        {"column_sum_split", 0, 0},              /* 27: the attention query's reducer */
+        {"column_sum_split", 0, 0},
         {"increment_step", 0, 0},
         {"adamw", 0, 0},
         {"adamw", 0, 0},
@@ -1524,15 +1401,10 @@ static void test_sequence_step_streams(void **state)
                      want[i].side ? "second" : "step's", (void *)we);
     }
     assert_int_equal(trace_n, n);
-    /* The heads backward calls that run at once share nothing they write:
-     * the bars' dx part and the pooled row's call; the bars' two parts
-     * share their workspace (in order: the second fork), whose gradients
-     * go into row 0 of the stack. */
-    assert_true(trace[14].work == m.heads_work && trace[15].work == m.heads_pooled_work);
-    assert_true(m.heads_work != m.heads_pooled_work);
-    assert_true(trace[20].work == m.heads_work);
-    assert_true(trace[20].grad == m.heads_stack);
-    assert_true(trace[15].grad != trace[20].grad && trace[15].grad != m.grad[FT_HEADS_W1]);
+    /* The heads backward calls that run at once share nothing they write. */
+    assert_true(trace[14].work != trace[15].work);
+    assert_true(trace[14].grad != trace[15].grad);
+    assert_true(trace[14].grad != m.grad[FT_HEADS_W1] && trace[15].grad != m.grad[FT_HEADS_W1]);
     /* Both BCE calls on the one workspace, sized for the bars' K B H logits. */
     assert_true(m.bce_work != 0);
     assert_int_equal(m.bce_work_bytes, e_bce_wide_bytes((int64_t)d.k * d.batch * d.h));
@@ -1540,123 +1412,9 @@ static void test_sequence_step_streams(void **state)
     /* The two column sums (the heads' stack, the attention query's
      * reducer), each on its own workspace. */
     assert_true(m.colsum_split);
-    assert_true(trace[26].work == m.heads_sum_work && m.heads_sum_work != 0);
-    assert_true(trace[27].work == m.colsum_work[FT_ATTN_Q] && m.colsum_work[FT_ATTN_Q] != 0);
+    assert_true(trace[19].work == m.heads_sum_work && m.heads_sum_work != 0);
+    assert_true(trace[22].work == m.colsum_work[FT_ATTN_Q] && m.colsum_work[FT_ATTN_Q] != 0);
     assert_true(m.heads_sum_work != m.colsum_work[FT_ATTN_Q]);
-    free(p);
-    ft_model_free(&m);
-}
-
-/* A library older than ABI 2.8 (a table that ends before the heads'
- * backward in parts): the sequence path makes today's one call on the
- * step's stream beside the pooled row's, forks once, and sums the stack
- * before the recurrence; with the parts, the same gradients and loss, bit
- * for bit (the emulated parts store the one call's float64 sums), and one
- * more library call. The other paths never split. */
-static void test_heads_split_or_one_call(void **state)
-{
-    (void)state;
-    const ft_dims d = {3, 5, 6, 8, 4, 3};
-    foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
-    const size_t total = ft_param_total(&d);
-    float *p = malloc(total * 4), *g[2] = {malloc(total * 4), malloc(total * 4)}, loss[2];
-    int launches[2];
-    assert_true(p && g[0] && g[1]);
-    ft_params_init(&d, 11, p);
-    assert_true(ft_model_heads_split(&api));
-    for (int older = 0; older < 2; older++) {
-        foxjit_api a = api;
-        if (older) {
-            a.struct_size = offsetof(foxjit_api, heads_seq_backward_part);
-            a.abi_minor = 7;
-            a.heads_seq_backward_part = NULL; /* past the table's end */
-            assert_false(ft_model_heads_split(&a));
-        }
-        ft_model m;
-        assert_int_equal(ft_model_alloc(&m, &a, rt, &cu, &d, FT_PATH_SEQUENCE), 0);
-        assert_int_equal(m.heads_split, !older);
-        assert_int_equal(ft_model_prepare(&m), FOXJIT_OK);
-        assert_int_equal(ft_model_set_state(&m, p, NULL, NULL, 0, NULL), 0);
-        for (size_t i = 0; i < m.in_layout.floats; i++)
-            HP(m.batch_in)[i] = 0.25f * (float)(i % 4);
-        calls = 0;
-        trace_n = 0, tracing = 1;
-        assert_int_equal(ft_model_zero(&m, NULL), FOXJIT_OK);
-        assert_int_equal(ft_model_forward(&m, NULL), FOXJIT_OK);
-        assert_int_equal(ft_model_loss(&m, 1, NULL), FOXJIT_OK);
-        assert_int_equal(ft_model_backward(&m, NULL), FOXJIT_OK);
-        assert_int_equal(ft_model_reduce(&m, NULL), FOXJIT_OK);
-        tracing = 0;
-        int parts = 0, whole = 0, records = 0, sum_at = -1, cfc_at = -1;
-        for (int i = 0; i < trace_n; i++) {
-            parts += !strncmp(trace[i].what, "heads_seq_part", 14);
-            whole += !strcmp(trace[i].what, "heads_seq_backward");
-            records += !strcmp(trace[i].what, "record");
-            if (!strcmp(trace[i].what, "cfc_seq_backward"))
-                cfc_at = i;
-            if (!strcmp(trace[i].what, "column_sum_split") && sum_at < 0)
-                sum_at = i;
-        }
-        assert_int_equal(parts, older ? 0 : 2);
-        assert_int_equal(whole, older ? 1 : 0);
-        assert_int_equal(records, older ? 4 : 6); /* forward 2; backward 2, or 4 */
-        assert_true(older ? sum_at < cfc_at : sum_at > cfc_at);
-        launches[older] = ft_model_launches_per_step(&m);
-        assert_int_equal(ft_model_get_grads(&m, g[older], NULL), 0);
-        loss[older] = HP(m.loss)[0];
-        ft_model_free(&m);
-    }
-    assert_int_equal(launches[0], launches[1] + 1);
-    for (size_t i = 0; i < total; i++)
-        assert_true(isfinite(g[0][i]));
-    assert_memory_equal(g[0], g[1], total * 4);
-    assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
-    /* The other paths have no split, whatever the library. */
-    static const unsigned others[] = {1u << FT_PATH_PER_STEP, 1u << FT_PATH_SEQUENCE_ONE_STREAM};
-    for (size_t k = 0; k < 2; k++) {
-        ft_model m;
-        assert_int_equal(ft_model_alloc_paths(&m, &api, rt, &cu, &d, others[k]), 0);
-        assert_false(m.heads_split);
-        assert_int_equal(ft_model_op(&m, FT_OP_HEADS_PARAMS, 0, NULL),
-                         FOXJIT_ERROR_INVALID_ARGUMENT);
-        assert_non_null(strstr(m.why, "the path makes no such call"));
-        ft_model_free(&m);
-    }
-    free(p), free(g[0]), free(g[1]);
-}
-
-/* The emulated parts refuse what the library's documentation forbids: a
- * PART_PARAMS with no PART_DX before it on the workspace, and a second
- * backward on a workspace whose PART_PARAMS has not run. (A check of the
- * emulation itself: the step tests above rely on it to see an order the
- * trainer got wrong.) */
-static void test_parts_emulation_sees_a_wrong_order(void **state)
-{
-    (void)state;
-    const ft_dims d = {3, 5, 6, 8, 4, 3};
-    foxjit_runtime *rt = (foxjit_runtime *)(uintptr_t)0x1000;
-    ft_model m;
-    assert_int_equal(ft_model_alloc(&m, &api, rt, &cu, &d, FT_PATH_SEQUENCE), 0);
-    size_t total = ft_param_total(&d);
-    float *p = malloc(total * 4);
-    ft_params_init(&d, 11, p);
-    assert_int_equal(ft_model_set_state(&m, p, NULL, NULL, 0, NULL), 0);
-    memset(HP(m.batch_in), 0, m.in_layout.floats * 4);
-    assert_int_equal(ft_model_forward(&m, NULL), FOXJIT_OK);
-    assert_int_equal(ft_model_loss(&m, 1, NULL), FOXJIT_OK);
-    const foxjit_status INV = FOXJIT_ERROR_INVALID_ARGUMENT;
-    assert_int_equal(ft_model_op(&m, FT_OP_HEADS_PARAMS, 0, m.side), INV);
-    assert_non_null(strstr(m.why, "heads_seq_backward_part (parameters): "));
-    assert_non_null(strstr(m.why, "PART_PARAMS without the PART_DX"));
-    assert_int_equal(ft_model_op(&m, FT_OP_HEADS_BWD, FT_ALL_BARS, NULL), FOXJIT_OK);
-    assert_int_equal(ft_model_op(&m, FT_OP_HEADS_BWD, FT_ALL_BARS, NULL), INV);
-    assert_non_null(strstr(m.why, "whose PART_PARAMS has not run"));
-    assert_int_equal(ft_model_op(&m, FT_OP_HEADS_PARAMS, 0, m.side), FOXJIT_OK);
-    assert_int_equal(ft_model_op(&m, FT_OP_HEADS_PARAMS, 0, m.side), INV);
-    /* The forward changed x: the pair is that of another x. */
-    assert_int_equal(ft_model_op(&m, FT_OP_HEADS_BWD, FT_ALL_BARS, NULL), FOXJIT_OK);
-    HP(m.hs)[0] += 1.0f;
-    assert_int_equal(ft_model_op(&m, FT_OP_HEADS_PARAMS, 0, m.side), INV);
     free(p);
     ft_model_free(&m);
 }
@@ -2317,8 +2075,6 @@ int main(void)
         cmocka_unit_test(test_step_matches_reference_model),
         cmocka_unit_test(test_per_step_path_matches_reference_model),
         cmocka_unit_test(test_sequence_step_streams),
-        cmocka_unit_test(test_heads_split_or_one_call),
-        cmocka_unit_test(test_parts_emulation_sees_a_wrong_order),
         cmocka_unit_test(test_older_library_uses_narrow_bce),
         cmocka_unit_test(test_colsum_workspaces),
         cmocka_unit_test(test_older_library_uses_reduce_axis0),

@@ -47,8 +47,7 @@ static const char *op_name(ft_op op)
         [FT_OP_ATTN_FWD] = "attn_pool_forward", [FT_OP_HEADS_BWD] = "heads_backward",
         [FT_OP_ATTN_BWD] = "attn_pool_backward", [FT_OP_HEADS_SUM] = "column sum (heads)",
         [FT_OP_CFC_BWD] = "cfc_backward", [FT_OP_VSN_BWD] = "vsn_backward",
-        [FT_OP_REDUCE] = "column sum",
-        [FT_OP_HEADS_PARAMS] = "heads_backward_part (parameters)"};
+        [FT_OP_REDUCE] = "column sum"};
     return op >= 0 && op < FT_OP_COUNT ? names[op] : "?";
 }
 

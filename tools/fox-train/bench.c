@@ -186,7 +186,8 @@ static int bench_batch(ft_env *e, const ft_options *o, const ft_dataset *all, in
         ft_stepper_init(&graph, &m, &hp, 1, e->stream))
         goto done;
     feed.prefetch = 0;   /* the timed steps stay in unit 0 */
-    row->batch = batch, row->k = d.k, row->launches = ft_model_launches_per_step(&m);
+    row->batch = batch, row->k = d.k, row->launches = ft_model_launches_per_step(
+        &d, o->per_step ? FT_PATH_PER_STEP : FT_PATH_SEQUENCE);
     row->nodes = graph.nodes;
     row->sequences = sequences;
     row->eager_ms = time_steps(e, &eager, &feed, loss_host, o->bench_steps, &index);

@@ -245,11 +245,6 @@ int ft_model_colsum_split(const foxjit_api *api)
     return API_HAS(api, column_sum_split_prepare);
 }
 
-int ft_model_heads_split(const foxjit_api *api)
-{
-    return API_HAS(api, heads_seq_backward_part);
-}
-
 const char *ft_model_colsum_form(const foxjit_api *api)
 {
     return ft_model_colsum_split(api) ? "split" : "reduce_axis0 (library before ABI 2.7)";
@@ -302,7 +297,6 @@ int ft_model_alloc_paths(ft_model *m, const foxjit_api *api, foxjit_runtime *rt,
     while (!has_path(m, m->path))
         m->path++;
     m->api = api, m->rt = rt, m->cu = cu;
-    m->heads_split = has_path(m, FT_PATH_SEQUENCE) && ft_model_heads_split(api);
     if (workspace_sizes(m))
         return -1;
     layout(m, 0);  /* measures the heads' span, which the next sizes need */
@@ -638,18 +632,6 @@ static foxjit_status heads_seq(ft_model *m, int backward, int pooled, CUstream s
     return lib(m, st, what[backward][pooled]);
 }
 
-/* One part of the bars' heads backward (m->heads_split): PART_DX (dx into
- * dhs, from the save) or PART_PARAMS (the gradients into row 0 of the
- * stack), with the one-call form's arguments, workspace and save. */
-static foxjit_status heads_seq_part(ft_model *m, foxjit_heads_seq_part part, CUstream s)
-{
-    const foxjit_heads_seq_args h = heads_seq_bars(m);
-    return lib(m, m->api->heads_seq_backward_part(m->rt, &h, m->heads_saved,
-                                                  m->heads_saved_bytes, part, s),
-               part == FOXJIT_HEADS_SEQ_PART_DX ? "heads_seq_backward_part (dx)"
-                                                : "heads_seq_backward_part (parameters)");
-}
-
 /* The memset that starts a step: the per-batch scratch the step's
  * backward adds into (the sequence paths: the attention query's, the last
  * of the span), or the single-block path's gradients with the padding
@@ -670,11 +652,9 @@ static foxjit_status zero(ft_model *m, CUstream s)
     return drv(m, m->cu->cuMemsetD32Async(p, 0, n, s), what);
 }
 
-/* Whether a step of m's path makes call `op` at `index` (ft_op). */
-static int makes_call(const ft_model *m, ft_op op, int index)
+/* Whether a step of the path makes call `op` at `index` (ft_op). */
+static int makes_call(const ft_dims *d, ft_path path, ft_op op, int index)
 {
-    const ft_dims *d = &m->dims;
-    const ft_path path = m->path;
     switch (op) {
     case FT_OP_CFC_FWD: case FT_OP_CFC_BWD:
         return index >= 0 && index < ft_model_op_calls(d, path, op);
@@ -685,8 +665,6 @@ static int makes_call(const ft_model *m, ft_op op, int index)
                                             : index == FT_ALL_BARS || index == d->k;
     case FT_OP_REDUCE:
         return index >= 0 && index < FT_PARAM_COUNT && reduces(path, index);
-    case FT_OP_HEADS_PARAMS:
-        return index == 0 && path == FT_PATH_SEQUENCE && m->heads_split;
     case FT_OP_COUNT:
         return 0;
     default:
@@ -702,7 +680,7 @@ foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s)
     /* The single-block path's backward kernels, and where they add. */
     const foxjit_api *b = single ? m->single_block : a;
     const CUdeviceptr *g = single ? m->grad : m->scratch;
-    if (!has_path(m, m->path) || !b || !makes_call(m, op, index))
+    if (!has_path(m, m->path) || !b || !makes_call(d, m->path, op, index))
         return fail(m, FOXJIT_ERROR_INVALID_ARGUMENT, "fox-train bug: call %d at %d of the %s "
                     "path: %s", (int)op, index, ft_path_name(m->path),
                     !has_path(m, m->path) ? "the model has no buffers for that path"
@@ -741,10 +719,6 @@ foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s)
         p.pooled = m->pooled;
         return lib(m, a->attn_pool_forward(m->rt, &p, s), "attn_pool_forward");
     case FT_OP_HEADS_BWD:
-        /* Two streams with the split: the bars' call is PART_DX (what the
-         * recurrence waits for), FT_OP_HEADS_PARAMS the rest. */
-        if (m->path == FT_PATH_SEQUENCE && m->heads_split && index == FT_ALL_BARS)
-            return heads_seq_part(m, FOXJIT_HEADS_SEQ_PART_DX, s);
         if (seq)
             return heads_seq(m, 1, index == d->k, s);
         h = index == d->k ? heads_pooled(m, 1, g) : single ? heads_bar(m, index)
@@ -756,8 +730,6 @@ foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s)
         p.dpooled = m->dpooled, p.dhs = m->dhs, p.dq = g[FT_ATTN_Q];
         p.dhs_accumulate = m->path == FT_PATH_SEQUENCE;
         return lib(m, b->attn_pool_backward(m->rt, &p, s), "attn_pool_backward");
-    case FT_OP_HEADS_PARAMS:
-        return heads_seq_part(m, FOXJIT_HEADS_SEQ_PART_PARAMS, s);
     case FT_OP_HEADS_SUM:
         return colsum(m, m->heads_stack, 2, (int64_t)m->heads_span_floats, m->grad[FT_HEADS_W1],
                       m->heads_sum_work, m->heads_sum_work_bytes, s, "heads");
@@ -799,8 +771,6 @@ int ft_model_op_calls(const ft_dims *d, ft_path path, ft_op op)
         return path == FT_PATH_SINGLE_BLOCK ? d->k + 1 : 2;
     case FT_OP_HEADS_SUM:
         return path == FT_PATH_SEQUENCE;
-    case FT_OP_HEADS_PARAMS:
-        return path == FT_PATH_SEQUENCE; /* with a library of ABI 2.8 (model.h) */
     case FT_OP_REDUCE: {
         int n = 0;
         for (int i = 0; i < FT_PARAM_COUNT; i++)
@@ -896,27 +866,19 @@ foxjit_status ft_model_backward(ft_model *m, CUstream s)
     const int K = m->dims.k, single = m->path == FT_PATH_SINGLE_BLOCK;
     const int bars = ft_model_op_calls(&m->dims, m->path, FT_OP_CFC_BWD);
     foxjit_status st;
-    const int split = m->path == FT_PATH_SEQUENCE && m->heads_split;
     if (m->path == FT_PATH_SEQUENCE) {
         /* The two heads calls side by side, each into its own row of the
-         * stack and its own dx (dhs =, dpooled =), with their own
-         * workspaces and saves; then the pooling adds its share into dhs,
-         * the stack's rows are added into the heads gradients, and the
-         * recurrence consumes dhs. Every sum that joins the two calls adds
-         * the same two terms as the one-stream order below (pooled row
-         * first, bars added to it), so the bits are the same.
-         * With the split (m->heads_split), the bars' call on this stream is
-         * its dx part, and its parameter gradients follow on the second
-         * stream, forked again once dx is there, beside the pooling's and
-         * the recurrence's backward (at a small batch the recurrence fills
-         * only B of the SMs); the stack's sum waits for them at the end. */
+         * stack and its own dx (dhs =, dpooled =); then the pooling adds
+         * its share into dhs, the stack's rows are added into the heads
+         * gradients, and the recurrence consumes dhs. Every sum that joins
+         * the two calls adds the same two terms as the one-stream order
+         * below (pooled row first, bars added to it), so the bits are the
+         * same. */
         if ((st = fork_side(m, s)) ||
             (st = ft_model_op(m, FT_OP_HEADS_BWD, FT_ALL_BARS, s)) ||
             (st = ft_model_op(m, FT_OP_HEADS_BWD, K, m->side)) || (st = join_side(m, s)) ||
-            (split && ((st = fork_side(m, s)) ||
-                       (st = ft_model_op(m, FT_OP_HEADS_PARAMS, 0, m->side)))) ||
             (st = ft_model_op(m, FT_OP_ATTN_BWD, 0, s)) ||
-            (!split && (st = ft_model_op(m, FT_OP_HEADS_SUM, 0, s))))
+            (st = ft_model_op(m, FT_OP_HEADS_SUM, 0, s)))
             return st;
     } else {
         /* z_seq = heads(pool(h)): its gradient reaches every h_t first (the
@@ -933,13 +895,7 @@ foxjit_status ft_model_backward(ft_model *m, CUstream s)
         if ((single && (st = ft_model_op(m, FT_OP_HEADS_BWD, t, s))) ||
             (st = ft_model_op(m, FT_OP_CFC_BWD, t, s)))
             return st;
-    if ((st = ft_model_op(m, FT_OP_VSN_BWD, 0, s)))
-        return st;
-    /* The split's join: the stack's row 0 is written, the bars' workspace
-     * free again; nothing after reads a heads gradient before the sum. */
-    if (split && ((st = join_side(m, s)) || (st = ft_model_op(m, FT_OP_HEADS_SUM, 0, s))))
-        return st;
-    return FOXJIT_OK;
+    return ft_model_op(m, FT_OP_VSN_BWD, 0, s);
 }
 
 foxjit_status ft_model_reduce(ft_model *m, CUstream s)
@@ -985,16 +941,14 @@ foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s)
     return FOXJIT_OK;
 }
 
-int ft_model_launches_per_step(const ft_model *m)
+int ft_model_launches_per_step(const ft_dims *d, ft_path path)
 {
-    const ft_dims *d = &m->dims;
-    const ft_path path = m->path;
     if (path == FT_PATH_SEQUENCE)
         /* memset; forward vsn + cfc_seq + heads_seq (bars) + pool +
-         * heads_seq (pooled); 2 bce; backward heads_seq (bars; two parts
-         * with the split) + heads_seq (pooled) + pool + the heads' reducer
-         * + cfc_seq + vsn_seq; 1 reducer; increment + 2 adamw. */
-        return 1 + 5 + 2 + 6 + (m->heads_split ? 1 : 0) + 1 + 3;
+         * heads_seq (pooled); 2 bce; backward heads_seq (bars) + heads_seq
+         * (pooled) + pool + the heads' reducer + cfc_seq + vsn_seq;
+         * 1 reducer; increment + 2 adamw. */
+        return 1 + 5 + 2 + 6 + 1 + 3;
     /* memset; forward vsn + K cfc + heads (all bars) + pool + heads; 2 bce;
      * backward heads + pool + heads (all bars: two kernels with the
      * workspace, K > 1) + K cfc + vsn; 17 reducers; increment + 2 adamw. */

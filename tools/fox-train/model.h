@@ -36,14 +36,6 @@
  *            a column sum of the stack -> the heads gradients;
  *            cfc_seq_backward (dy written, CfC gradients =);
  *            vsn_seq_backward (VSN gradients =)
- *            With a library of ABI 2.8 (ft_model.heads_split) the bars'
- *            call is split (heads_seq_backward_part): its dx part on the
- *            step's stream where the whole call was, its parameter part
- *            on the second stream after the pooled row's call, forked
- *            once dx is there and joined after vsn_seq_backward, so that
- *            it runs beside attn_pool_backward and the recurrence's
- *            backward; the column sum of the stack moves after that join.
- *            The same bits.
  *   reduce   a column sum of the attention scratch (1 tensor)
  *   update   as above
  *
@@ -175,14 +167,6 @@ struct ft_model {
     /* 1: the column sums are foxjit_column_sum_split (the library has ABI
      * 2.7's entries); 0: foxjit_reduce_axis0, with no workspaces. */
     int colsum_split;
-    /* 1: the sequence path's bars' heads backward runs in two parts, its
-     * parameter gradients on the second stream (the library has ABI 2.8's
-     * heads_seq_backward_part and the model has FT_PATH_SEQUENCE's
-     * buffers); 0: one call (an older library, or no such path). The two
-     * heads backward calls that may run at once (the pooled row's and a
-     * part of the bars') never share a workspace: heads_pooled_work and
-     * heads_work. */
-    int heads_split;
     /* The split form's workspaces, one per call site: colsum_work[i] for
      * tensor i's reducer (0 where no path reduces it), heads_sum_work for
      * the heads' stack sum. Zeroed at allocation (the block counters must
@@ -233,9 +217,6 @@ void ft_model_free(ft_model *m);
  * before ABI 2.7)". */
 int ft_model_colsum_split(const foxjit_api *api);
 const char *ft_model_colsum_form(const foxjit_api *api);
-/* Whether this table has the heads' backward in parts (ABI 2.8), which a
- * model with FT_PATH_SEQUENCE then uses (ft_model.heads_split). */
-int ft_model_heads_split(const foxjit_api *api);
 
 /* Compiles (or loads from the cache) every kernel a step of m->path uses:
  * call once before capturing a step into a graph (FT_PATH_SINGLE_BLOCK: but
@@ -253,10 +234,10 @@ foxjit_status ft_model_update(ft_model *m, const ft_hparams *hp, CUstream s);
 /* zero, forward, loss, backward, reduce, after_reduce (when set), update. */
 foxjit_status ft_model_step(ft_model *m, const ft_hparams *hp, CUstream s);
 
-/* Library calls and memsets one ft_model_step of m (its path
- * FT_PATH_SEQUENCE or FT_PATH_PER_STEP) enqueues (a library call may
- * launch more than one kernel: the graph's node count says how many). */
-int ft_model_launches_per_step(const ft_model *m);
+/* Library calls and memsets one ft_model_step of FT_PATH_SEQUENCE or
+ * FT_PATH_PER_STEP enqueues (a library call may launch more than one
+ * kernel: the graph's node count says how many). */
+int ft_model_launches_per_step(const ft_dims *d, ft_path path);
 
 /* The calls of zero, forward, backward and reduce one at a time, each
  * exactly as the step makes it (the bench times each kind). */
@@ -269,16 +250,12 @@ typedef enum ft_op {
                           pooled row) */
     FT_OP_ATTN_FWD,
     FT_OP_HEADS_BWD,   /* index as FT_OP_HEADS_FWD; FT_PATH_SINGLE_BLOCK: bar t
-                          or K; FT_PATH_SEQUENCE with ft_model.heads_split at
-                          FT_ALL_BARS: the dx part alone */
+                          or K */
     FT_OP_ATTN_BWD,
     FT_OP_HEADS_SUM,   /* FT_PATH_SEQUENCE: the stack's column sum */
     FT_OP_CFC_BWD,     /* index as FT_OP_CFC_FWD */
     FT_OP_VSN_BWD,
     FT_OP_REDUCE,      /* index: the parameter tensor (ft_param); a column sum */
-    FT_OP_HEADS_PARAMS, /* FT_PATH_SEQUENCE with ft_model.heads_split: the bars'
-                           heads backward's parameter part (index 0; its dx
-                           part is FT_OP_HEADS_BWD at FT_ALL_BARS) */
     FT_OP_COUNT
 } ft_op;
 
@@ -287,9 +264,7 @@ typedef enum ft_op {
  * the path does not make, a path the model has no buffers for, or the
  * single-block path without m->single_block). */
 foxjit_status ft_model_op(ft_model *m, ft_op op, int index, CUstream s);
-/* How many calls of op one step of `path` makes, with a library of the
- * newest ABI (FT_OP_HEADS_PARAMS: 1 on FT_PATH_SEQUENCE; a model on a
- * library before ABI 2.8 makes none, ft_model.heads_split). */
+/* How many calls of op one step of `path` makes. */
 int ft_model_op_calls(const ft_dims *d, ft_path path, ft_op op);
 
 /* Parameters (packed, params.h order), moments and the step counter from

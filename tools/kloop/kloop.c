@@ -85,9 +85,7 @@ int kloop_kernels_per_step(const ft_dims *d, ft_path path)
      * workspace). */
     if (path == FT_PATH_PER_STEP && d->k > 1)
         n += 1;
-    /* A sequence call may launch several kernels (heads: two calls each way;
-     * on two streams the bars' backward's dx part is still its two, rows
-     * and dx, and FT_OP_HEADS_PARAMS, counted above, one more). */
+    /* A sequence call may launch several kernels (heads: two calls each way). */
     if (path == FT_PATH_SEQUENCE || path == FT_PATH_SEQUENCE_ONE_STREAM)
         n += fj_cfc_seq_kernels(0) - 1 + fj_cfc_seq_kernels(1) - 1 +
              2 * (fj_heads_seq_kernels(0) - 1 + fj_heads_seq_kernels(1) - 1) +
