@@ -9,6 +9,7 @@
 #include "bad_input.h"
 #include "baselines.h"
 #include "colsum/op.h"
+#include "colsum/split_cases.h"
 #include "runtime.h"
 
 typedef struct shape {
@@ -476,19 +477,11 @@ static void test_split_against_reference(void **state)
 static void test_split_same_bits_every_split(void **state)
 {
     (void)state;
-    static const shape split_shapes[] = {
-        {8192, 42}, {8192, 128}, {8192, 3}, {1000, 77}, {513, 65}, {4099, 256},
-    };
-    static const int geometries[][4] = {
-        /* vec (0: the plan's), lanes (0: the plan's), phases, rows a thread */
-        {0, 0, 1, 1},  {0, 0, 2, 1},  {0, 0, 8, 16}, {0, 0, 64, 1}, {0, 0, 32, 4},
-        {1, 1, 64, 16}, {1, 1, 1, 2}, {1, 0, 16, 8}, {0, 1, 4, 4},  {0, 0, 16, 16},
-    };
-    const int n_geometries = GH_QUICK(10, 4);
-    for (size_t i = 0; i < sizeof split_shapes / sizeof split_shapes[0]; i++) {
-        const shape *s = &split_shapes[i];
+    const int n_geometries = GH_QUICK(FJ_SPLIT_CASE_GEOMETRIES, 4);
+    for (int i = 0; i < FJ_SPLIT_CASE_SHAPES; i++) {
+        const shape sh = {fj_split_case_shapes[i][0], fj_split_case_shapes[i][1]}, *s = &sh;
         const size_t n = (size_t)(s->rows * s->cols), c = (size_t)s->cols;
-        uint64_t seed = gh_seed() ^ (i * 977);
+        uint64_t seed = gh_seed() ^ ((uint64_t)i * 977);
         float *x = malloc(n * 4), *want = malloc(c * 4), *got = malloc(c * 4);
         assert_non_null(x && want && got);
         gh_fill_uniform(x, n, &seed, -3.0f, 3.0f);
@@ -502,18 +495,10 @@ static void test_split_same_bits_every_split(void **state)
         GH_CHECK(foxjit_column_sum_split(gh.rt, dx, s->rows, s->cols, dout, 0, ws, ws_bytes,
                                          gh.stream));
         gh_download(want, dout, c * 4);
-        const fj_colsum_split_geometry plan = fj_colsum_split_plan(s->rows, s->cols, 16);
         char what[160];
         for (int r = 0; r < 2; r++)
             for (int k = 0; k < n_geometries; k++) {
-                const int *q = geometries[k];
-                const int vec = q[0] ? q[0] : plan.vec;
-                const int lanes = q[1] ? q[1] : plan.lanes * plan.vec / vec;
-                int phases = q[2];
-                while (lanes * phases > 1024)
-                    phases /= 2;
-                const fj_colsum_split_geometry g =
-                    fj_colsum_split_geometry_of(s->rows, s->cols, vec, lanes, phases, q[3]);
+                const fj_colsum_split_geometry g = fj_split_case_geometry(s->rows, s->cols, k);
                 const fj_variant v = fj_colsum_split_variant(&g);
                 const fj_loaded *kern;
                 GH_CHECK(fj_module_get(gh.rt, &v, gh.stream, 0, &kern));
@@ -523,7 +508,8 @@ static void test_split_same_bits_every_split(void **state)
                 gh_download(got, dout, c * 4);
                 snprintf(what, sizeof what, "split %lldx%lld, run %d, vec %d lanes %d phases %d "
                          "rows a thread %d (%lld tiles x %lld blocks)", (long long)s->rows,
-                         (long long)s->cols, r, vec, lanes, phases, q[3], g.tiles, g.row_blocks);
+                         (long long)s->cols, r, g.vec, g.lanes, g.phases, g.rows_per_thread,
+                         g.tiles, g.row_blocks);
                 assert_bits(what, want, got, c);
                 assert_counters_zero(what, ws);
             }

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "colsum/policy.h"
+#include "colsum/split_cases.h"
 
 /* ---- the program ----------------------------------------------------------- */
 
@@ -512,38 +513,23 @@ static void test_plans_give_the_tree(void **state)
     }
 }
 
-/* The gpu suite's other geometries (test_split_same_bits_every_split):
+/* The gpu suite's geometries (colsum/split_cases.h, which
+ * test_split_same_bits_every_split runs too):
  * from a block a row, whose nodes the last block adds in several passes,
  * to the largest blocks, tiles of one vector, more tiles than counters;
  * all give the tree's bits. */
 static void test_every_split_gives_the_tree(void **state)
 {
     (void)state;
-    static const shape shapes[] = {
-        {8192, 42}, {8192, 128}, {8192, 3}, {1000, 77}, {513, 65}, {4099, 256},
-    };
-    static const int geometries[][4] = {
-        /* vec (0: the plan's), lanes (0: the plan's), phases, rows a thread */
-        {0, 0, 1, 1},  {0, 0, 2, 1},  {0, 0, 8, 16}, {0, 0, 64, 1}, {0, 0, 32, 4},
-        {1, 1, 64, 16}, {1, 1, 1, 2}, {1, 0, 16, 8}, {0, 1, 4, 4},  {0, 0, 16, 16},
-    };
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const shape *s = &shapes[i];
+    for (int i = 0; i < FJ_SPLIT_CASE_SHAPES; i++) {
+        const shape sh = {fj_split_case_shapes[i][0], fj_split_case_shapes[i][1]}, *s = &sh;
         float *want, *x = make_input(s, &want);
-        const fj_colsum_split_geometry plan = fj_colsum_split_plan(s->rows, s->cols, 16);
-        for (size_t k = 0; k < sizeof geometries / sizeof geometries[0]; k++) {
-            const int *q = geometries[k];
-            const int vec = q[0] ? q[0] : plan.vec;
-            const int lanes = q[1] ? q[1] : plan.lanes * plan.vec / vec;
-            int phases = q[2];
-            while (lanes * phases > 1024)
-                phases /= 2;
-            const fj_colsum_split_geometry g =
-                fj_colsum_split_geometry_of(s->rows, s->cols, vec, lanes, phases, q[3]);
+        for (int k = 0; k < FJ_SPLIT_CASE_GEOMETRIES; k++) {
+            const fj_colsum_split_geometry g = fj_split_case_geometry(s->rows, s->cols, k);
             char what[160];
             snprintf(what, sizeof what, "%lldx%lld, vec %d lanes %d phases %d rows a thread %d "
-                     "(%lld tiles x %lld blocks)", s->rows, s->cols, vec, lanes, phases, q[3],
-                     g.tiles, g.row_blocks);
+                     "(%lld tiles x %lld blocks)", s->rows, s->cols, g.vec, g.lanes, g.phases,
+                     g.rows_per_thread, g.tiles, g.row_blocks);
             check_call(what, &g, x, s->rows, s->cols, want, NULL, SHUFFLED);
         }
         free(x), free(want);
