@@ -46,16 +46,24 @@ static int run_once(bench_ctx *b, void *ud, int iter)
     return 0;
 }
 
+/* The rotating copies of x[rows, cols] (random) and out, uncleared;
+ * returns the bytes of one x. */
+static size_t alloc_inputs(bench_ctx *b, colsum_bench *c)
+{
+    size_t bytes = (size_t)(c->rows * c->cols) * sizeof(float);
+    c->nrot = bench_rotation(b, bytes, MAX_ROT);
+    for (int i = 0; i < c->nrot; i++) {
+        c->x[i] = bench_alloc(b, bytes);
+        bench_fill_random(b, c->x[i], (size_t)(c->rows * c->cols), (unsigned)i + 1);
+    }
+    c->out = bench_alloc(b, (size_t)c->cols * sizeof(float));
+    return bytes;
+}
+
 static int bench_shape(bench_ctx *b, int64_t rows, int64_t cols, int overwrite, int baselines)
 {
     colsum_bench c = {.rows = rows, .cols = cols};
-    size_t bytes = (size_t)(rows * cols) * sizeof(float);
-    c.nrot = bench_rotation(b, bytes, MAX_ROT);
-    for (int i = 0; i < c.nrot; i++) {
-        c.x[i] = bench_alloc(b, bytes);
-        bench_fill_random(b, c.x[i], (size_t)(rows * cols), (unsigned)i + 1);
-    }
-    c.out = bench_alloc(b, (size_t)cols * sizeof(float));
+    const size_t bytes = alloc_inputs(b, &c);
     c.ws = bench_alloc(b, fj_colsum_two_phase_workspace(rows, cols));
     b->cu->cuMemsetD32(c.out, 0, (size_t)cols);
 
@@ -105,13 +113,7 @@ static int bench_split_shape(bench_ctx *b, foxjit_runtime *native, int64_t rows,
         fprintf(stderr, "bench colsum: %s\n", foxjit_last_error());
         return 1;
     }
-    size_t bytes = (size_t)(rows * cols) * sizeof(float);
-    c.nrot = bench_rotation(b, bytes, MAX_ROT);
-    for (int i = 0; i < c.nrot; i++) {
-        c.x[i] = bench_alloc(b, bytes);
-        bench_fill_random(b, c.x[i], (size_t)(rows * cols), (unsigned)i + 1);
-    }
-    c.out = bench_alloc(b, (size_t)cols * sizeof(float));
+    const size_t bytes = alloc_inputs(b, &c);
     b->cu->cuMemsetD32(c.out, 0, (size_t)cols);
     c.ws = bench_alloc(b, c.ws_bytes);
     b->cu->cuMemsetD32(c.ws, 0, c.ws_bytes / 4);  /* once: every call leaves it zeroed */
