@@ -197,6 +197,21 @@ static void test_legacy_baselines_agree(void **state)
     free(x), free(got), free(want), free(scale);
 }
 
+/* A call of the graph tests: x[rows, cols] uniform in [-1, 1] on the GPU
+ * (*dx) and room for its column sums (*db). */
+static void graph_call_inputs(int64_t rows, int64_t cols, uint64_t *seed, CUdeviceptr *dx,
+                              CUdeviceptr *db)
+{
+    size_t n = (size_t)(rows * cols);
+    float *x = malloc(n * 4);
+    assert_non_null(x);
+    gh_fill_uniform(x, n, seed, -1, 1);
+    *dx = gh_alloc(n * 4);
+    *db = gh_alloc((size_t)cols * 4);
+    gh_upload(*dx, x, n * 4);
+    free(x);
+}
+
 /* 28 bias_grad_reduce calls (the DQN step) captured into one graph and
  * replayed give the same bits as eager launches. Quick mode: 8 calls (each
  * dim twice) of 2048 rows, replayed twice. */
@@ -211,15 +226,8 @@ static void test_graph_capture_matches_eager(void **state)
     float *eager[MAX_CALLS];
     uint64_t seed = gh_seed() + 7;
     for (int i = 0; i < CALLS; i++) {
-        int64_t d = dims[i % 4];
-        size_t n = (size_t)(B * d);
-        float *x = malloc(n * 4);
-        gh_fill_uniform(x, n, &seed, -1, 1);
-        dx[i] = gh_alloc(n * 4);
-        db[i] = gh_alloc((size_t)d * 4);
-        gh_upload(dx[i], x, n * 4);
-        free(x);
-        GH_CHECK(foxjit_column_sum_prepare(gh.rt, B, d));
+        graph_call_inputs(B, dims[i % 4], &seed, &dx[i], &db[i]);
+        GH_CHECK(foxjit_column_sum_prepare(gh.rt, B, dims[i % 4]));
     }
     for (int i = 0; i < CALLS; i++) {
         int64_t d = dims[i % 4];
@@ -589,15 +597,8 @@ static void test_split_graph_matches_eager(void **state)
     CUdeviceptr ws = gh_alloc(ws_bytes);
     GH_CU(gh.cu->cuMemsetD8Async(ws, 0, ws_bytes, gh.stream));
     for (int i = 0; i < CALLS; i++) {
-        const int64_t d = dims[i % 4];
-        size_t n = (size_t)(B * d);
-        float *x = malloc(n * 4);
-        gh_fill_uniform(x, n, &seed, -1, 1);
-        dx[i] = gh_alloc(n * 4);
-        db[i] = gh_alloc((size_t)d * 4);
-        gh_upload(dx[i], x, n * 4);
-        free(x);
-        GH_CHECK(foxjit_column_sum_split_prepare(gh.rt, B, d));
+        graph_call_inputs(B, dims[i % 4], &seed, &dx[i], &db[i]);
+        GH_CHECK(foxjit_column_sum_split_prepare(gh.rt, B, dims[i % 4]));
     }
     for (int i = 0; i < CALLS; i++) {
         const int64_t d = dims[i % 4];
