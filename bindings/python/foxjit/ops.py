@@ -27,6 +27,7 @@ import ctypes
 import sys
 import threading
 
+from . import _fastcall
 from . import _lib
 from . import arrays as _arrays
 from .arrays import arg, _torch
@@ -440,17 +441,21 @@ class _Recording:
     """What prepare() passes as an op's `stream`: the op checks its arrays,
     allocates what it must and, instead of launching, hands each library
     call here (launch)."""
-    __slots__ = ("stream", "launches", "call")
+    __slots__ = ("stream", "launches", "call", "made", "query")
 
     def __init__(self, stream):
         self.stream = stream    # the caller's stream, or None for torch's current one
         self.launches = []
         self.call = None
+        self.made = False       # an output or workspace was allocated for the call
+        self.query = None       # set by _recorder: how a replay finds its stream
 
     def add(self, c, fn, args):
         # The stream is the last argument of every entry: replaced on replay.
         self.launches.append((fn, c.rt._rt, args[:-1]))
         self.call = c
+        if c.made is not None:
+            self.made = True
 
 
 class Prepared:
@@ -498,7 +503,7 @@ def prepare(op, *args, **kwargs):
     prepare itself; errors the library finds at launch are raised by the
     call that launches."""
     rec = _Recording(kwargs.pop("stream", None))
-    result = op(*args, stream=rec, **kwargs)
+    result = getattr(op, "__wrapped__", op)(*args, stream=rec, **kwargs)
     c = rec.call
     p = Prepared()
     p.what = getattr(op, "__name__", str(op))
@@ -1095,3 +1100,69 @@ def gae(rewards, values, dones, gamma=0.99, lambda_=0.95, advantages=None, retur
         returns, qp = c.out(returns, "returns", (steps, envs))
     c.launch("gae", rp, vp, dp, steps, envs, float(gamma), float(lambda_), ap, qp, c.stream)
     return advantages, returns
+
+
+# ---- the plain wrappers' fast path ---------------------------------------------------------
+#
+# A call like one of the thread's recent calls of the same op (the same
+# argument kinds and values, tensors of the same dtypes, shapes, strides
+# and GPU) skips the checks and launches what that call launched with the
+# tensors' current addresses: foxjit/_fastcall.py says when, and why that
+# is what the checks would have launched.
+
+def _launch_failed(st, fn, rtp, args, s, ctx, rt):
+    """A launch's failure status st: again in the runtime's context when
+    the library found another one current, else foxjit.Error."""
+    if st in _CONTEXT_STATUSES and ctx:
+        st = _in_context(ctx, fn, rtp, *args, s)
+        if not st:
+            return
+    raise _lib.Error(st, rt.lib.last_error())
+
+
+def _recorder(op):
+    """How _fastcall runs op's checks: with a _Recording as its stream (a
+    stream passed by position: op launches itself, nothing is remembered)."""
+    code = op.__code__
+    stream_pos = code.co_varnames[:code.co_argcount].index("stream")
+
+    def record(op, args, kwargs):
+        if len(args) > stream_pos:
+            return op(*args, **kwargs), None
+        rec = _Recording(kwargs.get("stream"))
+        kw = dict(kwargs)
+        kw["stream"] = rec
+        result = op(*args, **kw)
+        c = rec.call
+        if c is not None and c.torch and rec.stream is None:
+            rec.query = _tm[2] if _tm[2] is not None else _current_stream
+        return result, rec
+    return record
+
+
+def _fast(op):
+    return _fastcall.remember(op, _recorder(op), _launch_failed, Runtime)
+
+
+# The ops whose launches take the checked tensors' addresses as they are
+# (no address derived from another, no list or dict of tensors).
+column_sum = _fast(column_sum)
+column_sum_split = _fast(column_sum_split)
+bias_grad_reduce = _fast(bias_grad_reduce)
+curiosity_bias_grad_reduce = _fast(curiosity_bias_grad_reduce)
+reduce_axis0 = _fast(reduce_axis0)
+radix_sort_pairs = _fast(radix_sort_pairs)
+rank_normalize = _fast(rank_normalize)
+cfc_forward = _fast(cfc_forward)
+cfc_backward = _fast(cfc_backward)
+vsn_forward = _fast(vsn_forward)
+vsn_backward = _fast(vsn_backward)
+attn_pool_forward = _fast(attn_pool_forward)
+attn_pool_backward = _fast(attn_pool_backward)
+cfc_seq_forward = _fast(cfc_seq_forward)
+cfc_seq_backward = _fast(cfc_seq_backward)
+vsn_seq_backward = _fast(vsn_seq_backward)
+bce_with_logits = _fast(bce_with_logits)
+adamw = _fast(adamw)
+increment_step = _fast(increment_step)
+gae = _fast(gae)

@@ -365,6 +365,41 @@ class Ops(unittest.TestCase):
             got, want = q(), ops.cfc_forward(x, h, dt, *params)
             self.assertTrue(torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]))
 
+    def test_fast_path(self):
+        """A plain wrapper's call like a recent one (foxjit/_fastcall.py)
+        gives the checked call's bits on new tensors of the same shapes,
+        and anything its checks look at, changed even behind the same
+        tensor object's back, runs them again."""
+        from foxjit import _fastcall
+        if _fastcall._torch_state()[2] is None:
+            self.skipTest("this torch has no usable TensorGuards: the fast path is off")
+        _fastcall.forget()
+        b, n_in, n_hid = 6, 12, 20
+        params = cfc_params(n_in, n_hid)
+        outs = [torch.empty(b, n_hid, device="cuda") for _ in range(2)]
+        for i in range(4):
+            x, h, dt = rnd(b, n_in), rnd(b, n_hid), rnd(b, lo=0.25, hi=1.75)
+            got = ops.cfc_forward(x, h, dt, *params, h_out=outs[0], u=outs[1])
+            want = ops.cfc_forward.__wrapped__(x, h, dt, *params)
+            self.assertTrue(torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]))
+        self.assertEqual([e.hits for e in ops.cfc_forward.entries()], [3])
+        x = rnd(64, 5)
+        out = torch.empty(5, device="cuda")
+        for _ in range(2):
+            ops.column_sum(x, out=out)
+        self.assertEqual(ops.column_sum.entries()[0].hits, 1)
+        # The same tensor object, now a view of its own memory with another
+        # shape (.data = ... moves neither its address nor its version).
+        x.data = x.data[:32]
+        ops.column_sum(x, out=out)
+        close(self, "column_sum after .data", out, x.double().sum(0), 1e-4)
+        x.data = x.data.t()
+        with self.assertRaisesRegex(ValueError, "contiguous"):
+            ops.column_sum(x, out=out)
+        y = rnd(64, 5).requires_grad_(True)    # requires_grad: checked again, still fine
+        close(self, "column_sum of a leaf", ops.column_sum(y, out=out),
+              y.detach().double().sum(0), 1e-4)
+
     def test_heads(self):
         b, d, e, h = 16, 32, 16, 5
         p = heads_params(d, e, h)

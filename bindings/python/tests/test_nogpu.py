@@ -942,6 +942,173 @@ class TorchPath(unittest.TestCase):
             ops.column_sum_split(x, workspace=self.t(1024, device=1, dtype=self.torch.uint8))
 
 
+class _FakeGuards:
+    """torch's TensorGuards as _fastcall uses it, over FakeTorch's tensors:
+    the class, dtype, device and shape of each."""
+
+    def __init__(self, *tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None):
+        self.want = [self._meta(t) for t in tensors]
+
+    @staticmethod
+    def _meta(t):
+        return (type(t), t.dtype, t.get_device(), tuple(t.shape))
+
+    def check(self, *tensors):
+        if len(tensors) != len(self.want):
+            raise TypeError("wrong length")
+        return all(hasattr(t, "shape") and self._meta(t) == w
+                   for t, w in zip(tensors, self.want))
+
+
+class FastPath(TorchPath):
+    """The plain wrappers' fast path (foxjit/_fastcall.py): a call like a
+    recent one launches what that one launched, with the current tensors'
+    addresses in place of the old ones, and nothing else changes; a call
+    that differs in anything the checks look at runs them again."""
+
+    def setUp(self):
+        super().setUp()
+        from foxjit import _fastcall
+        saved = list(_fastcall._guard_state)
+
+        def make(tensors):
+            return _FakeGuards(*tensors, dynamic_dims_sizes=[], dynamic_dims_strides=[])
+        _fastcall._guard_state[:] = [self.torch, self.torch.Tensor, make,
+                                     self.torch.Tensor.data_ptr]
+        _fastcall.forget()
+
+        def restore():
+            _fastcall._guard_state[:] = saved
+            _fastcall.forget()
+        self.addCleanup(restore)
+        self.torch._next = 1 << 40        # device addresses are above 2**32
+        self.args = []
+        entry = RecordingRuntime.__getattr__
+
+        def logging(rt, name):            # each launch's arguments too
+            fn = entry(rt, name)
+            if name.endswith("_workspace_size"):
+                return fn
+
+            def launch(rtp, *args):
+                self.args.append((name, tuple(
+                    {f: getattr(a._obj, f) for f, _ in a._obj._fields_}
+                    if isinstance(a, type(ctypes.byref(ctypes.c_int()))) else a
+                    for a in args)))
+                return fn(rtp, *args)
+            return launch
+        for rt in (self.rt, self.rt1):
+            rt.__class__ = type("LoggingRuntime", (RecordingRuntime,),
+                                {"__getattr__": logging})
+
+    def test_same_and_new_tensors(self):
+        x, out = self.t(64, 5), self.t(5)
+        for _ in range(3):
+            ops.column_sum(x, out=out)
+        (e,) = ops.column_sum.entries()
+        self.assertEqual(e.hits, 2)
+        x2, out2 = self.t(64, 5), self.t(5)
+        self.assertIs(ops.column_sum(x2, out=out2), out2)
+        self.assertEqual(e.hits, 3)
+        want = [("column_sum", (x.data_ptr(), 64, 5, out.data_ptr(), 0, CUR))] * 3
+        want.append(("column_sum", (x2.data_ptr(), 64, 5, out2.data_ptr(), 0, CUR)))
+        self.assertEqual(self.args, want)
+
+    def test_anything_else_changed_runs_the_checks(self):
+        x, out = self.t(64, 5), self.t(5)
+        ops.column_sum(x, out=out)
+        ops.column_sum(x, out=out, accumulate=True)        # another keyword
+        ops.column_sum(x, out, True)                       # the same, by position
+        ops.column_sum(x, out, False)                      # another value
+        ops.column_sum(self.t(32, 5), out=out)             # another shape
+        ops.column_sum(self.t(64, 5, device=1), out=self.t(5, device=1))  # another GPU
+        self.assertEqual([a for _, a in self.args], [
+            (x.data_ptr(), 64, 5, out.data_ptr(), 0, CUR),
+            (x.data_ptr(), 64, 5, out.data_ptr(), 1, CUR),
+            (x.data_ptr(), 64, 5, out.data_ptr(), 1, CUR),
+            (x.data_ptr(), 64, 5, out.data_ptr(), 0, CUR),
+            (self.args[4][1][0], 32, 5, out.data_ptr(), 0, CUR),
+            # cuda:1's runtime: refused in cuda:0's context, then again in its own
+            (self.args[5][1][0], 64, 5, self.args[5][1][3], 0, CUR),
+            (self.args[5][1][0], 64, 5, self.args[5][1][3], 0, CUR)])
+        self.assertEqual([e[2] for e in self.launches()], [CTX] * 5 + [CTX + 1])
+        self.assertTrue(all(e.hits == 0 for e in ops.column_sum.entries()))
+        self.args.clear()
+        ops.column_sum(x, out=out, accumulate=False)
+        ops.column_sum(x, out=out, accumulate=False)       # remembered
+        ops.column_sum(x, out=out, accumulate=True)        # the same keyword, another value
+        self.assertEqual([a[4] for _, a in self.args], [0, 0, 1])
+        with self.assertRaisesRegex(ValueError, r"out: shape \(6,\), expected \(5,\)"):
+            ops.column_sum(x, out=self.t(6))               # checked, not remembered
+        with self.assertRaisesRegex(ValueError, "aligned"):
+            bad = self.t(5)
+            bad._ptr += 2
+            ops.column_sum(x, out=bad)                     # matches but for alignment
+
+    def test_struct_arguments_follow_the_tensors(self):
+        b, n_in, n_hid = 4, 3, 5
+        def call():
+            ts = [self.t(b, n_in), self.t(b, n_hid), self.t(b), self.t(n_hid, n_in),
+                  self.t(n_hid, n_hid), self.t(n_hid), self.t(n_hid), self.t(b, n_hid),
+                  self.t(b, n_hid)]
+            r = ops.cfc_forward(*ts[:7], h_out=ts[7], u=ts[8])
+            self.assertEqual(r, (ts[7], ts[8]))
+            return ts
+        for _ in range(3):
+            ts = call()
+            fields = self.args[-1][1][0]
+            self.assertEqual([fields[n] for n in ("x", "h", "dt", "w_in", "w_rec", "bias",
+                                                  "tau", "h_out", "u")],
+                             [t.data_ptr() for t in ts])
+            self.assertEqual((fields["batch"], fields["n_in"], fields["n_hid"]),
+                             (b, n_in, n_hid))
+        self.assertEqual(ops.cfc_forward.entries()[0].hits, 2)
+
+    def test_aliased_and_allocated(self):
+        """A tensor passed twice is remembered only with the same tensors;
+        a call that allocates is not remembered."""
+        r, ws = self.t(100), self.t(256, dtype=self.torch.uint8)
+        ops.rank_normalize(r, 1.0, 0.0, out=r, workspace=ws)
+        ops.rank_normalize(r, 1.0, 0.0, out=r, workspace=ws)
+        r2 = self.t(100)
+        ops.rank_normalize(r2, 1.0, 0.0, out=r2, workspace=ws)
+        ptrs = [(a[0], a[5]) for _, a in self.args]
+        self.assertEqual(ptrs, [(r.data_ptr(), r.data_ptr())] * 2 +
+                         [(r2.data_ptr(), r2.data_ptr())])
+        (e, e2) = ops.rank_normalize.entries()
+        self.assertEqual((e.hits, e2.hits), (1, 0))
+        x = self.t(64, 5)
+        first = ops.column_sum(x)
+        second = ops.column_sum(x)
+        self.assertIsNot(first, second)
+        self.assertEqual(ops.column_sum.entries(), [])
+
+    def test_stream_and_context(self):
+        x, out = self.t(64, 5), self.t(5)
+        ops.column_sum(x, out=out, stream=SIDE)
+        ops.column_sum(x, out=out, stream=SIDE)
+        ops.column_sum(x, out=out)
+        ops.column_sum(x, out=out)
+        self.assertEqual([e[3] for e in self.launches()], [SIDE, SIDE, CUR, CUR])
+        self.driver.stack[-1] = OTHER       # another context current: made current around
+        ops.column_sum(x, out=out)
+        self.assertEqual(self.log[-3:], [("push", CTX), ("launch", "column_sum", CTX, CUR),
+                                         ("pop", CTX)])
+        self.assertEqual(self.driver.current(), OTHER)
+        self.assertEqual([e.hits for e in ops.column_sum.entries()], [1, 2])
+
+    def test_threads_keep_their_own(self):
+        import threading
+        x, out = self.t(64, 5), self.t(5)
+        ops.column_sum(x, out=out)
+        seen = []
+        th = threading.Thread(target=lambda: seen.append(ops.column_sum.entries()))
+        th.start()
+        th.join()
+        self.assertEqual(seen, [[]])
+        self.assertEqual(len(ops.column_sum.entries()), 1)
+
+
 class LibraryChecks(unittest.TestCase):
     """Every op's errors from the library, through the package: the status
     and the library's message (which names the C function)."""

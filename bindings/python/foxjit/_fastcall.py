@@ -1,0 +1,325 @@
+"""The plain wrappers' fast path: a call that matches one of the calling
+thread's recent calls of the same op launches what that call launched,
+with the tensors' current addresses, instead of running the op's checks
+again.
+
+A call matches a remembered one when it passes the same arguments by
+position and keyword, its non-tensor arguments are equal (None, numbers,
+strings, tuples of those; a Runtime by identity), and its torch tensors
+pass torch's own C++ tensor check (torch._C._dynamo.guards.TensorGuards,
+what torch.compile's guards use: the same Python class, dtype, device,
+requires_grad, sizes and strides). Those decide every dimension the op
+derived and every check it made, so only the addresses can differ: they
+are read again on each call (Tensor.data_ptr), put where the remembered
+call had them, and checked for alignment. A match launches on torch's
+current stream (or the stream the call names) through the remembered
+runtime, exactly as the op would have.
+
+What is not remembered: calls with arrays other than torch tensors, with
+other argument types (lists, dicts), calls that allocated an output or a
+workspace (a fast call must return new ones), and calls whose launch
+arguments hold an address the op derived rather than read (where two
+tensors share an address, or an address falls below 2**32, the call
+matches only with every address unchanged). When torch has no usable
+TensorGuards the fast path is off and every call is checked in full.
+
+The memory is per thread and per op, at most _ENTRIES calls each; it keeps
+no tensor alive (addresses and metadata only)."""
+
+import ctypes
+import functools
+import operator
+import sys
+import threading
+
+_ENTRIES = 4
+_SCALARS = (type(None), bool, int, float, str)
+_CARG = type(ctypes.byref(ctypes.c_int()))
+_BIG = 1 << 32          # device addresses are above this; dims and flags below
+_is = operator.is_
+
+# Per torch module object: (Tensor class, TensorGuards factory or None,
+# Tensor.data_ptr). Looked up again when sys.modules["torch"] changes.
+_guard_state = [None, None, None, None]
+
+
+def _guards_for(torch):
+    """A factory of C++ tensor checks of this torch, or None when it has
+    none that behaves as expected (checked once, on CPU tensors)."""
+    try:
+        tg = torch._C._dynamo.guards.TensorGuards
+
+        def make(tensors):
+            return tg(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                      dynamic_dims_strides=[list(t.stride()) for t in tensors])
+        a = torch.zeros(2, 3)
+        g = make((a,))
+        if not g.check(a):
+            return None
+        for other in (torch.zeros(3, 2), a.t(), a[:1], torch.zeros(2, 3, dtype=torch.float64),
+                      torch.zeros(2, 3).requires_grad_(True)):
+            if g.check(other):
+                return None
+        return make
+    except Exception:       # no TensorGuards, or another signature: full checks
+        return None
+
+
+def _torch_state():
+    t = sys.modules.get("torch")
+    st = _guard_state
+    if t is not st[0]:
+        T = getattr(t, "Tensor", None) if t is not None else None
+        make = _guards_for(t) if T is not None else None
+        st[:] = [t, T, make, getattr(T, "data_ptr", None)]
+    return st
+
+
+class _Entry:
+    """One remembered call of an op (see the module's doc)."""
+    __slots__ = ("nargs", "kwkeys", "tget", "cget", "consts", "guard", "ptrs", "exact",
+                 "launches", "slots", "query", "device", "stream", "ctx", "rt", "result",
+                 "hits", "dp")
+
+    def matches(self, vals):
+        """The tensors of vals when the call matches, else None."""
+        c = self.cget(vals)
+        if c is not self.consts and not all(map(_is, c, self.consts)) and not _same(c, self.consts):
+            return None
+        t = self.tget(vals)
+        try:
+            if not self.guard.check(*t):
+                return None
+        except Exception:       # a non-tensor where a tensor was
+            return None
+        return t
+
+    def run(self, tensors, vals, errors):
+        ptrs = tuple(map(self.dp, tensors))
+        if ptrs != self.ptrs:
+            if self.exact or len(set(ptrs)) != len(ptrs) or _or(ptrs) & 3 or min(ptrs) < _BIG:
+                return False
+            self._move(ptrs)
+        s = self.stream if self.query is None else self.query(self.device)
+        for fn, rtp, args in self.launches:
+            st = fn(rtp, *args, s)
+            if st:
+                errors(st, fn, rtp, args, s, self.ctx, self.rt)
+        self.hits += 1
+        r = self.result
+        return r(vals) if r is not None else None
+
+    def _move(self, ptrs):
+        """Puts the new addresses where the old ones were."""
+        launches = list(self.launches)
+        for li, where, ti in self.slots:
+            fn, rtp, args = launches[li]
+            if type(where) is int:
+                a = list(args)
+                a[where] = ptrs[ti]
+                launches[li] = (fn, rtp, tuple(a))
+            else:
+                struct, field = where
+                setattr(struct, field, ptrs[ti])
+        self.launches = tuple(launches)
+        self.ptrs = ptrs
+
+
+def _or(ptrs):
+    r = 0
+    for p in ptrs:
+        r |= p
+    return r
+
+
+def _same(a, b):
+    """Equal non-tensor arguments, compared only where the types agree (a
+    tensor must never meet ==)."""
+    for x, y in zip(a, b):
+        if x is y:
+            continue
+        tx = type(x)
+        if tx is not type(y) or tx not in _SCALARS and tx is not tuple or x != y:
+            return False
+    return True
+
+
+def _simple(v):
+    t = type(v)
+    return t in _SCALARS or t is tuple and all(type(e) in _SCALARS for e in v)
+
+
+def _getter(pos):
+    if len(pos) == 1:
+        i = pos[0]
+        return lambda v: (v[i],)
+    if not pos:
+        return lambda v: ()
+    return operator.itemgetter(*pos)
+
+
+def _result_recipe(result, tensor_ids):
+    """A function of the call's values giving what the op returns, when
+    that is made of the call's own tensors (or None); False when not."""
+    if result is None:
+        return None
+    pos = tensor_ids.get(id(result))
+    if pos is not None:
+        return lambda v: v[pos]
+    if type(result) is tuple:
+        parts = []
+        for r in result:
+            if r is None:
+                parts.append(None)
+                continue
+            p = tensor_ids.get(id(r))
+            if p is None:
+                return False
+            parts.append(p)
+        return lambda v: tuple(None if p is None else v[p] for p in parts)
+    if type(result) is dict:
+        parts = {}
+        for k, r in result.items():
+            if r is None:
+                parts[k] = None
+                continue
+            p = tensor_ids.get(id(r))
+            if p is None:
+                return False
+            parts[k] = p
+        return lambda v: {k: None if p is None else v[p] for k, p in parts.items()}
+    return False
+
+
+def build(args, kwargs, rec, result, runtime_class):
+    """An _Entry of a recorded call (the ops module's _Recording), or None
+    when the call cannot be remembered."""
+    st = _torch_state()
+    T, make, dp = st[1], st[2], st[3]
+    c = rec.call
+    if make is None or c is None or not c.torch or rec.made or not rec.launches:
+        return None
+    vals = args + tuple(kwargs.values())
+    tpos, cpos = [], []
+    for i, v in enumerate(vals):
+        if isinstance(v, T):
+            tpos.append(i)
+        elif _simple(v) or isinstance(v, runtime_class):
+            cpos.append(i)
+        else:
+            return None
+    if not tpos:
+        return None
+    tensors = tuple(vals[i] for i in tpos)
+    try:
+        guard = make(tensors)
+    except Exception:
+        return None
+    ptrs = tuple(map(dp, tensors))
+    exact = len(set(ptrs)) != len(ptrs) or min(ptrs) < _BIG
+    owner = {p: i for i, p in enumerate(ptrs)}
+    slots = []
+    for li, (fn, rtp, largs) in enumerate(rec.launches):
+        for ai, a in enumerate(largs):
+            ta = type(a)
+            if ta is int:
+                if a in owner:
+                    slots.append((li, ai, owner[a]))
+                elif a >= _BIG:
+                    exact = True            # an address the op derived
+            elif ta is _CARG:
+                s = a._obj
+                if not isinstance(s, ctypes.Structure):
+                    return None
+                for name, ctype in type(s)._fields_:
+                    if issubclass(ctype, (ctypes.Structure, ctypes.Array, ctypes.Union)):
+                        return None
+                    v = getattr(s, name)
+                    if type(v) not in (int, float, type(None)):
+                        return None         # a pointer object: not followed here
+                    if type(v) is int:
+                        if v in owner:
+                            slots.append((li, (s, name), owner[v]))
+                        elif v >= _BIG:
+                            exact = True
+            elif ta is not float:
+                return None
+    recipe = _result_recipe(result, {id(vals[i]): i for i in tpos})
+    if recipe is False:
+        return None
+    e = _Entry()
+    e.nargs, e.kwkeys = len(args), tuple(kwargs)
+    e.tget, e.cget = _getter(tpos), _getter(cpos)
+    e.consts = e.cget(vals)
+    e.guard, e.ptrs, e.exact, e.dp = guard, ptrs, exact, dp
+    e.launches = tuple(rec.launches)
+    e.slots = tuple(slots)
+    e.query = rec.query
+    e.device, e.stream, e.ctx, e.rt = c.device, c.stream, c.ctx, c.rt
+    e.result, e.hits = recipe, 0
+    return e
+
+
+_locals = []             # every op's threading.local, for forget()
+
+
+def forget():
+    """Drops the calling thread's remembered calls of every op (tests that
+    swap torch for a stand-in)."""
+    for tl in _locals:
+        tl.__dict__.clear()
+
+
+def remember(op, record, errors, runtime_class):
+    """op (a function of foxjit.ops) with the fast path in front: a function
+    called as op is. record(op, args, kwargs) runs op's checks and returns
+    (its result, the _Recording of its launches), or (result, None) when it
+    launched the op itself; errors(status, fn, rt, args, stream, ctx,
+    runtime) handles a launch's failure status."""
+    tl = threading.local()
+    _locals.append(tl)
+    op_ = op
+
+    def call(*args, **kwargs):
+        entries = getattr(tl, "e", None)
+        if entries:
+            vals = args + tuple(kwargs.values()) if kwargs else args
+            n, keys = len(args), tuple(kwargs)
+            for e in entries:
+                if e.nargs == n and e.kwkeys == keys:
+                    t = e.matches(vals)
+                    if t is not None:
+                        r = e.run(t, vals, errors)
+                        if r is not False:
+                            return r
+        return _slow(entries, args, kwargs)
+
+    def _slow(entries, args, kwargs):
+        result, rec = record(op_, args, kwargs)
+        if rec is None:
+            return result
+        # Launch what the checks recorded, as the op would have.
+        c = rec.call
+        for fn, rtp, largs in rec.launches:
+            st = fn(rtp, *largs, c.stream)
+            if st:
+                errors(st, fn, rtp, largs, c.stream, c.ctx, c.rt)
+        if entries is None:
+            entries = tl.e = []
+            tl.skip = 0
+        # A thread whose calls keep missing (shapes that change on every
+        # call) makes entries less often.
+        if len(entries) >= 2 and all(e.hits == 0 for e in entries):
+            tl.skip += 1
+            if tl.skip % 16:
+                return result
+        e = build(args, kwargs, rec, result, runtime_class)
+        if e is not None:
+            if len(entries) >= _ENTRIES:
+                entries.pop(0)
+            entries.append(e)
+        return result
+
+    functools.update_wrapper(call, op)
+    call.entries = lambda: list(getattr(tl, "e", None) or ())   # for tests
+    return call
