@@ -17,8 +17,11 @@ are checked here, everything else by the library (foxjit.Error with its
 message).
 
 The wrappers are meant to cost little more than the library call itself
-(python3 -m foxjit.overhead): a torch tensor is checked with a handful of
-attribute reads, workspace sizes are asked once per shape, and the calling
+(python3 -m foxjit.overhead): a call like a recent one of the same op
+launches what that one did with the tensors' current addresses, without
+the checks (the fast path at the end of this file, foxjit/_fastcall.py);
+otherwise a torch tensor is checked with a handful of attribute reads,
+workspace sizes are asked once per shape, and the calling
 thread's context is looked at only when the library says it is not the
 runtime's (FOXJIT_ERROR_NO_CONTEXT / _WRONG_CONTEXT come from its first check,
 before anything is launched)."""
