@@ -28,7 +28,6 @@ no tensor alive (addresses and metadata only)."""
 
 import ctypes
 import functools
-import operator
 import sys
 import threading
 
@@ -36,11 +35,10 @@ _ENTRIES = 4
 _SCALARS = (type(None), bool, int, float, str)
 _CARG = type(ctypes.byref(ctypes.c_int()))
 _BIG = 1 << 32          # device addresses are above this; dims and flags below
-_is = operator.is_
 
-# Per torch module object: (Tensor class, TensorGuards factory or None,
-# Tensor.data_ptr). Looked up again when sys.modules["torch"] changes.
-_guard_state = [None, None, None, None]
+# Per torch module object: (the module, its Tensor class, a TensorGuards
+# factory or None). Looked up again when sys.modules["torch"] changes.
+_guard_state = [None, None, None]
 
 
 def _guards_for(torch):
@@ -71,31 +69,18 @@ def _torch_state():
     if t is not st[0]:
         T = getattr(t, "Tensor", None) if t is not None else None
         make = _guards_for(t) if T is not None else None
-        st[:] = [t, T, make, getattr(T, "data_ptr", None)]
+        st[:] = [t, T, make]
     return st
 
 
 class _Entry:
     """One remembered call of an op (see the module's doc)."""
-    __slots__ = ("nargs", "kwkeys", "tget", "cget", "consts", "guard", "ptrs", "exact",
-                 "launches", "slots", "query", "device", "stream", "ctx", "rt", "result",
-                 "hits", "dp")
+    __slots__ = ("nargs", "kwkeys", "probe", "ptrs", "exact", "launches", "slots", "query",
+                 "device", "stream", "ctx", "rt", "result", "hits")
 
-    def matches(self, vals):
-        """The tensors of vals when the call matches, else None."""
-        c = self.cget(vals)
-        if c is not self.consts and not all(map(_is, c, self.consts)) and not _same(c, self.consts):
-            return None
-        t = self.tget(vals)
-        try:
-            if not self.guard.check(*t):
-                return None
-        except Exception:       # a non-tensor where a tensor was
-            return None
-        return t
-
-    def run(self, tensors, vals, errors):
-        ptrs = tuple(map(self.dp, tensors))
+    def run(self, ptrs, vals, errors):
+        """Launches for a call whose probe gave ptrs; False when the new
+        addresses cannot go where the old ones were."""
         if ptrs != self.ptrs:
             if self.exact or len(set(ptrs)) != len(ptrs) or _or(ptrs) & 3 or min(ptrs) < _BIG:
                 return False
@@ -132,30 +117,39 @@ def _or(ptrs):
     return r
 
 
-def _same(a, b):
-    """Equal non-tensor arguments, compared only where the types agree (a
-    tensor must never meet ==)."""
-    for x, y in zip(a, b):
-        if x is y:
-            continue
-        tx = type(x)
-        if tx is not type(y) or tx not in _SCALARS and tx is not tuple or x != y:
-            return False
-    return True
-
-
 def _simple(v):
     t = type(v)
     return t in _SCALARS or t is tuple and all(type(e) in _SCALARS for e in v)
 
 
-def _getter(pos):
-    if len(pos) == 1:
-        i = pos[0]
-        return lambda v: (v[i],)
-    if not pos:
-        return lambda v: ()
-    return operator.itemgetter(*pos)
+def _probe_for(tpos, consts, check):
+    """The function that tells whether a call's values match: their
+    non-tensor values (consts: position -> value) equal, their tensors
+    passing check. It returns the tensors' addresses, or None. Written out
+    for the positions at hand (this runs on every call: no loops, no
+    tuples built but the addresses')."""
+    env = {"check": check}
+    cond = []
+    for n, (i, k) in enumerate(consts.items()):
+        env["k%d" % n] = k
+        if k is None or type(k) is bool or not _simple(k):
+            cond.append("v[%d] is k%d" % (i, n))      # singletons, and a Runtime
+        else:
+            # Equal and of the same type: a tensor must never meet ==.
+            env["t%d" % n] = type(k)
+            cond.append("(v[{0}] is k{1} or type(v[{0}]) is t{1} and v[{0}] == k{1})"
+                        .format(i, n))
+    src = ["def probe(v):"]
+    if cond:
+        src += ["    if not (%s):" % " and ".join(cond), "        return None"]
+    src += ["    try:",
+            "        if not check(%s):" % ", ".join("v[%d]" % i for i in tpos),
+            "            return None",
+            "    except Exception:       # a non-tensor where a tensor was",
+            "        return None",
+            "    return (%s,)" % ", ".join("v[%d].data_ptr()" % i for i in tpos)]
+    exec("\n".join(src), env)
+    return env["probe"]
 
 
 def _result_recipe(result, tensor_ids):
@@ -195,7 +189,7 @@ def build(args, kwargs, rec, result, runtime_class):
     """An _Entry of a recorded call (the ops module's _Recording), or None
     when the call cannot be remembered."""
     st = _torch_state()
-    T, make, dp = st[1], st[2], st[3]
+    T, make = st[1], st[2]
     c = rec.call
     if make is None or c is None or not c.torch or rec.made or not rec.launches:
         return None
@@ -215,7 +209,7 @@ def build(args, kwargs, rec, result, runtime_class):
         guard = make(tensors)
     except Exception:
         return None
-    ptrs = tuple(map(dp, tensors))
+    ptrs = tuple(t.data_ptr() for t in tensors)
     exact = len(set(ptrs)) != len(ptrs) or min(ptrs) < _BIG
     owner = {p: i for i, p in enumerate(ptrs)}
     slots = []
@@ -249,9 +243,8 @@ def build(args, kwargs, rec, result, runtime_class):
         return None
     e = _Entry()
     e.nargs, e.kwkeys = len(args), tuple(kwargs)
-    e.tget, e.cget = _getter(tpos), _getter(cpos)
-    e.consts = e.cget(vals)
-    e.guard, e.ptrs, e.exact, e.dp = guard, ptrs, exact, dp
+    e.probe = _probe_for(tpos, {i: vals[i] for i in cpos}, guard.check)
+    e.ptrs, e.exact = ptrs, exact
     e.launches = tuple(rec.launches)
     e.slots = tuple(slots)
     e.query = rec.query
@@ -287,9 +280,9 @@ def remember(op, record, errors, runtime_class):
             n, keys = len(args), tuple(kwargs)
             for e in entries:
                 if e.nargs == n and e.kwkeys == keys:
-                    t = e.matches(vals)
-                    if t is not None:
-                        r = e.run(t, vals, errors)
+                    p = e.probe(vals)
+                    if p is not None:
+                        r = e.run(p, vals, errors)
                         if r is not False:
                             return r
         return _slow(entries, args, kwargs)

@@ -1,8 +1,9 @@
 """python3 -m foxjit.overhead: what a call costs through Python.
 
 For a few ops at the trainers' shapes: host microseconds per call through
-the Python wrapper on torch tensors (foxjit.ops: its checks, or its fast
-path when a call is like a recent one), through the raw ctypes call on
+the Python wrapper on torch tensors (foxjit.ops: its fast path, the calls
+being alike), through the same wrapper with its checks on every call (the
+op under the fast path, op.__wrapped__), through the raw ctypes call on
 addresses (Runtime methods; arguments built once, as the issue that set the
 target measured it), through the raw ctypes call with every tensor's
 address and torch's current stream read at each call (what calling the
@@ -82,11 +83,13 @@ def cases():
         rt.cfc_forward(a, cur(0))
     yield ("column_sum 8192x42",
            lambda: ops.column_sum(x, out=out),
+           lambda: ops.column_sum.__wrapped__(x, out=out),
            ops.prepare(ops.column_sum, x, out=out),
            lambda: rt.column_sum(xp, 8192, 42, out.data_ptr(), False, s),
            lambda: rt.column_sum(x.data_ptr(), 8192, 42, out.data_ptr(), False, cur(0)), None)
     yield ("rank_normalize 4096000",
            lambda: ops.rank_normalize(r, 1.0, 0.0, out=ro, workspace=ws),
+           lambda: ops.rank_normalize.__wrapped__(r, 1.0, 0.0, out=ro, workspace=ws),
            ops.prepare(ops.rank_normalize, r, 1.0, 0.0, out=ro, workspace=ws),
            lambda: rt.rank_normalize(r.data_ptr(), r.numel(), 1.0, 0.0, "max", ro.data_ptr(),
                                      ws.data_ptr(), ws_bytes, s),
@@ -94,6 +97,7 @@ def cases():
                                      ws.data_ptr(), ws_bytes, cur(0)), None)
     yield ("cfc_forward 32x128x128",
            lambda: ops.cfc_forward(xc, hc, dt, *p, h_out=h_out, u=u),
+           lambda: ops.cfc_forward.__wrapped__(xc, hc, dt, *p, h_out=h_out, u=u),
            ops.prepare(ops.cfc_forward, xc, hc, dt, *p, h_out=h_out, u=u),
            lambda: rt.cfc_forward(cargs, s), cfc_per_call,
            lambda: ft.cfc_step(xc, hc, dt, *pg))
@@ -110,9 +114,10 @@ def main(argv=None):
         with open(a.c_json) as f:
             c = json.load(f)
     rows = []
-    for name, wrapper, prepared, raw, raw_per_call, autograd in cases():
+    for name, wrapper, checked, prepared, raw, raw_per_call, autograd in cases():
         row = {"op": name,
                "wrapper_host_us": host_us(wrapper, a.calls),
+               "checked_host_us": host_us(checked, a.calls),
                "prepared_host_us": host_us(prepared, a.calls),
                "ctypes_host_us": host_us(raw, a.calls),
                "ctypes_per_call_host_us": host_us(raw_per_call, a.calls),
@@ -129,15 +134,18 @@ def main(argv=None):
 
     def opt(r, k):
         return "%.2f" % r[k] if k in r else "-"
-    print("| op | Python wrapper host us/call | prepared call host us/call "
+    print("| op | Python wrapper host us/call | its checks on every call, host us/call "
+          "| prepared call host us/call "
           "| raw ctypes host us/call | raw ctypes, addresses read per call, host us/call "
           "| wrapper / ctypes | wrapper / ctypes per call | prepared / ctypes "
           "| autograd op host us/call | C host us/call | GPU us/call (wrapper) "
           "| GPU us/call (ctypes) | GPU us/call (C) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.2f | %.2f | %s |"
-              % (r["op"], r["wrapper_host_us"], r["prepared_host_us"], r["ctypes_host_us"],
+        print("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.2f | %.2f "
+              "| %s |"
+              % (r["op"], r["wrapper_host_us"], r["checked_host_us"], r["prepared_host_us"],
+                 r["ctypes_host_us"],
                  r["ctypes_per_call_host_us"], r["wrapper_over_ctypes"],
                  r["wrapper_over_ctypes_per_call"], r["prepared_over_ctypes"],
                  opt(r, "autograd_host_us"), opt(r, "c_host_us"), r["wrapper_gpu_us"],

@@ -905,12 +905,24 @@ class Training(unittest.TestCase):
         for i, (a, c) in enumerate(zip(got_grads, eager_grads)):
             close(self, "compiled grad %d" % i, a, c, 1e-5)
 
-    # On its own: in one test after torch.compile of the same module, the
-    # capture of the backward failed on PyTorch 2.11 with
-    # cudaErrorStreamCaptureImplicit (bindings/python/README.md, "Known limits").
     def test_cuda_graph_of_forward_and_backward(self):
-        b, k, f, d, e, h = 8, 16, 8, 32, 16, 3
-        model = Model(f, d, e, h, fox=True, gen=3)
+        self.capture_and_replay(Model(8, 32, 16, 3, fox=True, gen=3))
+
+    def test_cuda_graph_after_compiling_the_same_module(self):
+        """The capture of a module whose compiled form ran (forward and
+        backward, on the default stream) first in the process: the case
+        that once failed with cudaErrorStreamCaptureImplicit
+        (tools/torch_capture_probe.py, bindings/python/README.md)."""
+        model = Model(8, 32, 16, 3, fox=True, gen=3)
+        x, dt, labels = self.batch(8, 16, 8, 3, 2)
+        torch.compile(model, fullgraph=True)(x, dt, labels).backward()
+        torch.cuda.synchronize()
+        self.capture_and_replay(model)
+
+    def capture_and_replay(self, model):
+        """Captures model's forward and backward in one CUDA graph, replays
+        it on another batch and compares with eager."""
+        b, k, f, h = 8, 16, 8, 3
         x, dt, labels = self.batch(b, k, f, h, 0)
         # The whole-network capture pattern of torch's CUDA graphs notes:
         # warm-up on a side stream (kernels compile on first use and are

@@ -973,8 +973,7 @@ class FastPath(TorchPath):
 
         def make(tensors):
             return _FakeGuards(*tensors, dynamic_dims_sizes=[], dynamic_dims_strides=[])
-        _fastcall._guard_state[:] = [self.torch, self.torch.Tensor, make,
-                                     self.torch.Tensor.data_ptr]
+        _fastcall._guard_state[:] = [self.torch, self.torch.Tensor, make]
         _fastcall.forget()
 
         def restore():
