@@ -132,8 +132,10 @@ def _probe_for(tpos, consts, check):
     cond = []
     for n, (i, k) in enumerate(consts.items()):
         env["k%d" % n] = k
-        if k is None or type(k) is bool or not _simple(k):
-            cond.append("v[%d] is k%d" % (i, n))      # singletons, and a Runtime
+        if k is None or type(k) is bool or not _simple(k) or k == 0.0 and type(k) is float:
+            # Singletons, a Runtime, and a float zero (0.0 == -0.0, but
+            # their bits differ): the same object only.
+            cond.append("v[%d] is k%d" % (i, n))
         else:
             # Equal and of the same type: a tensor must never meet ==.
             env["t%d" % n] = type(k)

@@ -1096,6 +1096,19 @@ class FastPath(TorchPath):
         self.assertEqual(self.driver.current(), OTHER)
         self.assertEqual([e.hits for e in ops.column_sum.entries()], [1, 2])
 
+    def test_equal_values_of_other_bits(self):
+        """-0.0 == 0.0 and 1 == True, but the launch would differ: not a match."""
+        import math
+        r, d, a = self.t(4, 3), self.t(4, 3), self.t(4, 3)
+        v = self.t(5, 3)
+        for g in (0.0, 0.0, -0.0):
+            ops.gae(r, v, d, gamma=g, advantages=a, want_returns=False)
+        self.assertEqual([math.copysign(1, a[5]) for _, a in self.args], [1, 1, -1])
+        x, out = self.t(64, 5), self.t(5)
+        for acc in (1, 1, True):
+            ops.column_sum(x, out=out, accumulate=acc)
+        self.assertEqual([e.hits for e in ops.column_sum.entries()], [1, 0])
+
     def test_threads_keep_their_own(self):
         import threading
         x, out = self.t(64, 5), self.t(5)
