@@ -15,6 +15,7 @@ set -u
 unset FOXJIT_TARGET
 targets=${FOXJIT_CHECK_TARGETS-compute_89}
 B=$(cd "$1" && pwd); OUT=$2; shift 2
+here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 # FOXJIT_TEST_LIB_DIR: a directory of shared libraries the test programs
 # need and the machine lacks (libcmocka.so.0 on a GPU host without the
@@ -50,6 +51,8 @@ for t in "$B"/tests/unit_* ; do
         run "$(basename "$t")" env FOXJIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$t" "$B/runtime/libfoxjit.so"
     elif [ "$(basename "$t")" = unit_train_nogpu ] || [ "$(basename "$t")" = unit_train_nccl ]; then
         run "$(basename "$t")" "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so"
+    elif [ "$(basename "$t")" = unit_step_calls ]; then
+        run "$(basename "$t")" "$t" "$here/tests/unit/step_calls.txt"
     elif [ "$(basename "$t")" = unit_missing_nvrtc ]; then
         run "$(basename "$t")" env FOXJIT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13 "$t"
     else

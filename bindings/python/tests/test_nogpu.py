@@ -975,9 +975,13 @@ class FastPath(TorchPath):
             return _FakeGuards(*tensors, dynamic_dims_sizes=[], dynamic_dims_strides=[])
         _fastcall._guard_state[:] = [self.torch, self.torch.Tensor, make]
         _fastcall.forget()
+        # Remember calls of any number of tensors (column_sum's two too).
+        saved_min = _fastcall._MIN_TENSORS
+        _fastcall._MIN_TENSORS = 1
 
         def restore():
             _fastcall._guard_state[:] = saved
+            _fastcall._MIN_TENSORS = saved_min
             _fastcall.forget()
         self.addCleanup(restore)
         self.torch._next = 1 << 40        # device addresses are above 2**32
@@ -1108,6 +1112,29 @@ class FastPath(TorchPath):
         for acc in (1, 1, True):
             ops.column_sum(x, out=out, accumulate=acc)
         self.assertEqual([e.hits for e in ops.column_sum.entries()], [1, 0])
+
+    def test_few_tensors_go_straight_to_the_op(self):
+        """Calls of fewer than _MIN_TENSORS tensors are not remembered: the
+        op runs with its checks, and the recording that could remember it
+        is tried on every _RETRY-th call only."""
+        from foxjit import _fastcall
+        _fastcall._MIN_TENSORS = 3
+        x, out = self.t(64, 5), self.t(5)
+        seen = []
+        record = ops._Recording.__init__
+
+        def counting(rec, stream):
+            seen.append(stream)
+            record(rec, stream)
+        ops._Recording.__init__ = counting
+        try:
+            for _ in range(2 * _fastcall._RETRY):
+                ops.column_sum(x, out=out)
+        finally:
+            ops._Recording.__init__ = record
+        self.assertEqual(len(seen), 2)
+        self.assertEqual(ops.column_sum.entries(), [])
+        self.assertEqual(len(self.launches()), 2 * _fastcall._RETRY)
 
     def test_threads_keep_their_own(self):
         import threading
