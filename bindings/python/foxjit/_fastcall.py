@@ -4,27 +4,33 @@ with the tensors' current addresses, instead of running the op's checks
 again.
 
 A call matches a remembered one when it passes the same arguments by
-position and keyword, its non-tensor arguments are equal (None, numbers,
-strings, tuples of those; a Runtime by identity), and its torch tensors
-pass torch's own C++ tensor check (torch._C._dynamo.guards.TensorGuards,
-what torch.compile's guards use: the same Python class, dtype, device,
-requires_grad, sizes and strides). Those decide every dimension the op
-derived and every check it made, so only the addresses can differ: they
-are read again on each call (Tensor.data_ptr), put where the remembered
-call had them, and checked for alignment. A match launches on torch's
-current stream (or the stream the call names) through the remembered
-runtime, exactly as the op would have.
+position and keyword, its non-tensor arguments are the same values bit
+for bit (None, bools, numbers, strings, tuples of those), torch is the
+same module, and its torch tensors pass torch's own C++ tensor check
+(torch._C._dynamo.guards.TensorGuards, what torch.compile's guards use:
+the same Python class, dtype, device, requires_grad, sizes and strides).
+Those decide every dimension the op derived and every check it made, so
+only the addresses can differ: they are read again on each call
+(Tensor.data_ptr), put where the remembered call had them, and checked
+for alignment. A match launches on torch's current stream (or the stream
+the call names) through the remembered runtime, exactly as the op would
+have.
 
-What is not remembered: calls with arrays other than torch tensors, with
-other argument types (lists, dicts), calls that allocated an output or a
-workspace (a fast call must return new ones), and calls whose launch
-arguments hold an address the op derived rather than read (where two
-tensors share an address, or an address falls below 2**32, the call
-matches only with every address unchanged). When torch has no usable
-TensorGuards the fast path is off and every call is checked in full.
+What is not remembered: calls with fewer than _MIN_TENSORS tensors (their
+checks cost less than this), calls with arrays other than torch tensors,
+with other argument types (lists, dicts, a Runtime passed as rt=), with a
+tensor object passed twice or with a tensor whose address no launch takes
+(the op read it some other way, as a 0-d tensor given for lr or a flag:
+its value, which no check here sees), calls that allocated an output or a
+workspace (a fast call must return new ones), and calls with two tensors
+at one address. Calls whose launch arguments hold an address the op
+derived rather than read, or an address below 2**32, match only with
+every address unchanged. When torch has no usable
+TensorGuards, no call is remembered: each is checked in full.
 
 The memory is per thread and per op, at most _ENTRIES calls each; it keeps
-no tensor alive (addresses and metadata only)."""
+no tensor or runtime alive (addresses and metadata only; a runtime of
+foxjit.ops, made per GPU, lives as long as the process anyway)."""
 
 import ctypes
 import functools
@@ -43,6 +49,7 @@ _RETRY = 16
 _SCALARS = (type(None), bool, int, float, str)
 _CARG = type(ctypes.byref(ctypes.c_int()))
 _BIG = 1 << 32          # device addresses are above this; dims and flags below
+_modules = sys.modules
 
 # Per torch module object: (the module, its Tensor class, a TensorGuards
 # factory or None). Looked up again when sys.modules["torch"] changes.
@@ -84,7 +91,7 @@ def _torch_state():
 class _Entry:
     """One remembered call of an op (see the module's doc)."""
     __slots__ = ("nargs", "kwkeys", "probe", "ptrs", "exact", "launches", "slots", "query",
-                 "device", "stream", "ctx", "rt", "result", "hits")
+                 "device", "stream", "ctx", "rt", "result", "hits", "torch")
 
     def run(self, ptrs, vals, errors):
         """Launches for a call whose probe gave ptrs; False when the new
@@ -130,25 +137,31 @@ def _simple(v):
     return t in _SCALARS or t is tuple and all(type(e) in _SCALARS for e in v)
 
 
+def _same_value(expr, k, env):
+    """Python source that is true when expr's value is k, bit for bit: the
+    same object for singletons and float zeros (0.0 == -0.0, but their bits
+    differ), else the same type and ==, element by element in a tuple (a
+    tensor never meets ==). Constants go into env."""
+    name = "k%d" % len(env)
+    env[name] = k
+    if k is None or type(k) is bool or type(k) is float and k == 0.0:
+        return "%s is %s" % (expr, name)
+    if type(k) is tuple:
+        parts = ["type(%s) is tuple" % expr, "len(%s) == %d" % (expr, len(k))]
+        parts += [_same_value("%s[%d]" % (expr, j), e, env) for j, e in enumerate(k)]
+        return "(%s is %s or %s)" % (expr, name, " and ".join(parts))
+    env["t" + name] = type(k)
+    return "(%s is %s or type(%s) is t%s and %s == %s)" % (expr, name, expr, name, expr, name)
+
+
 def _probe_for(tpos, consts, check):
     """The function that tells whether a call's values match: their
-    non-tensor values (consts: position -> value) equal, their tensors
-    passing check. It returns the tensors' addresses, or None. Written out
-    for the positions at hand (this runs on every call: no loops, no
-    tuples built but the addresses')."""
+    non-tensor values (consts: position -> value) the same, bit for bit,
+    their tensors passing check. It returns the tensors' addresses, or None.
+    Written out for the positions at hand (this runs on every call: no
+    loops, no tuples built but the addresses')."""
     env = {"check": check}
-    cond = []
-    for n, (i, k) in enumerate(consts.items()):
-        env["k%d" % n] = k
-        if k is None or type(k) is bool or not _simple(k) or k == 0.0 and type(k) is float:
-            # Singletons, a Runtime, and a float zero (0.0 == -0.0, but
-            # their bits differ): the same object only.
-            cond.append("v[%d] is k%d" % (i, n))
-        else:
-            # Equal and of the same type: a tensor must never meet ==.
-            env["t%d" % n] = type(k)
-            cond.append("(v[{0}] is k{1} or type(v[{0}]) is t{1} and v[{0}] == k{1})"
-                        .format(i, n))
+    cond = [_same_value("v[%d]" % i, k, env) for i, k in consts.items()]
     src = ["def probe(v):"]
     if cond:
         src += ["    if not (%s):" % " and ".join(cond), "        return None"]
@@ -195,7 +208,7 @@ def _result_recipe(result, tensor_ids):
     return False
 
 
-def build(args, kwargs, rec, result, runtime_class):
+def build(args, kwargs, rec, result):
     """An _Entry of a recorded call (the ops module's _Recording), or None
     when the call cannot be remembered."""
     st = _torch_state()
@@ -208,7 +221,7 @@ def build(args, kwargs, rec, result, runtime_class):
     for i, v in enumerate(vals):
         if isinstance(v, T):
             tpos.append(i)
-        elif _simple(v) or isinstance(v, runtime_class):
+        elif _simple(v):
             cpos.append(i)
         else:
             return None
@@ -248,7 +261,14 @@ def build(args, kwargs, rec, result, runtime_class):
                             exact = True
             elif ta is not float:
                 return None
-    recipe = _result_recipe(result, {id(vals[i]): i for i in tpos})
+    if {ti for _, _, ti in slots} != set(range(len(tpos))):
+        # A tensor whose address no launch takes was read some other way
+        # (a 0-d tensor for lr or a flag: its value, which no check sees).
+        return None
+    ids = {id(vals[i]): i for i in tpos}
+    if len(ids) != len(tpos):
+        return None         # an object passed twice: which one a result is, is unclear
+    recipe = _result_recipe(result, ids)
     if recipe is False:
         return None
     e = _Entry()
@@ -259,6 +279,7 @@ def build(args, kwargs, rec, result, runtime_class):
     e.slots = tuple(slots)
     e.query = rec.query
     e.device, e.stream, e.ctx, e.rt = c.device, c.stream, c.ctx, c.rt
+    e.torch = st[0]
     e.result, e.hits = recipe, 0
     return e
 
@@ -273,7 +294,7 @@ def forget():
         tl.__dict__.clear()
 
 
-def remember(op, record, errors, runtime_class):
+def remember(op, record, errors):
     """op (a function of foxjit.ops) with the fast path in front: a function
     called as op is. record(op, args, kwargs) runs op's checks and returns
     (its result, the _Recording of its launches), or (result, None) when it
@@ -287,9 +308,9 @@ def remember(op, record, errors, runtime_class):
         entries = getattr(tl, "e", None)
         if entries:
             vals = args + tuple(kwargs.values()) if kwargs else args
-            n, keys = len(args), tuple(kwargs)
+            n, keys, tm = len(args), tuple(kwargs), _modules.get("torch")
             for e in entries:
-                if e.nargs == n and e.kwkeys == keys:
+                if e.nargs == n and e.kwkeys == keys and e.torch is tm:
                     p = e.probe(vals)
                     if p is not None:
                         r = e.run(p, vals, errors)
@@ -319,7 +340,7 @@ def remember(op, record, errors, runtime_class):
             tl.skip += 1
             if tl.skip % _RETRY:
                 return result
-        e = build(args, kwargs, rec, result, runtime_class)
+        e = build(args, kwargs, rec, result)
         if e is not None:
             if len(entries) >= _ENTRIES:
                 entries.pop(0)

@@ -1144,7 +1144,7 @@ def _recorder(op):
 
 
 def _fast(op):
-    return _fastcall.remember(op, _recorder(op), _launch_failed, Runtime)
+    return _fastcall.remember(op, _recorder(op), _launch_failed)
 
 
 # The ops whose launches take the checked tensors' addresses as they are

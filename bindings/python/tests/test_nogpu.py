@@ -1067,24 +1067,65 @@ class FastPath(TorchPath):
                              (b, n_in, n_hid))
         self.assertEqual(ops.cfc_forward.entries()[0].hits, 2)
 
-    def test_aliased_and_allocated(self):
-        """A tensor passed twice is remembered only with the same tensors;
-        a call that allocates is not remembered."""
+    def test_not_remembered(self):
+        """A tensor object passed twice, two tensors at one address, a call
+        that allocates and a tensor read for its value (a 0-d tensor as
+        gamma): checked on every call."""
         r, ws = self.t(100), self.t(256, dtype=self.torch.uint8)
-        ops.rank_normalize(r, 1.0, 0.0, out=r, workspace=ws)
-        ops.rank_normalize(r, 1.0, 0.0, out=r, workspace=ws)
+        for _ in range(2):
+            ops.rank_normalize(r, 1.0, 0.0, out=r, workspace=ws)
         r2 = self.t(100)
         ops.rank_normalize(r2, 1.0, 0.0, out=r2, workspace=ws)
-        ptrs = [(a[0], a[5]) for _, a in self.args]
-        self.assertEqual(ptrs, [(r.data_ptr(), r.data_ptr())] * 2 +
-                         [(r2.data_ptr(), r2.data_ptr())])
-        (e, e2) = ops.rank_normalize.entries()
-        self.assertEqual((e.hits, e2.hits), (1, 0))
+        self.assertEqual([(a[0], a[5]) for _, a in self.args],
+                         [(r.data_ptr(), r.data_ptr())] * 2 + [(r2.data_ptr(), r2.data_ptr())])
+        self.assertEqual(ops.rank_normalize.entries(), [])
+        # Two tensor objects at one address (views of one buffer).
+        self.args.clear()
+        out = self.torch.Tensor((100,), ptr=r.data_ptr())
+        for _ in range(2):
+            ops.rank_normalize(r, 1.0, 0.0, out=out, workspace=ws)
+        out2 = self.torch.Tensor((100,), ptr=r2.data_ptr())
+        ops.rank_normalize(r2, 1.0, 0.0, out=out2, workspace=ws)
+        self.assertEqual([(a[0], a[5]) for _, a in self.args],
+                         [(r.data_ptr(), r.data_ptr())] * 2 + [(r2.data_ptr(), r2.data_ptr())])
+        self.assertEqual(ops.rank_normalize.entries(), [])
         x = self.t(64, 5)
         first = ops.column_sum(x)
         second = ops.column_sum(x)
         self.assertIsNot(first, second)
         self.assertEqual(ops.column_sum.entries(), [])
+        self.args.clear()
+        rw, d, adv, v = self.t(4, 3), self.t(4, 3), self.t(4, 3), self.t(5, 3)
+        gamma = self.t(1)
+        type(gamma).__float__ = lambda t: t.value
+        for g in (0.9, 0.9, 0.5):
+            gamma.value = g
+            ops.gae(rw, v, d, gamma=gamma, advantages=adv, want_returns=False)
+        self.assertEqual([a[5] for _, a in self.args], [0.9, 0.9, 0.5])
+        self.assertEqual(ops.gae.entries(), [])
+
+    def test_tuples_compared_bit_for_bit(self):
+        p, g, m, v = (self.t(10) for _ in range(4))
+        step = self.t(1, dtype=self.torch.int32)
+        for b1 in (0.0, 0.0, -0.0):
+            ops.adamw(p, g, m, v, step, betas=(b1, 0.999))
+        import math
+        self.assertEqual([math.copysign(1, a[0]["beta1"]) for _, a in self.args], [1, 1, -1])
+        self.assertEqual([e.hits for e in ops.adamw.entries()], [1, 0])
+        with self.assertRaises(Exception):      # the checked op's error, not =='s
+            ops.adamw(p, g, m, v, step, betas=(self.t(2), 0.999))
+
+    def test_another_torch_is_checked(self):
+        """A call after sys.modules["torch"] changed is checked in full:
+        the old module's tensors are foreign to the new one."""
+        x, out, ws = self.t(64, 5), self.t(5), self.t(256, dtype=self.torch.uint8)
+        for _ in range(2):
+            ops.column_sum_split(x, out=out, workspace=ws)
+        self.assertEqual(ops.column_sum_split.entries()[0].hits, 1)
+        sys.modules["torch"] = FakeTorch(self.log)
+        with self.assertRaisesRegex(TypeError, "neither a CUDA torch.Tensor"):
+            ops.column_sum_split(x, out=out, workspace=ws)
+        self.assertEqual(ops.column_sum_split.entries()[0].hits, 1)
 
     def test_stream_and_context(self):
         x, out = self.t(64, 5), self.t(5)
