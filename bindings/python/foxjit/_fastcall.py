@@ -88,48 +88,15 @@ def _torch_state():
     return st
 
 
+_MISS = object()        # what an entry's fast() returns for a call it does not match
+
+
 class _Entry:
-    """One remembered call of an op (see the module's doc)."""
-    __slots__ = ("nargs", "kwkeys", "probe", "ptrs", "exact", "launches", "slots", "query",
-                 "device", "stream", "ctx", "rt", "result", "hits", "torch")
-
-    def run(self, ptrs, vals, errors):
-        """Launches for a call whose probe gave ptrs; False when the new
-        addresses cannot go where the old ones were."""
-        if ptrs != self.ptrs:
-            if self.exact or len(set(ptrs)) != len(ptrs) or _or(ptrs) & 3 or min(ptrs) < _BIG:
-                return False
-            self._move(ptrs)
-        s = self.stream if self.query is None else self.query(self.device)
-        for fn, rtp, args in self.launches:
-            st = fn(rtp, *args, s)
-            if st:
-                errors(st, fn, rtp, args, s, self.ctx, self.rt)
-        self.hits += 1
-        r = self.result
-        return r(vals) if r is not None else None
-
-    def _move(self, ptrs):
-        """Puts the new addresses where the old ones were."""
-        launches = list(self.launches)
-        for li, where, ti in self.slots:
-            fn, rtp, args = launches[li]
-            if type(where) is int:
-                a = list(args)
-                a[where] = ptrs[ti]
-                launches[li] = (fn, rtp, tuple(a))
-            else:
-                struct, field = where
-                setattr(struct, field, ptrs[ti])
-        self.launches = tuple(launches)
-        self.ptrs = ptrs
-
-
-def _or(ptrs):
-    r = 0
-    for p in ptrs:
-        r |= p
-    return r
+    """One remembered call of an op (see the module's doc): `fast`, the
+    function written for it (_write_fast), and the state it shares: the
+    addresses the argument structs hold now (ptrs), whether they must stay
+    (exact), where in the structs each tensor's goes (slots)."""
+    __slots__ = ("fast", "ptrs", "exact", "slots", "torch", "hits")
 
 
 def _simple(v):
@@ -154,61 +121,95 @@ def _same_value(expr, k, env):
     return "(%s is %s or type(%s) is t%s and %s == %s)" % (expr, name, expr, name, expr, name)
 
 
-def _probe_for(tpos, consts, check):
-    """The function that tells whether a call's values match: their
-    non-tensor values (consts: position -> value) the same, bit for bit,
-    their tensors passing check. It returns the tensors' addresses, or None.
-    Written out for the positions at hand (this runs on every call: no
-    loops, no tuples built but the addresses')."""
-    env = {"check": check}
-    cond = [_same_value("v[%d]" % i, k, env) for i, k in consts.items()]
-    src = ["def probe(v):"]
-    if cond:
-        src += ["    if not (%s):" % " and ".join(cond), "        return None"]
-    src += ["    try:",
-            "        if not check(%s):" % ", ".join("v[%d]" % i for i in tpos),
-            "            return None",
-            "    except Exception:       # a non-tensor where a tensor was",
-            "        return None",
-            "    return (%s,)" % ", ".join("v[%d].data_ptr()" % i for i in tpos)]
-    exec("\n".join(src), env)
-    return env["probe"]
-
-
-def _result_recipe(result, tensor_ids):
-    """A function of the call's values giving what the op returns, when
-    that is made of the call's own tensors (or None); False when not."""
+def _result_expr(result, tensor_var):
+    """Python source giving what the op returns, made of the call's own
+    tensors (tensor_var: id -> variable), or None when it is not."""
     if result is None:
-        return None
-    pos = tensor_ids.get(id(result))
-    if pos is not None:
-        return lambda v: v[pos]
+        return "None"
+    if id(result) in tensor_var:
+        return tensor_var[id(result)]
     if type(result) is tuple:
-        parts = []
-        for r in result:
-            if r is None:
-                parts.append(None)
-                continue
-            p = tensor_ids.get(id(r))
-            if p is None:
-                return False
-            parts.append(p)
-        return lambda v: tuple(None if p is None else v[p] for p in parts)
-    if type(result) is dict:
-        parts = {}
-        for k, r in result.items():
-            if r is None:
-                parts[k] = None
-                continue
-            p = tensor_ids.get(id(r))
-            if p is None:
-                return False
-            parts[k] = p
-        return lambda v: {k: None if p is None else v[p] for k, p in parts.items()}
-    return False
+        parts = [_result_expr(r, tensor_var) for r in result]
+        return None if None in parts else "(%s)" % "".join(p + ", " for p in parts)
+    if type(result) is dict and all(type(k) is str for k in result):
+        parts = [_result_expr(r, tensor_var) for r in result.values()]
+        if None in parts:
+            return None
+        return "{%s}" % ", ".join("%r: %s" % (k, p) for k, p in zip(result, parts))
+    return None
 
 
-def build(args, kwargs, rec, result):
+def _write_fast(e, nargs, kwkeys, tpos, consts, check, launches, int_slots, query, device,
+                stream, errors, ctx, rt, result):
+    """e.fast: for the call's arguments (args, kwargs), _MISS unless they
+    match, else the launches with the current addresses and the op's
+    result. Written out for this call's layout: this runs on every call,
+    so no loops and no tuples built but the addresses'."""
+    env = {"MISS": _MISS, "check": check, "E": e, "errors": errors, "CTX": ctx, "RT": rt}
+    src = ["def fast(a, kw):",
+           "    if len(a) != %d or len(kw) != %d:" % (nargs, len(kwkeys)),
+           "        return MISS"]
+    get = ["v%d = a[%d]" % (i, i) for i in range(nargs)]
+    get += ["v%d = kw[%r]" % (nargs + j, k) for j, k in enumerate(kwkeys)]
+    if kwkeys:
+        src += ["    try:", "        " + "; ".join(get), "    except KeyError:",
+                "        return MISS"]
+    elif get:
+        src += ["    " + "; ".join(get)]
+    cond = [_same_value("v%d" % i, k, env) for i, k in consts.items()]
+    if cond:
+        src += ["    if not (%s):" % " and ".join(cond), "        return MISS"]
+    tv = ["v%d" % i for i in tpos]
+    src += ["    try:",
+            "        if not check(%s):" % ", ".join(tv),
+            "            return MISS",
+            "    except Exception:       # a non-tensor where a tensor was",
+            "        return MISS",
+            "    " + "; ".join("p%d = %s.data_ptr()" % (ti, v) for ti, v in enumerate(tv)),
+            "    pt = (%s)" % "".join("p%d, " % ti for ti in range(len(tv))),
+            "    if pt != E.ptrs:"]
+    if e.exact:
+        src += ["        return MISS"]
+    else:
+        # New addresses: aligned as the checks demand, and into the
+        # argument structs where the old ones were.
+        src += ["        q = E.ptrs"]
+        for ti in range(len(tv)):
+            src += ["        if p%d != q[%d]:" % (ti, ti),
+                    "            if p%d & 3:" % ti,
+                    "                return MISS"]
+            for si, (struct, field, owner) in enumerate(e.slots):
+                if owner == ti:
+                    env["s%d" % si] = struct
+                    src += ["            s%d.%s = p%d" % (si, field, ti)]
+        src += ["        E.ptrs = pt"]
+    if query is None:
+        env["S"] = stream
+        src += ["    s = S"]
+    else:
+        env["Q"], env["DEV"] = query, device
+        src += ["    s = Q(DEV)"]
+    for li, (fn, rtp, largs) in enumerate(launches):
+        env["f%d" % li], env["r%d" % li] = fn, rtp
+        args = []
+        for ai, v in enumerate(largs):
+            ti = int_slots.get((li, ai))
+            if ti is not None:
+                args.append("p%d" % ti)
+            else:
+                env["c%d_%d" % (li, ai)] = v
+                args.append("c%d_%d" % (li, ai))
+        call_args = "".join(x + ", " for x in args)
+        src += ["    st = f%d(r%d, %ss)" % (li, li, call_args),
+                "    if st:",
+                "        errors(st, f%d, r%d, (%s), s, CTX, RT)" % (li, li, call_args)]
+    src += ["    E.hits += 1",
+            "    return " + result]
+    exec("\n".join(src), env)
+    e.fast = env["fast"]
+
+
+def build(args, kwargs, rec, result, errors):
     """An _Entry of a recorded call (the ops module's _Recording), or None
     when the call cannot be remembered."""
     st = _torch_state()
@@ -233,15 +234,19 @@ def build(args, kwargs, rec, result):
     except Exception:
         return None
     ptrs = tuple(t.data_ptr() for t in tensors)
-    exact = len(set(ptrs)) != len(ptrs) or min(ptrs) < _BIG
+    if len(set(ptrs)) != len(ptrs):
+        return None             # two tensors at one address: which is which is unclear
+    exact = min(ptrs) < _BIG
     owner = {p: i for i, p in enumerate(ptrs)}
-    slots = []
+    owned = set()
+    int_slots, struct_slots = {}, []
     for li, (fn, rtp, largs) in enumerate(rec.launches):
         for ai, a in enumerate(largs):
             ta = type(a)
             if ta is int:
                 if a in owner:
-                    slots.append((li, ai, owner[a]))
+                    int_slots[(li, ai)] = owner[a]
+                    owned.add(owner[a])
                 elif a >= _BIG:
                     exact = True            # an address the op derived
             elif ta is _CARG:
@@ -252,35 +257,31 @@ def build(args, kwargs, rec, result):
                     if issubclass(ctype, (ctypes.Structure, ctypes.Array, ctypes.Union)):
                         return None
                     v = getattr(s, name)
-                    if type(v) not in (int, float, type(None)):
+                    if not name.isidentifier() or type(v) not in (int, float, type(None)):
                         return None         # a pointer object: not followed here
                     if type(v) is int:
                         if v in owner:
-                            slots.append((li, (s, name), owner[v]))
+                            struct_slots.append((s, name, owner[v]))
+                            owned.add(owner[v])
                         elif v >= _BIG:
                             exact = True
             elif ta is not float:
                 return None
-    if {ti for _, _, ti in slots} != set(range(len(tpos))):
+    if len(owned) != len(tpos):
         # A tensor whose address no launch takes was read some other way
         # (a 0-d tensor for lr or a flag: its value, which no check sees).
         return None
-    ids = {id(vals[i]): i for i in tpos}
-    if len(ids) != len(tpos):
+    tensor_var = {id(vals[i]): "v%d" % i for i in tpos}
+    if len(tensor_var) != len(tpos):
         return None         # an object passed twice: which one a result is, is unclear
-    recipe = _result_recipe(result, ids)
-    if recipe is False:
+    rexpr = _result_expr(result, tensor_var)
+    if rexpr is None:
         return None
     e = _Entry()
-    e.nargs, e.kwkeys = len(args), tuple(kwargs)
-    e.probe = _probe_for(tpos, {i: vals[i] for i in cpos}, guard.check)
-    e.ptrs, e.exact = ptrs, exact
-    e.launches = tuple(rec.launches)
-    e.slots = tuple(slots)
-    e.query = rec.query
-    e.device, e.stream, e.ctx, e.rt = c.device, c.stream, c.ctx, c.rt
-    e.torch = st[0]
-    e.result, e.hits = recipe, 0
+    e.ptrs, e.exact, e.slots, e.torch, e.hits = ptrs, exact, tuple(struct_slots), st[0], 0
+    _write_fast(e, len(args), tuple(kwargs), tpos, {i: vals[i] for i in cpos}, guard.check,
+                rec.launches, int_slots, rec.query, c.device, c.stream, errors, c.ctx, c.rt,
+                rexpr)
     return e
 
 
@@ -307,15 +308,12 @@ def remember(op, record, errors):
     def call(*args, **kwargs):
         entries = getattr(tl, "e", None)
         if entries:
-            vals = args + tuple(kwargs.values()) if kwargs else args
-            n, keys, tm = len(args), tuple(kwargs), _modules.get("torch")
+            tm = _modules.get("torch")
             for e in entries:
-                if e.nargs == n and e.kwkeys == keys and e.torch is tm:
-                    p = e.probe(vals)
-                    if p is not None:
-                        r = e.run(p, vals, errors)
-                        if r is not False:
-                            return r
+                if e.torch is tm:
+                    r = e.fast(args, kwargs)
+                    if r is not _MISS:
+                        return r
         elif entries is not None and tl.direct:
             tl.direct -= 1
             return op_(*args, **kwargs)
@@ -340,7 +338,7 @@ def remember(op, record, errors):
             tl.skip += 1
             if tl.skip % _RETRY:
                 return result
-        e = build(args, kwargs, rec, result)
+        e = build(args, kwargs, rec, result, errors)
         if e is not None:
             if len(entries) >= _ENTRIES:
                 entries.pop(0)

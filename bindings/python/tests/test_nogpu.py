@@ -1177,6 +1177,18 @@ class FastPath(TorchPath):
         self.assertEqual(ops.column_sum.entries(), [])
         self.assertEqual(len(self.launches()), 2 * _fastcall._RETRY)
 
+    def test_low_addresses_match_only_themselves(self):
+        """Below 2**32 an address could be taken for a dim: a call with
+        such tensors is replayed only with the same addresses."""
+        self.torch._next = 0x100000
+        x, out, ws = self.t(64, 5), self.t(5), self.t(256, dtype=self.torch.uint8)
+        for _ in range(2):
+            ops.column_sum_split(x, out=out, workspace=ws)
+        x2 = self.t(64, 5)
+        ops.column_sum_split(x2, out=out, workspace=ws)
+        self.assertEqual([a[0] for _, a in self.args], [x.data_ptr()] * 2 + [x2.data_ptr()])
+        self.assertEqual([e.hits for e in ops.column_sum_split.entries()], [1, 0])
+
     def test_threads_keep_their_own(self):
         import threading
         x, out = self.t(64, 5), self.t(5)
