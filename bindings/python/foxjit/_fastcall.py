@@ -171,17 +171,20 @@ def _write_fast(e, nargs, kwkeys, tpos, consts, check, launches, int_slots, quer
     if e.exact:
         src += ["        return MISS"]
     else:
-        # New addresses: aligned as the checks demand, and into the
-        # argument structs where the old ones were.
-        src += ["        q = E.ptrs"]
+        # New addresses: all aligned as the checks demand (before any is
+        # written: a call that misses leaves the structs as they were),
+        # then into the argument structs where the old ones were.
+        src += ["        if (%s) & 3:" % " | ".join("p%d" % ti for ti in range(len(tv))),
+                "            return MISS",
+                "        q = E.ptrs"]
         for ti in range(len(tv)):
-            src += ["        if p%d != q[%d]:" % (ti, ti),
-                    "            if p%d & 3:" % ti,
-                    "                return MISS"]
+            sets = []
             for si, (struct, field, owner) in enumerate(e.slots):
                 if owner == ti:
                     env["s%d" % si] = struct
-                    src += ["            s%d.%s = p%d" % (si, field, ti)]
+                    sets.append("            s%d.%s = p%d" % (si, field, ti))
+            if sets:
+                src += ["        if p%d != q[%d]:" % (ti, ti)] + sets
         src += ["        E.ptrs = pt"]
     if query is None:
         env["S"] = stream

@@ -1066,6 +1066,18 @@ class FastPath(TorchPath):
             self.assertEqual((fields["batch"], fields["n_in"], fields["n_hid"]),
                              (b, n_in, n_hid))
         self.assertEqual(ops.cfc_forward.entries()[0].hits, 2)
+        # A call with one new address and one misaligned one is checked
+        # (and refused) and changes nothing a later call launches.
+        bad = list(ts)
+        bad[0] = self.t(b, n_in)
+        bad[1] = self.t(b, n_hid)
+        bad[1]._ptr += 2
+        with self.assertRaisesRegex(ValueError, "aligned"):
+            ops.cfc_forward(*bad[:7], h_out=bad[7], u=bad[8])
+        ops.cfc_forward(*ts[:7], h_out=ts[7], u=ts[8])
+        fields = self.args[-1][1][0]
+        self.assertEqual([fields[n] for n in ("x", "h")], [ts[0].data_ptr(), ts[1].data_ptr()])
+        self.assertEqual(ops.cfc_forward.entries()[0].hits, 3)
 
     def test_not_remembered(self):
         """A tensor object passed twice, two tensors at one address, a call
