@@ -18,6 +18,9 @@
  *   abi_2_6                a table of ABI 2.6: it ends before the split
  *                          column sums (2.7), which the bindings then must
  *                          not call
+ *   abi_2_7                a table of ABI 2.7: it ends before the heads'
+ *                          backward in parts (2.8), which the bindings then
+ *                          must not call
  * The older-minor tables hold last_error and a bce_with_logits that fails
  * with FOXJIT_ERROR_UNSUPPORTED and says it was called, so a test can see
  * that a binding fell back to it; their other entries are NULL.
@@ -82,6 +85,8 @@ FAKE_API const foxjit_api *foxjit_get_api(uint32_t abi_major)
     if (!strcmp(mode, "abi_2_6"))
         return older_minor(&table, abi_major, offsetof(foxjit_api, column_sum_workspace_size),
                            6);
+    if (!strcmp(mode, "abi_2_7"))
+        return older_minor(&table, abi_major, offsetof(foxjit_api, heads_seq_backward_part), 7);
     if (!strcmp(mode, "short_table")) {
         table.struct_size = offsetof(foxjit_api, cfc_seq_workspace_size);
         return abi_major == FOXJIT_ABI_MAJOR ? &table : NULL;

@@ -8,9 +8,10 @@ import threading
 ABI_MAJOR = 2
 ABI_MINOR = 1          # the sequence ops: the last entries every library must have
 # Newer entries, ABI 2.3's (the heads' save), 2.4's (the wide BCE), 2.5's
-# (generalized advantage estimation), 2.6's (the products' precision) and
-# 2.7's (the split column sums), are called only when the library has them
-# (Library.has, Library.need); an older library still loads.
+# (generalized advantage estimation), 2.6's (the products' precision),
+# 2.7's (the split column sums) and 2.8's (the heads' backward in parts),
+# are called only when the library has them (Library.has, Library.need);
+# an older library still loads.
 DEFAULT_LIBRARY = "libfoxjit.so.1"
 # The library the wheel carries (pip install . at the repository root):
 # meson-python installs the project's shared libraries into
@@ -48,6 +49,10 @@ class Status:
 TIES_MAX, TIES_ORDINAL = 0, 1
 # foxjit_precision by name, in the order of its values (FOXJIT_PRECISION_FLOAT32 = 0).
 PRECISIONS = ("float32", "tf32")
+# foxjit_heads_seq_part (Runtime.heads_seq_backward_part), and its values by name.
+HEADS_SEQ_PART_DX, HEADS_SEQ_PART_PARAMS, HEADS_SEQ_PART_ALL = 1, 2, 3
+HEADS_SEQ_PARTS = {"dx": HEADS_SEQ_PART_DX, "params": HEADS_SEQ_PART_PARAMS,
+                   "all": HEADS_SEQ_PART_ALL}
 
 
 class Error(RuntimeError):

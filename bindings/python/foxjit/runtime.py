@@ -27,6 +27,19 @@ def _ties(ties):
     raise ValueError("ties must be 'max' or 'ordinal', not %r" % (ties,))
 
 
+def _part(part):
+    """foxjit_heads_seq_part's value of "dx", "params" or "all"; an int
+    (HEADS_SEQ_PART_DX and the like) is passed as it is, and the library
+    refuses one that is none of the three."""
+    if isinstance(part, str):
+        if part in _lib.HEADS_SEQ_PARTS:
+            return _lib.HEADS_SEQ_PARTS[part]
+    elif isinstance(part, int) and not isinstance(part, bool) and -2**31 <= part < 2**31:
+        return part
+    raise ValueError("part must be 'dx', 'params' or 'all' (or foxjit_heads_seq_part's int: "
+                     "1, 2 or 3), not %r" % (part,))
+
+
 class Runtime:
     """A fox-jit runtime bound to the CUDA context current when it is made.
 
@@ -302,6 +315,24 @@ class Runtime:
         self.lib.need("heads_seq_backward_saved", 3)
         self._call(self._api.heads_seq_backward_saved(self._rt, ctypes.byref(args), saved,
                                                       saved_bytes, stream))
+
+    def heads_seq_backward_part(self, args, saved, saved_bytes, part, stream):
+        """One part of the heads' backward (foxjit_heads_seq_backward_part,
+        kernels.md): part "dx" (the rows' backward and dx; the ten
+        gradient pointers are not read), "params" (the ten parameter
+        gradients, from what the "dx" call of the same args left in work;
+        dlogits, dx and the save are not read) or "all" (both: the one
+        call's launches), or foxjit_heads_seq_part's int (_lib's
+        HEADS_SEQ_PART_DX, _PARAMS, _ALL), passed as it is. saved not 0
+        reads A from the forward's save, as heads_seq_backward_saved does;
+        0 recomputes it. "params" follows the "dx" call of the same args
+        and workspace exactly once, on its stream or after an event
+        recorded after it, and the workspace is the pair's until "params"
+        has finished (the C header says why). ABI 2.8: foxjit.AbiError on
+        an older library."""
+        self.lib.need("heads_seq_backward_part", 8)
+        self._call(self._api.heads_seq_backward_part(self._rt, ctypes.byref(args), saved,
+                                                     saved_bytes, _part(part), stream))
 
     def heads_seq_prepare(self, d, e, h):
         self._call(self._api.heads_seq_prepare(self._rt, d, e, h))

@@ -103,6 +103,8 @@ class Loading(unittest.TestCase):
                      HeadsSeqArgs(), G, 1 << 20, 0)
         self.abi_err("heads_seq_backward_saved", 3, "2.2", rt.heads_seq_backward_saved,
                      HeadsSeqArgs(), G, 1 << 20, 0)
+        self.abi_err("heads_seq_backward_part", 8, "2.2", rt.heads_seq_backward_part,
+                     HeadsSeqArgs(), G, 1 << 20, "dx", 0)
         self.abi_err("bce_with_logits_workspace_size", 4, "2.2",
                      rt.bce_with_logits_workspace_size, 100)
         self.abi_err("bce_with_logits_wide", 4, "2.2", rt.bce_with_logits_wide, G, G * 2, 100,
@@ -112,6 +114,7 @@ class Loading(unittest.TestCase):
         lib = self.fake_library("abi_2_3")
         self.assertEqual(lib.abi[1:], (2, 3))
         self.assertTrue(lib.has("heads_seq_backward_saved"))
+        self.assertFalse(lib.has("heads_seq_backward_part"))
         self.assertFalse(lib.has("bce_with_logits_workspace_size"))
         self.assertFalse(lib.has("bce_with_logits_wide"))
         rt = foxjit.Runtime.from_raw(0x1000, lib=lib)
@@ -199,6 +202,29 @@ class Loading(unittest.TestCase):
         lib = self.fake_library("abi_2_5")
         self.abi_err("column_sum_split_prepare", 7, "2.5",
                      foxjit.Runtime.from_raw(0x1000, lib=lib).column_sum_split_prepare, 4, 4)
+
+    def test_older_minor_loads_without_the_heads_parts(self):
+        lib = self.fake_library("abi_2_7")
+        self.assertEqual(lib.abi[1:], (2, 7))
+        self.assertTrue(lib.has("column_sum_split_prepare"))
+        self.assertTrue(lib.has("heads_seq_backward_saved"))
+        self.assertFalse(lib.has("heads_seq_backward_part"))
+        rt = foxjit.Runtime.from_raw(0x1000, lib=lib)
+        # Every part by name and by value, and one that is none of them:
+        # the table is checked before anything else.
+        for part in ("dx", "params", "all", foxjit._lib.HEADS_SEQ_PART_DX,
+                     foxjit._lib.HEADS_SEQ_PART_PARAMS, foxjit._lib.HEADS_SEQ_PART_ALL, 4):
+            self.abi_err("heads_seq_backward_part", 8, "2.7", rt.heads_seq_backward_part,
+                         HeadsSeqArgs(), G, 1 << 20, part, 0)
+        self.abi_err("heads_seq_backward_part", 8, "2.7", rt.heads_seq_backward_part,
+                     HeadsSeqArgs(), 0, 0, "params", 0)
+        # The older tables lack it too.
+        for mode, have in (("abi_2_6", "2.6"), ("abi_2_3", "2.3")):
+            lib = self.fake_library(mode)
+            self.assertFalse(lib.has("heads_seq_backward_part"), mode)
+            self.abi_err("heads_seq_backward_part", 8, have,
+                         foxjit.Runtime.from_raw(0x1000, lib=lib).heads_seq_backward_part,
+                         HeadsSeqArgs(), 0, 0, "all", 0)
 
     def test_version_and_abi(self):
         need_library(self)
@@ -1361,12 +1387,78 @@ class LibraryChecks(unittest.TestCase):
                  needles=["foxjit_heads_seq_forward_save"])
         self.err(rt.heads_seq_backward_saved, HeadsSeqArgs(), 0, 0, S,
                  needles=["foxjit_heads_seq_backward_saved"])
+        self.assertTrue(rt.lib.has("heads_seq_backward_part"))
+        for part in ("dx", "params", "all"):
+            self.err(rt.heads_seq_backward_part, HeadsSeqArgs(), 0, 0, part, S,
+                     needles=["foxjit_heads_seq_backward_part"])
         self.err(rt.vsn_seq_prepare, -2, needles=["foxjit_vsn_seq_prepare"])
         big = 1 << 20
         self.err(ops.cfc_seq_forward, FakeArray(G, (big, 2, 4)), FakeArray(G, (big, 2)),
                  FakeArray(G, (8, 4)), FakeArray(G, (8, 8)), FakeArray(G, (8,)),
                  FakeArray(G, (8,)), h=FakeArray(G * 2, (big, 2, 8)),
                  u=FakeArray(G * 3, (big, 2, 8)), rt=rt, status=foxjit.Status.UNSUPPORTED)
+
+    def test_heads_seq_backward_part(self):
+        rt, S, name = self.rt, 0, "foxjit_heads_seq_backward_part"
+        small = foxjit.Status.WORKSPACE_TOO_SMALL
+        lib = foxjit._lib
+
+        def P(i):
+            return 0x100000 + i * 0x10000     # 256-byte aligned and distinct
+
+        params = {n: P(i + 1) for i, n in enumerate(lib._HEADS_PARAMS)}
+        grads = {"d" + n: P(i + 15) for i, n in enumerate(lib._HEADS_PARAMS)}
+        SV = P(40)
+
+        def args(**kw):
+            # Dims, parameters, x, dlogits and dx, and a workspace too
+            # small: the library refuses it after every pointer check.
+            a = dict(batch=32, steps=64, d=128, e=64, h=5, x=P(11), logits=P(12),
+                     dlogits=P(13), dx=P(14), work=P(30), work_bytes=100, **params)
+            a.update(kw)
+            return HeadsSeqArgs(**a)
+
+        too_small = dict(status=small, needles=[name, "work_bytes is 100"])
+        no_dw1 = dict(needles=[name, "dw1 is NULL"])
+        no_dlogits = dict(needles=[name, "dlogits is NULL"])
+        # Each part checks what it reads and writes, so the refusals tell
+        # the parts apart: "dx" reads no gradient pointer, "params" neither
+        # dlogits nor the save. By name and by the C enum's value alike.
+        parts = (("dx", lib.HEADS_SEQ_PART_DX, too_small, no_dlogits),
+                 ("params", lib.HEADS_SEQ_PART_PARAMS, no_dw1, too_small),
+                 ("all", lib.HEADS_SEQ_PART_ALL, no_dw1, no_dlogits))
+        for part_name, value, without_grads, without_dlogits in parts:
+            for part in (part_name, value):
+                self.err(rt.heads_seq_backward_part, args(), 0, 0, part, S, **without_grads)
+                self.err(rt.heads_seq_backward_part, args(dlogits=0, **grads), 0, 0, part, S,
+                         **without_dlogits)
+        self.assertEqual(lib.HEADS_SEQ_PART_ALL,
+                         lib.HEADS_SEQ_PART_DX | lib.HEADS_SEQ_PART_PARAMS)
+        # saved and saved_bytes reach the library in their places; "params"
+        # does not read the save.
+        self.err(rt.heads_seq_backward_part, args(), SV, 64, "dx", S, status=small,
+                 needles=[name, "saved_bytes is 64"])
+        self.err(rt.heads_seq_backward_part, args(), SV + 4, 1 << 30, "dx", S,
+                 needles=[name, "saved"])
+        self.err(rt.heads_seq_backward_part, args(**grads), SV + 4, 8, "params", S,
+                 **too_small)
+        self.err(rt.heads_seq_backward_part, args(work=SV, work_bytes=1 << 30, **grads), SV,
+                 1 << 30, "all", S,
+                 needles=[name, "work and saved are the same buffer"])
+        # A value that is none of the three reaches the library, which
+        # refuses it naming them.
+        for bad in (0, 4, -1, 7):
+            self.err(rt.heads_seq_backward_part, args(**grads), 0, 0, bad, S,
+                     needles=[name + ": part is %d" % bad, "FOXJIT_HEADS_SEQ_PART_DX (1)",
+                              "FOXJIT_HEADS_SEQ_PART_ALL (3)"])
+        # What is no foxjit_heads_seq_part is refused before the call (an
+        # int past C's int would wrap to another part).
+        for bad in ("DX", "both", "", True, 1.0, None, 2**32 + 1, -2**31 - 1):
+            with self.assertRaisesRegex(ValueError, "'dx', 'params' or 'all'", msg=repr(bad)):
+                rt.heads_seq_backward_part(args(**grads), 0, 0, bad, S)
+        null = foxjit.Runtime.from_raw(0, owned=False)
+        self.err(null.heads_seq_backward_part, args(**grads), 0, 0, "dx", S,
+                 needles=[name, "runtime is NULL"])
 
     def test_training(self):
         rt, S = self.rt, 0

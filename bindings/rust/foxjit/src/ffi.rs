@@ -21,9 +21,10 @@ pub const ABI_MAJOR: u32 = 2;
 /// The smallest ABI minor version the crate needs (2.1: the sequence ops).
 /// A 2.1 library ignores `RuntimeParams::target` (2.2): it reads only the
 /// struct_size bytes it knows. The heads' save (2.3), the wide BCE (2.4),
-/// generalized advantage estimation (2.5), the products' precision (2.6)
-/// and the split column sums (2.7) are called only when the library's table
-/// has them; otherwise those calls return `Error::Abi`.
+/// generalized advantage estimation (2.5), the products' precision (2.6),
+/// the split column sums (2.7) and the heads' backward in parts (2.8) are
+/// called only when the library's table has them; otherwise those calls
+/// return `Error::Abi`.
 pub const ABI_MINOR: u32 = 1;
 
 #[repr(C)]
@@ -451,6 +452,10 @@ pub(crate) fn api_end_column_sum_split() -> usize {
 }
 pub(crate) fn api_end_column_sum_split_prepare() -> usize {
     api_offset!(column_sum_split_prepare) + std::mem::size_of::<usize>()
+}
+/// The end of the ABI 2.8 entry (the heads' backward in parts).
+pub(crate) fn api_end_heads_seq_backward_part() -> usize {
+    api_offset!(heads_seq_backward_part) + std::mem::size_of::<usize>()
 }
 
 pub(crate) const RTLD_NOW: c_int = 2;

@@ -124,6 +124,26 @@ pub enum Precision {
     Tf32 = 1,
 }
 
+/// A part of the heads' backward (`foxjit_heads_seq_part`,
+/// [`Runtime::heads_seq_backward_part`]). The constants are the C enum's
+/// values; like [`Status`] it keeps any other number, which is passed to the
+/// library as it is and refused there (`INVALID_ARGUMENT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HeadsSeqPart(pub i32);
+
+impl HeadsSeqPart {
+    /// The rows' backward (dA and the per-tile sums into `work`; from the
+    /// save when `saved` is not 0, else recomputed), then dx when `args.dx`
+    /// is not 0. The ten gradient pointers are not read and may be 0.
+    pub const DX: HeadsSeqPart = HeadsSeqPart(1);
+    /// The ten parameter gradients, from what the [`HeadsSeqPart::DX`]
+    /// call of the same args left in `work`. dlogits, dx and the save are
+    /// not read (each may be 0; `saved_bytes` is then ignored).
+    pub const PARAMS: HeadsSeqPart = HeadsSeqPart(2);
+    /// Both: the launches of the one-call form (`DX | PARAMS`).
+    pub const ALL: HeadsSeqPart = HeadsSeqPart(3);
+}
+
 /// What went wrong. Calls into the library give [`Error::Status`] with the
 /// status and `foxjit_last_error()`'s message, which says what to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -244,7 +264,7 @@ impl Library {
 
     /// Loads the library at `path` (a file name alone is searched for as
     /// dlopen does) and checks its table: ABI major [`ABI_MAJOR`], and every
-    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3 to 2.7)
+    /// entry of ABI 2.1 ([`ABI_MINOR`]) present. Newer entries (2.3 to 2.8)
     /// are checked where they are called, and return `Error::Abi` on a
     /// table that lacks them. Nothing else is tried.
     pub fn open_path(path: &str) -> Result<Library> {
@@ -356,6 +376,14 @@ impl Library {
     /// return `Error::Abi`.
     pub fn has_column_sum_split(&self) -> bool {
         self.abi().0 >= ffi::api_end_column_sum_split_prepare()
+    }
+
+    /// Whether the library has the heads' backward in parts (ABI 2.8:
+    /// [`Runtime::heads_seq_backward_part`]); without it that call returns
+    /// `Error::Abi` and [`Runtime::heads_seq_backward`] (or
+    /// [`Runtime::heads_seq_backward_saved`]) is the way.
+    pub fn has_heads_seq_backward_part(&self) -> bool {
+        self.abi().0 >= ffi::api_end_heads_seq_backward_part()
     }
 
     /// Err(Error::Abi) unless the library's table reaches `end` bytes (the
@@ -915,6 +943,30 @@ impl Runtime {
                                            -> Result<()> {
         self.lib.need("heads_seq_backward_saved", ffi::api_end_heads_seq_backward_saved(), 3)?;
         call!(self, heads_seq_backward_saved(args, saved, saved_bytes, stream))
+    }
+    /// One part of the GRN heads backward (`foxjit_heads_seq_backward_part`,
+    /// `docs/kernels.md` section 8): [`HeadsSeqPart::DX`] (the rows'
+    /// backward and dx), [`HeadsSeqPart::PARAMS`] (the ten parameter
+    /// gradients) or [`HeadsSeqPart::ALL`] (both); every output has the
+    /// one-call form's bits. `saved` not 0 reads A from the forward's save
+    /// as [`Runtime::heads_seq_backward_saved`] does; 0 recomputes it. A
+    /// part that is none of the three is refused by the library
+    /// (`INVALID_ARGUMENT`). ABI 2.8: `Error::Abi` on an older library
+    /// ([`Library::has_heads_seq_backward_part`]).
+    ///
+    /// # Safety
+    /// As [`Runtime::heads_seq_forward_save`] (`saved` when not 0), for the
+    /// pointers the part reads and writes. `PARAMS` runs after the `DX`
+    /// call of the same args and workspace, exactly once: on the same
+    /// stream, or on one made to wait for an event recorded after `DX`.
+    /// The workspace is the pair's until `PARAMS` has finished: no other
+    /// call on it may start before then, and nothing may rewrite x or the
+    /// parameters while either part may run.
+    pub unsafe fn heads_seq_backward_part(&self, args: &HeadsSeqArgs, saved: CUdeviceptr,
+                                          saved_bytes: usize, part: HeadsSeqPart,
+                                          stream: CUstream) -> Result<()> {
+        self.lib.need("heads_seq_backward_part", ffi::api_end_heads_seq_backward_part(), 8)?;
+        call!(self, heads_seq_backward_part(args, saved, saved_bytes, part.0 as c_int, stream))
     }
     /// Compiles and loads the heads sequence ops' kernels.
     pub fn heads_seq_prepare(&self, d: i32, e: i32, h: i32) -> Result<()> {

@@ -5,8 +5,8 @@
 mod common;
 
 use foxjit::{
-    AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, Error, HeadsArgs, HeadsSeqArgs, Library,
-    Precision, Runtime, RuntimeParams, Source, Status, Ties, VsnArgs, VsnSeqArgs,
+    AdamwArgs, AttnPoolArgs, CfcArgs, CfcSeqArgs, Error, HeadsArgs, HeadsSeqArgs, HeadsSeqPart,
+    Library, Precision, Runtime, RuntimeParams, Source, Status, Ties, VsnArgs, VsnSeqArgs,
 };
 use std::sync::Mutex;
 
@@ -180,6 +180,7 @@ fn older_minor_loads_without_the_save() {
     assert_eq!((lib.abi().1, lib.abi().2), (2, 2));
     assert!(!lib.has_heads_seq_save());
     assert!(!lib.has_bce_with_logits_wide());
+    assert!(!lib.has_heads_seq_backward_part());
     // The table's entries past its size are never called.
     let rt = placeholder(&lib);
     let heads = HeadsSeqArgs::default();
@@ -190,6 +191,8 @@ fn older_minor_loads_without_the_save() {
                        "heads_seq_forward_save", 3, "ABI 2.2");
         expect_abi_err(rt.heads_seq_backward_saved(&heads, G, 1 << 20, S),
                        "heads_seq_backward_saved", 3, "ABI 2.2");
+        expect_abi_err(rt.heads_seq_backward_part(&heads, G, 1 << 20, HeadsSeqPart::DX, S),
+                       "heads_seq_backward_part", 8, "ABI 2.2");
         expect_abi_err(rt.bce_with_logits_wide(G, G * 2, 100, G * 3, false, 0, G * 4, 8, S),
                        "bce_with_logits_wide", 4, "ABI 2.2");
     }
@@ -203,6 +206,7 @@ fn older_minor_loads_without_the_wide_bce() {
     let Some(lib) = fake_library("abi_2_3") else { return };
     assert_eq!((lib.abi().1, lib.abi().2), (2, 3));
     assert!(lib.has_heads_seq_save());
+    assert!(!lib.has_heads_seq_backward_part());
     assert!(!lib.has_bce_with_logits_wide());
     let rt = placeholder(&lib);
     expect_abi_err(rt.bce_with_logits_workspace_size(100), "bce_with_logits_workspace_size", 4,
@@ -279,6 +283,38 @@ fn older_minor_loads_without_the_split_column_sums() {
     assert!(!lib.has_column_sum_split());
     expect_abi_err(placeholder(&lib).column_sum_split_prepare(4, 4), "column_sum_split_prepare",
                    7, "ABI 2.5");
+}
+
+#[test]
+fn older_minor_loads_without_the_heads_parts() {
+    let _g = ENV_LOCK.lock().unwrap();
+    let Some(lib) = fake_library("abi_2_7") else { return };
+    assert_eq!((lib.abi().1, lib.abi().2), (2, 7));
+    assert!(lib.has_column_sum_split());
+    assert!(lib.has_heads_seq_save());
+    assert!(!lib.has_heads_seq_backward_part());
+    let rt = placeholder(&lib);
+    let heads = HeadsSeqArgs::default();
+    // Every part, and one that is none of them: the table is checked
+    // before anything else.
+    for part in [HeadsSeqPart::DX, HeadsSeqPart::PARAMS, HeadsSeqPart::ALL, HeadsSeqPart(4)] {
+        unsafe {
+            expect_abi_err(rt.heads_seq_backward_part(&heads, G, 1 << 20, part, S),
+                           "heads_seq_backward_part", 8, "ABI 2.7");
+            expect_abi_err(rt.heads_seq_backward_part(&heads, 0, 0, part, S),
+                           "heads_seq_backward_part", 8, "ABI 2.7");
+        }
+    }
+    // The older tables lack it too.
+    for (mode, have) in [("abi_2_6", "ABI 2.6"), ("abi_2_3", "ABI 2.3")] {
+        let Some(lib) = fake_library(mode) else { return };
+        assert!(!lib.has_heads_seq_backward_part(), "{}", mode);
+        unsafe {
+            expect_abi_err(placeholder(&lib).heads_seq_backward_part(&heads, 0, 0,
+                                                                     HeadsSeqPart::ALL, S),
+                           "heads_seq_backward_part", 8, have);
+        }
+    }
 }
 
 #[test]
@@ -432,6 +468,10 @@ fn sequence_argument_errors() {
                    &["foxjit_heads_seq_forward_save"]);
         expect_err(rt.heads_seq_backward_saved(&heads, 0, 0, S), inv,
                    &["foxjit_heads_seq_backward_saved"]);
+        for part in [HeadsSeqPart::DX, HeadsSeqPart::PARAMS, HeadsSeqPart::ALL] {
+            expect_err(rt.heads_seq_backward_part(&heads, 0, 0, part, S), inv,
+                       &["foxjit_heads_seq_backward_part"]);
+        }
         let vsn = VsnSeqArgs::default();
         expect_err(rt.vsn_seq_backward(&vsn, S), inv, &["foxjit_vsn_seq_backward"]);
     }
@@ -441,6 +481,82 @@ fn sequence_argument_errors() {
     expect_err(rt.heads_seq_saved_size(2, 4, 8, 0, 2), inv, &["foxjit_heads_seq_saved_size"]);
     assert!(rt.heads_seq_saved_size(2, 4, 8, 7, 2).unwrap() >= 2 * 4 * 16 * 4);
     expect_err(rt.vsn_seq_prepare(-2), inv, &["foxjit_vsn_seq_prepare"]);
+}
+
+/// Dims, parameters, x, dlogits and dx, and a workspace too small: the
+/// library refuses it after every pointer check.
+fn heads_part_args() -> HeadsSeqArgs {
+    let p = |i: u64| 0x100000 + i * 0x10000; // 256-byte aligned and distinct
+    HeadsSeqArgs {
+        batch: 32, steps: 64, d: 128, e: 64, h: 5,
+        w1: p(1), b1: p(2), w2: p(3), b2: p(4), w_gate: p(5), b_gate: p(6), w_main: p(7),
+        b_main: p(8), w_skip: p(9), b_skip: p(10),
+        x: p(11), logits: p(12), dlogits: p(13), dx: p(14),
+        work: p(30), work_bytes: 100,
+        ..Default::default()
+    }
+}
+
+fn with_grads(a: HeadsSeqArgs) -> HeadsSeqArgs {
+    let p = |i: u64| 0x100000 + i * 0x10000;
+    HeadsSeqArgs {
+        dw1: p(15), db1: p(16), dw2: p(17), db2: p(18), dw_gate: p(19), db_gate: p(20),
+        dw_main: p(21), db_main: p(22), dw_skip: p(23), db_skip: p(24),
+        ..a
+    }
+}
+
+#[test]
+fn heads_seq_backward_part_argument_errors() {
+    let Some(lib) = lib() else { return };
+    assert!(lib.has_heads_seq_backward_part());
+    let rt = placeholder(&lib);
+    let (inv, small) = (Status::INVALID_ARGUMENT, Status::WORKSPACE_TOO_SMALL);
+    let name = "foxjit_heads_seq_backward_part";
+    let sv: u64 = 0x100000 + 40 * 0x10000;
+    assert_eq!(HeadsSeqPart::ALL.0, HeadsSeqPart::DX.0 | HeadsSeqPart::PARAMS.0);
+    let plain = heads_part_args();
+    let grads = with_grads(plain);
+    let no_dlogits = HeadsSeqArgs { dlogits: 0, ..grads };
+    let too_small: (Status, &[&str]) = (small, &[name, "work_bytes is 100"]);
+    let no_dw1: (Status, &[&str]) = (inv, &[name, "dw1 is NULL"]);
+    let no_dz: (Status, &[&str]) = (inv, &[name, "dlogits is NULL"]);
+    unsafe {
+        // Each part checks what it reads and writes, so the refusals tell
+        // the parts apart: DX reads no gradient pointer, PARAMS neither
+        // dlogits nor the save.
+        for (part, without_grads, without_dlogits) in [
+            (HeadsSeqPart::DX, too_small, no_dz),
+            (HeadsSeqPart::PARAMS, no_dw1, too_small),
+            (HeadsSeqPart::ALL, no_dw1, no_dz),
+        ] {
+            expect_err(rt.heads_seq_backward_part(&plain, 0, 0, part, S), without_grads.0,
+                       without_grads.1);
+            expect_err(rt.heads_seq_backward_part(&no_dlogits, 0, 0, part, S),
+                       without_dlogits.0, without_dlogits.1);
+        }
+        // saved and saved_bytes reach the library in their places; PARAMS
+        // does not read the save.
+        expect_err(rt.heads_seq_backward_part(&plain, sv, 64, HeadsSeqPart::DX, S), small,
+                   &[name, "saved_bytes is 64"]);
+        expect_err(rt.heads_seq_backward_part(&plain, sv + 4, 1 << 30, HeadsSeqPart::DX, S), inv,
+                   &[name, "saved"]);
+        expect_err(rt.heads_seq_backward_part(&grads, sv + 4, 8, HeadsSeqPart::PARAMS, S),
+                   too_small.0, too_small.1);
+        let on_save = HeadsSeqArgs { work: sv, work_bytes: 1 << 30, ..grads };
+        expect_err(rt.heads_seq_backward_part(&on_save, sv, 1 << 30, HeadsSeqPart::ALL, S), inv,
+                   &[name, "work and saved are the same buffer"]);
+        // A value that is none of the three reaches the library, which
+        // refuses it naming them.
+        for bad in [0, 4, -1, 7] {
+            let want = format!("{}: part is {}", name, bad);
+            expect_err(rt.heads_seq_backward_part(&grads, 0, 0, HeadsSeqPart(bad), S), inv,
+                       &[&want, "FOXJIT_HEADS_SEQ_PART_DX (1)", "FOXJIT_HEADS_SEQ_PART_ALL (3)"]);
+        }
+        let null = Runtime::from_raw(&lib, std::ptr::null_mut(), false);
+        expect_err(null.heads_seq_backward_part(&grads, 0, 0, HeadsSeqPart::DX, S), inv,
+                   &[name, "runtime is NULL"]);
+    }
 }
 
 #[test]
