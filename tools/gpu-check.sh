@@ -45,20 +45,12 @@ run warm-cold "$B/tools/fox-jit" warm
 run warm-again "$B/tools/fox-jit" warm
 run verify "$B/tools/fox-jit" verify
 run info-probe "$B/tools/fox-jit" info
-for t in "$B"/tests/unit_* ; do
-    case "$t" in *.p) continue;; esac
-    if [ "$(basename "$t")" = unit_plugin ]; then
-        run "$(basename "$t")" env FOXJIT_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "$t" "$B/runtime/libfoxjit.so"
-    elif [ "$(basename "$t")" = unit_train_nogpu ] || [ "$(basename "$t")" = unit_train_nccl ]; then
-        run "$(basename "$t")" "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so"
-    elif [ "$(basename "$t")" = unit_step_calls ]; then
-        run "$(basename "$t")" "$t" "$here/tests/unit/step_calls.txt"
-    elif [ "$(basename "$t")" = unit_missing_nvrtc ]; then
-        run "$(basename "$t")" env FOXJIT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13 "$t"
-    else
-        run "$(basename "$t")" "$t"
-    fi
-done
+# The unit suite as meson.build defines it: each test's arguments and
+# environment from the build's meson-info (tools/meson-tests.py).
+units=$(python3 "$here/tools/meson-tests.py" "$B" unit) || { echo "no unit tests found"; exit 1; }
+while IFS=$'\t' read -r name cmd; do
+    eval "run \"\$name\" $cmd"
+done <<< "$units"
 # The compile suite needs no GPU (CI runs it); FOXJIT_CHECK_COMPILE=0 skips it
 # here when the GPU time is short.
 [ "${FOXJIT_CHECK_COMPILE:-1}" = 0 ] || run compile_all "$B/tests/compile_all"
