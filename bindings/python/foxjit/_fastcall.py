@@ -93,10 +93,9 @@ _MISS = object()        # what an entry's fast() returns for a call it does not 
 
 class _Entry:
     """One remembered call of an op (see the module's doc): `fast`, the
-    function written for it (_write_fast), and the state it shares: the
-    addresses the argument structs hold now (ptrs), whether they must stay
-    (exact), where in the structs each tensor's goes (slots)."""
-    __slots__ = ("fast", "ptrs", "exact", "slots", "torch", "hits")
+    function written for it (_write_fast), and the state it shares with
+    it: the addresses the argument structs hold now (ptrs)."""
+    __slots__ = ("fast", "ptrs", "torch", "hits")
 
 
 def _simple(v):
@@ -139,8 +138,8 @@ def _result_expr(result, tensor_var):
     return None
 
 
-def _write_fast(e, nargs, kwkeys, tpos, consts, check, launches, int_slots, query, device,
-                stream, errors, ctx, rt, result):
+def _write_fast(e, nargs, kwkeys, tpos, consts, check, launches, int_slots, struct_slots,
+                exact, query, device, stream, errors, ctx, rt, result):
     """e.fast: for the call's arguments (args, kwargs), _MISS unless they
     match, else the launches with the current addresses and the op's
     result. Written out for this call's layout: this runs on every call,
@@ -168,7 +167,7 @@ def _write_fast(e, nargs, kwkeys, tpos, consts, check, launches, int_slots, quer
             "    " + "; ".join("p%d = %s.data_ptr()" % (ti, v) for ti, v in enumerate(tv)),
             "    pt = (%s)" % "".join("p%d, " % ti for ti in range(len(tv))),
             "    if pt != E.ptrs:"]
-    if e.exact:
+    if exact:
         src += ["        return MISS"]
     else:
         # New addresses: all aligned as the checks demand (before any is
@@ -179,7 +178,7 @@ def _write_fast(e, nargs, kwkeys, tpos, consts, check, launches, int_slots, quer
                 "        q = E.ptrs"]
         for ti in range(len(tv)):
             sets = []
-            for si, (struct, field, owner) in enumerate(e.slots):
+            for si, (struct, field, owner) in enumerate(struct_slots):
                 if owner == ti:
                     env["s%d" % si] = struct
                     sets.append("            s%d.%s = p%d" % (si, field, ti))
@@ -281,10 +280,10 @@ def build(args, kwargs, rec, result, errors):
     if rexpr is None:
         return None
     e = _Entry()
-    e.ptrs, e.exact, e.slots, e.torch, e.hits = ptrs, exact, tuple(struct_slots), st[0], 0
+    e.ptrs, e.torch, e.hits = ptrs, st[0], 0
     _write_fast(e, len(args), tuple(kwargs), tpos, {i: vals[i] for i in cpos}, guard.check,
-                rec.launches, int_slots, rec.query, c.device, c.stream, errors, c.ctx, c.rt,
-                rexpr)
+                rec.launches, int_slots, struct_slots, exact, rec.query, c.device, c.stream,
+                errors, c.ctx, c.rt, rexpr)
     return e
 
 
@@ -306,7 +305,6 @@ def remember(op, record, errors):
     runtime) handles a launch's failure status."""
     tl = threading.local()
     _locals.append(tl)
-    op_ = op
 
     def call(*args, **kwargs):
         entries = getattr(tl, "e", None)
@@ -319,11 +317,11 @@ def remember(op, record, errors):
                         return r
         elif entries is not None and tl.direct:
             tl.direct -= 1
-            return op_(*args, **kwargs)
+            return op(*args, **kwargs)
         return _slow(entries, args, kwargs)
 
     def _slow(entries, args, kwargs):
-        result, rec = record(op_, args, kwargs)
+        result, rec = record(op, args, kwargs)
         if rec is None:
             return result
         # Launch what the checks recorded, as the op would have.

@@ -120,6 +120,19 @@ def _in_context(ctx, fn, *args):
     return r
 
 
+def _launch_failed(st, fn, rtp, args, s, ctx, rt):
+    """A launch's failure status st (fn(rtp, *args, s) returned it). When
+    another context (or none) is current on this thread, the library
+    refused before launching anything: again, with the runtime's context
+    ctx current and the caller's back afterwards. Else foxjit.Error with
+    the runtime rt's message."""
+    if st in _CONTEXT_STATUSES and ctx:
+        st = _in_context(ctx, fn, rtp, *args, s)
+        if not st:
+            return
+    raise _lib.Error(st, rt.lib.last_error())
+
+
 def _device_index(device):
     torch = _torch()
     if device is None:
@@ -411,15 +424,8 @@ class _Call:
             self.rec.add(self, fn, args)
             return
         st = fn(rt._rt, *args)
-        if st:
-            if st in _CONTEXT_STATUSES and self.ctx:
-                # Another context (or none) is current on this thread: the
-                # library refused before launching anything. Again, with the
-                # runtime's current, and the caller's back afterwards.
-                st = _in_context(self.ctx, fn, rt._rt, *args)
-                if not st:
-                    return
-            raise _lib.Error(st, rt.lib.last_error())
+        if st:      # the stream is the last argument of every entry
+            _launch_failed(st, fn, rt._rt, args[:-1], args[-1], self.ctx, rt)
 
     def _order_allocations(self):
         torch = _tm[0]
@@ -473,15 +479,8 @@ class Prepared:
         for fn, rtp, args in self._launches:
             st = fn(rtp, *args, s)
             if st:
-                self._failed(st, fn, rtp, args, s)
+                _launch_failed(st, fn, rtp, args, s, self._ctx, self._keep[0])
         return self.result
-
-    def _failed(self, st, fn, rtp, args, s):
-        if st in _CONTEXT_STATUSES and self._ctx:
-            st = _in_context(self._ctx, fn, rtp, *args, s)
-            if not st:
-                return
-        raise _lib.Error(st, self._keep[0].lib.last_error())
 
     def __repr__(self):
         return "<foxjit.ops.Prepared %s: %d launch%s>" % (
@@ -1112,16 +1111,6 @@ def gae(rewards, values, dones, gamma=0.99, lambda_=0.95, advantages=None, retur
 # and GPU) skips the checks and launches what that call launched with the
 # tensors' current addresses: foxjit/_fastcall.py says when, and why that
 # is what the checks would have launched.
-
-def _launch_failed(st, fn, rtp, args, s, ctx, rt):
-    """A launch's failure status st: again in the runtime's context when
-    the library found another one current, else foxjit.Error."""
-    if st in _CONTEXT_STATUSES and ctx:
-        st = _in_context(ctx, fn, rtp, *args, s)
-        if not st:
-            return
-    raise _lib.Error(st, rt.lib.last_error())
-
 
 def _recorder(op):
     """How _fastcall runs op's checks: with a _Recording as its stream (a
