@@ -17,7 +17,10 @@
 //         load_values(base, first, tile_items, values[ITEMS])
 //   Sink: unsigned key(pos, key)        key sorted to position pos; returns
 //                                       up to 24 bits handed to value()
-//         void value(pos, value, info)
+//         void value(u, pos, value, info)   u: the thread's item (a constant
+//                                       once unrolled), pos: sorted position
+//         void finish()                 after the last value(), called by
+//                                       every thread of the block
 #pragma once
 
 #include <cub/block/block_radix_rank.cuh>
@@ -158,8 +161,9 @@ struct fj_onesweep {
         for (int u = 0; u < kItems; u++) {
             const unsigned idx = (unsigned)u * kBlock + t;
             if (idx < tile_items)
-                sink.value(s.offset[keep[u] & 0xffu] + idx, s.exchange[idx], keep[u] >> 8);
+                sink.value(u, s.offset[keep[u] & 0xffu] + idx, s.exchange[idx], keep[u] >> 8);
         }
+        sink.finish();
     }
 };
 
@@ -198,5 +202,6 @@ struct fj_sink_pairs {
         keys[pos] = k;
         return 0;
     }
-    FJ_DEVICE void value(unsigned pos, unsigned v, unsigned) { values[pos] = v; }
+    FJ_DEVICE void value(int, unsigned pos, unsigned v, unsigned) { values[pos] = v; }
+    FJ_DEVICE void finish() {}
 };

@@ -27,7 +27,7 @@ const fj_program fj_program_radix_sort = {
 };
 
 const fj_radix_tuning fj_radix_default_tuning = {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS,
-                                                 FJ_RADIX_OCCUPANCY};
+                                                 FJ_RADIX_OCCUPANCY, 0};
 const fj_variant fj_radix_sort_variant = {&fj_program_radix_sort,
                                           {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS, FJ_RADIX_OCCUPANCY}};
 

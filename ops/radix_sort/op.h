@@ -17,9 +17,14 @@
 /* Onesweep geometry: threads per block (>= 256, a multiple of 32), keys
  * per thread, and the blocks per SM the kernel is compiled for
  * (__launch_bounds__). The ops use fj_radix_default_tuning; the bench's
- * sweep tries others. Shared memory: 4 * block * items bytes <= 48 KiB. */
+ * sweep tries others. Shared memory: 4 * block * items bytes <= 46 KiB
+ * (38 KiB for the rank op, whose windowed last pass counts its windows
+ * there too). rank_out: how the rank op writes its output
+ * (fj_rank_out_form, rank_normalize/op.h); 0 picks by n, the sort ignores
+ * it. */
 typedef struct fj_radix_tuning {
     int block, items, occupancy;
+    int rank_out;
 } fj_radix_tuning;
 
 extern const fj_radix_tuning fj_radix_default_tuning;

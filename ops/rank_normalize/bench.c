@@ -14,6 +14,7 @@
 #include "toolkit.h"
 #include "baselines.h"
 #include "bench.h"
+#include "rank_normalize/policy.h"
 #ifdef FOXJIT_HAVE_CUB_BASELINE
 #include "cub_baseline.h"
 #endif
@@ -127,7 +128,7 @@ static void setup(bench_ctx *b, rank_bench *r, int64_t n, int sort, int with_cub
         r->values_out = bench_alloc(b, bytes);
     }
     /* Room for any tuning: the smallest tile has the most look-back words. */
-    const fj_tk_radix_tuning smallest = {256, 8, 1};
+    const fj_tk_radix_tuning smallest = {256, 8, 1, 0};
     r->ws_bytes = sort ? fj_tk_radix_sort_workspace(n, 0, 32, &smallest)
                        : fj_tk_rank_workspace(n, &smallest);
     r->ws = bench_alloc(b, r->ws_bytes);
@@ -226,6 +227,34 @@ static double legacy_us_at_2_20(bench_ctx *b)
     return us;
 }
 
+#define MAX_WINDOWED_N ((int64_t)FJ_RANK_MAX_WINDOWS * FJ_RANK_WINDOW)
+
+/* The op with the other output form than its own at n (direct or through
+ * windows, rank_normalize/policy.h), next to its own form's times: what
+ * FJ_RANK_WINDOWS_MIN_N is chosen from. */
+static int bench_other_out_row(bench_ctx *b, rank_bench *r, int64_t n, double own_us,
+                               double own_graph_us)
+{
+    const int windows = n >= FJ_RANK_WINDOWS_MIN_N;
+    bench_row row = {.group = "rank", .bytes = rank_bytes(n, r->ties)};
+    row.name = r->ties == FOXJIT_TIES_MAX
+                   ? (windows ? "rank_normalize max, out direct" : "rank_normalize max, windows")
+                   : (windows ? "rank_normalize ordinal, out direct"
+                              : "rank_normalize ordinal, windows");
+    shape_text(row.shape, sizeof row.shape, n);
+    r->tune.rank_out = windows ? 1 : 2;
+    time_it(b, r, FOXJIT, &row.us, &row.graph_us);
+    r->tune.rank_out = 0;
+    row.base1_name = "own form";
+    row.base1_us = own_us;
+    row.base1_graph_us = own_graph_us;
+    row.note = "the other output form (a developer row)";
+    if (row.us <= 0)
+        return 1;
+    bench_emit(b, &row);
+    return 0;
+}
+
 static int bench_rank_rows(bench_ctx *b, int64_t n, double legacy_2_20_us)
 {
     int failed = 0;
@@ -249,14 +278,18 @@ static int bench_rank_rows(bench_ctx *b, int64_t n, double legacy_2_20_us)
             row.base2_name = "quadratic";
             row.base2_us = legacy_2_20_us * scale;
         }
-        snprintf(notes[t], sizeof notes[t], "%s%squadratic %s", r.cub_ws ? "" : no_cub,
+        snprintf(notes[t], sizeof notes[t], "%s%squadratic %s; out %s", r.cub_ws ? "" : no_cub,
                  r.cub_ws ? "" : "; ",
-                 n == LEGACY_N ? "measured" : "= its 2^20 time x (N / 2^20)^2");
+                 n == LEGACY_N ? "measured" : "= its 2^20 time x (N / 2^20)^2",
+                 n >= FJ_RANK_WINDOWS_MIN_N && n <= MAX_WINDOWED_N ? "through windows"
+                                                                   : "direct");
         row.note = notes[t];
         if (row.us > 0)
             bench_emit(b, &row);
         else
             failed = 1;
+        if (n <= MAX_WINDOWED_N)
+            failed |= bench_other_out_row(b, &r, n, row.us, row.graph_us);
     }
     teardown(b, &r);
     return failed;
@@ -342,8 +375,8 @@ const bench_group bench_group_rank_normalize = {
 int bench_rank_sweep(bench_ctx *b)
 {
     static const fj_tk_radix_tuning tunings[] = {
-        {384, 23, 1}, {384, 16, 2}, {384, 18, 1}, {256, 16, 3},
-        {256, 23, 2}, {512, 12, 2}, {512, 18, 1}, {256, 32, 1},
+        {384, 23, 1, 0}, {384, 16, 2, 0}, {384, 18, 1, 0}, {256, 16, 3, 0},
+        {256, 23, 2, 0}, {512, 12, 2, 0}, {512, 18, 1, 0}, {256, 32, 1, 0},
     };
     const int64_t n = 4096000;
     int failed = 0;

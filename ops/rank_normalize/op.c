@@ -10,6 +10,9 @@
  *   radix_pass x 2              passes 1, 2
  *   ordinal ties: rank_last_ordinal   pass 3, writes out
  *   max ties:     radix_pass, rank_max_final   pass 3, then tie runs -> out
+ * From FJ_RANK_WINDOWS_MIN_N on, the last kernel is its _windows form,
+ * which appends (index, value) pairs to windows of the output, and
+ * rank_windows writes out window by window (rank_normalize/policy.h).
  * The rewards are read only by the first two kernels, so out may alias
  * them. */
 #include "rank_normalize/op.h"
@@ -24,7 +27,9 @@ const fj_program fj_program_rank_normalize = {
     .source = "rank_normalize/kernel.cu",
     .params = {"BLOCK", "ITEMS", "OCC", NULL},
     .kernels = {
-        {"rank_hist", {FJ_PTR, FJ_I32, FJ_F32, FJ_F32, FJ_I32, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR}},
+        {"rank_hist",
+         {FJ_PTR, FJ_I32, FJ_F32, FJ_F32, FJ_I32, FJ_PTR, FJ_PTR, FJ_I64, FJ_PTR, FJ_PTR,
+          FJ_I32}},
         {"radix_reduce", {FJ_PTR, FJ_I32, FJ_I32, FJ_PTR}},
         {"rank_first",
          {FJ_PTR, FJ_F32, FJ_F32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR}},
@@ -32,6 +37,11 @@ const fj_program fj_program_rank_normalize = {
          {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR}},
         {"rank_last_ordinal", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR, FJ_PTR}},
         {"rank_max_final", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32}},
+        {"rank_last_ordinal_windows",
+         {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32, FJ_I32, FJ_PTR, FJ_PTR,
+          FJ_PTR}},
+        {"rank_max_final_windows", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32, FJ_I32}},
+        {"rank_windows", {FJ_PTR, FJ_PTR, FJ_PTR, FJ_I32}},
     },
     .uses_cccl = 1,
 };
@@ -39,7 +49,10 @@ const fj_program fj_program_rank_normalize = {
 const fj_variant fj_rank_normalize_variant = {
     &fj_program_rank_normalize, {FJ_RADIX_BLOCK, FJ_RADIX_ITEMS, FJ_RADIX_OCCUPANCY}};
 
-enum { K_HIST = 0, K_REDUCE, K_FIRST, K_PASS, K_LAST_ORDINAL, K_MAX_FINAL };
+enum {
+    K_HIST = 0, K_REDUCE, K_FIRST, K_PASS, K_LAST_ORDINAL, K_MAX_FINAL,
+    K_LAST_ORDINAL_WINDOWS, K_MAX_FINAL_WINDOWS, K_WINDOWS
+};
 
 fj_variant fj_rank_normalize_variant_for(const fj_radix_tuning *t)
 {
@@ -47,16 +60,50 @@ fj_variant fj_rank_normalize_variant_for(const fj_radix_tuning *t)
     return v;
 }
 
-void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_radix_layout *l)
+#define MAX_WINDOWED_N ((int64_t)FJ_RANK_MAX_WINDOWS * FJ_RANK_WINDOW)
+
+static int use_windows(int64_t n, const fj_radix_tuning *t)
 {
-    fj_radix_layout_for(n, FJ_RANK_PASSES, 2, (unsigned)(t->block * t->items), l);
+    if (n > MAX_WINDOWED_N || t->rank_out == FJ_RANK_OUT_DIRECT)
+        return 0;
+    return t->rank_out == FJ_RANK_OUT_WINDOWS || n >= FJ_RANK_WINDOWS_MIN_N;
+}
+
+/* The cursors are there for every n that windows allow, whatever the form,
+ * so the workspace size depends on n alone. */
+void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_rank_layout *l)
+{
+    fj_radix_layout_for(n, FJ_RANK_PASSES, 2, (unsigned)(t->block * t->items), &l->sort);
+    const unsigned windows = (unsigned)((n + FJ_RANK_WINDOW - 1) / FJ_RANK_WINDOW);
+    /* The sort's sections end aligned, before its alignment slack. */
+    l->cursors = l->sort.bytes - FJ_RADIX_ALIGN;
+    l->bytes = l->sort.bytes;
+    if (n <= MAX_WINDOWED_N)
+        l->bytes += ((size_t)windows * 4 + FJ_RADIX_ALIGN - 1) / FJ_RADIX_ALIGN * FJ_RADIX_ALIGN;
+    l->windows = use_windows(n, t) ? windows : 0;
 }
 
 size_t fj_rank_workspace_tuned(int64_t n, const fj_radix_tuning *t)
 {
-    fj_radix_layout l;
+    fj_rank_layout l;
     fj_rank_layout_for(n, t, &l);
     return l.bytes;
+}
+
+/* The windowed last pass adds its window counters to the onesweep's
+ * shared memory. */
+static foxjit_status check_tuning(const char *op, const fj_radix_tuning *t)
+{
+    foxjit_status st = fj_radix_tuning_check(op, t);
+    if (st != FOXJIT_OK)
+        return st;
+    if ((size_t)t->block * (size_t)t->items * 4 + FJ_RANK_MAX_WINDOWS * 4 > 46 * 1024 ||
+        t->rank_out < FJ_RANK_OUT_BY_N || t->rank_out > FJ_RANK_OUT_WINDOWS)
+        return fj_fail(FOXJIT_ERROR_UNSUPPORTED,
+                       "%s: onesweep tuning block %d, items %d, output form %d is not "
+                       "supported (block * items * 4 <= 38 KiB; form 0, 1 or 2)",
+                       op, t->block, t->items, t->rank_out);
+    return FOXJIT_OK;
 }
 
 static foxjit_status check_ties(const char *op, foxjit_tie_mode ties)
@@ -85,10 +132,10 @@ FOXJIT_API foxjit_status foxjit_rank_normalize_workspace_size(foxjit_runtime *rt
 static foxjit_status check_call(const char *op, const fj_radix_tuning *t, int64_t n,
                                 foxjit_tie_mode ties, CUdeviceptr rewards, CUdeviceptr out,
                                 CUdeviceptr workspace, size_t workspace_bytes,
-                                fj_radix_layout *l)
+                                fj_rank_layout *l)
 {
     foxjit_status st;
-    if ((st = fj_radix_tuning_check(op, t)) != FOXJIT_OK ||
+    if ((st = check_tuning(op, t)) != FOXJIT_OK ||
         (st = fj_check_size(op, "n", n, FJ_RADIX_MAX_N)) != FOXJIT_OK ||
         (st = check_ties(op, ties)) != FOXJIT_OK ||
         (st = fj_check_ptr(op, "rewards", rewards)) != FOXJIT_OK ||
@@ -128,9 +175,10 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
     if (!isfinite(std_ema) || std_ema < 0 || !isfinite(mean_ema))
         return fj_fail(FOXJIT_ERROR_INVALID_ARGUMENT, "%s: std_ema (%g) must be finite and >= 0 "
                        "and mean_ema (%g) finite", op, (double)std_ema, (double)mean_ema);
-    fj_radix_layout l;
+    fj_rank_layout rl;
     foxjit_status st =
-        check_call(op, t, n, ties, rewards, out, workspace, workspace_bytes, &l);
+        check_call(op, t, n, ties, rewards, out, workspace, workspace_bytes, &rl);
+    const fj_radix_layout l = rl.sort;
     if (st != FOXJIT_OK)
         return st;
     if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
@@ -150,9 +198,11 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
     unsigned long long lookback_words = l.lookback_words;
     int descending = ties == FOXJIT_TIES_MAX;
     int begin_bit = 0, end_bit = FJ_RANK_KEY_BITS;
+    CUdeviceptr cursors = base + rl.cursors;
+    unsigned windows = rl.windows;
     {
         FJ_ARGS(args, rewards, un, std_ema, mean_ema, descending, partial, lookback,
-                lookback_words, counters);
+                lookback_words, counters, cursors, windows);
         if ((st = fj_launch(rt, k->fn[K_HIST], l.hist_blocks, 1, 1, FJ_RADIX_HIST_BLOCK, 0, stream,
                             &args, "rank_hist")) != FOXJIT_OK)
             return st;
@@ -176,21 +226,44 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
             return st;
     }
     unsigned last = FJ_RANK_PASSES - 1;
-    if (ties == FOXJIT_TIES_ORDINAL) {
+    /* With windows the pairs go to the buffer pair the last kernel does not
+     * read: 1 for ordinal ties, 0 for max ties. */
+    if (ties == FOXJIT_TIES_ORDINAL && !windows) {
         FJ_ARGS(args, k0, v0, out, un, last, totals, counters, lookback);
         return fj_launch(rt, k->fn[K_LAST_ORDINAL], l.tiles, 1, 1, block, 0, stream,
                          &args, "rank_last_ordinal");
     }
-    {
-        FJ_ARGS(args, k0, v0, k1, v1, un, last, begin_bit, end_bit, totals, counters, lookback);
-        if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, block, 0, stream, &args,
-                            "radix_pass")) != FOXJIT_OK)
+    CUdeviceptr pair_index = ties == FOXJIT_TIES_ORDINAL ? k1 : k0;
+    CUdeviceptr pair_bits = ties == FOXJIT_TIES_ORDINAL ? v1 : v0;
+    if (ties == FOXJIT_TIES_ORDINAL) {
+        FJ_ARGS(args, k0, v0, pair_index, pair_bits, cursors, windows, un, last, totals,
+                counters, lookback);
+        if ((st = fj_launch(rt, k->fn[K_LAST_ORDINAL_WINDOWS], l.tiles, 1, 1, block, 0, stream,
+                            &args, "rank_last_ordinal_windows")) != FOXJIT_OK)
+            return st;
+    } else {
+        {
+            FJ_ARGS(args, k0, v0, k1, v1, un, last, begin_bit, end_bit, totals, counters,
+                    lookback);
+            if ((st = fj_launch(rt, k->fn[K_PASS], l.tiles, 1, 1, block, 0, stream, &args,
+                                "radix_pass")) != FOXJIT_OK)
+                return st;
+        }
+        if (!windows) {
+            FJ_ARGS(args, k1, v1, out, un);
+            unsigned grid = (unsigned)((n + FJ_RANK_FINAL_TILE - 1) / FJ_RANK_FINAL_TILE);
+            return fj_launch(rt, k->fn[K_MAX_FINAL], grid, 1, 1, FJ_RANK_FINAL_BLOCK, 0,
+                             stream, &args, "rank_max_final");
+        }
+        FJ_ARGS(args, k1, v1, pair_index, pair_bits, cursors, windows, un);
+        unsigned grid = (unsigned)((n + FJ_RANK_FINAL_W_TILE - 1) / FJ_RANK_FINAL_W_TILE);
+        if ((st = fj_launch(rt, k->fn[K_MAX_FINAL_WINDOWS], grid, 1, 1, FJ_RANK_FINAL_W_BLOCK,
+                            0, stream, &args, "rank_max_final_windows")) != FOXJIT_OK)
             return st;
     }
-    FJ_ARGS(args, k1, v1, out, un);
-    unsigned grid = (unsigned)((n + FJ_RANK_FINAL_TILE - 1) / FJ_RANK_FINAL_TILE);
-    return fj_launch(rt, k->fn[K_MAX_FINAL], grid, 1, 1, FJ_RANK_FINAL_BLOCK, 0, stream, &args,
-                     "rank_max_final");
+    FJ_ARGS(args, pair_index, pair_bits, out, un);
+    return fj_launch(rt, k->fn[K_WINDOWS], windows, 1, 1, FJ_RANK_WINDOW_BLOCK,
+                     FJ_RANK_WINDOW * 4, stream, &args, "rank_windows");
 }
 
 FOXJIT_API foxjit_status foxjit_rank_normalize(foxjit_runtime *rt, CUdeviceptr rewards,

@@ -13,9 +13,24 @@
 #include "rank_normalize/policy.h"
 #include "registry.h"
 
-/* Layout of a rank workspace for n rewards: two key/value buffer pairs
- * (both tie modes use the same size), onesweep tiles of t. */
-void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_radix_layout *l);
+/* How the op writes out (rank_normalize/policy.h, "windows"). */
+typedef enum fj_rank_out_form {
+    FJ_RANK_OUT_BY_N = 0,  /* windows from FJ_RANK_WINDOWS_MIN_N on */
+    FJ_RANK_OUT_DIRECT,    /* out[index] from the last kernel */
+    FJ_RANK_OUT_WINDOWS,   /* through windows wherever n allows (<= 2^25) */
+} fj_rank_out_form;
+
+/* Layout of a rank workspace for n rewards: the sort's (two key/value
+ * buffer pairs, both tie modes the same size, onesweep tiles of t), then
+ * one cursor per window of outputs. windows is 0 where the output is not
+ * written through windows. */
+typedef struct fj_rank_layout {
+    fj_radix_layout sort;
+    unsigned windows;
+    size_t cursors;
+    size_t bytes;
+} fj_rank_layout;
+void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_rank_layout *l);
 
 fj_variant fj_rank_normalize_variant_for(const fj_radix_tuning *t);
 extern const fj_variant fj_rank_normalize_variant;

@@ -16,4 +16,24 @@
 #define FJ_RANK_FINAL_ITEMS 8
 #define FJ_RANK_FINAL_TILE (FJ_RANK_FINAL_BLOCK * FJ_RANK_FINAL_ITEMS)
 
+/* The output through windows: the last kernel (pass 3 for ordinal ties,
+ * rank_max_final for max ties) does not write out[index] at random but
+ * appends (index, value) to the window of FJ_RANK_WINDOW outputs that holds
+ * index; rank_windows then fills each window in shared memory and writes it
+ * in order. Random 4-byte writes over an output larger than L2 cost a
+ * partial-sector write each; this costs one more write and read of the
+ * pairs. Windows: FJ_RANK_WINDOW floats of dynamic shared memory (64 KiB,
+ * within the sm_89 opt-in of 99 KiB); at most FJ_RANK_MAX_WINDOWS (their
+ * counters live in the last pass's static shared memory), so n <= 2^25;
+ * from FJ_RANK_WINDOWS_MIN_N up. */
+#define FJ_RANK_WINDOW_BITS 14
+#define FJ_RANK_WINDOW (1u << FJ_RANK_WINDOW_BITS)
+#define FJ_RANK_MAX_WINDOWS 2048
+#define FJ_RANK_WINDOWS_MIN_N (1ll << 21)
+#define FJ_RANK_WINDOW_BLOCK 512
+/* rank_max_final with windows: a larger tile, fewer window claims a tile. */
+#define FJ_RANK_FINAL_W_BLOCK 512
+#define FJ_RANK_FINAL_W_ITEMS 16
+#define FJ_RANK_FINAL_W_TILE (FJ_RANK_FINAL_W_BLOCK * FJ_RANK_FINAL_W_ITEMS)
+
 #endif

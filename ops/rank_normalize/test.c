@@ -146,9 +146,10 @@ static size_t sized(size_t full, size_t quick)
 {
     if (!gh_quick())
         return full;
-    fj_radix_layout f, q;
-    fj_rank_layout_for((int64_t)full, &fj_radix_default_tuning, &f);
-    fj_rank_layout_for((int64_t)quick, &fj_radix_default_tuning, &q);
+    fj_rank_layout fr, qr;
+    fj_rank_layout_for((int64_t)full, &fj_radix_default_tuning, &fr);
+    fj_rank_layout_for((int64_t)quick, &fj_radix_default_tuning, &qr);
+    const fj_radix_layout f = fr.sort, q = qr.sort;
     const size_t tile = (size_t)fj_radix_default_tuning.block * fj_radix_default_tuning.items;
     const size_t final_tile = FJ_RANK_FINAL_TILE, block = FJ_RANK_FINAL_BLOCK;
     if ((f.tiles > 1) != (q.tiles > 1) || (full % tile == 0) != (quick % tile == 0) ||
@@ -174,7 +175,23 @@ static void dirty(CUdeviceptr ws, size_t bytes)
     gh_sync();
 }
 
-static void run_op(const problem *p, foxjit_tie_mode ties, float *got)
+/* The op with its output written directly or through windows
+ * (rank_normalize/policy.h), whatever n; FJ_RANK_OUT_BY_N is the public
+ * entry's choice. */
+static const fj_rank_out_form forms[] = {FJ_RANK_OUT_DIRECT, FJ_RANK_OUT_WINDOWS};
+static const char *const form_names[] = {"by n", "direct", "windows"};
+
+static foxjit_status rank_call(fj_rank_out_form form, const problem *p, foxjit_tie_mode ties,
+                               CUdeviceptr r, CUdeviceptr out, CUdeviceptr ws, size_t ws_bytes)
+{
+    fj_radix_tuning t = fj_radix_default_tuning;
+    t.rank_out = form;
+    return fj_rank_normalize_tuned(gh.rt, &t, r, (int64_t)p->n, p->std_ema, p->mean_ema, ties,
+                                   out, ws, ws_bytes, gh.stream);
+}
+
+static void run_op_form(const problem *p, foxjit_tie_mode ties, fj_rank_out_form form,
+                        float *got)
 {
     size_t ws_bytes = 0;
     GH_CHECK(foxjit_rank_normalize_workspace_size(gh.rt, (int64_t)p->n, ties, &ws_bytes));
@@ -182,10 +199,14 @@ static void run_op(const problem *p, foxjit_tie_mode ties, float *got)
     gh_upload(r, p->r, p->n * 4);
     gh_poison(out, p->n);
     dirty(ws, ws_bytes);
-    GH_CHECK(foxjit_rank_normalize(gh.rt, r, (int64_t)p->n, p->std_ema, p->mean_ema, ties, out,
-                                   ws, ws_bytes, gh.stream));
+    GH_CHECK(rank_call(form, p, ties, r, out, ws, ws_bytes));
     gh_download(got, out, p->n * 4);
     gh_free(r), gh_free(out), gh_free(ws);
+}
+
+static void run_op(const problem *p, foxjit_tie_mode ties, float *got)
+{
+    run_op_form(p, ties, FJ_RANK_OUT_BY_N, got);
 }
 
 static unsigned bits_of(float f)
@@ -223,10 +244,13 @@ static void check_against_reference(size_t n, kind what, foxjit_tie_mode ties)
     unsigned *rank = malloc(n * 4);
     assert_true(got && want && rank);
     reference(&p, ties, want, rank);
-    run_op(&p, ties, got);
-    compare(ties == FOXJIT_TIES_MAX ? "max ties vs float64 reference"
-                                    : "ordinal ties vs float64 reference",
-            &p, got, want, rank);
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s ties, out %s, vs float64 reference",
+                 ties == FOXJIT_TIES_MAX ? "max" : "ordinal", form_names[forms[f]]);
+        run_op_form(&p, ties, forms[f], got);
+        compare(what, &p, got, want, rank);
+    }
     free(p.r), free(got), free(want), free(rank);
 }
 
@@ -314,12 +338,14 @@ static void test_permutation_invariance(void **state)
 }
 
 /* The same call, repeated on one (dirty, reused) workspace, gives the same
- * bits. */
+ * bits, with either output form (the order of the pairs in a window varies
+ * from run to run; the output must not). */
 static void test_bitwise_identical_runs(void **state)
 {
     (void)state;
-    for (int t = 0; t < 2; t++) {
-        const foxjit_tie_mode ties = t ? FOXJIT_TIES_ORDINAL : FOXJIT_TIES_MAX;
+    for (int t = 0; t < 4; t++) {
+        const foxjit_tie_mode ties = t & 1 ? FOXJIT_TIES_ORDINAL : FOXJIT_TIES_MAX;
+        const fj_rank_out_form form = forms[t >> 1];
         const size_t n = sized(4096000, 40960);
         problem p = make_problem(n, QUANTIZED, gh_seed() + 3);
         size_t ws_bytes;
@@ -331,11 +357,12 @@ static void test_bitwise_identical_runs(void **state)
         assert_true(first && again);
         for (int run = 0; run < GH_QUICK(5, 2); run++) {
             gh_poison(out, n);
-            GH_CHECK(foxjit_rank_normalize(gh.rt, r, (int64_t)n, p.std_ema, p.mean_ema, ties, out,
-                                           ws, ws_bytes, gh.stream));
+            GH_CHECK(rank_call(form, &p, ties, r, out, ws, ws_bytes));
             gh_download(run ? again : first, out, n * 4);
             if (run)
-                compare("a repeated run vs the first", &p, again, first, NULL);
+                compare(form == FJ_RANK_OUT_WINDOWS ? "a repeated run vs the first (windows)"
+                                                    : "a repeated run vs the first (direct)",
+                        &p, again, first, NULL);
         }
         gh_free(r), gh_free(out), gh_free(ws);
         free(p.r), free(first), free(again);
@@ -343,12 +370,13 @@ static void test_bitwise_identical_runs(void **state)
 }
 
 /* out may alias rewards (they are read before out is written), and any
- * 4-byte aligned workspace is fine. */
+ * 4-byte aligned workspace is fine, with either output form. */
 static void test_in_place_and_unaligned_workspace(void **state)
 {
     (void)state;
-    for (int t = 0; t < 2; t++) {
-        const foxjit_tie_mode ties = t ? FOXJIT_TIES_ORDINAL : FOXJIT_TIES_MAX;
+    for (int t = 0; t < 4; t++) {
+        const foxjit_tie_mode ties = t & 1 ? FOXJIT_TIES_ORDINAL : FOXJIT_TIES_MAX;
+        const fj_rank_out_form form = forms[t >> 1];
         const size_t n = sized(100003, 20011);
         problem p = make_problem(n, QUANTIZED, gh_seed() + 21);
         float *got = malloc(n * 4), *want = malloc(n * 4);
@@ -360,10 +388,11 @@ static void test_in_place_and_unaligned_workspace(void **state)
         CUdeviceptr buf = gh_alloc(n * 4), ws = gh_alloc(ws_bytes + 64);
         gh_upload(buf, p.r, n * 4);
         dirty(ws, ws_bytes + 64);
-        GH_CHECK(foxjit_rank_normalize(gh.rt, buf, (int64_t)n, p.std_ema, p.mean_ema, ties, buf,
-                                       ws + 12, ws_bytes, gh.stream));
+        GH_CHECK(rank_call(form, &p, ties, buf, buf, ws + 12, ws_bytes));
         gh_download(got, buf, n * 4);
-        compare("in place, workspace at +12 bytes", &p, got, want, rank);
+        compare(form == FJ_RANK_OUT_WINDOWS ? "in place, workspace at +12 bytes (windows)"
+                                            : "in place, workspace at +12 bytes (direct)",
+                &p, got, want, rank);
         gh_free(buf), gh_free(ws);
         free(p.r), free(got), free(want), free(rank);
     }

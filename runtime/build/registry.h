@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define FJ_MAX_PARAMS 8
-#define FJ_MAX_KERNELS 8
+#define FJ_MAX_KERNELS 12
 #define FJ_MAX_KERNEL_ARGS 32
 
 typedef struct fj_embedded_file {

@@ -82,13 +82,13 @@ foxjit_status fj_tk_kernel_launch(const foxjit_runtime *rt, const fj_tk_kernel *
 
 static fj_radix_tuning tuning_in(const fj_tk_radix_tuning *t)
 {
-    return (fj_radix_tuning){t->block, t->items, t->occupancy};
+    return (fj_radix_tuning){t->block, t->items, t->occupancy, t->rank_out};
 }
 
 fj_tk_radix_tuning fj_tk_radix_default_tuning(void)
 {
     const fj_radix_tuning *t = &fj_radix_default_tuning;
-    return (fj_tk_radix_tuning){t->block, t->items, t->occupancy};
+    return (fj_tk_radix_tuning){t->block, t->items, t->occupancy, t->rank_out};
 }
 
 size_t fj_tk_radix_sort_workspace(int64_t n, int begin_bit, int end_bit,

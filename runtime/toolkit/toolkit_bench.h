@@ -79,6 +79,7 @@ foxjit_status fj_tk_kernel_launch(const foxjit_runtime *rt, const fj_tk_kernel *
 /* Threads per block, keys per thread, blocks per SM compiled for. */
 typedef struct fj_tk_radix_tuning {
     int block, items, occupancy;
+    int rank_out; /* the rank op's output: 0 by n, 1 direct, 2 through windows */
 } fj_tk_radix_tuning;
 
 /* The tuning the ops use. */
