@@ -44,8 +44,12 @@ _ENTRIES = 4
 # the nine-tensor cfc_forward 18.86 and 10.24 (python3 -m foxjit.overhead).
 _MIN_TENSORS = 3
 # A thread whose calls of an op are not remembered calls it directly, and
-# tries again on every _RETRY-th call.
+# tries again after _RETRY calls, then after twice as many each time it
+# fails again, up to _RETRY_MAX: a recording costs about a checked call,
+# and calls that cannot be remembered (fewer than _MIN_TENSORS tensors)
+# would otherwise pay a sixteenth of one on every call.
 _RETRY = 16
+_RETRY_MAX = 1024
 _SCALARS = (type(None), bool, int, float, str)
 _CARG = type(ctypes.byref(ctypes.c_int()))
 _BIG = 1 << 32          # device addresses are above this; dims and flags below
@@ -332,7 +336,7 @@ def remember(op, record, errors):
                 errors(st, fn, rtp, largs, c.stream, c.ctx, c.rt)
         if entries is None:
             entries = tl.e = []
-            tl.skip = tl.direct = 0
+            tl.skip = tl.direct = tl.wait = 0
         # A thread whose calls keep missing (shapes that change on every
         # call) makes entries less often.
         if len(entries) >= 2 and all(e.hits == 0 for e in entries):
@@ -344,8 +348,10 @@ def remember(op, record, errors):
             if len(entries) >= _ENTRIES:
                 entries.pop(0)
             entries.append(e)
+            tl.wait = 0
         elif not entries:
-            tl.direct = _RETRY - 1
+            tl.wait = min(2 * tl.wait, _RETRY_MAX) if tl.wait else _RETRY
+            tl.direct = tl.wait - 1
         return result
 
     functools.update_wrapper(call, op)

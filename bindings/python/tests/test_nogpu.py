@@ -1215,6 +1215,31 @@ class FastPath(TorchPath):
         self.assertEqual(ops.column_sum.entries(), [])
         self.assertEqual(len(self.launches()), 2 * _fastcall._RETRY)
 
+    def test_retries_back_off(self):
+        """Each failed try doubles the calls before the next one, up to
+        _RETRY_MAX: recordings at calls 1, 1 + 16, 1 + 16 + 32, ..."""
+        from foxjit import _fastcall
+        _fastcall._MIN_TENSORS = 3
+        x, out = self.t(64, 5), self.t(5)
+        seen = []
+        record = ops._Recording.__init__
+
+        def counting(rec, stream):
+            seen.append(len(self.launches()))
+            record(rec, stream)
+        ops._Recording.__init__ = counting
+        retry, top = _fastcall._RETRY, _fastcall._RETRY_MAX
+        _fastcall._RETRY, _fastcall._RETRY_MAX = 2, 8
+        try:
+            for _ in range(40):
+                ops.column_sum(x, out=out)
+        finally:
+            ops._Recording.__init__ = record
+            _fastcall._RETRY, _fastcall._RETRY_MAX = retry, top
+        # Calls made before each recording: waits of 2, 4, 8, 8, 8, ...
+        self.assertEqual(seen, [0, 2, 6, 14, 22, 30, 38])
+        self.assertEqual(len(self.launches()), 40)
+
     def test_low_addresses_match_only_themselves(self):
         """Below 2**32 an address could be taken for a dim: a call with
         such tensors is replayed only with the same addresses."""
