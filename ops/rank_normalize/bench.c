@@ -229,13 +229,19 @@ static double legacy_us_at_2_20(bench_ctx *b)
 
 #define MAX_WINDOWED_N ((int64_t)FJ_RANK_MAX_WINDOWS * FJ_RANK_WINDOW)
 
+/* The op's own choice at n on this GPU (rank_normalize/op.c). */
+static int uses_windows(const bench_ctx *b, int64_t n)
+{
+    return n <= MAX_WINDOWED_N && (size_t)n * 4 * FJ_RANK_WINDOWS_L2_SHARE >= b->l2_bytes;
+}
+
 /* The op with the other output form than its own at n (direct or through
  * windows, rank_normalize/policy.h), next to its own form's times: what
  * FJ_RANK_WINDOWS_MIN_N is chosen from. */
 static int bench_other_out_row(bench_ctx *b, rank_bench *r, int64_t n, double own_us,
                                double own_graph_us)
 {
-    const int windows = n >= FJ_RANK_WINDOWS_MIN_N;
+    const int windows = uses_windows(b, n);
     bench_row row = {.group = "rank", .bytes = rank_bytes(n, r->ties)};
     row.name = r->ties == FOXJIT_TIES_MAX
                    ? (windows ? "rank_normalize max, out direct" : "rank_normalize max, windows")
@@ -281,8 +287,7 @@ static int bench_rank_rows(bench_ctx *b, int64_t n, double legacy_2_20_us)
         snprintf(notes[t], sizeof notes[t], "%s%squadratic %s; out %s", r.cub_ws ? "" : no_cub,
                  r.cub_ws ? "" : "; ",
                  n == LEGACY_N ? "measured" : "= its 2^20 time x (N / 2^20)^2",
-                 n >= FJ_RANK_WINDOWS_MIN_N && n <= MAX_WINDOWED_N ? "through windows"
-                                                                   : "direct");
+                 uses_windows(b, n) ? "through windows" : "direct");
         row.note = notes[t];
         if (row.us > 0)
             bench_emit(b, &row);

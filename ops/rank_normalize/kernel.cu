@@ -17,9 +17,10 @@
 //                 the (index, value) pairs the last two kernels' _windows
 //                 forms appended to each window of outputs
 //
-// The last kernel writes out[index] at random, or, from
-// FJ_RANK_WINDOWS_MIN_N on, appends (index, value) to the window of
-// outputs holding index, and rank_windows writes each window in order.
+// The last kernel writes out[index] at random, or, where out is large
+// against L2 (rank_normalize/policy.h), appends (index, value) to the
+// window of outputs holding index, and rank_windows writes each window in
+// order.
 //
 // Max ties sort |s| descending so that the tie run's start (a forward
 // max-scan, plus a search back for a run crossing the tile start) gives

@@ -10,7 +10,7 @@
  *   radix_pass x 2              passes 1, 2
  *   ordinal ties: rank_last_ordinal   pass 3, writes out
  *   max ties:     radix_pass, rank_max_final   pass 3, then tie runs -> out
- * From FJ_RANK_WINDOWS_MIN_N on, the last kernel is its _windows form,
+ * Where the output is large against L2, the last kernel is its _windows form,
  * which appends (index, value) pairs to windows of the output, and
  * rank_windows writes out window by window (rank_normalize/policy.h).
  * The rewards are read only by the first two kernels, so out may alias
@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "op_call.h"
+#include "runtime.h"
 #include "status.h"
 
 const fj_program fj_program_rank_normalize = {
@@ -62,11 +63,12 @@ fj_variant fj_rank_normalize_variant_for(const fj_radix_tuning *t)
 
 #define MAX_WINDOWED_N ((int64_t)FJ_RANK_MAX_WINDOWS * FJ_RANK_WINDOW)
 
-static int use_windows(int64_t n, const fj_radix_tuning *t)
+int fj_rank_uses_windows(int64_t n, const fj_radix_tuning *t, size_t l2_bytes)
 {
     if (n > MAX_WINDOWED_N || t->rank_out == FJ_RANK_OUT_DIRECT)
         return 0;
-    return t->rank_out == FJ_RANK_OUT_WINDOWS || n >= FJ_RANK_WINDOWS_MIN_N;
+    return t->rank_out == FJ_RANK_OUT_WINDOWS ||
+           (size_t)n * 4 * FJ_RANK_WINDOWS_L2_SHARE >= l2_bytes;
 }
 
 /* The cursors are there for every n that windows allow, whatever the form,
@@ -80,7 +82,7 @@ void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_rank_layout *l)
     l->bytes = l->sort.bytes;
     if (n <= MAX_WINDOWED_N)
         l->bytes += ((size_t)windows * 4 + FJ_RADIX_ALIGN - 1) / FJ_RADIX_ALIGN * FJ_RADIX_ALIGN;
-    l->windows = use_windows(n, t) ? windows : 0;
+    l->windows = n <= MAX_WINDOWED_N ? windows : 0;
 }
 
 size_t fj_rank_workspace_tuned(int64_t n, const fj_radix_tuning *t)
@@ -199,7 +201,8 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
     int descending = ties == FOXJIT_TIES_MAX;
     int begin_bit = 0, end_bit = FJ_RANK_KEY_BITS;
     CUdeviceptr cursors = base + rl.cursors;
-    unsigned windows = rl.windows;
+    unsigned windows =
+        fj_rank_uses_windows(n, t, (size_t)rt->facts.l2_bytes) ? rl.windows : 0;
     {
         FJ_ARGS(args, rewards, un, std_ema, mean_ema, descending, partial, lookback,
                 lookback_words, counters, cursors, windows);
@@ -226,13 +229,13 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
             return st;
     }
     unsigned last = FJ_RANK_PASSES - 1;
-    /* With windows the pairs go to the buffer pair the last kernel does not
-     * read: 1 for ordinal ties, 0 for max ties. */
     if (ties == FOXJIT_TIES_ORDINAL && !windows) {
         FJ_ARGS(args, k0, v0, out, un, last, totals, counters, lookback);
         return fj_launch(rt, k->fn[K_LAST_ORDINAL], l.tiles, 1, 1, block, 0, stream,
                          &args, "rank_last_ordinal");
     }
+    /* With windows the pairs go to the buffer pair the last kernel does not
+     * read: 1 for ordinal ties, 0 for max ties. */
     CUdeviceptr pair_index = ties == FOXJIT_TIES_ORDINAL ? k1 : k0;
     CUdeviceptr pair_bits = ties == FOXJIT_TIES_ORDINAL ? v1 : v0;
     if (ties == FOXJIT_TIES_ORDINAL) {

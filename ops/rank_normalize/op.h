@@ -15,15 +15,15 @@
 
 /* How the op writes out (rank_normalize/policy.h, "windows"). */
 typedef enum fj_rank_out_form {
-    FJ_RANK_OUT_BY_N = 0,  /* windows from FJ_RANK_WINDOWS_MIN_N on */
+    FJ_RANK_OUT_BY_N = 0,  /* windows where 4n >= L2 / FJ_RANK_WINDOWS_L2_SHARE */
     FJ_RANK_OUT_DIRECT,    /* out[index] from the last kernel */
     FJ_RANK_OUT_WINDOWS,   /* through windows wherever n allows (<= 2^25) */
 } fj_rank_out_form;
 
 /* Layout of a rank workspace for n rewards: the sort's (two key/value
  * buffer pairs, both tie modes the same size, onesweep tiles of t), then
- * one cursor per window of outputs. windows is 0 where the output is not
- * written through windows. */
+ * one cursor per window of outputs where n allows windows (windows: their
+ * count, else 0). The size does not depend on the form or the GPU. */
 typedef struct fj_rank_layout {
     fj_radix_layout sort;
     unsigned windows;
@@ -31,6 +31,10 @@ typedef struct fj_rank_layout {
     size_t bytes;
 } fj_rank_layout;
 void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_rank_layout *l);
+
+/* 1 when the op writes n outputs through windows under tuning t on a GPU
+ * with l2_bytes of L2. */
+int fj_rank_uses_windows(int64_t n, const fj_radix_tuning *t, size_t l2_bytes);
 
 fj_variant fj_rank_normalize_variant_for(const fj_radix_tuning *t);
 extern const fj_variant fj_rank_normalize_variant;

@@ -21,15 +21,18 @@
  * appends (index, value) to the window of FJ_RANK_WINDOW outputs that holds
  * index; rank_windows then fills each window in shared memory and writes it
  * in order. Random 4-byte writes over an output larger than L2 cost a
- * partial-sector write each; this costs one more write and read of the
- * pairs. Windows: FJ_RANK_WINDOW floats of dynamic shared memory (64 KiB,
- * within the sm_89 opt-in of 99 KiB); at most FJ_RANK_MAX_WINDOWS (their
- * counters live in the last pass's static shared memory), so n <= 2^25;
- * from FJ_RANK_WINDOWS_MIN_N up. */
+ * partial-sector write to DRAM each; the windows cost one more write and
+ * read of the pairs and a launch. On an H100 (50 MiB of L2) the windows
+ * took 0.83x the direct form's time at 2^24 rewards and 1.25x at 4,096,000
+ * (16 MB of output), so they are used where the output (4n bytes) is at
+ * least half the L2 (FJ_RANK_WINDOWS_L2_SHARE). Windows: FJ_RANK_WINDOW
+ * floats of dynamic shared memory (64 KiB, within the sm_89 opt-in of 99
+ * KiB); at most FJ_RANK_MAX_WINDOWS (their counters live in the last
+ * pass's static shared memory), so n <= 2^25. */
 #define FJ_RANK_WINDOW_BITS 14
 #define FJ_RANK_WINDOW (1u << FJ_RANK_WINDOW_BITS)
 #define FJ_RANK_MAX_WINDOWS 2048
-#define FJ_RANK_WINDOWS_MIN_N (1ll << 21)
+#define FJ_RANK_WINDOWS_L2_SHARE 2
 #define FJ_RANK_WINDOW_BLOCK 512
 /* rank_max_final with windows: a larger tile, fewer window claims a tile. */
 #define FJ_RANK_FINAL_W_BLOCK 512
