@@ -416,3 +416,39 @@ int bench_rank_sweep(bench_ctx *b)
     }
     return failed;
 }
+
+/* Each form once, after one warm call, with nothing timed: a target for
+ * a profiler that sees every kernel of the sort, the rank op in both tie
+ * modes and both output forms, at 4,096,000 and 2^24, e.g.
+ *   ncu --metrics gpu__time_duration.sum -k regex:"rank_|radix_" \
+ *       fox-jit bench rank_profile
+ * Each call is preceded by a line naming it. */
+int bench_rank_profile(bench_ctx *b)
+{
+    static const int64_t ns[] = {4096000, 1ll << 24};
+    int failed = 0;
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        char shape[32];
+        shape_text(shape, sizeof shape, ns[i]);
+        for (int what = 0; what < 5; what++) {
+            rank_bench r;
+            setup(b, &r, ns[i], what == 0, 0);
+            r.which = FOXJIT;
+            r.ties = what == 1 || what == 2 ? FOXJIT_TIES_MAX : FOXJIT_TIES_ORDINAL;
+            r.tune.rank_out = what == 0 ? 0 : what % 2 ? 1 : 2;
+            static const char *const names[] = {"sort", "rank max, out direct",
+                                                "rank max, windows", "rank ordinal, out direct",
+                                                "rank ordinal, windows"};
+            int bad = run_once(b, &r, 0) || b->cu->cuStreamSynchronize(b->stream) != 0;
+            printf("rank_profile: %s at %s\n", names[what], shape);
+            fflush(stdout);
+            bad = bad || run_once(b, &r, 1) || b->cu->cuStreamSynchronize(b->stream) != 0;
+            if (bad) {
+                fprintf(stderr, "bench rank_profile: %s at %s failed\n", names[what], shape);
+                failed = 1;
+            }
+            teardown(b, &r);
+        }
+    }
+    return failed;
+}

@@ -112,7 +112,8 @@ BENCH_OPS(BENCH_OP_DECLARE)
 /* The groups that are no op's, with where each goes among the op groups:
  * `after` is the op whose group it follows, or BENCH_FIRST / BENCH_LAST
  * (before or after every op group). The order, which --help and "all"
- * follow: jit, colsum, launch, colsum_sweep, rank, rank_sweep, ..., kloop,
+ * follow: jit, colsum, launch, colsum_sweep, rank, rank_sweep, rank_profile, ...,
+ * kloop,
  * kloop_seq. */
 #define BENCH_FIRST "(first)"
 #define BENCH_LAST "(last)"
@@ -121,6 +122,7 @@ BENCH_OPS(BENCH_OP_DECLARE)
     X(launch, "colsum", "host cost of one call: raw cuLaunchKernel vs the fox-jit op, and the driver calls it makes") \
     X(colsum_sweep, "colsum", "developer sweep of column-sum block sizes and cluster splits, and of the split form's tunables (not in all)") \
     X(rank_sweep, "rank_normalize", "developer sweep of onesweep tile shapes for the sort and the rank op (not in all)") \
+    X(rank_profile, "rank_normalize", "developer target for a profiler: each sort and rank form called once at 4096000 and 2^24, untimed (not in all)") \
     X(kloop, BENCH_LAST, "perception K-loop training step: legacy vs block-per-batch eager vs CUDA graph, B = 32, 128, 512") \
     X(kloop_seq, BENCH_LAST, "developer run of kloop's sequence path alone: its step and per-op rows at B = 32, 128, 512, without the per-step and legacy paths (not in all)")
 
