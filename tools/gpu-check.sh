@@ -59,23 +59,23 @@ done <<< "$units"
 # 10-minute slot. Each program's output goes to its own file, appended to
 # the log in program order when all are done; the benches run alone after.
 jobs=${FOXJIT_CHECK_JOBS:-4}
+# The gpu suite's C programs (gpu_*) as meson.build defines them, arguments
+# and environment included; the suite's other tests (the bindings', the
+# examples') need cargo or a venv and run in tools/gpu-bindings.sh.
+gpu_tests=$(python3 "$here/tools/meson-tests.py" "$B" gpu | grep '^gpu_') ||
+    { echo "no gpu tests found"; exit 1; }
 gpu_suite() { # suffix: every gpu test program, named with the suffix
-    local dir="$OUT/gpu$1" names=() t n i
+    local dir="$OUT/gpu$1" names=() n cmd
     rm -rf "$dir"; mkdir -p "$dir"
-    for t in "$B"/tests/gpu_* ; do
-        case "$t" in *.p) continue;; esac
-        n=$(basename "$t"); names+=("$n")
+    while IFS=$'\t' read -r n cmd; do
+        names+=("$n")
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
         (
             t0=$(date +%s.%N)
-            case "$n" in
-            gpu_trainer|gpu_trainer_multi_gpu)
-                "$t" "$B/tools/fox-train/fox-train" "$B/runtime/libfoxjit.so" > "$dir/$n.log" 2>&1;;
-            *) "$t" > "$dir/$n.log" 2>&1;;
-            esac
+            eval "$cmd" > "$dir/$n.log" 2>&1
             echo "$? $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")" > "$dir/$n.rc"
         ) &
-    done
+    done <<< "$gpu_tests"
     wait
     for n in "${names[@]}"; do
         read -r rc dt < "$dir/$n.rc" || { rc=255; dt=0; }
