@@ -14,7 +14,6 @@
 #include "toolkit.h"
 #include "baselines.h"
 #include "bench.h"
-#include "rank_normalize/policy.h"
 #ifdef FOXJIT_HAVE_CUB_BASELINE
 #include "cub_baseline.h"
 #endif
@@ -227,21 +226,22 @@ static double legacy_us_at_2_20(bench_ctx *b)
     return us;
 }
 
-#define MAX_WINDOWED_N ((int64_t)FJ_RANK_MAX_WINDOWS * FJ_RANK_WINDOW)
-
-/* The op's own choice at n on this GPU (rank_normalize/op.c). */
-static int uses_windows(const bench_ctx *b, int64_t n)
+/* The rank op's output form at n on this GPU under r's tuning with
+ * rank_out = form (0: its own choice; 2: whether n allows windows). */
+static int uses_windows(const bench_ctx *b, const rank_bench *r, int64_t n, int form)
 {
-    return n <= MAX_WINDOWED_N && (size_t)n * 4 * FJ_RANK_WINDOWS_L2_SHARE >= b->l2_bytes;
+    fj_tk_radix_tuning t = r->tune;
+    t.rank_out = form;
+    return fj_tk_rank_uses_windows(n, &t, b->l2_bytes);
 }
 
 /* The op with the other output form than its own at n (direct or through
  * windows, rank_normalize/policy.h), next to its own form's times: what
- * FJ_RANK_WINDOWS_MIN_N is chosen from. */
+ * FJ_RANK_WINDOWS_L2_SHARE is chosen from. */
 static int bench_other_out_row(bench_ctx *b, rank_bench *r, int64_t n, double own_us,
                                double own_graph_us)
 {
-    const int windows = uses_windows(b, n);
+    const int windows = uses_windows(b, r, n, 0);
     bench_row row = {.group = "rank", .bytes = rank_bytes(n, r->ties)};
     row.name = r->ties == FOXJIT_TIES_MAX
                    ? (windows ? "rank_normalize max, out direct" : "rank_normalize max, windows")
@@ -287,13 +287,13 @@ static int bench_rank_rows(bench_ctx *b, int64_t n, double legacy_2_20_us)
         snprintf(notes[t], sizeof notes[t], "%s%squadratic %s; out %s", r.cub_ws ? "" : no_cub,
                  r.cub_ws ? "" : "; ",
                  n == LEGACY_N ? "measured" : "= its 2^20 time x (N / 2^20)^2",
-                 uses_windows(b, n) ? "through windows" : "direct");
+                 uses_windows(b, &r, n, 0) ? "through windows" : "direct");
         row.note = notes[t];
         if (row.us > 0)
             bench_emit(b, &row);
         else
             failed = 1;
-        if (n <= MAX_WINDOWED_N)
+        if (uses_windows(b, &r, n, 2))   /* windows possible at n: both forms */
             failed |= bench_other_out_row(b, &r, n, row.us, row.graph_us);
     }
     teardown(b, &r);

@@ -76,13 +76,11 @@ int fj_rank_uses_windows(int64_t n, const fj_radix_tuning *t, size_t l2_bytes)
 void fj_rank_layout_for(int64_t n, const fj_radix_tuning *t, fj_rank_layout *l)
 {
     fj_radix_layout_for(n, FJ_RANK_PASSES, 2, (unsigned)(t->block * t->items), &l->sort);
-    const unsigned windows = (unsigned)((n + FJ_RANK_WINDOW - 1) / FJ_RANK_WINDOW);
+    l->windows = n <= MAX_WINDOWED_N ? (unsigned)((n + FJ_RANK_WINDOW - 1) / FJ_RANK_WINDOW) : 0;
     /* The sort's sections end aligned, before its alignment slack. */
     l->cursors = l->sort.bytes - FJ_RADIX_ALIGN;
-    l->bytes = l->sort.bytes;
-    if (n <= MAX_WINDOWED_N)
-        l->bytes += ((size_t)windows * 4 + FJ_RADIX_ALIGN - 1) / FJ_RADIX_ALIGN * FJ_RADIX_ALIGN;
-    l->windows = n <= MAX_WINDOWED_N ? windows : 0;
+    l->bytes = l->sort.bytes +
+               ((size_t)l->windows * 4 + FJ_RADIX_ALIGN - 1) / FJ_RADIX_ALIGN * FJ_RADIX_ALIGN;
 }
 
 size_t fj_rank_workspace_tuned(int64_t n, const fj_radix_tuning *t)
@@ -180,9 +178,9 @@ foxjit_status fj_rank_normalize_tuned(foxjit_runtime *rt, const fj_radix_tuning 
     fj_rank_layout rl;
     foxjit_status st =
         check_call(op, t, n, ties, rewards, out, workspace, workspace_bytes, &rl);
-    const fj_radix_layout l = rl.sort;
     if (st != FOXJIT_OK)
         return st;
+    const fj_radix_layout l = rl.sort;
     if ((st = fj_enter(rt, stream)) != FOXJIT_OK)
         return st;
     const fj_loaded *k;

@@ -359,10 +359,12 @@ static void test_bitwise_identical_runs(void **state)
             gh_poison(out, n);
             GH_CHECK(rank_call(form, &p, ties, r, out, ws, ws_bytes));
             gh_download(run ? again : first, out, n * 4);
-            if (run)
-                compare(form == FJ_RANK_OUT_WINDOWS ? "a repeated run vs the first (windows)"
-                                                    : "a repeated run vs the first (direct)",
-                        &p, again, first, NULL);
+            if (run) {
+                char what[64];
+                snprintf(what, sizeof what, "a repeated run vs the first (%s)",
+                         form_names[form]);
+                compare(what, &p, again, first, NULL);
+            }
         }
         gh_free(r), gh_free(out), gh_free(ws);
         free(p.r), free(first), free(again);
@@ -390,9 +392,9 @@ static void test_in_place_and_unaligned_workspace(void **state)
         dirty(ws, ws_bytes + 64);
         GH_CHECK(rank_call(form, &p, ties, buf, buf, ws + 12, ws_bytes));
         gh_download(got, buf, n * 4);
-        compare(form == FJ_RANK_OUT_WINDOWS ? "in place, workspace at +12 bytes (windows)"
-                                            : "in place, workspace at +12 bytes (direct)",
-                &p, got, want, rank);
+        char what[64];
+        snprintf(what, sizeof what, "in place, workspace at +12 bytes (%s)", form_names[form]);
+        compare(what, &p, got, want, rank);
         gh_free(buf), gh_free(ws);
         free(p.r), free(got), free(want), free(rank);
     }

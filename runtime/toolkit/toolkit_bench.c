@@ -115,6 +115,12 @@ size_t fj_tk_rank_workspace(int64_t n, const fj_tk_radix_tuning *t)
     return fj_rank_workspace_tuned(n, &r);
 }
 
+int fj_tk_rank_uses_windows(int64_t n, const fj_tk_radix_tuning *t, size_t l2_bytes)
+{
+    fj_radix_tuning r = tuning_in(t);
+    return fj_rank_uses_windows(n, &r, l2_bytes);
+}
+
 foxjit_status fj_tk_rank_normalize(foxjit_runtime *rt, const fj_tk_radix_tuning *t,
                                    CUdeviceptr rewards, int64_t n, float std_ema, float mean_ema,
                                    foxjit_tie_mode ties, CUdeviceptr out, CUdeviceptr workspace,

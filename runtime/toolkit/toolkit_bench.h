@@ -95,6 +95,9 @@ foxjit_status fj_tk_radix_sort_pairs(foxjit_runtime *rt, const fj_tk_radix_tunin
                                      int begin_bit, int end_bit, CUdeviceptr workspace,
                                      size_t workspace_bytes, CUstream stream);
 size_t fj_tk_rank_workspace(int64_t n, const fj_tk_radix_tuning *t);
+/* 1 when foxjit_rank_normalize under t writes n outputs through windows on
+ * a GPU with l2_bytes of L2 (rank_normalize/policy.h). */
+int fj_tk_rank_uses_windows(int64_t n, const fj_tk_radix_tuning *t, size_t l2_bytes);
 foxjit_status fj_tk_rank_normalize(foxjit_runtime *rt, const fj_tk_radix_tuning *t,
                                    CUdeviceptr rewards, int64_t n, float std_ema, float mean_ema,
                                    foxjit_tie_mode ties, CUdeviceptr out, CUdeviceptr workspace,

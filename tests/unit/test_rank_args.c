@@ -197,6 +197,46 @@ static void test_rank_bad_calls(void **state)
            FOXJIT_ERROR_INVALID_ARGUMENT, "ties is 5");
 }
 
+/* Tunings the rank op cannot run (the bench's and tests' tuned entry):
+ * an output form that is none of the three, and a tile whose exchange
+ * leaves no room for the windowed last pass's window counters. */
+static void test_rank_bad_tunings(void **state)
+{
+    (void)state;
+    const size_t ws = rank_ws(N);
+    fj_radix_tuning t = fj_radix_default_tuning;
+    t.rank_out = 3;
+    expect(fj_rank_normalize_tuned(fake_rt, &t, keys_in, N, 1, 0, FOXJIT_TIES_MAX, keys_out,
+                                   workspace, ws, NULL),
+           FOXJIT_ERROR_UNSUPPORTED, "output form 3");
+    t = fj_radix_default_tuning;
+    t.block = 512, t.items = 20;    /* 40 KiB of keys: below the sort's 46, above 38 */
+    expect(fj_rank_normalize_tuned(fake_rt, &t, keys_in, N, 1, 0, FOXJIT_TIES_MAX, keys_out,
+                                   workspace, ws, NULL),
+           FOXJIT_ERROR_UNSUPPORTED, "38 KiB");
+    expect(fj_radix_tuning_check("sort", &t), FOXJIT_OK, NULL);
+}
+
+/* The rank workspace: the sort's sections, then one cursor per window of
+ * 16,384 outputs up to 2^25 rewards (none above), within the size asked
+ * for whatever the base. */
+static void test_rank_layout(void **state)
+{
+    (void)state;
+    static const int64_t ns[] = {1, 16384, 16385, 4096000, 1ll << 25, (1ll << 25) + 1,
+                                 (1ll << 31) - 1};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        fj_rank_layout l;
+        fj_rank_layout_for(ns[i], &fj_radix_default_tuning, &l);
+        const unsigned want = ns[i] <= (1ll << 25) ? (unsigned)((ns[i] + 16383) / 16384) : 0;
+        assert_int_equal(l.windows, want);
+        assert_int_equal(l.cursors % FJ_RADIX_ALIGN, 0);
+        assert_true(l.cursors >= l.sort.lookback + l.sort.lookback_words * 8);
+        assert_true(l.cursors + (size_t)l.windows * 4 + FJ_RADIX_ALIGN - 4 <= l.bytes);
+        assert_int_equal(l.bytes, fj_rank_workspace_tuned(ns[i], &fj_radix_default_tuning));
+    }
+}
+
 /* Sections are aligned, disjoint and inside the size asked for, whatever
  * the (4-byte aligned) base. */
 static void check_layout(int64_t n, int passes, int pairs)
@@ -254,6 +294,8 @@ int main(void)
         cmocka_unit_test(test_sort_bad_calls),
         cmocka_unit_test(test_rank_workspace_query),
         cmocka_unit_test(test_rank_bad_calls),
+        cmocka_unit_test(test_rank_bad_tunings),
+        cmocka_unit_test(test_rank_layout),
         cmocka_unit_test(test_layout),
     };
     return cmocka_run_group_tests_name("rank_args", tests, NULL, NULL);
